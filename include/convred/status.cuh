@@ -1,0 +1,54 @@
+/// @file status.cuh
+/// @brief Status codes returned by every convred host entry point.
+#pragma once
+
+namespace convred {
+
+/// @brief Result of a convred host call. Host entry points never throw; they return one of these.
+///
+/// Every code other than `success` means nothing was launched and nothing was written, except
+/// `cuda_error`, which means the launch itself (or a CUDA call made while preparing it) failed; the
+/// CUDA error is left for the caller in `cudaGetLastError()`'s usual sense.
+enum class status : int {
+  success = 0,             ///< Work was launched (or there was no work, e.g. N = 0).
+  null_pointer,            ///< A pointer that the call needs (x, w, y, ...) is null.
+  invalid_shape,           ///< A size is out of range: N < 0, or C, H, W, K, R, S < 1.
+  invalid_output_size,     ///< The kernel (with dilation) is larger than the padded input: P or Q < 1.
+  invalid_stride,          ///< stride_h or stride_w < 1.
+  invalid_dilation,        ///< dilation_h or dilation_w < 1.
+  invalid_padding,         ///< pad_h or pad_w < 0.
+  invalid_groups,          ///< groups < 1, or C or K not divisible by groups.
+  size_overflow,           ///< A tensor's element count or byte size overflows int64, or the grid is too large.
+  misaligned_pointer,      ///< A pointer is not aligned to its element type.
+  indices_not_supported,   ///< An index output was given for an op that produces no index (e.g. sum).
+  invalid_layout,          ///< The layout enum is out of range.
+  invalid_argument,        ///< Any other invalid argument (e.g. a scalar parameter out of range).
+  no_device,               ///< No CUDA device, or the current device is older than the kernel needs.
+  cuda_error               ///< A CUDA runtime call or the kernel launch failed.
+};
+
+/// @brief Human-readable name and explanation of a status code (static storage, never null).
+inline const char* to_string(status s) noexcept {
+  switch (s) {
+    case status::success: return "success";
+    case status::null_pointer: return "null_pointer: a required tensor pointer is null";
+    case status::invalid_shape: return "invalid_shape: N must be >= 0 and C, H, W, K, R, S >= 1";
+    case status::invalid_output_size:
+      return "invalid_output_size: dilated kernel larger than the padded input (output size P or Q < 1)";
+    case status::invalid_stride: return "invalid_stride: stride must be >= 1";
+    case status::invalid_dilation: return "invalid_dilation: dilation must be >= 1";
+    case status::invalid_padding: return "invalid_padding: padding must be >= 0";
+    case status::invalid_groups: return "invalid_groups: groups must be >= 1 and divide both C and K";
+    case status::size_overflow: return "size_overflow: a tensor size overflows int64 or the launch grid";
+    case status::misaligned_pointer: return "misaligned_pointer: a pointer is not aligned to its element type";
+    case status::indices_not_supported:
+      return "indices_not_supported: an index output was given for a reduction op without an index";
+    case status::invalid_layout: return "invalid_layout: layout must be NCHW or NHWC";
+    case status::invalid_argument: return "invalid_argument";
+    case status::no_device: return "no_device: no CUDA device, or the device is older than the kernel needs";
+    case status::cuda_error: return "cuda_error: a CUDA call or the kernel launch failed";
+  }
+  return "unknown status";
+}
+
+}  // namespace convred
