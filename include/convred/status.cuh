@@ -22,6 +22,7 @@ enum class status : int {
   misaligned_pointer,      ///< A pointer is not aligned to its element type.
   indices_not_supported,   ///< An index output was given for an op that produces no index (e.g. sum).
   invalid_layout,          ///< The layout enum is out of range.
+  overlapping_buffers,     ///< An output overlaps an input or another output.
   invalid_argument,        ///< Any other invalid argument (e.g. a scalar parameter out of range).
   no_device,               ///< No CUDA device, or the current device is older than the kernel needs.
   cuda_error               ///< A CUDA runtime call or the kernel launch failed.
@@ -44,6 +45,7 @@ inline const char* to_string(status s) noexcept {
     case status::indices_not_supported:
       return "indices_not_supported: an index output was given for a reduction op without an index";
     case status::invalid_layout: return "invalid_layout: layout must be NCHW or NHWC";
+    case status::overlapping_buffers: return "overlapping_buffers: an output overlaps an input or another output";
     case status::invalid_argument: return "invalid_argument";
     case status::no_device: return "no_device: no CUDA device, or the device is older than the kernel needs";
     case status::cuda_error: return "cuda_error: a CUDA call or the kernel launch failed";

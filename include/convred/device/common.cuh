@@ -1,0 +1,63 @@
+/// @file device/common.cuh
+/// @brief Host-side checks shared by the device entry points (alignment, overlap, device presence).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <initializer_list>
+
+#include "../status.cuh"
+
+namespace convred::device::detail {
+
+/// True if p is null or aligned to alignof(T).
+template <class T>
+bool aligned(const T* p) {
+  return reinterpret_cast<std::uintptr_t>(p) % alignof(T) == 0;
+}
+
+/// A byte range [begin, end) of a buffer; empty when begin == end.
+struct span {
+  std::uintptr_t begin, end;
+};
+
+/// The byte range of n elements at p (empty for null p or n = 0).
+template <class T>
+span make_span(const T* p, std::int64_t n) {
+  const auto b = reinterpret_cast<std::uintptr_t>(p);
+  return p && n > 0 ? span{b, b + static_cast<std::uintptr_t>(n) * sizeof(T)} : span{b, b};
+}
+
+/// True if two non-empty ranges share a byte.
+inline bool overlap(span a, span b) { return a.begin < a.end && b.begin < b.end && a.begin < b.end && b.begin < a.end; }
+
+/// True if any output overlaps any input or another output (inputs may overlap each other).
+template <std::size_t NI, std::size_t NO>
+bool any_overlap(const span (&in)[NI], const span (&out)[NO]) {
+  for (std::size_t o = 0; o < NO; ++o) {
+    for (std::size_t i = 0; i < NI; ++i)
+      if (overlap(out[o], in[i])) return true;
+    for (std::size_t j = o + 1; j < NO; ++j)
+      if (overlap(out[o], out[j])) return true;
+  }
+  return false;
+}
+
+/// status::no_device if there is no usable CUDA device or no kernel image for it; clears the error.
+template <class Kernel>
+status check_device(Kernel* k) {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    return status::no_device;
+  }
+  cudaFuncAttributes attr;
+  if (cudaFuncGetAttributes(&attr, k) != cudaSuccess) {
+    cudaGetLastError();
+    return status::no_device;
+  }
+  return status::success;
+}
+
+}  // namespace convred::device::detail
