@@ -5,6 +5,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cuda/std/limits>
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -82,9 +84,9 @@ __host__ __device__ inline bool is_nan(V v) {
 template <class V>
 __host__ __device__ constexpr V upper_identity() {
   if constexpr (std::is_floating_point_v<V>) {
-    return std::numeric_limits<V>::infinity();
+    return cuda::std::numeric_limits<V>::infinity();
   } else {
-    return std::numeric_limits<V>::max();
+    return cuda::std::numeric_limits<V>::max();
   }
 }
 
@@ -92,9 +94,9 @@ __host__ __device__ constexpr V upper_identity() {
 template <class V>
 __host__ __device__ constexpr V lower_identity() {
   if constexpr (std::is_floating_point_v<V>) {
-    return -std::numeric_limits<V>::infinity();
+    return -cuda::std::numeric_limits<V>::infinity();
   } else {
-    return std::numeric_limits<V>::lowest();
+    return cuda::std::numeric_limits<V>::lowest();
   }
 }
 

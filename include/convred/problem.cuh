@@ -101,7 +101,8 @@ inline constexpr std::int64_t max_extent = std::int64_t(1) << 40;
 /// `invalid_dilation`, `invalid_padding`, `invalid_groups` (groups < 1 or not dividing C and K),
 /// `invalid_output_size` (P or Q < 1: the dilated kernel is larger than the padded input),
 /// `invalid_layout`, `size_overflow` (N*C*H*W, K*C/g*R*S, N*K*P*Q elements or bytes overflow int64;
-/// K, (C/groups)*R*S, R, S, padding, stride or dilation at or above 2^30),
+/// K, (C/groups)*R*S, R, S, padding, stride or dilation at or above 2^30; H + 2*pad_h + dil_h*(R-1) +
+/// stride_h or its W analogue above 2^30),
 /// else `success`. N = 0 is valid (empty work).
 inline status validate(const conv2d_problem& p, std::int64_t elem_bytes = 4) {
   if (p.N < 0 || p.C < 1 || p.H < 1 || p.W < 1 || p.K < 1 || p.R < 1 || p.S < 1) return status::invalid_shape;
@@ -122,8 +123,12 @@ inline status validate(const conv2d_problem& p, std::int64_t elem_bytes = 4) {
   // Channel indices and GEMM_K indices are int32 in the kernels.
   if (p.K > std::numeric_limits<std::int32_t>::max() / 2 || p.gemm_k() > std::numeric_limits<std::int32_t>::max() / 2)
     return status::size_overflow;
+  // Input coordinates are int32 in the kernels: h = p*stride - pad + r*dil stays within (-2^30, 2^30).
   for (auto v : {p.R, p.S, p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dil_h, p.dil_w})
     if (v > std::numeric_limits<std::int32_t>::max() / 2) return status::size_overflow;
+  if (p.H + 2 * p.pad_h + p.dil_h * (p.R - 1) + p.stride_h > (std::int64_t(1) << 30) ||
+      p.W + 2 * p.pad_w + p.dil_w * (p.S - 1) + p.stride_w > (std::int64_t(1) << 30))
+    return status::size_overflow;
   return status::success;
 }
 

@@ -44,7 +44,7 @@ template <class Policy = default_policy, class T, class Op, class Epilogue = epi
 status conv2d_reduce(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y,
                      std::int64_t* indices, Op op = {}, Epilogue epi = {}, cudaStream_t stream = nullptr) {
   static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
-  using policy = detail::resolve_policy_t<Policy, T>;
+  using policy = convred::detail::resolve_policy_t<Policy, T>;
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
   if constexpr (!Op::has_index) {
     if (indices) return status::indices_not_supported;
@@ -78,7 +78,7 @@ template <class Policy = default_policy, class T, class Epilogue = epilogue::ide
 status conv2d(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* out, Epilogue epi = {},
               cudaStream_t stream = nullptr) {
   static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
-  using policy = detail::resolve_policy_t<Policy, T>;
+  using policy = convred::detail::resolve_policy_t<Policy, T>;
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
   if (p.out_elements() == 0) return status::success;
   if (!x || !w || !out) return status::null_pointer;

@@ -16,7 +16,8 @@ struct conv_params {
   const T* x = nullptr;     ///< input (N,C,H,W) in `x_layout`
   const T* w = nullptr;     ///< weights (K, C/groups, R, S)
   const T* bias = nullptr;  ///< bias (K) or nullptr
-  std::int64_t N, C, H, W, K, P, Q;
+  std::int64_t N, C, K, P, Q;
+  std::int32_t H, W;  ///< input height and width (validated < 2^30 with padding)
   std::int64_t M;   ///< GEMM_M = N*P*Q
   std::int64_t PQ;  ///< P*Q
   std::int32_t R, S, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
@@ -32,7 +33,7 @@ template <class T>
 conv_params<T> make_conv_params(const conv2d_problem& p, const T* x, const T* w, const T* bias) {
   conv_params<T> k;
   k.x = x, k.w = w, k.bias = bias;
-  k.N = p.N, k.C = p.C, k.H = p.H, k.W = p.W, k.K = p.K, k.P = p.P(), k.Q = p.Q();
+  k.N = p.N, k.C = p.C, k.H = static_cast<std::int32_t>(p.H), k.W = static_cast<std::int32_t>(p.W), k.K = p.K, k.P = p.P(), k.Q = p.Q();
   k.M = p.gemm_m(), k.PQ = k.P * k.Q;
   k.R = static_cast<std::int32_t>(p.R), k.S = static_cast<std::int32_t>(p.S);
   k.pad_h = static_cast<std::int32_t>(p.pad_h), k.pad_w = static_cast<std::int32_t>(p.pad_w);

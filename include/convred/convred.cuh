@@ -1,0 +1,12 @@
+/// @file convred.cuh
+/// @brief Umbrella header: everything public in convred.
+#pragma once
+
+#include "functional.cuh"
+#include "numeric.cuh"
+#include "policy.cuh"
+#include "problem.cuh"
+#include "status.cuh"
+#include "device/channel_reduce.cuh"
+#include "device/conv2d_reduce.cuh"
+#include "reference/conv2d.hpp"
