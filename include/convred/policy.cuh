@@ -47,12 +47,14 @@ struct simt_policy {
   static_assert(BlockK % ((BlockK * BlockN) / threads) == 0, "weight staging must tile BlockK");
 };
 
-/// @brief Default SIMT policy for element type T: 128x128x8 tiles, 8x8 per thread, 256 threads,
-/// two blocks per SM (float, __half, __nv_bfloat16: fp32 compute); 64x64x8 with 4x4 per thread for
-/// double (fp64 accumulators need twice the registers).
+/// @brief Default SIMT policy for element type T (float, __half, __nv_bfloat16: fp32 compute):
+/// 256 pixels x 128 channels x 8 deep, 8x8 per thread, 512 threads, one block per SM (128 registers).
+/// Chosen by measurement on the H200 seed case (bench/NOTES.md): 17.6 ms against 18.7 ms for 128x128x8
+/// with two blocks per SM. 64x64x8 with 4x4 per thread for double (fp64 accumulators need twice the
+/// registers).
 template <class T>
 struct default_simt_policy {
-  using type = simt_policy<128, 128, 8, 8, 8, 2>;
+  using type = simt_policy<256, 128, 8, 8, 8, 1>;
 };
 /// @brief Default SIMT policy for double.
 template <>

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "../detail/load.cuh"
 #include "../kernel/params.cuh"
 #include "../numeric.cuh"
 
@@ -15,8 +16,9 @@ namespace convred::block {
 /// Implicit GEMM (GEMM_M = N*P*Q pixels, GEMM_N = K channels, GEMM_K = (C/groups)*R*S, kk = (c*R + r)*S + s),
 /// as in cuDNN's and CUTLASS's implicit-GEMM formulations: the im2col matrix is never materialised; each
 /// thread gathers its share of a BlockK x BlockM slice of it (zero for padding taps and out-of-range
-/// pixels/channels) and of the BlockK x BlockN weight slice into registers, stores them to shared memory
-/// (double-buffered: the next slice is loaded from global memory while the current one is multiplied),
+/// pixels/channels) and of the BlockK x BlockN weight slice into shared memory, with cp.async for 4- and
+/// 8-byte types and through registers (converted to fp32) for 16-bit types, double-buffered: the next
+/// slice is in flight while the current one is multiplied,
 /// and each thread multiplies a ThreadM x ThreadN register tile with fp32 (fp64 for double) FMAs.
 /// Thread t owns channel group `t % channel_groups` and pixel group `t / channel_groups`; its pixels are
 /// `(i/4)*pixel_groups*4 + pg*4 + i%4` and its channels `(j/4)*channel_groups*4 + cg*4 + j%4` (4-wide
@@ -90,35 +92,60 @@ struct conv_mainloop {
     smem.taps[slot][t] = e;
   }
 
-  /// Gathers this thread's A (im2col, taps from taps[slot]) and B (weight) elements of slice kk0 into
-  /// registers; padding taps, pixels past GEMM_M and rows past GEMM_K read zero.
-  __device__ void load_global(std::int32_t kk0, int slot, const T* w_row, bool w_valid, V (&ra)[A_PER_THREAD],
-                              V (&rb)[B_PER_THREAD]) const {
+  /// True when elements are copied global -> shared asynchronously (cp.async; T is 4 or 8 bytes and is its
+  /// own compute type); 16-bit types are staged through registers and converted to fp32 on the way.
+  static constexpr bool async_copy = sizeof(T) == sizeof(V);
+  /// Registers holding one staged slice (register path only).
+  struct staging {
+    V a[async_copy ? 1 : A_PER_THREAD];
+    V b[async_copy ? 1 : B_PER_THREAD];
+  };
+
+  /// Starts moving slice kk0 (taps in taps[slot]) into stage `buf`: this thread's A (im2col) and B
+  /// (weight) elements; padding taps, pixels past GEMM_M and rows past GEMM_K read zero.
+  __device__ void begin_stage(std::int32_t kk0, int slot, int buf, const T* w_row, bool w_valid, staging& st) {
     const int t = static_cast<int>(threadIdx.x);
 #pragma unroll
     for (int i = 0; i < A_PER_THREAD; ++i) {
-      const tap e = smem.taps[slot][t / BM + i * A_ROW_STEP];
+      const int row = t / BM + i * A_ROW_STEP;
+      const tap e = smem.taps[slot][row];
       const std::int32_t h = a_h0 + e.dh, w = a_w0 + e.dw;
       const bool ok = static_cast<std::uint32_t>(h) < static_cast<std::uint32_t>(prm.H) &&
                       static_cast<std::uint32_t>(w) < static_cast<std::uint32_t>(prm.W);
-      ra[i] = ok ? to_compute(prm.x[a_off + e.delta]) : V(0);
+      const T* src = prm.x + (ok ? a_off + e.delta : 0);
+      if constexpr (async_copy) {
+        convred::detail::cp_async_or_zero(&smem.a[buf][row][t % BM], src, ok);
+      } else {
+        st.a[i] = to_compute(convred::detail::load_or_zero(src, ok));
+      }
     }
-    const int kb = (t % B_THREADS_PER_N) * B_PER_THREAD;
+    const int n = t / B_THREADS_PER_N, kb = (t % B_THREADS_PER_N) * B_PER_THREAD;
 #pragma unroll
     for (int v = 0; v < B_PER_THREAD; ++v) {
       const std::int32_t kk = kk0 + kb + v;
-      rb[v] = (w_valid && kk < prm.gemm_k) ? to_compute(w_row[kk]) : V(0);
+      const bool ok = w_valid && kk < prm.gemm_k;
+      const T* src = w_row + (ok ? kk : 0);
+      if constexpr (async_copy) {
+        convred::detail::cp_async_or_zero(&smem.b[buf][kb + v][n], src, ok);
+      } else {
+        st.b[v] = to_compute(convred::detail::load_or_zero(src, ok));
+      }
     }
   }
 
-  /// Stores staged registers into shared-memory stage `buf`.
-  __device__ void store_shared(int buf, const V (&ra)[A_PER_THREAD], const V (&rb)[B_PER_THREAD]) {
-    const int t = static_cast<int>(threadIdx.x);
+  /// Completes stage `buf` for this thread (waits for its copies, or stores its staged registers).
+  /// A barrier must follow before other threads read the stage.
+  __device__ void end_stage(int buf, const staging& st) {
+    if constexpr (async_copy) {
+      convred::detail::cp_async_wait_all();
+    } else {
+      const int t = static_cast<int>(threadIdx.x);
 #pragma unroll
-    for (int i = 0; i < A_PER_THREAD; ++i) smem.a[buf][t / BM + i * A_ROW_STEP][t % BM] = ra[i];
-    const int n = t / B_THREADS_PER_N, kb = (t % B_THREADS_PER_N) * B_PER_THREAD;
+      for (int i = 0; i < A_PER_THREAD; ++i) smem.a[buf][t / BM + i * A_ROW_STEP][t % BM] = st.a[i];
+      const int n = t / B_THREADS_PER_N, kb = (t % B_THREADS_PER_N) * B_PER_THREAD;
 #pragma unroll
-    for (int v = 0; v < B_PER_THREAD; ++v) smem.b[buf][kb + v][n] = rb[v];
+      for (int v = 0; v < B_PER_THREAD; ++v) smem.b[buf][kb + v][n] = st.b[v];
+    }
   }
 
   /// Loads 4 consecutive compute values from 16-byte (float) / 32-byte (double) aligned shared memory.
@@ -167,16 +194,16 @@ struct conv_mainloop {
     build_taps(0, 0, g);
     build_taps(1, BK, g);
     __syncthreads();
-    V ra[A_PER_THREAD], rb[B_PER_THREAD];
-    load_global(0, 0, w_row, w_valid, ra, rb);
-    store_shared(0, ra, rb);
+    staging st;
+    begin_stage(0, 0, 0, w_row, w_valid, st);
+    end_stage(0, st);
     __syncthreads();
     const int slices = (prm.gemm_k + BK - 1) / BK;
     for (int sl = 0; sl < slices; ++sl) {
       const bool more = sl + 1 < slices;
-      if (more) load_global((sl + 1) * BK, (sl + 1) & 1, w_row, w_valid, ra, rb);
+      if (more) begin_stage((sl + 1) * BK, (sl + 1) & 1, (sl + 1) & 1, w_row, w_valid, st);
       mma_stage(sl & 1, acc);
-      if (more) store_shared((sl + 1) & 1, ra, rb);
+      if (more) end_stage((sl + 1) & 1, st);
       build_taps(sl & 1, (sl + 2) * BK, g);  // slot of slice sl, last read while loading slice sl
       __syncthreads();
     }

@@ -1,0 +1,69 @@
+/// @file detail/load.cuh
+/// @brief Predicated read-only global loads issued where they are written (inline PTX, volatile), so the
+/// compiler cannot sink them next to their use and expose their latency ("memory" clobber: no shared-memory
+/// load of the following multiply loop moves above them; seen in SASS: the register-
+/// staged im2col loads had been moved to the end of the mainloop iteration).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace convred::detail {
+
+/// @brief Returns *p if pred, else a zero bit pattern (+0.0 for floating types); p is not read when !pred.
+/// T must be 2, 4 or 8 bytes (float, double, __half, __nv_bfloat16).
+template <class T>
+__device__ __forceinline__ T load_or_zero(const T* p, bool pred) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "load_or_zero: 2, 4 or 8 byte types");
+  T out;
+  if constexpr (sizeof(T) == 4) {
+    std::uint32_t v;
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n mov.b32 %0, 0;\n @p ld.global.nc.b32 %0, [%1];\n}\n"
+        : "=r"(v)
+        : "l"(p), "r"(static_cast<int>(pred))
+        : "memory");
+    std::memcpy(&out, &v, 4);
+  } else if constexpr (sizeof(T) == 8) {
+    std::uint64_t v;
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n mov.b64 %0, 0;\n @p ld.global.nc.b64 %0, [%1];\n}\n"
+        : "=l"(v)
+        : "l"(p), "r"(static_cast<int>(pred))
+        : "memory");
+    std::memcpy(&out, &v, 8);
+  } else {
+    std::uint16_t v;
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n mov.b16 %0, 0;\n @p ld.global.nc.b16 %0, [%1];\n}\n"
+        : "=h"(v)
+        : "l"(p), "r"(static_cast<int>(pred))
+        : "memory");
+    std::memcpy(&out, &v, 2);
+  }
+  return out;
+}
+
+}  // namespace convred::detail
+
+namespace convred::detail {
+
+/// @brief Asynchronous global -> shared copy of one 4- or 8-byte element (sm_80+ `cp.async.ca`, LDGSTS):
+/// copies *src to *dst if pred, else writes zero bytes to *dst (src-size 0: nothing is read).
+/// Completes at `cp_async_wait_all()`. No register is held while the copy is in flight.
+template <class T>
+__device__ __forceinline__ void cp_async_or_zero(T* dst, const T* src, bool pred) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "cp_async_or_zero: 4 or 8 byte types");
+  const auto d = static_cast<std::uint32_t>(__cvta_generic_to_shared(dst));
+  const int n = pred ? static_cast<int>(sizeof(T)) : 0;
+  if constexpr (sizeof(T) == 4) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(n) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(d), "l"(src), "r"(n) : "memory");
+  }
+}
+
+/// @brief Waits until all of this thread's cp.async copies have landed in shared memory.
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+}  // namespace convred::detail
