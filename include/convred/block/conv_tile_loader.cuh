@@ -1,0 +1,177 @@
+/// @file block/conv_tile_loader.cuh
+/// @brief Block-level implicit-GEMM operand loader: streams the im2col slice of x and the matching weight
+/// slice of one (BlockM pixels x BlockN channels) tile through double-buffered shared memory.
+#pragma once
+
+#include <cstdint>
+
+#include "../detail/load.cuh"
+#include "../kernel/params.cuh"
+#include "../numeric.cuh"
+
+namespace convred::block {
+
+/// @brief Gathers the operands of one implicit-GEMM block tile into shared memory, slice by slice.
+///
+/// Implicit GEMM (GEMM_M = N*P*Q pixels, GEMM_N = K channels, GEMM_K = (C/groups)*R*S, kk = (c*R + r)*S + s),
+/// as in cuDNN's and CUTLASS's implicit-GEMM formulations: the im2col matrix is never materialised. Each
+/// slice is BlockK rows of GEMM_K: `a[buf][k][m]` = x at pixel m0 + m, tap kk0 + k (zero for padding taps,
+/// pixels past GEMM_M and rows past GEMM_K) and `b[buf][k][n]` = w[k_first + n, kk0 + k] (zero past the
+/// group's channels), both in the compute type. Thread t loads pixel `t % BlockM` (decoded once, in the
+/// constructor) for rows `t / BlockM + i * (Threads / BlockM)`, and weights of channel `t / (BlockK / eB)`.
+/// 4- and 8-byte types are copied with cp.async (no registers held in flight; the next slice is in flight
+/// while the current one is consumed); 16-bit types are staged through registers and converted to fp32.
+/// PadA/PadB pad the rows (in elements) to suit the consumer's shared-memory access pattern.
+template <class T, int BlockM, int BlockN, int BlockK, int Threads, int PadA, int PadB>
+struct conv_tile_loader {
+  using V = compute_t<T>;  ///< compute type held in shared memory
+  static constexpr int BM = BlockM, BN = BlockN, BK = BlockK, NT = Threads;
+  static constexpr int A_PER_THREAD = BK * BM / NT;  ///< im2col elements staged per thread per slice
+  static constexpr int A_ROW_STEP = NT / BM;          ///< k-row stride between a thread's A elements
+  static constexpr int B_PER_THREAD = BK * BN / NT;  ///< weights staged per thread per slice
+  static constexpr int B_THREADS_PER_N = BK / B_PER_THREAD;
+  static_assert(NT % BM == 0 && (BK * BM) % NT == 0 && (BK * BN) % NT == 0 && BK % B_PER_THREAD == 0,
+                "conv_tile_loader: threads must tile the slices evenly");
+
+  /// Decoded GEMM_K index kk = (c, r, s) of one im2col row: x offset of the tap relative to the pixel's
+  /// origin, and the tap's row/column displacement (r*dil_h, s*dil_w; -2^30 marks kk past GEMM_K).
+  struct tap {
+    std::int64_t delta;
+    std::int32_t dh, dw;
+  };
+
+  /// Shared memory: two stages of the im2col slice [BK][BM + PadA], of the weight slice [BK][BN + PadB],
+  /// and of the decoded taps of the slice's BK rows (built one slice ahead by the first BK threads, so the
+  /// (c, r, s) divisions are done once per row per block instead of once per element).
+  struct TempStorage {
+    alignas(16) V a[2][BK][BM + PadA];
+    alignas(16) V b[2][BK][BN + PadB];
+    tap taps[2][BK];
+  };
+
+  static constexpr std::int32_t invalid_coord = -(1 << 30);  ///< fails every bounds check (validated sizes)
+
+  TempStorage& smem;
+  const kernel::conv_params<T>& prm;
+  // This thread's im2col row (pixel) for the A loads.
+  std::int32_t a_h0, a_w0;  // top-left input coordinate of the receptive field; invalid_coord past GEMM_M
+  std::int64_t a_off;       // x offset of (n, channel 0, a_h0, a_w0) in x's layout
+
+  /// Decodes the pixel this thread loads for block tile starting at GEMM_M row m0.
+  __device__ conv_tile_loader(TempStorage& s, const kernel::conv_params<T>& p, std::int64_t m0) : smem(s), prm(p) {
+    const std::int64_t m = m0 + static_cast<int>(threadIdx.x) % BM;
+    const bool valid = m < p.M;
+    const std::int64_t mm = valid ? m : 0;
+    const std::int64_t n = mm / p.PQ, pq = mm - n * p.PQ;
+    const std::int64_t op = pq / p.Q, oq = pq - op * p.Q;
+    a_h0 = valid ? static_cast<std::int32_t>(op * p.stride_h - p.pad_h) : invalid_coord;
+    a_w0 = static_cast<std::int32_t>(oq * p.stride_w - p.pad_w);
+    const std::int64_t hw = std::int64_t(a_h0) * p.W + a_w0;
+    a_off = n * p.C * p.H * p.W + (p.x_layout == layout::nchw ? hw : hw * p.C);
+  }
+
+  /// Threads [0, BK) decode the taps of slice kk0 (rows kk0 .. kk0+BK-1) of group g into taps[slot].
+  __device__ void build_taps(int slot, std::int32_t kk0, std::int32_t g) {
+    const int t = static_cast<int>(threadIdx.x);
+    if (t >= BK) return;
+    const std::int32_t kk = kk0 + t;
+    tap e{0, invalid_coord, 0};
+    if (kk < prm.gemm_k) {
+      std::int32_t c, rs, r, s;
+      prm.div_rs.divmod(kk, c, rs);
+      prm.div_s.divmod(rs, r, s);
+      e.dh = r * prm.dil_h, e.dw = s * prm.dil_w;
+      const std::int64_t cc = std::int64_t(g) * prm.Cg + c, hw = std::int64_t(e.dh) * prm.W + e.dw;
+      e.delta = prm.x_layout == layout::nchw ? cc * prm.H * prm.W + hw : hw * prm.C + cc;
+    }
+    smem.taps[slot][t] = e;
+  }
+
+  /// True when elements are copied global -> shared asynchronously (cp.async; T is 4 or 8 bytes and is its
+  /// own compute type); 16-bit types are staged through registers and converted to fp32 on the way.
+  static constexpr bool async_copy = sizeof(T) == sizeof(V);
+  /// Registers holding one staged slice (register path only).
+  struct staging {
+    V a[async_copy ? 1 : A_PER_THREAD];
+    V b[async_copy ? 1 : B_PER_THREAD];
+  };
+
+  /// Starts moving slice kk0 (taps in taps[slot]) into stage `buf`: this thread's A (im2col) and B
+  /// (weight) elements; padding taps, pixels past GEMM_M and rows past GEMM_K read zero.
+  __device__ void begin_stage(std::int32_t kk0, int slot, int buf, const T* w_row, bool w_valid, staging& st) {
+    const int t = static_cast<int>(threadIdx.x);
+#pragma unroll
+    for (int i = 0; i < A_PER_THREAD; ++i) {
+      const int row = t / BM + i * A_ROW_STEP;
+      const tap e = smem.taps[slot][row];
+      const std::int32_t h = a_h0 + e.dh, w = a_w0 + e.dw;
+      const bool ok = static_cast<std::uint32_t>(h) < static_cast<std::uint32_t>(prm.H) &&
+                      static_cast<std::uint32_t>(w) < static_cast<std::uint32_t>(prm.W);
+      const T* src = prm.x + (ok ? a_off + e.delta : 0);
+      if constexpr (async_copy) {
+        convred::detail::cp_async_or_zero(&smem.a[buf][row][t % BM], src, ok);
+      } else {
+        st.a[i] = to_compute(convred::detail::load_or_zero(src, ok));
+      }
+    }
+    const int n = t / B_THREADS_PER_N, kb = (t % B_THREADS_PER_N) * B_PER_THREAD;
+#pragma unroll
+    for (int v = 0; v < B_PER_THREAD; ++v) {
+      const std::int32_t kk = kk0 + kb + v;
+      const bool ok = w_valid && kk < prm.gemm_k;
+      const T* src = w_row + (ok ? kk : 0);
+      if constexpr (async_copy) {
+        convred::detail::cp_async_or_zero(&smem.b[buf][kb + v][n], src, ok);
+      } else {
+        st.b[v] = to_compute(convred::detail::load_or_zero(src, ok));
+      }
+    }
+  }
+
+  /// Completes stage `buf` for this thread (waits for its copies, or stores its staged registers).
+  /// A barrier must follow before other threads read the stage.
+  __device__ void end_stage(int buf, const staging& st) {
+    if constexpr (async_copy) {
+      convred::detail::cp_async_wait_all();
+    } else {
+      const int t = static_cast<int>(threadIdx.x);
+#pragma unroll
+      for (int i = 0; i < A_PER_THREAD; ++i) smem.a[buf][t / BM + i * A_ROW_STEP][t % BM] = st.a[i];
+      const int n = t / B_THREADS_PER_N, kb = (t % B_THREADS_PER_N) * B_PER_THREAD;
+#pragma unroll
+      for (int v = 0; v < B_PER_THREAD; ++v) smem.b[buf][kb + v][n] = st.b[v];
+    }
+  }
+
+  /// Streams GEMM_K of group g for channels [k_first, k_first + BN) (k_first is the global channel index
+  /// of tile column 0) through the double-buffered stages, calling `consume(buf)` once per slice while the
+  /// next slice is in flight; a barrier precedes each call. Ends with a barrier, so TempStorage may be
+  /// reused afterwards.
+  template <class Consume>
+  __device__ void run(std::int32_t g, std::int64_t k_first, Consume&& consume) {
+    const int t = static_cast<int>(threadIdx.x);
+    const std::int64_t k_mine = k_first + t / B_THREADS_PER_N;  // channel of this thread's weight loads
+    const bool w_valid = k_mine < std::int64_t(g + 1) * prm.Kg;
+    const T* w_row = prm.w + (w_valid ? k_mine : 0) * std::int64_t(prm.gemm_k);
+
+    build_taps(0, 0, g);
+    build_taps(1, BK, g);
+    __syncthreads();
+    staging st;
+    begin_stage(0, 0, 0, w_row, w_valid, st);
+    end_stage(0, st);
+    __syncthreads();
+    const int slices = (prm.gemm_k + BK - 1) / BK;
+    for (int sl = 0; sl < slices; ++sl) {
+      const bool more = sl + 1 < slices;
+      if (more) begin_stage((sl + 1) * BK, (sl + 1) & 1, (sl + 1) & 1, w_row, w_valid, st);
+      consume(sl & 1);
+      if (more) end_stage((sl + 1) & 1, st);
+      build_taps(sl & 1, (sl + 2) * BK, g);  // slot of slice sl, last read while loading slice sl
+      __syncthreads();
+    }
+  }
+
+};
+
+}  // namespace convred::block
