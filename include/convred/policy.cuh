@@ -7,11 +7,26 @@
 namespace convred {
 
 /// @brief Math-precision tags: how a kernel multiplies (never a silent default; see README "Precision").
+/// All accumulate in fp32 (fp64 for double with ieee); epilogue and reduction run in fp32.
 namespace math {
 /// Exact IEEE fp32 (or fp64 for double) fused multiply-add on the CUDA cores (FFMA / DFMA). Matches a
 /// float64 reference to ~1e-6 relative (fp32). Note: PyTorch's default conv2d math on Ampere and later
 /// is TF32 (torch.backends.cudnn.allow_tf32 = True), which is less accurate (~1e-4).
 struct ieee {};
+/// TF32 tensor cores (mma.sync m16n8k8): x and w rounded to TF32 (10-bit mantissa) with
+/// round-to-nearest (cvt.rna, as cuDNN's TF32 convolutions), fp32 accumulation. ~1e-4 relative.
+struct tf32 {};
+/// 3xTF32 on tensor cores: each operand split as big = tf32(v), small = tf32(v - big), and
+/// a*b ~= a_big*b_big + a_big*b_small + a_small*b_big (three mma.sync per product; the dropped
+/// small*small term is below fp32 rounding). fp32-level accuracy (~1e-6 relative) at tensor-core speed.
+/// As CUTLASS's 3xTF32 "fast accurate" GEMMs (NVIDIA, CUTLASS examples 27/28).
+struct tf32x3 {};
+/// bfloat16 tensor cores (mma.sync m16n8k16): operands converted to bf16 (round to nearest even) on
+/// chip, fp32 accumulation. ~1e-3 relative.
+struct bf16 {};
+/// fp16 tensor cores (mma.sync m16n8k16): operands converted to fp16 (round to nearest even) on chip,
+/// fp32 accumulation. Values beyond fp16's range (65504) overflow. ~5e-4 relative.
+struct fp16 {};
 }  // namespace math
 
 /// @brief SIMT implicit-GEMM tile policy for the CUDA-core (`math::ieee`) kernels.
@@ -24,7 +39,7 @@ struct ieee {};
 ///
 /// Requirements (checked by static_assert): ThreadM and ThreadN multiples of 4; BlockN / ThreadN a power of
 /// two <= 32; threads a multiple of 32 and of BlockM; BlockK*BlockM and BlockK*BlockN multiples of threads.
-template <int BlockM, int BlockN, int BlockK, int ThreadM, int ThreadN, int MinBlocksPerSM = 1>
+template <int BlockM, int BlockN, int BlockK, int ThreadM, int ThreadN, int MinBlocksPerSM = 1, int Stages = 2>
 struct simt_policy {
   using math = math::ieee;                                  ///< precision tag
   static constexpr int block_m = BlockM;                    ///< output pixels per block (GEMM_M tile)
@@ -33,9 +48,11 @@ struct simt_policy {
   static constexpr int thread_m = ThreadM;                  ///< pixels per thread
   static constexpr int thread_n = ThreadN;                  ///< channels per thread
   static constexpr int min_blocks_per_sm = MinBlocksPerSM;  ///< occupancy hint for __launch_bounds__
+  static constexpr int stages = Stages;                     ///< shared-memory stages (cp.async path)
   static constexpr int channel_groups = BlockN / ThreadN;   ///< threads across channels (logical warp)
   static constexpr int pixel_groups = BlockM / ThreadM;     ///< threads across pixels
   static constexpr int threads = channel_groups * pixel_groups;  ///< threads per block
+  static constexpr bool tensor_core = false;                      ///< CUDA-core (SIMT) mainloop
 
   static_assert(ThreadM % 4 == 0 && ThreadN % 4 == 0, "thread tile must be a multiple of 4 each way");
   static_assert(BlockM % ThreadM == 0 && BlockN % ThreadN == 0, "block tile must divide by thread tile");
@@ -45,6 +62,45 @@ struct simt_policy {
   static_assert((BlockK * BlockM) % threads == 0 && (BlockK * BlockN) % threads == 0,
                 "each thread must stage a whole number of elements");
   static_assert(BlockK % ((BlockK * BlockN) / threads) == 0, "weight staging must tile BlockK");
+};
+
+/// @brief Tensor-core (mma.sync, sm_80+) implicit-GEMM tile policy for the tf32, tf32x3, bf16 and fp16
+/// math tags.
+///
+/// A block of WarpsM x WarpsN warps computes BlockM pixels x BlockN channels; each warp a
+/// (BlockM/WarpsM) x (BlockN/WarpsN) tile of 16x8 mma tiles; GEMM_K is staged BlockK deep through a
+/// Stages-deep cp.async pipeline in shared memory (as fp32, converted to the math's operand type when fragments are
+/// loaded). The reduction across channels is a 4-lane cub::WarpReduce (the lanes of an mma row) followed
+/// by a combine of the WarpsN warps that share the pixels, through shared memory.
+/// Requirements (static_assert): warp tile a multiple of 16 x 8; BlockK a multiple of the mma depth
+/// (8 for tf32/tf32x3, 16 for bf16/fp16); BlockM a multiple of 32.
+template <class Math, int BlockM, int BlockN, int BlockK, int WarpsM, int WarpsN, int MinBlocksPerSM = 1,
+          int Stages = 3>
+struct tc_policy {
+  using math = Math;                                        ///< precision tag
+  static constexpr int block_m = BlockM;                    ///< output pixels per block (GEMM_M tile)
+  static constexpr int block_n = BlockN;                    ///< output channels per block (GEMM_N tile)
+  static constexpr int block_k = BlockK;                    ///< GEMM_K slice per shared-memory stage
+  static constexpr int warps_m = WarpsM;                    ///< warps along pixels
+  static constexpr int warps_n = WarpsN;                    ///< warps along channels
+  static constexpr int min_blocks_per_sm = MinBlocksPerSM;  ///< occupancy hint for __launch_bounds__
+  static constexpr int stages = Stages;                     ///< shared-memory stages (cp.async path)
+  static constexpr int threads = 32 * WarpsM * WarpsN;      ///< threads per block
+  static constexpr bool tensor_core = true;                 ///< mma.sync mainloop
+  static constexpr int mma_k = (std::is_same_v<Math, convred::math::tf32> || std::is_same_v<Math, convred::math::tf32x3>) ? 8 : 16;
+  static_assert(std::is_same_v<Math, convred::math::tf32> || std::is_same_v<Math, convred::math::tf32x3> ||
+                    std::is_same_v<Math, convred::math::bf16> || std::is_same_v<Math, convred::math::fp16>,
+                "tc_policy: math must be tf32, tf32x3, bf16 or fp16");
+  static_assert(BlockM % (16 * WarpsM) == 0 && BlockN % (8 * WarpsN) == 0, "warp tile must be a multiple of 16x8");
+  static_assert(BlockK % mma_k == 0, "BlockK must be a multiple of the mma depth");
+  static_assert(BlockM % 32 == 0 && BlockN % 32 == 0, "BlockM and BlockN must be multiples of 32");
+};
+
+/// @brief Default tensor-core policy for a math tag: 128 pixels x 128 channels x 32 deep, 2 x 4 warps
+/// (64 x 32 warp tiles), one block per SM... see bench/NOTES.md for the measurements behind it.
+template <class Math>
+struct default_tc_policy {
+  using type = tc_policy<Math, 128, 128, 32, 2, 4, 1>;
 };
 
 /// @brief Default SIMT policy for element type T (float, __half, __nv_bfloat16: fp32 compute):
@@ -62,13 +118,34 @@ struct default_simt_policy<double> {
   using type = simt_policy<64, 64, 8, 4, 4, 2>;
 };
 
-/// @brief Tag meaning "choose the default policy for the element type" in device entry points.
+/// @brief Tag meaning "choose the default policy" in device entry points: the exact SIMT policy
+/// (math::ieee) for the element type. Pass `default_policy_for<math::tf32>` etc. for tensor cores.
 struct default_policy {};
+
+/// @brief Tag choosing the default policy of a math tag (ieee: default_simt_policy<T>; tf32, tf32x3,
+/// bf16, fp16: default_tc_policy<Math>).
+template <class Math>
+struct default_policy_for {};
 
 namespace detail {
 template <class Policy, class T>
-using resolve_policy_t =
-    std::conditional_t<std::is_same_v<Policy, default_policy>, typename default_simt_policy<T>::type, Policy>;
+struct resolve_policy {
+  using type = Policy;
+};
+template <class T>
+struct resolve_policy<default_policy, T> {
+  using type = typename default_simt_policy<T>::type;
+};
+template <class T>
+struct resolve_policy<default_policy_for<math::ieee>, T> {
+  using type = typename default_simt_policy<T>::type;
+};
+template <class Math, class T>
+struct resolve_policy<default_policy_for<Math>, T> {
+  using type = typename default_tc_policy<Math>::type;
+};
+template <class Policy, class T>
+using resolve_policy_t = typename resolve_policy<Policy, T>::type;
 }  // namespace detail
 
 }  // namespace convred

@@ -25,8 +25,15 @@ struct conv_mainloop {
   static constexpr int BM = Policy::block_m, BN = Policy::block_n, BK = Policy::block_k;
   static constexpr int TM = Policy::thread_m, TN = Policy::thread_n, NT = Policy::threads;
   static constexpr int CG = Policy::channel_groups, PG = Policy::pixel_groups;
-  /// Operand loader: rows padded for the transposed weight stores (bank-conflict-free).
-  using loader = conv_tile_loader<T, BM, BN, BK, NT, 0, 4>;
+  static constexpr int lanes_per_pixel = CG;  ///< consecutive lanes holding the same pixels
+  static constexpr int warps_per_pixel = 1;   ///< those lanes are within one warp
+  /// Index of this thread's warp among the warps that share its pixels (always 0 here).
+  __device__ static int warp_n() { return 0; }
+  /// Operand loader: k-major stages (4-wide fragment loads); weight rows padded by 4 for bank-conflict-free
+  /// transposed stores.
+  using loader = conv_tile_loader<T, BM, BN, BK, NT, smem_k_major<BK, BM, 0>, smem_k_major<BK, BN, 4>, Policy::stages>;
+  using loader_a = smem_k_major<BK, BM, 0>;
+  using loader_b = smem_k_major<BK, BN, 4>;
   using TempStorage = typename loader::TempStorage;  ///< shared memory (caller-placed)
 
   loader ld;
@@ -54,9 +61,9 @@ struct conv_mainloop {
     for (int k = 0; k < BK; ++k) {
       V a[TM], b[TN];
 #pragma unroll
-      for (int i = 0; i < TM / 4; ++i) load4(&ld.smem.a[buf][k][i * PG * 4 + pg * 4], &a[i * 4]);
+      for (int i = 0; i < TM / 4; ++i) load4(&ld.smem.a[buf][loader_a::offset(k, i * PG * 4 + pg * 4)], &a[i * 4]);
 #pragma unroll
-      for (int j = 0; j < TN / 4; ++j) load4(&ld.smem.b[buf][k][j * CG * 4 + cg * 4], &b[j * 4]);
+      for (int j = 0; j < TN / 4; ++j) load4(&ld.smem.b[buf][loader_b::offset(k, j * CG * 4 + cg * 4)], &b[j * 4]);
 #pragma unroll
       for (int i = 0; i < TM; ++i)
 #pragma unroll

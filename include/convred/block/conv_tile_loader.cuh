@@ -11,6 +11,28 @@
 
 namespace convred::block {
 
+/// @brief Shared-memory layout of a BlockK x Cols operand stage with k as the row: offset(k, c) =
+/// k * (Cols + Pad) + c (consecutive pixels/channels contiguous: 16-byte vector fragment loads).
+template <int Rows, int Cols, int Pad>
+struct smem_k_major {
+  static constexpr int size = Rows * (Cols + Pad);  ///< elements per stage
+  /// Offset of element (k, c).
+  __host__ __device__ static constexpr int offset(int k, int c) { return k * (Cols + Pad) + c; }
+};
+
+/// @brief Shared-memory layout with the pixel/channel as the row and k permuted within each group of
+/// KGroup: offset(k, c) = c * (Rows + Pad) + (k / KGroup) * KGroup + Perm::pos(k % KGroup). The GEMM_K
+/// order inside a group does not change the sum, so a permutation that puts the k values one thread's
+/// mma fragment needs next to each other turns its scalar loads into one 8- or 16-byte load.
+template <int Rows, int Cols, int Pad, int KGroup, class Perm>
+struct smem_mn_major {
+  static constexpr int size = Cols * (Rows + Pad);  ///< elements per stage
+  /// Offset of element (k, c).
+  __host__ __device__ static constexpr int offset(int k, int c) {
+    return c * (Rows + Pad) + (k / KGroup) * KGroup + Perm::pos(k % KGroup);
+  }
+};
+
 /// @brief Gathers the operands of one implicit-GEMM block tile into shared memory, slice by slice.
 ///
 /// Implicit GEMM (GEMM_M = N*P*Q pixels, GEMM_N = K channels, GEMM_K = (C/groups)*R*S, kk = (c*R + r)*S + s),
@@ -21,11 +43,18 @@ namespace convred::block {
 /// constructor) for rows `t / BlockM + i * (Threads / BlockM)`, and weights of channel `t / (BlockK / eB)`.
 /// 4- and 8-byte types are copied with cp.async (no registers held in flight; the next slice is in flight
 /// while the current one is consumed); 16-bit types are staged through registers and converted to fp32.
-/// PadA/PadB pad the rows (in elements) to suit the consumer's shared-memory access pattern.
-template <class T, int BlockM, int BlockN, int BlockK, int Threads, int PadA, int PadB>
+/// ALayout/BLayout place element (k, m) / (k, n) of a stage in shared memory (`smem_k_major` or
+/// `smem_mn_major`), to suit the consumer's fragment loads.
+template <class T, int BlockM, int BlockN, int BlockK, int Threads, class ALayout, class BLayout, int Stages = 2>
 struct conv_tile_loader {
   using V = compute_t<T>;  ///< compute type held in shared memory
   static constexpr int BM = BlockM, BN = BlockN, BK = BlockK, NT = Threads;
+  /// True when elements are copied global -> shared asynchronously (cp.async; T is 4 or 8 bytes and is its
+  /// own compute type); 16-bit types are staged through registers and converted to fp32 on the way.
+  static constexpr bool async_copy = sizeof(T) == sizeof(V);
+  /// Shared-memory stages: Stages for the cp.async path, 2 for the register path.
+  static constexpr int S = async_copy ? Stages : 2;
+  static_assert(Stages >= 2, "conv_tile_loader: at least two stages");
   static constexpr int A_PER_THREAD = BK * BM / NT;  ///< im2col elements staged per thread per slice
   static constexpr int A_ROW_STEP = NT / BM;          ///< k-row stride between a thread's A elements
   static constexpr int B_PER_THREAD = BK * BN / NT;  ///< weights staged per thread per slice
@@ -40,13 +69,13 @@ struct conv_tile_loader {
     std::int32_t dh, dw;
   };
 
-  /// Shared memory: two stages of the im2col slice [BK][BM + PadA], of the weight slice [BK][BN + PadB],
+  /// Shared memory: S stages of the im2col slice [BK][BM + PadA], of the weight slice [BK][BN + PadB],
   /// and of the decoded taps of the slice's BK rows (built one slice ahead by the first BK threads, so the
   /// (c, r, s) divisions are done once per row per block instead of once per element).
   struct TempStorage {
-    alignas(16) V a[2][BK][BM + PadA];
-    alignas(16) V b[2][BK][BN + PadB];
-    tap taps[2][BK];
+    alignas(16) V a[S][ALayout::size];
+    alignas(16) V b[S][BLayout::size];
+    tap taps[S][BK];
   };
 
   static constexpr std::int32_t invalid_coord = -(1 << 30);  ///< fails every bounds check (validated sizes)
@@ -87,9 +116,6 @@ struct conv_tile_loader {
     smem.taps[slot][t] = e;
   }
 
-  /// True when elements are copied global -> shared asynchronously (cp.async; T is 4 or 8 bytes and is its
-  /// own compute type); 16-bit types are staged through registers and converted to fp32 on the way.
-  static constexpr bool async_copy = sizeof(T) == sizeof(V);
   /// Registers holding one staged slice (register path only).
   struct staging {
     V a[async_copy ? 1 : A_PER_THREAD];
@@ -109,7 +135,7 @@ struct conv_tile_loader {
                       static_cast<std::uint32_t>(w) < static_cast<std::uint32_t>(prm.W);
       const T* src = prm.x + (ok ? a_off + e.delta : 0);
       if constexpr (async_copy) {
-        convred::detail::cp_async_or_zero(&smem.a[buf][row][t % BM], src, ok);
+        convred::detail::cp_async_or_zero(&smem.a[buf][ALayout::offset(row, t % BM)], src, ok);
       } else {
         st.a[i] = to_compute(convred::detail::load_or_zero(src, ok));
       }
@@ -121,7 +147,7 @@ struct conv_tile_loader {
       const bool ok = w_valid && kk < prm.gemm_k;
       const T* src = w_row + (ok ? kk : 0);
       if constexpr (async_copy) {
-        convred::detail::cp_async_or_zero(&smem.b[buf][kb + v][n], src, ok);
+        convred::detail::cp_async_or_zero(&smem.b[buf][BLayout::offset(kb + v, n)], src, ok);
       } else {
         st.b[v] = to_compute(convred::detail::load_or_zero(src, ok));
       }
@@ -136,42 +162,64 @@ struct conv_tile_loader {
     } else {
       const int t = static_cast<int>(threadIdx.x);
 #pragma unroll
-      for (int i = 0; i < A_PER_THREAD; ++i) smem.a[buf][t / BM + i * A_ROW_STEP][t % BM] = st.a[i];
+      for (int i = 0; i < A_PER_THREAD; ++i) smem.a[buf][ALayout::offset(t / BM + i * A_ROW_STEP, t % BM)] = st.a[i];
       const int n = t / B_THREADS_PER_N, kb = (t % B_THREADS_PER_N) * B_PER_THREAD;
 #pragma unroll
-      for (int v = 0; v < B_PER_THREAD; ++v) smem.b[buf][kb + v][n] = st.b[v];
+      for (int v = 0; v < B_PER_THREAD; ++v) smem.b[buf][BLayout::offset(kb + v, n)] = st.b[v];
     }
   }
 
   /// Streams GEMM_K of group g for channels [k_first, k_first + BN) (k_first is the global channel index
-  /// of tile column 0) through the double-buffered stages, calling `consume(buf)` once per slice while the
-  /// next slice is in flight; a barrier precedes each call. Ends with a barrier, so TempStorage may be
-  /// reused afterwards.
+  /// of tile column 0) through the stages, calling `consume(buf)` once per slice with stage `buf` complete
+  /// and visible to the whole block. cp.async path: Stages-deep pipeline (Stages-1 slices in flight while
+  /// one is consumed; one barrier per slice). Register path: double-buffered (the next slice's loads are
+  /// in flight in registers while the current one is consumed). Ends with a barrier, so TempStorage may
+  /// be reused afterwards.
   template <class Consume>
   __device__ void run(std::int32_t g, std::int64_t k_first, Consume&& consume) {
     const int t = static_cast<int>(threadIdx.x);
     const std::int64_t k_mine = k_first + t / B_THREADS_PER_N;  // channel of this thread's weight loads
     const bool w_valid = k_mine < std::int64_t(g + 1) * prm.Kg;
     const T* w_row = prm.w + (w_valid ? k_mine : 0) * std::int64_t(prm.gemm_k);
-
-    build_taps(0, 0, g);
-    build_taps(1, BK, g);
-    __syncthreads();
-    staging st;
-    begin_stage(0, 0, 0, w_row, w_valid, st);
-    end_stage(0, st);
-    __syncthreads();
     const int slices = (prm.gemm_k + BK - 1) / BK;
-    for (int sl = 0; sl < slices; ++sl) {
-      const bool more = sl + 1 < slices;
-      if (more) begin_stage((sl + 1) * BK, (sl + 1) & 1, (sl + 1) & 1, w_row, w_valid, st);
-      consume(sl & 1);
-      if (more) end_stage((sl + 1) & 1, st);
-      build_taps(sl & 1, (sl + 2) * BK, g);  // slot of slice sl, last read while loading slice sl
+    staging st;
+    if constexpr (async_copy) {
+#pragma unroll
+      for (int j = 0; j < S; ++j) build_taps(j, j * BK, g);
       __syncthreads();
+#pragma unroll
+      for (int j = 0; j < S - 1; ++j) {
+        if (j < slices) begin_stage(j * BK, j, j, w_row, w_valid, st);
+        convred::detail::cp_async_commit();
+      }
+      for (int sl = 0; sl < slices; ++sl) {
+        convred::detail::cp_async_wait<S - 2>();  // this thread's copies of slice sl have landed
+        __syncthreads();                           // everyone's have; stage (sl-1)%S is free again
+        const int nxt = sl + S - 1;
+        if (nxt < slices) begin_stage(nxt * BK, nxt % S, nxt % S, w_row, w_valid, st);
+        convred::detail::cp_async_commit();
+        consume(sl % S);
+        build_taps(sl % S, (sl + S) * BK, g);  // slot of slice sl, last read when slice sl was issued
+      }
+      convred::detail::cp_async_wait<0>();
+      __syncthreads();
+    } else {
+      build_taps(0, 0, g);
+      build_taps(1, BK, g);
+      __syncthreads();
+      begin_stage(0, 0, 0, w_row, w_valid, st);
+      end_stage(0, st);
+      __syncthreads();
+      for (int sl = 0; sl < slices; ++sl) {
+        const bool more = sl + 1 < slices;
+        if (more) begin_stage((sl + 1) * BK, (sl + 1) & 1, (sl + 1) & 1, w_row, w_valid, st);
+        consume(sl & 1);
+        if (more) end_stage((sl + 1) & 1, st);
+        build_taps(sl & 1, (sl + 2) * BK, g);  // slot of slice sl, last read while loading slice sl
+        __syncthreads();
+      }
     }
   }
-
 };
 
 }  // namespace convred::block

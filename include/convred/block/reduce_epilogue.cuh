@@ -18,17 +18,22 @@ namespace convred::block {
 /// fastest: conflict-free), so no reduction state occupies registers while the conv mainloop runs.
 /// Per element: v = e(acc + bias[k], k) in the compute type, then state = op(state, Op::make(v, k));
 /// channels past the tile's valid count are skipped (never an identity leak: the identity is exact and
-/// only ever combined, see functional.cuh). The `channel_groups` threads holding one pixel group form a
-/// logical warp (consecutive lanes), so the cross-thread step is one cub::WarpReduce per pixel row.
-template <class Policy, class V, class Op>
+/// only ever combined, see functional.cuh). The `Mainloop::lanes_per_pixel` consecutive lanes holding the
+/// same pixels form a logical warp, so the cross-thread step is one cub::WarpReduce per pixel row; when
+/// `Mainloop::warps_per_pixel` > 1 (tensor-core tiles), the warps' partials are combined through shared
+/// memory before y is written.
+template <class Mainloop, class Op>
 struct reduce_epilogue {
-  static constexpr int TM = Policy::thread_m, TN = Policy::thread_n, CG = Policy::channel_groups;
+  using V = typename Mainloop::V;
+  static constexpr int TM = Mainloop::TM, TN = Mainloop::TN, NT = Mainloop::NT, BM = Mainloop::BM;
+  static constexpr int CG = Mainloop::lanes_per_pixel, WPP = Mainloop::warps_per_pixel;
   using accum_t = typename Op::template accum_t<V>;  ///< running state (value, or value + index)
   using warp_reduce = cub::WarpReduce<accum_t, CG>;
-  /// Shared memory: the parked per-thread states and the warp reductions' storage.
+  /// Shared memory: the parked per-thread states, the warp reductions' storage and the per-warp partials.
   struct TempStorage {
-    accum_t state[TM][Policy::threads];
-    typename warp_reduce::TempStorage warp[Policy::threads / CG];
+    accum_t state[TM][NT];
+    typename warp_reduce::TempStorage warp[NT / CG];
+    accum_t partial[WPP][WPP > 1 ? BM : 1];
   };
 
   TempStorage& temp;
@@ -60,8 +65,8 @@ struct reduce_epilogue {
     for (int i = 0; i < TM; ++i) temp.state[i][t] = state[i];
   }
 
-  /// Reduces across the logical warp and, from its lane 0, writes y[m] (converted to T) and, for index
-  /// ops, indices[m] for each of the thread's valid pixels m = m_of(i) < M. `count` is K (for mean).
+  /// Reduces across the logical warp (and the warps sharing the pixels) and writes y[m] (converted to T)
+  /// and, for index ops, indices[m] for each valid pixel m = m0 + tile_m(i) < M. `count` is K (for mean).
   template <class T, class TileM>
   __device__ void store(T* y, std::int64_t* indices, std::int64_t m0, std::int64_t M, std::int64_t count,
                         TileM tile_m) {
@@ -70,13 +75,31 @@ struct reduce_epilogue {
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
       const accum_t r = warp_reduce(temp.warp[lw]).Reduce(temp.state[i][threadIdx.x], op);
-      const std::int64_t m = m0 + tile_m(i);
-      if (leader && m < M) {
-        if (y) y[m] = from_compute<T>(Op::template value<V>(r, count));
-        if constexpr (Op::has_index) {
-          if (indices) indices[m] = Op::template index<V>(r);
-        }
+      if constexpr (WPP == 1) {
+        if (leader) write(y, indices, m0 + tile_m(i), M, r, count);
+      } else {
+        if (leader) temp.partial[Mainloop::warp_n()][tile_m(i)] = r;
       }
+    }
+    if constexpr (WPP > 1) {
+      __syncthreads();
+      for (int p = static_cast<int>(threadIdx.x); p < BM; p += NT) {
+        accum_t r = temp.partial[0][p];
+#pragma unroll
+        for (int w = 1; w < WPP; ++w) r = op(r, temp.partial[w][p]);
+        write(y, indices, m0 + p, M, r, count);
+      }
+    }
+  }
+
+ private:
+  template <class T>
+  __device__ static void write(T* y, std::int64_t* indices, std::int64_t m, std::int64_t M, const accum_t& r,
+                               std::int64_t count) {
+    if (m >= M) return;
+    if (y) y[m] = from_compute<T>(Op::template value<V>(r, count));
+    if constexpr (Op::has_index) {
+      if (indices) indices[m] = Op::template index<V>(r);
     }
   }
 };

@@ -66,4 +66,13 @@ __device__ __forceinline__ void cp_async_or_zero(T* dst, const T* src, bool pred
 /// @brief Waits until all of this thread's cp.async copies have landed in shared memory.
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
+/// @brief Closes the group of this thread's cp.async copies issued since the last commit.
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+/// @brief Waits until at most `Pending` of this thread's committed cp.async groups are still in flight.
+template <int Pending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
+}
+
 }  // namespace convred::detail

@@ -44,9 +44,11 @@ bool any_overlap(const span (&in)[NI], const span (&out)[NO]) {
   return false;
 }
 
-/// status::no_device if there is no usable CUDA device or no kernel image for it; clears the error.
+/// status::no_device if there is no usable CUDA device or no kernel image for it (clearing the error);
+/// raises the kernel's dynamic shared-memory limit to `smem_bytes` when above the 48 KB default
+/// (status::cuda_error if the device cannot give that much).
 template <class Kernel>
-status check_device(Kernel* k) {
+status check_device(Kernel* k, std::size_t smem_bytes = 0) {
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) {
     cudaGetLastError();
@@ -57,6 +59,9 @@ status check_device(Kernel* k) {
     cudaGetLastError();
     return status::no_device;
   }
+  if (smem_bytes > 48 * 1024 &&
+      cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)) != cudaSuccess)
+    return status::cuda_error;
   return status::success;
 }
 

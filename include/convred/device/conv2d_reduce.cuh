@@ -62,8 +62,9 @@ status conv2d_reduce(const conv2d_problem& p, const T* x, const T* w, const T* b
   const std::int64_t blocks = (p.gemm_m() + policy::block_m - 1) / policy::block_m;
   if (blocks > 0x7fffffff) return status::size_overflow;
   auto kern = kernel::conv2d_reduce_kernel<policy, T, Op, Epilogue>;
-  if (status s = detail::check_device(kern); s != status::success) return s;
-  kern<<<static_cast<unsigned>(blocks), policy::threads, 0, stream>>>(kernel::make_conv_params(p, x, w, bias), op,
+  constexpr std::size_t smem = sizeof(kernel::conv2d_reduce_smem<policy, T, Op>);
+  if (status s = detail::check_device(kern, smem); s != status::success) return s;
+  kern<<<static_cast<unsigned>(blocks), policy::threads, smem, stream>>>(kernel::make_conv_params(p, x, w, bias), op,
                                                                        epi, y, indices);
   return cudaGetLastError() == cudaSuccess ? status::success : status::cuda_error;
 }
@@ -91,8 +92,9 @@ status conv2d(const conv2d_problem& p, const T* x, const T* w, const T* bias, T*
   const std::int64_t blocks = (p.gemm_m() + policy::block_m - 1) / policy::block_m;
   if (blocks > 0x7fffffff) return status::size_overflow;
   auto kern = kernel::conv2d_kernel<policy, T, Epilogue>;
-  if (status s = detail::check_device(kern); s != status::success) return s;
-  kern<<<static_cast<unsigned>(blocks), policy::threads, 0, stream>>>(kernel::make_conv_params(p, x, w, bias), epi,
+  constexpr std::size_t smem = sizeof(typename kernel::mainloop_t<policy, T>::TempStorage);
+  if (status s = detail::check_device(kern, smem); s != status::success) return s;
+  kern<<<static_cast<unsigned>(blocks), policy::threads, smem, stream>>>(kernel::make_conv_params(p, x, w, bias), epi,
                                                                        out);
   return cudaGetLastError() == cudaSuccess ? status::success : status::cuda_error;
 }

@@ -3,13 +3,27 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../block/conv_mainloop.cuh"
+#include "../block/conv_mainloop_tc.cuh"
 #include "../block/reduce_epilogue.cuh"
 #include "../functional.cuh"
 #include "params.cuh"
 
 namespace convred::kernel {
+
+/// @brief The block mainloop a policy selects: conv_mainloop (SIMT, math::ieee) or conv_mainloop_tc.
+template <class Policy, class T>
+using mainloop_t = std::conditional_t<Policy::tensor_core, block::conv_mainloop_tc<Policy, T>,
+                                      block::conv_mainloop<Policy, T>>;
+
+/// @brief Shared memory of conv2d_reduce_kernel (dynamic: its size may pass the 48 KB static limit).
+template <class Policy, class T, class Op>
+struct conv2d_reduce_smem {
+  typename mainloop_t<Policy, T>::TempStorage main;                             ///< operand stages
+  typename block::reduce_epilogue<mainloop_t<Policy, T>, Op>::TempStorage reduce;  ///< reduction states
+};
 
 /// @brief One block per BlockM output pixels: for every group and every BlockN-channel tile of it, run
 /// the conv mainloop and fold the tile into the per-pixel reduction state; then reduce across the block's
@@ -17,16 +31,16 @@ namespace convred::kernel {
 template <class Policy, class T, class Op, class Epilogue>
 __global__ void __launch_bounds__(Policy::threads, Policy::min_blocks_per_sm)
     conv2d_reduce_kernel(const conv_params<T> prm, Op op, Epilogue epi, T* y, std::int64_t* indices) {
-  using mainloop = block::conv_mainloop<Policy, T>;
+  using mainloop = mainloop_t<Policy, T>;
   using V = typename mainloop::V;
-  using epilogue_t = block::reduce_epilogue<Policy, V, Op>;
-  __shared__ typename mainloop::TempStorage main_smem;
-  __shared__ typename epilogue_t::TempStorage reduce_smem;
+  using epilogue_t = block::reduce_epilogue<mainloop, Op>;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  auto& smem = *reinterpret_cast<conv2d_reduce_smem<Policy, T, Op>*>(smem_raw);
 
   const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.x) * Policy::block_m;
-  mainloop ml(main_smem, prm, m0);
-  epilogue_t red(reduce_smem, op);
-  V acc[Policy::thread_m][Policy::thread_n];
+  mainloop ml(smem.main, prm, m0);
+  epilogue_t red(smem.reduce, op);
+  V acc[mainloop::TM][mainloop::TN];
   const std::int32_t tiles_per_group = (prm.Kg + Policy::block_n - 1) / Policy::block_n;
   const std::int32_t tiles = prm.groups * tiles_per_group;
 #pragma unroll 1
@@ -43,24 +57,25 @@ __global__ void __launch_bounds__(Policy::threads, Policy::min_blocks_per_sm)
 template <class Policy, class T, class Epilogue>
 __global__ void __launch_bounds__(Policy::threads, Policy::min_blocks_per_sm)
     conv2d_kernel(const conv_params<T> prm, Epilogue epi, T* out) {
-  using mainloop = block::conv_mainloop<Policy, T>;
+  using mainloop = mainloop_t<Policy, T>;
   using V = typename mainloop::V;
-  __shared__ typename mainloop::TempStorage smem;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  auto& smem = *reinterpret_cast<typename mainloop::TempStorage*>(smem_raw);
   const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.x) * Policy::block_m;
   mainloop ml(smem, prm, m0);
-  V acc[Policy::thread_m][Policy::thread_n];
+  V acc[mainloop::TM][mainloop::TN];
   for (std::int32_t g = 0; g < prm.groups; ++g) {
     for (std::int32_t n0 = 0; n0 < prm.Kg; n0 += Policy::block_n) {
       const std::int64_t k_first = std::int64_t(g) * prm.Kg + n0;
       const int valid = min(Policy::block_n, prm.Kg - n0);
       ml.run(g, k_first, acc);
 #pragma unroll
-      for (int i = 0; i < Policy::thread_m; ++i) {
+      for (int i = 0; i < mainloop::TM; ++i) {
         const std::int64_t m = m0 + mainloop::tile_m(i);
         if (m >= prm.M) continue;
         const std::int64_t n = m / prm.PQ, pq = m - n * prm.PQ;
 #pragma unroll
-        for (int j = 0; j < Policy::thread_n; ++j) {
+        for (int j = 0; j < mainloop::TN; ++j) {
           const int c = mainloop::tile_n(j);
           if (c >= valid) continue;
           const std::int64_t k = k_first + c;

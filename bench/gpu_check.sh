@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# The one script for the GPU machine (H200; see shared/GPU.md). From the repository root:
+#
+#   bash bench/gpu_check.sh                 # every step
+#   bash bench/gpu_check.sh build           # only some steps (build-gpu/ is reused between calls), e.g.
+#   bash bench/gpu_check.sh tests example sanitizer bench
+#
+# Steps: configure (Release, Ninja, sm_90a, in build-gpu/, CONVRED_PTXAS_VERBOSE=ON), build (everything,
+# all cores; the examples' and benchmarks' ptxas -v report -> $OUT/ptxas.txt), gpu (nvidia-smi -L), tests (convred_tests,
+# every suite incl. gpu), example (examples/01_conv_scale_min on the seed case), photos (example 01 on a
+# batch of real photographs vs float64 and PyTorch: examples/01_conv_scale_min/real_photos.py), sanitizer
+# (compute-sanitizer memcheck, racecheck, synccheck, initcheck on convred_tests --test-case='*sanitizer*'),
+# bench (every executable in build-gpu/bench/). Each step's log is teed to $OUT/<step>.log (or
+# build-gpu/logs/ when OUT is unset). A failing step is recorded and later steps still run; the summary
+# table (step, rc, seconds) comes last and the exit status is non-zero if any step failed.
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+BUILD=${BUILD:-build-gpu}
+ARCH=${CUDA_ARCH:-90a}
+JOBS=${JOBS:-$(nproc)}
+LOGS=${OUT:-$BUILD/logs}
+mkdir -p "$LOGS"
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+
+ALL_STEPS=(configure build gpu tests example photos sanitizer bench)
+if [ $# -gt 0 ]; then STEPS=("$@"); else STEPS=("${ALL_STEPS[@]}"); fi
+
+NAMES=()
+RCS=()
+SECS=()
+T0=$(date +%s)
+
+# run_step <name> <function>: runs it with its output teed to $LOGS/<name>.log; records rc and seconds.
+run_step() {
+  local name=$1 fn=$2 t rc
+  echo
+  echo "=================== [gpu_check] ${name}"
+  t=$(date +%s)
+  # Process substitution (not a pipe) keeps the step in this shell, so record() inside it counts.
+  "$fn" > >(tee "$LOGS/${name}.log") 2>&1
+  rc=$?
+  wait $! 2>/dev/null || true  # let tee finish writing
+  NAMES+=("$name")
+  RCS+=("$rc")
+  SECS+=("$(($(date +%s) - t))")
+  echo "=================== [gpu_check] ${name}: rc=${rc}, $(($(date +%s) - t)) s"
+}
+
+# Records a sub-result (e.g. one sanitizer tool) in the summary without a separate log.
+record() { NAMES+=("$1"); RCS+=("$2"); SECS+=("$3"); }
+
+step_configure() {
+  local extra=()
+  # Optional cuDNN baseline for the benchmarks: PyTorch's cuDNN wheel, when there is one.
+  if [ -z "${CUDNN_ROOT:-}" ] && command -v python3 >/dev/null 2>&1; then
+    local d
+    d=$(python3 -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2>/dev/null) || d=""
+    if [ -n "$d" ] && [ -d "$d/include" ]; then extra+=("-DCUDNN_ROOT=$d"); fi
+  fi
+  echo "nvcc: $(nvcc --version | tail -1)"
+  echo "cmake: $(cmake --version | head -1)"
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
+    -DCONVRED_BUILD_TESTS=ON -DCONVRED_BUILD_EXAMPLES=ON -DCONVRED_BUILD_BENCH=ON \
+    -DCONVRED_PTXAS_VERBOSE=ON "${extra[@]}"
+}
+
+step_build() {
+  cmake --build "$BUILD" --parallel "$JOBS" 2>&1 | tee "$BUILD/last_build.log"
+  local rc=${PIPESTATUS[0]}
+  ptxas_report "$BUILD/last_build.log"
+  return "$rc"
+}
+
+# ptxas resource usage (registers, spills, stack, shared memory) of the examples' and benchmarks' kernels
+# (built with -Xptxas -v): ninja prints each command's output right after its "[i/n] Building ..." line,
+# so each object's report is cut out of this build's log ($1) and kept in $BUILD/ptxas/ (objects not rebuilt
+# this time keep their earlier report); all of them, demangled, go to $LOGS/ptxas.txt.
+ptxas_report() {
+  mkdir -p "$BUILD/ptxas"
+  awk -v dir="$BUILD/ptxas" '
+    /^\[[0-9]+\/[0-9]+\] / {
+      if (out != "") close(out)
+      out = ""
+      if ($0 ~ /Building CUDA object (examples|bench)\//) {
+        obj = $NF
+        gsub(/\//, "_", obj)
+        out = dir "/" obj ".txt"
+        print > out
+      }
+      next
+    }
+    out != "" { print >> out }
+  ' "$1"
+  local filt=cat
+  if command -v cu++filt >/dev/null 2>&1; then filt=cu++filt; elif command -v c++filt >/dev/null 2>&1; then filt=c++filt; fi
+  if ! ls "$BUILD"/ptxas/*.txt >/dev/null 2>&1; then
+    echo "ptxas report: none (no example or benchmark objects built with CONVRED_PTXAS_VERBOSE)"
+    return 0
+  fi
+  cat "$BUILD"/ptxas/*.txt | $filt >"$LOGS/ptxas.txt"
+  echo "ptxas report: $LOGS/ptxas.txt ($(grep -c 'Compiling entry function' "$LOGS/ptxas.txt") kernels)"
+  grep -oE 'Used [0-9]+ registers' "$LOGS/ptxas.txt" | awk '{print $2}' | sort -n |
+    awk 'NR == 1 {lo = $1} {hi = $1} END {if (NR) print "registers per thread: min " lo ", max " hi " over " NR " kernels"}'
+  local spills
+  spills=$(grep -cE '(^|[^0-9])[1-9][0-9]* bytes stack frame|[1-9][0-9]* bytes spill (stores|loads)' "$LOGS/ptxas.txt")
+  echo "kernels with a stack frame or spills: $spills (see ptxas.txt)"
+}
+
+step_gpu() {
+  nvidia-smi -L || return
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,utilization.gpu,memory.used \
+    --format=csv || true
+}
+
+step_tests() { "$BUILD/tests/convred_tests"; }
+
+step_example() {
+  local ex="$BUILD/examples/01_conv_scale_min"
+  if [ ! -x "$ex" ]; then
+    echo "not built: $ex"
+    return 1
+  fi
+  "$ex"
+}
+
+step_photos() {
+  local script=examples/01_conv_scale_min/real_photos.py ex="$BUILD/examples/01_conv_scale_min"
+  if [ ! -f "$script" ]; then
+    echo "no $script: skipped"
+    return 0
+  fi
+  python3 "$script" --binary "$ex" --out "$BUILD/real_input"
+}
+
+# compute-sanitizer on a small filter; zero matching test cases counts as a failure.
+sanitize() {
+  local tool=$1 log="$LOGS/sanitizer_$1.log" rc t
+  t=$(date +%s)
+  echo "--- compute-sanitizer --tool $tool"
+  compute-sanitizer --tool "$tool" --error-exitcode 99 "$BUILD/tests/convred_tests" --test-case='*sanitizer*' \
+    >"$log" 2>&1
+  rc=$?
+  tail -n 15 "$log"
+  if grep -qE 'test cases: +0 \|' "$log"; then
+    echo "no test case matches '*sanitizer*'"
+    [ "$rc" -ne 0 ] || rc=98
+  fi
+  record "  sanitizer $tool" "$rc" "$(($(date +%s) - t))"
+  return $rc
+}
+
+step_sanitizer() {
+  local rc=0
+  for tool in memcheck racecheck synccheck initcheck; do sanitize "$tool" || rc=1; done
+  return $rc
+}
+
+step_bench() {
+  local rc=0 found=0 b
+  for b in "$BUILD"/bench/*; do
+    [ -f "$b" ] && [ -x "$b" ] || continue
+    found=1
+    echo "--- $b"
+    "$b" || { rc=$?; echo "$b: rc=$rc"; }
+  done
+  [ $found -eq 1 ] || echo "no benchmark executables in $BUILD/bench"
+  return $rc
+}
+
+for s in "${STEPS[@]}"; do
+  case "$s" in
+    configure | build | gpu | tests | example | photos | sanitizer | bench) run_step "$s" "step_$s" ;;
+    *) echo "unknown step '$s' (steps: ${ALL_STEPS[*]})"; record "$s" 2 0 ;;
+  esac
+done
+
+echo
+echo "=================== [gpu_check] summary ($(hostname), logs in $LOGS)"
+printf '%-22s %5s %8s\n' step rc seconds
+failed=0
+for i in "${!NAMES[@]}"; do
+  printf '%-22s %5s %8s\n' "${NAMES[$i]}" "${RCS[$i]}" "${SECS[$i]}"
+  [ "${RCS[$i]}" -eq 0 ] || failed=1
+done
+printf '%-22s %5s %8s\n' total "$failed" "$(($(date +%s) - T0))"
+exit $failed

@@ -1,0 +1,45 @@
+// Consumer check: compiled against an installed convred found with find_package(convred CONFIG).
+// Runs only host code (argument validation), so it needs no GPU; the conv2d_reduce call below still
+// instantiates the fused kernel for float / op::min / epilogue::scale<float>, so it must compile.
+#include <convred/convred.cuh>
+
+#include <cstdio>
+
+int main() {
+  int failures = 0;
+  auto expect = [&](const char* what, convred::status got, convred::status want) {
+    std::printf("%-44s -> %s\n", what, convred::to_string(got));
+    if (got != want) {
+      std::printf("  expected: %s\n", convred::to_string(want));
+      ++failures;
+    }
+  };
+
+  // The seed case: x (64, 64, 256, 256), W (128, 64, 3, 3) -> y (64, 1, 254, 254).
+  convred::conv2d_problem p;
+  p.N = 64, p.C = 64, p.H = 256, p.W = 256, p.K = 128, p.R = 3, p.S = 3;
+  expect("validate(seed problem)", convred::validate(p, sizeof(float)), convred::status::success);
+  std::printf("  output (%lld, 1, %lld, %lld), %.1f GFLOP\n", static_cast<long long>(p.N),
+              static_cast<long long>(p.P()), static_cast<long long>(p.Q()), p.flops() * 1e-9);
+
+  convred::conv2d_problem bad = p;
+  bad.R = bad.S = 300;  // kernel larger than the input
+  expect("validate(300x300 kernel > input)", convred::validate(bad, sizeof(float)),
+         convred::status::invalid_output_size);
+
+  // Host-side argument checks of the fused entry point: refused before any CUDA call.
+  const float* x = nullptr;
+  const float* w = nullptr;
+  float* y = nullptr;
+  const convred::status s = convred::device::conv2d_reduce<convred::default_policy>(
+      p, x, w, static_cast<const float*>(nullptr), y, nullptr, convred::op::min{},
+      convred::epilogue::scale<float>{2.0f}, cudaStream_t{nullptr});
+  expect("device::conv2d_reduce(null pointers)", s, convred::status::null_pointer);
+
+  if (failures) {
+    std::printf("convred_consumer: %d check(s) FAILED\n", failures);
+    return 1;
+  }
+  std::printf("convred_consumer: OK\n");
+  return 0;
+}

@@ -1,0 +1,1075 @@
+// GPU tests of the fused conv2d -> epilogue -> channel reduction, device::conv2d_reduce.
+//
+// Every case: build a problem, fresh random data (a fixed but different seed per case), copy to the
+// device, poison the outputs (NaN / INT64_MIN), call the device API, require status::success, copy back,
+// require every element written and the inputs unmodified, and compare with the float64 reference
+// (reference::conv2d_reduce): exactly for integer-valued data (ties, NaN, infinities), else within the
+// tolerances of DESIGN.md: ‖y−ref‖/‖ref‖ ≤ tol::ieee<T>() and, per pixel, |y−ref| ≤ the accumulation
+// bound acc_tol·(gain·(Σ|x·w|+|b|) + |v|) of the channels involved plus T's final rounding.
+// For argmin/argmax on real data the reference value at the returned index must be within twice that
+// bound of the reference extreme. Test cases named "*sanitizer*" are small, for compute-sanitizer;
+// the "large" case has more than 2^31 input elements.
+#include <doctest/doctest.h>
+
+#include <thrust/count.h>
+#include <thrust/tabulate.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <convred/device/conv2d_reduce.cuh>
+#include <convred/reference/conv2d.hpp>
+
+#include "test_util.cuh"
+
+namespace convred_test_fused {
+
+using convred::conv2d_problem;
+using convred::layout;
+using convred::status;
+using convred::test::describe;
+using convred::test::type_name;
+namespace op = convred::op;
+namespace epi = convred::epilogue;
+namespace test = convred::test;
+
+template <class T>
+T* raw(thrust::device_vector<T>& v) {
+  return thrust::raw_pointer_cast(v.data());
+}
+template <class T>
+const T* craw(const thrust::device_vector<T>& v) {
+  return thrust::raw_pointer_cast(v.data());
+}
+
+/// A user-written reduction op: the range (max - min) across channels, with a two-value running state
+/// and NaN propagation. Written against the op concept of functional.cuh only.
+struct range_op {
+  template <class V>
+  struct state {
+    V lo, hi;
+  };
+  static constexpr bool has_index = false;
+  template <class V>
+  using accum_t = state<V>;
+  template <class V>
+  __host__ __device__ static state<V> identity() {
+    return {convred::upper_identity<V>(), convred::lower_identity<V>()};
+  }
+  template <class V>
+  __host__ __device__ static state<V> make(V v, int) {
+    return {v, v};
+  }
+  template <class V>
+  __host__ __device__ state<V> operator()(state<V> a, state<V> b) const {
+    return {op::min{}(a.lo, b.lo), op::max{}(a.hi, b.hi)};
+  }
+  template <class V>
+  __host__ __device__ static V value(state<V> a, std::int64_t) {
+    return a.hi - a.lo;
+  }
+};
+
+/// A user epilogue functor taking only the value (no channel index): 0.5 v - 0.25.
+struct half_minus_quarter {
+  template <class V>
+  __host__ __device__ V operator()(V v) const {
+    return v * V(0.5) - V(0.25);
+  }
+};
+
+template <class Op>
+const char* op_name() {
+  if constexpr (std::is_same_v<Op, op::min>) return "min";
+  else if constexpr (std::is_same_v<Op, op::max>) return "max";
+  else if constexpr (std::is_same_v<Op, op::mean>) return "mean";
+  else if constexpr (std::is_same_v<Op, op::sum>) return "sum";
+  else if constexpr (std::is_same_v<Op, op::argmin>) return "argmin";
+  else if constexpr (std::is_same_v<Op, op::argmax>) return "argmax";
+  else if constexpr (std::is_same_v<Op, range_op>) return "range (user op)";
+  else return "user op";
+}
+
+/// How per-channel errors combine into the error of the reduced value.
+enum class agg { extreme, sum, mean, range };
+template <class Op>
+constexpr agg agg_of() {
+  if constexpr (std::is_same_v<Op, op::mean>) return agg::mean;
+  else if constexpr (std::is_same_v<Op, op::sum>) return agg::sum;
+  else if constexpr (std::is_same_v<Op, range_op>) return agg::range;
+  else return agg::extreme;
+}
+
+/// Relative accumulation tolerance of one conv output (per Σ|x·w|+|b|): DESIGN.md's 1e-5 for fp32
+/// compute (float, half, bf16); for double, fp64 accumulation over ≤ 10^4 terms is good to ~1e-12.
+template <class T>
+constexpr double acc_tol() {
+  return std::is_same_v<T, double> ? 1e-12 : test::tol::ieee_fp32;
+}
+
+enum class data_kind { real, integer };
+
+template <class T>
+struct host_data {
+  std::vector<T> x, w, b;
+};
+
+/// Fresh data for a problem: uniform reals in [-1, 1) (never zero), or small integers (exact sums, ties).
+template <class T>
+host_data<T> make_data(const conv2d_problem& p, std::uint64_t seed, data_kind kind) {
+  host_data<T> d;
+  const auto nx = static_cast<std::size_t>(p.x_elements()), nw = static_cast<std::size_t>(p.w_elements()),
+             nb = static_cast<std::size_t>(p.K);
+  if (kind == data_kind::real) {
+    d.x = test::random_vector<T>(nx, seed * 3 + 1);
+    d.w = test::random_vector<T>(nw, seed * 3 + 2);
+    d.b = test::random_vector<T>(nb, seed * 3 + 3);
+  } else {
+    d.x = test::random_int_vector<T>(nx, seed * 3 + 1, -2, 2);
+    d.w = test::random_int_vector<T>(nw, seed * 3 + 2, -1, 1);
+    d.b = test::random_int_vector<T>(nb, seed * 3 + 3, -2, 2);
+  }
+  return d;
+}
+
+struct opts {
+  bool bias = true;           ///< pass the bias (else nullptr)
+  bool exact = false;         ///< integer data: y must equal the reference rounded to T, indices exactly
+  bool nan_expected = false;  ///< the reference has NaN: poison y with a finite sentinel instead of NaN
+  double gain = 1;            ///< max over channels of |d epilogue / d v| (1 for identity, |s| for scale)
+};
+
+inline bool same_value(double got, double want) {
+  if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
+  return got == want;
+}
+
+template <class T>
+bool bytes_equal(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+template <class T>
+std::vector<double> abs_of(const std::vector<T>& v) {
+  std::vector<double> r(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) r[i] = std::abs(convred::to_double(v[i]));
+  return r;
+}
+
+/// The whole check of one fused call (see the file comment). `de` is the device epilogue, `he` the same
+/// epilogue usable on the host (they differ only for per-channel scales: device vs host array).
+template <class Policy = convred::default_policy, class T, class Op, class DevEpi, class HostEpi>
+void check_fused(const std::string& name, const conv2d_problem& p, const host_data<T>& d, Op op, DevEpi de,
+                 HostEpi he, opts o) {
+  INFO("case: " << name);
+  INFO("problem: " << describe(p));
+  INFO("T=" << type_name<T>() << " op=" << op_name<Op>() << (o.bias ? " bias" : " no-bias")
+            << (std::is_same_v<Policy, convred::default_policy> ? " default-policy" : " custom-policy"));
+  REQUIRE(convred::validate(p, sizeof(T)) == status::success);
+  const auto ny = static_cast<std::size_t>(p.y_elements());
+  auto dx = test::to_device(d.x);
+  auto dw = test::to_device(d.w);
+  auto db = test::to_device(d.b);
+  thrust::device_vector<T> dy(ny);
+  thrust::device_vector<std::int64_t> di(Op::has_index ? ny : 0);
+  const T sentinel = convred::from_compute<T>(-4321.25);
+  if (o.nan_expected)
+    test::poison_with(dy, sentinel);
+  else
+    test::poison(dy);
+  test::poison(di);
+
+  const T* dbias = o.bias ? craw(db) : nullptr;
+  const status s = convred::device::conv2d_reduce<Policy>(p, craw(dx), craw(dw), dbias, raw(dy),
+                                                          Op::has_index ? raw(di) : nullptr, op, de);
+  INFO("status: " << std::string(convred::to_string(s)));
+  REQUIRE(s == status::success);
+  const cudaError_t e = cudaDeviceSynchronize();
+  INFO("CUDA: " << std::string(cudaGetErrorString(e)));
+  REQUIRE(e == cudaSuccess);
+
+  const auto y = test::to_host(dy);
+  const auto idx = test::to_host(di);
+  CHECK(bytes_equal(test::to_host(dx), d.x));  // inputs are never modified
+  CHECK(bytes_equal(test::to_host(dw), d.w));
+  CHECK(bytes_equal(test::to_host(db), d.b));
+  std::size_t unwritten = 0, unwritten_idx = 0;
+  for (const T& v : y)
+    unwritten += o.nan_expected ? convred::to_double(v) == convred::to_double(sentinel) : test::is_poison(v);
+  for (const auto v : idx) unwritten_idx += test::is_poison(v);
+  CHECK(unwritten == 0);
+  CHECK(unwritten_idx == 0);
+
+  const T* hbias = o.bias ? d.b.data() : nullptr;
+  std::vector<double> yref(ny);
+  std::vector<std::int64_t> iref(ny, -1);
+  convred::reference::conv2d_reduce(p, d.x.data(), d.w.data(), hbias, yref.data(),
+                                    Op::has_index ? iref.data() : nullptr, op, he);
+
+  std::size_t bad_y = 0, bad_i = 0;
+  std::ostringstream first;
+  auto note = [&](std::size_t m, double got, double want, std::int64_t gi, std::int64_t wi, double bound) {
+    if (bad_y + bad_i <= 1 && first.tellp() == 0)
+      first << "pixel " << m << ": y=" << got << " ref=" << want << " (bound " << bound << ") idx=" << gi
+            << " ref idx=" << wi;
+  };
+
+  if (o.exact && !std::is_same_v<Op, op::mean>) {
+    // Exact maths (integers, powers of two): the only rounding is y's final conversion to T.
+    for (std::size_t m = 0; m < ny; ++m) {
+      const double got = convred::to_double(y[m]), want = convred::to_double(convred::from_compute<T>(yref[m]));
+      const std::int64_t gi = Op::has_index ? idx[m] : -1;
+      const bool ok_y = same_value(got, want), ok_i = !Op::has_index || gi == iref[m];
+      if (!ok_y || !ok_i) note(m, got, want, gi, iref[m], 0);
+      bad_y += !ok_y;
+      bad_i += !ok_i;
+    }
+    INFO("first mismatch: " << first.str());
+    CHECK(bad_y == 0);
+    CHECK(bad_i == 0);
+    return;
+  }
+
+  CHECK(test::rel_norm_error(y, yref) <= test::tol::ieee<T>());
+
+  // Per-pixel bound from Σ|x·w|+|b| of each channel (a conv of the absolute values) and the reference
+  // per-channel values v_k (needed for argmin / argmax on real data, where near-ties may flip).
+  const auto ax = abs_of(d.x), aw = abs_of(d.w), ab = abs_of(d.b);
+  std::vector<double> A(static_cast<std::size_t>(p.out_elements())), vals(A.size());
+  convred::reference::conv2d(p, ax.data(), aw.data(), o.bias ? ab.data() : static_cast<const double*>(nullptr),
+                             A.data());
+  convred::reference::conv2d(p, d.x.data(), d.w.data(), hbias, vals.data(), he);
+  const double ta = acc_tol<T>(), uT = test::tol::unit_roundoff<T>();
+  std::size_t index_differs = 0;
+  for (std::int64_t n = 0; n < p.N; ++n)
+    for (std::int64_t i = 0; i < p.P(); ++i)
+      for (std::int64_t j = 0; j < p.Q(); ++j) {
+        const auto m = static_cast<std::size_t>((n * p.P() + i) * p.Q() + j);
+        double emax = 0, esum = 0;
+        for (std::int64_t k = 0; k < p.K; ++k) {
+          const auto off = static_cast<std::size_t>(convred::reference::out_offset(p, n, k, i, j));
+          const double err = ta * (o.gain * A[off] + std::abs(vals[off]));
+          emax = std::max(emax, err);
+          esum += err;
+        }
+        constexpr agg kind = agg_of<Op>();
+        const double delta = kind == agg::extreme ? emax
+                             : kind == agg::sum   ? esum
+                             : kind == agg::mean  ? esum / double(p.K)
+                                                  : 2 * emax;
+        const double got = convred::to_double(y[m]), want = yref[m];
+        const double bound = delta + uT * (std::abs(want) + delta);
+        const bool ok_y = std::isfinite(want) ? std::abs(got - want) <= bound : same_value(got, want);
+        bool ok_i = true;
+        std::int64_t gi = -1;
+        if constexpr (Op::has_index) {
+          gi = idx[m];
+          if (gi < 0 || gi >= p.K) {
+            ok_i = false;
+          } else {
+            const double vsel = vals[static_cast<std::size_t>(convred::reference::out_offset(p, n, gi, i, j))];
+            // The chosen channel's true value is within 2 delta of the true extreme, and y is its value.
+            ok_i = std::abs(vsel - want) <= 2 * emax && std::abs(got - vsel) <= emax + uT * (std::abs(vsel) + emax);
+            index_differs += gi != iref[m];
+          }
+        }
+        if (!ok_y || !ok_i) note(m, got, want, gi, iref[m], bound);
+        bad_y += !ok_y;
+        bad_i += !ok_i;
+      }
+  INFO("first mismatch: " << first.str());
+  CHECK(bad_y == 0);
+  CHECK(bad_i == 0);
+  if (index_differs > 0)
+    MESSAGE(name << ": " << index_differs << " of " << ny
+                 << " indices differ from the float64 reference on near-ties (values within bound)");
+}
+
+/// Shorthand: real random data, scale epilogue s (the seed case's form), default policy unless given.
+template <class Policy = convred::default_policy, class T = float, class Op>
+void check_scaled(const std::string& name, const conv2d_problem& p, std::uint64_t seed, Op op, float s = 2.0f,
+                  bool bias = true) {
+  const auto d = make_data<T>(p, seed, data_kind::real);
+  opts o;
+  o.bias = bias;
+  o.gain = std::abs(s);
+  check_fused<Policy>(name, p, d, op, epi::scale<float>{s}, epi::scale<float>{s}, o);
+}
+
+conv2d_problem make_problem(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t K,
+                            std::int64_t R, std::int64_t S, std::int64_t pad_h = 0, std::int64_t pad_w = 0,
+                            std::int64_t stride_h = 1, std::int64_t stride_w = 1, std::int64_t dil_h = 1,
+                            std::int64_t dil_w = 1, std::int64_t groups = 1, layout lay = layout::nchw) {
+  conv2d_problem p;
+  p.N = N, p.C = C, p.H = H, p.W = W, p.K = K, p.R = R, p.S = S;
+  p.pad_h = pad_h, p.pad_w = pad_w, p.stride_h = stride_h, p.stride_w = stride_w, p.dil_h = dil_h, p.dil_w = dil_w;
+  p.groups = groups, p.x_layout = lay;
+  return p;
+}
+
+/// The base case each sweep varies one dimension of: N=2, C=7, 11x13, K=33, 3x3, padding 1.
+conv2d_problem base(layout lay = layout::nchw) { return make_problem(2, 7, 11, 13, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, lay); }
+
+constexpr layout kLayouts[] = {layout::nchw, layout::nhwc};
+inline const char* lname(layout l) { return l == layout::nchw ? "nchw" : "nhwc"; }
+
+void require_gpu() { REQUIRE_MESSAGE(test::has_gpu(), "no CUDA device"); }
+
+/// Calls f(op) for every op: the six built-in ones and the user-written range_op.
+template <class F>
+void for_each_op(F&& f) {
+  f(op::min{});
+  f(op::max{});
+  f(op::sum{});
+  f(op::mean{});
+  f(op::argmin{});
+  f(op::argmax{});
+  f(range_op{});
+}
+
+/// Runs check_fused with the op chosen at run time (0..6), scale 2.
+template <class T>
+void check_op_index(int which, const std::string& name, const conv2d_problem& p, std::uint64_t seed) {
+  switch (which) {
+    case 0: check_scaled<convred::default_policy, T>(name, p, seed, op::min{}); break;
+    case 1: check_scaled<convred::default_policy, T>(name, p, seed, op::max{}); break;
+    case 2: check_scaled<convred::default_policy, T>(name, p, seed, op::sum{}); break;
+    case 3: check_scaled<convred::default_policy, T>(name, p, seed, op::mean{}); break;
+    case 4: check_scaled<convred::default_policy, T>(name, p, seed, op::argmin{}); break;
+    case 5: check_scaled<convred::default_policy, T>(name, p, seed, op::argmax{}); break;
+    default: check_scaled<convred::default_policy, T>(name, p, seed, range_op{}); break;
+  }
+}
+
+/// Every epilogue kind on one problem, for ops min, argmin and sum, both layouts, with and without bias.
+/// (A namespace-scope function: it hosts an extended __host__ __device__ lambda.)
+template <class T>
+void check_epilogues(std::uint64_t& seed) {
+  auto lam = [] __host__ __device__(float v, int k) { return (k % 2 ? 3.0f : -0.5f) * v; };
+  for (layout lay : kLayouts)
+    for (bool bias : {true, false}) {
+      const conv2d_problem p = make_problem(2, 7, 11, 13, 65, 3, 3, 1, 1, 1, 1, 1, 1, 1, lay);
+      const std::string tail = std::string(" ") + type_name<T>() + " " + lname(lay) + (bias ? " bias" : " no-bias");
+      // Per-channel scales in [-2, 2], never zero; the device and host epilogues read the same values.
+      const auto hs = test::random_vector<float>(static_cast<std::size_t>(p.K), ++seed, -2, 2);
+      const auto ds = test::to_device(hs);
+      double smax = 0;
+      for (float v : hs) smax = std::max(smax, double(std::abs(v)));
+      const epi::per_channel_scale<float> dev_pcs{craw(ds)}, host_pcs{hs.data()};
+      auto each_op = [&](auto o) {
+        const std::string on = op_name<decltype(o)>();
+        const auto d = make_data<T>(p, ++seed, data_kind::real);
+        opts opt;
+        opt.bias = bias;
+        opt.gain = 1;
+        check_fused("identity " + on + tail, p, d, o, epi::identity{}, epi::identity{}, opt);
+        opt.gain = 2;
+        check_fused("scale 2 " + on + tail, p, d, o, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, opt);
+        opt.gain = 1.5;
+        check_fused("scale -1.5 " + on + tail, p, d, o, epi::scale<double>{-1.5}, epi::scale<double>{-1.5}, opt);
+        opt.gain = smax;
+        check_fused("per-channel scale " + on + tail, p, d, o, dev_pcs, host_pcs, opt);
+        opt.gain = 1.5 * smax;
+        check_fused("compose(per-channel, scale -1.5) " + on + tail, p, d, o,
+                    epi::make_compose(dev_pcs, epi::scale<float>{-1.5f}),
+                    epi::make_compose(host_pcs, epi::scale<float>{-1.5f}), opt);
+        opt.gain = 0.5;
+        check_fused("user functor 0.5v-0.25 " + on + tail, p, d, o, half_minus_quarter{}, half_minus_quarter{}, opt);
+        opt.gain = 3;
+        check_fused("extended lambda " + on + tail, p, d, o, lam, lam, opt);
+      };
+      each_op(op::min{});
+      each_op(op::argmin{});
+      each_op(op::sum{});
+    }
+}
+
+}  // namespace convred_test_fused
+
+using namespace convred_test_fused;
+
+TEST_SUITE("gpu") {
+
+TEST_CASE("conv2d_reduce: C x K sweep {1,3,7,33,65,130}^2, both layouts, min and argmax") {
+  require_gpu();
+  std::uint64_t seed = 1000;
+  for (std::int64_t C : {1, 3, 7, 33, 65, 130})
+    for (std::int64_t K : {1, 3, 7, 33, 65, 130})
+      for (layout lay : kLayouts) {
+        conv2d_problem p = base(lay);
+        p.C = C, p.K = K;
+        const std::string name = "C=" + std::to_string(C) + " K=" + std::to_string(K) + " " + lname(lay);
+        check_scaled(name + " min", p, ++seed, op::min{});
+        check_scaled(name + " argmax", p, ++seed, op::argmax{});
+      }
+}
+
+TEST_CASE("conv2d_reduce: kernels, stride, dilation, padding, odd shapes, batch (both layouts)") {
+  require_gpu();
+  struct geom {
+    const char* name;
+    conv2d_problem p;
+  };
+  const geom cases[] = {
+      {"1x1 kernel", make_problem(2, 7, 11, 13, 33, 1, 1)},
+      {"1x1 kernel pad 1 (border = bias only)", make_problem(2, 7, 11, 13, 33, 1, 1, 1, 1)},
+      {"3x3 kernel no pad", make_problem(2, 7, 11, 13, 33, 3, 3)},
+      {"5x5 kernel pad 2", make_problem(2, 7, 11, 13, 33, 5, 5, 2, 2)},
+      {"5x5 kernel no pad", make_problem(2, 7, 11, 13, 33, 5, 5)},
+      {"3x1 kernel", make_problem(2, 7, 11, 13, 33, 3, 1, 1, 0)},
+      {"1x3 kernel", make_problem(2, 7, 11, 13, 33, 1, 3, 0, 1)},
+      {"2x2 kernel", make_problem(2, 7, 11, 13, 33, 2, 2)},
+      {"7x7 kernel pad 3", make_problem(1, 3, 13, 17, 33, 7, 7, 3, 3)},
+      {"stride 2", make_problem(2, 7, 11, 13, 33, 3, 3, 1, 1, 2, 2)},
+      {"stride 2,1", make_problem(2, 7, 11, 13, 33, 3, 3, 1, 1, 2, 1)},
+      {"stride 3 5x5", make_problem(2, 7, 17, 16, 33, 5, 5, 2, 2, 3, 3)},
+      {"dilation 2", make_problem(2, 7, 11, 13, 33, 3, 3, 2, 2, 1, 1, 2, 2)},
+      {"dilation 1,2", make_problem(2, 7, 11, 13, 33, 3, 3, 1, 2, 1, 1, 1, 2)},
+      {"dilation 3 stride 2", make_problem(2, 7, 15, 14, 33, 3, 3, 1, 1, 2, 2, 3, 3)},
+      {"asymmetric padding 2,0", make_problem(2, 7, 11, 13, 33, 3, 3, 2, 0)},
+      {"asymmetric padding 0,3", make_problem(2, 7, 11, 13, 33, 3, 3, 0, 3)},
+      {"large padding 4", make_problem(1, 3, 5, 6, 33, 3, 3, 4, 4)},
+      {"1x1 input 1x1 kernel", make_problem(1, 7, 1, 1, 33, 1, 1)},
+      {"1x1 input 3x3 kernel pad 1", make_problem(3, 7, 1, 1, 33, 3, 3, 1, 1)},
+      {"7x5 input", make_problem(2, 7, 7, 5, 33, 3, 3, 1, 1)},
+      {"13x17 input", make_problem(2, 7, 13, 17, 33, 3, 3)},
+      {"1x17 input", make_problem(2, 7, 1, 17, 33, 3, 3, 1, 1)},
+      {"17x1 input", make_problem(2, 7, 17, 1, 33, 3, 3, 1, 1)},
+      {"2x3 input", make_problem(2, 7, 2, 3, 33, 3, 3, 1, 1)},
+      {"N=1", make_problem(1, 7, 11, 13, 33, 3, 3, 1, 1)},
+      {"N=3", make_problem(3, 7, 11, 13, 33, 3, 3, 1, 1)},
+      {"N=3 37x29 (many blocks, ragged last block)", make_problem(3, 5, 37, 29, 7, 3, 3, 1, 1)},
+      {"N=5 9x9 (blocks span images)", make_problem(5, 4, 9, 9, 33, 3, 3)},
+  };
+  std::uint64_t seed = 2000;
+  for (const auto& g : cases)
+    for (layout lay : kLayouts) {
+      conv2d_problem p = g.p;
+      p.x_layout = lay;
+      const std::string name = std::string(g.name) + " " + lname(lay);
+      check_scaled(name + " min", p, ++seed, op::min{});
+      check_scaled(name + " argmin", p, ++seed, op::argmin{});
+    }
+}
+
+TEST_CASE("conv2d_reduce: groups (2, 3, depthwise, channel multiplier, partial tiles per group)") {
+  require_gpu();
+  struct geom {
+    const char* name;
+    conv2d_problem p;
+  };
+  const geom cases[] = {
+      {"groups 2", make_problem(2, 6, 11, 13, 10, 3, 3, 1, 1, 1, 1, 1, 1, 2)},
+      {"groups 3 K=33", make_problem(2, 9, 11, 13, 33, 3, 3, 1, 1, 1, 1, 1, 1, 3)},
+      {"depthwise C=K=groups=7", make_problem(2, 7, 11, 13, 7, 3, 3, 1, 1, 1, 1, 1, 1, 7)},
+      {"depthwise C=K=groups=33", make_problem(2, 33, 9, 10, 33, 3, 3, 1, 1, 1, 1, 1, 1, 33)},
+      {"depthwise x2 C=4 K=8", make_problem(2, 4, 11, 13, 8, 3, 3, 1, 1, 1, 1, 1, 1, 4)},
+      {"groups 2 K=130 (65 per group)", make_problem(2, 6, 9, 11, 130, 3, 3, 1, 1, 1, 1, 1, 1, 2)},
+      {"groups 65 C=65 K=130", make_problem(1, 65, 9, 8, 130, 3, 3, 1, 1, 1, 1, 1, 1, 65)},
+      {"groups 2 stride 2 dilation 2", make_problem(2, 6, 13, 12, 10, 3, 3, 2, 2, 2, 2, 2, 2, 2)},
+      {"groups 3 5x5 stride 2", make_problem(3, 9, 13, 17, 33, 5, 5, 2, 2, 2, 2, 1, 1, 3)},
+  };
+  std::uint64_t seed = 3000;
+  for (const auto& g : cases)
+    for (layout lay : kLayouts) {
+      conv2d_problem p = g.p;
+      p.x_layout = lay;
+      const std::string name = std::string(g.name) + " " + lname(lay);
+      check_scaled(name + " min", p, ++seed, op::min{});
+      check_scaled(name + " argmax", p, ++seed, op::argmax{});
+      check_scaled(name + " mean", p, ++seed, op::mean{});
+    }
+}
+
+TEST_CASE("conv2d_reduce: every op (incl. a user op) over K = 1, 3, 33, 65, 130, both layouts, bias or not") {
+  require_gpu();
+  std::uint64_t seed = 4000;
+  for (std::int64_t K : {1, 3, 33, 65, 130})
+    for (layout lay : kLayouts)
+      for (bool bias : {true, false}) {
+        conv2d_problem p = base(lay);
+        p.K = K;
+        for_each_op([&](auto o) {
+          const std::string name = std::string(op_name<decltype(o)>()) + " K=" + std::to_string(K) + " " +
+                                   lname(lay) + (bias ? " bias" : " no-bias");
+          check_scaled(name, p, ++seed, o, 2.0f, bias);
+        });
+      }
+}
+
+TEST_CASE("conv2d_reduce: every dtype x every op (float, double, half, bf16), both layouts") {
+  require_gpu();
+  std::uint64_t seed = 5000;
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    for (layout lay : kLayouts) {
+      const conv2d_problem cases[] = {base(lay), make_problem(2, 6, 13, 12, 130, 3, 3, 2, 1, 2, 1, 2, 1, 2, lay)};
+      for (const auto& p : cases)
+        for_each_op([&](auto o) {
+          const std::string name = std::string(type_name<T>()) + " " + op_name<decltype(o)>() + " " + lname(lay);
+          check_scaled<convred::default_policy, T>(name, p, ++seed, o);
+        });
+    }
+  };
+  run(float{});
+  run(double{});
+  run(__half{});
+  run(__nv_bfloat16{});
+}
+
+TEST_CASE("conv2d_reduce: non-default simt policies (every op; float, double, half)") {
+  require_gpu();
+  using p_64x32 = convred::simt_policy<64, 32, 8, 4, 4>;
+  using p_32x128 = convred::simt_policy<32, 128, 8, 4, 4>;
+  using p_32x64 = convred::simt_policy<32, 64, 8, 4, 4>;
+  std::uint64_t seed = 6000;
+  for (std::int64_t K : {1, 7, 33, 130})
+    for (layout lay : kLayouts) {
+      conv2d_problem p = base(lay);
+      p.K = K;
+      const std::string tail = " K=" + std::to_string(K) + " " + lname(lay);
+      for_each_op([&](auto o) {
+        const std::string name = std::string(op_name<decltype(o)>()) + tail;
+        check_scaled<p_64x32, float>("float simt<64,32,8,4,4> " + name, p, ++seed, o);
+        check_scaled<p_32x64, double>("double simt<32,64,8,4,4> " + name, p, ++seed, o);
+      });
+      check_scaled<p_32x128, float>("float simt<32,128,8,4,4> min" + tail, p, ++seed, op::min{});
+      check_scaled<p_32x128, float>("float simt<32,128,8,4,4> argmin" + tail, p, ++seed, op::argmin{});
+      check_scaled<p_64x32, __half>("half simt<64,32,8,4,4> argmax" + tail, p, ++seed, op::argmax{});
+      // groups with the small-tile policy
+      const conv2d_problem g = make_problem(2, 6, 9, 11, 130, 3, 3, 1, 1, 2, 2, 1, 1, 2, lay);
+      check_scaled<p_64x32, float>("float simt<64,32,8,4,4> groups argmin" + tail, g, ++seed, op::argmin{});
+    }
+}
+
+TEST_CASE("conv2d_reduce: epilogues (identity, scale 2, scale -1.5, per-channel, compose, functor, lambda)") {
+  require_gpu();
+  std::uint64_t seed = 7000;
+  check_epilogues<float>(seed);
+  check_epilogues<__half>(seed);
+}
+
+TEST_CASE("conv2d_reduce: a negative scale turns min into s*max and argmin into argmax (exact data)") {
+  require_gpu();
+  std::uint64_t seed = 8000;
+  for (layout lay : kLayouts)
+    for (std::int64_t K : {3, 33, 130}) {
+      conv2d_problem p = base(lay);
+      p.K = K;
+      INFO(describe(p));
+      const auto d = make_data<float>(p, ++seed, data_kind::integer);
+      const auto ny = static_cast<std::size_t>(p.y_elements());
+      auto dx = test::to_device(d.x), dw = test::to_device(d.w), db = test::to_device(d.b);
+      thrust::device_vector<float> ymin(ny), ymax(ny);
+      thrust::device_vector<std::int64_t> imin(ny), imax(ny);
+      test::poison(ymin), test::poison(ymax), test::poison(imin), test::poison(imax);
+      REQUIRE(convred::device::conv2d_reduce(p, craw(dx), craw(dw), craw(db), raw(ymin), raw(imin), op::argmin{},
+                                             epi::scale<float>{-1.5f}) == status::success);
+      REQUIRE(convred::device::conv2d_reduce(p, craw(dx), craw(dw), craw(db), raw(ymax), raw(imax), op::argmax{},
+                                             epi::identity{}) == status::success);
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+      const auto a = test::to_host(ymin), b = test::to_host(ymax);
+      const auto ia = test::to_host(imin), ib = test::to_host(imax);
+      std::size_t bad = 0;
+      for (std::size_t m = 0; m < ny; ++m) bad += !(a[m] == -1.5f * b[m]) || ia[m] != ib[m];
+      CHECK(test::count_nan(a) == 0);
+      CHECK(bad == 0);
+    }
+}
+
+TEST_CASE("conv2d_reduce: exact ties and exact values with integer data (every dtype, every op)") {
+  require_gpu();
+  std::uint64_t seed = 9000;
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    for (layout lay : kLayouts)
+      for (std::int64_t K : {3, 33, 130}) {
+        conv2d_problem p = base(lay);
+        p.K = K;
+        for_each_op([&](auto o) {
+          const auto d = make_data<T>(p, ++seed, data_kind::integer);
+          opts opt;
+          opt.exact = true;
+          const std::string name = std::string("ties ") + type_name<T>() + " " + op_name<decltype(o)>() + " K=" +
+                                   std::to_string(K) + " " + lname(lay);
+          check_fused(name + " scale 2", p, d, o, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, opt);
+          check_fused(name + " scale -1.5", p, d, o, epi::scale<float>{-1.5f}, epi::scale<float>{-1.5f}, opt);
+        });
+      }
+  };
+  run(float{});
+  run(double{});
+  run(__half{});
+  run(__nv_bfloat16{});
+}
+
+TEST_CASE("conv2d_reduce: all channels equal -> argmin = argmax = 0, min = max = mean, sum = K v") {
+  require_gpu();
+  std::uint64_t seed = 10000;
+  for (layout lay : kLayouts)
+    for (std::int64_t K : {1, 33, 130}) {
+      conv2d_problem p = base(lay);
+      p.K = K;
+      auto d = make_data<float>(p, ++seed, data_kind::integer);
+      const std::size_t per_k = static_cast<std::size_t>(p.gemm_k());
+      for (std::int64_t k = 1; k < K; ++k) {
+        std::copy(d.w.begin(), d.w.begin() + per_k, d.w.begin() + k * per_k);
+        d.b[k] = d.b[0];
+      }
+      opts opt;
+      opt.exact = true;
+      const std::string tail = " K=" + std::to_string(K) + " " + lname(lay);
+      for_each_op([&](auto o) {
+        check_fused(std::string("all-equal ") + op_name<decltype(o)>() + tail, p, d, o, epi::scale<float>{2.0f},
+                    epi::scale<float>{2.0f}, opt);
+      });
+      // Direct check of the indices: 0 everywhere.
+      auto dx = test::to_device(d.x), dw = test::to_device(d.w), db = test::to_device(d.b);
+      thrust::device_vector<float> y(static_cast<std::size_t>(p.y_elements()));
+      thrust::device_vector<std::int64_t> idx(y.size());
+      test::poison(idx);
+      REQUIRE(convred::device::conv2d_reduce(p, craw(dx), craw(dw), craw(db), raw(y), raw(idx), op::argmax{}) ==
+              status::success);
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+      const auto hi = test::to_host(idx);
+      CHECK(std::count(hi.begin(), hi.end(), std::int64_t(0)) == static_cast<std::ptrdiff_t>(hi.size()));
+    }
+}
+
+TEST_CASE("conv2d_reduce: NaN propagates (min/max NaN, argmin/argmax first NaN channel), every dtype") {
+  require_gpu();
+  std::uint64_t seed = 11000;
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T nan = convred::from_compute<T>(std::numeric_limits<double>::quiet_NaN());
+    for (layout lay : kLayouts) {
+      // (a) NaN in x, groups = 3: only the channels of that input channel's group turn NaN, so the first
+      // NaN channel is the group's first channel (11 or 22), not 0.
+      {
+        conv2d_problem p = make_problem(2, 6, 11, 13, 33, 3, 3, 1, 1, 1, 1, 1, 1, 3, lay);
+        auto d = make_data<T>(p, ++seed, data_kind::integer);
+        d.x[static_cast<std::size_t>(convred::reference::x_offset(p, 0, 3, 5, 6))] = nan;  // group 1
+        d.x[static_cast<std::size_t>(convred::reference::x_offset(p, 1, 5, 0, 0))] = nan;  // group 2, corner
+        d.x[static_cast<std::size_t>(convred::reference::x_offset(p, 1, 0, 10, 12))] = nan;  // group 0, corner
+        opts opt;
+        opt.exact = true;
+        opt.nan_expected = true;
+        for_each_op([&](auto o) {
+          check_fused(std::string("NaN in x ") + type_name<T>() + " " + op_name<decltype(o)>() + " " + lname(lay), p,
+                      d, o, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, opt);
+        });
+      }
+      // (b) NaN in the bias of channels 5 and 9 (every pixel: first NaN channel 5), and in w of channel 2
+      // for one pixel's worth of taps (padding 0, so every tap is inside the input).
+      {
+        conv2d_problem p = make_problem(2, 5, 9, 10, 33, 3, 3, 0, 0, 1, 1, 1, 1, 1, lay);
+        auto d = make_data<T>(p, ++seed, data_kind::integer);
+        d.b[5] = nan;
+        d.b[9] = nan;
+        opts opt;
+        opt.exact = true;
+        opt.nan_expected = true;
+        check_fused(std::string("NaN in bias ") + type_name<T>() + " argmin " + lname(lay), p, d, op::argmin{},
+                    epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, opt);
+        check_fused(std::string("NaN in bias ") + type_name<T>() + " max " + lname(lay), p, d, op::max{},
+                    epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, opt);
+        d.w[static_cast<std::size_t>(2 * p.gemm_k() + 4)] = nan;  // channel 2, c=0, r=1, s=1
+        check_fused(std::string("NaN in w ") + type_name<T>() + " argmax " + lname(lay), p, d, op::argmax{},
+                    epi::scale<float>{-1.5f}, epi::scale<float>{-1.5f}, opt);
+        check_fused(std::string("NaN in w ") + type_name<T>() + " min " + lname(lay), p, d, op::min{},
+                    epi::scale<float>{-1.5f}, epi::scale<float>{-1.5f}, opt);
+      }
+    }
+  };
+  run(float{});
+  run(double{});
+  run(__half{});
+  run(__nv_bfloat16{});
+}
+
+TEST_CASE("conv2d_reduce: +inf / -inf inputs and all-infinite channels (no identity leak)") {
+  require_gpu();
+  std::uint64_t seed = 12000;
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T inf = convred::from_compute<T>(std::numeric_limits<double>::infinity());
+    const T ninf = convred::from_compute<T>(-std::numeric_limits<double>::infinity());
+    for (layout lay : kLayouts) {
+      const conv2d_problem p = make_problem(2, 5, 9, 10, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, lay);
+      // (a) +inf and -inf in x (w has zeros too: inf * 0 = NaN, +inf + -inf = NaN, as in PyTorch).
+      {
+        auto d = make_data<T>(p, ++seed, data_kind::integer);
+        d.x[static_cast<std::size_t>(convred::reference::x_offset(p, 0, 1, 4, 4))] = inf;
+        d.x[static_cast<std::size_t>(convred::reference::x_offset(p, 0, 2, 4, 5))] = ninf;
+        d.x[static_cast<std::size_t>(convred::reference::x_offset(p, 1, 4, 8, 9))] = ninf;
+        opts opt;
+        opt.exact = true;
+        opt.nan_expected = true;
+        for_each_op([&](auto o) {
+          check_fused(std::string("inf in x ") + type_name<T>() + " " + op_name<decltype(o)>() + " " + lname(lay), p,
+                      d, o, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, opt);
+        });
+      }
+      // (b) every channel +inf (bias): min = +inf (not FLT_MAX), argmin 0; with scale -1.5 every channel is
+      // -inf: max = -inf, argmax 0.
+      {
+        auto d = make_data<T>(p, ++seed, data_kind::integer);
+        std::fill(d.b.begin(), d.b.end(), inf);
+        opts opt;
+        opt.exact = true;
+        opt.nan_expected = true;
+        for_each_op([&](auto o) {
+          check_fused(std::string("all +inf ") + type_name<T>() + " " + op_name<decltype(o)>() + " " + lname(lay), p,
+                      d, o, epi::identity{}, epi::identity{}, opt);
+          check_fused(std::string("all -inf ") + type_name<T>() + " " + op_name<decltype(o)>() + " " + lname(lay), p,
+                      d, o, epi::scale<float>{-1.5f}, epi::scale<float>{-1.5f}, opt);
+        });
+        // Explicitly: y = +inf and index 0 for argmin.
+        auto dx = test::to_device(d.x), dw = test::to_device(d.w), db = test::to_device(d.b);
+        thrust::device_vector<T> y(static_cast<std::size_t>(p.y_elements()));
+        thrust::device_vector<std::int64_t> idx(y.size());
+        test::poison(y), test::poison(idx);
+        REQUIRE(convred::device::conv2d_reduce(p, craw(dx), craw(dw), craw(db), raw(y), raw(idx), op::argmin{}) ==
+                status::success);
+        REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+        const auto hy = test::to_host(y);
+        const auto hi = test::to_host(idx);
+        std::size_t bad = 0;
+        for (std::size_t m = 0; m < hy.size(); ++m)
+          bad += !(convred::to_double(hy[m]) == std::numeric_limits<double>::infinity()) || hi[m] != 0;
+        CHECK(bad == 0);
+      }
+    }
+  };
+  run(float{});
+  run(double{});
+  run(__half{});
+  run(__nv_bfloat16{});
+}
+
+TEST_CASE("conv2d_reduce: random combinations of shape, layout, op and dtype") {
+  require_gpu();
+  std::mt19937_64 gen(424242);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen); };
+  const std::int64_t CK[] = {1, 3, 7, 33, 65, 130};
+  std::uint64_t seed = 13000;
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    for (int t = 0; t < 10; ++t) {
+      conv2d_problem p;
+      for (;;) {
+        p.N = pick(1, 3);
+        p.groups = pick(0, 2) == 0 ? pick(1, 3) : 1;
+        p.C = CK[pick(0, 5)] * p.groups;
+        p.K = CK[pick(0, 5)] * p.groups;
+        if (p.C > 200 || p.K > 200) continue;
+        p.H = pick(1, 19), p.W = pick(1, 19);
+        p.R = pick(1, 5), p.S = pick(1, 5);
+        p.pad_h = pick(0, 2), p.pad_w = pick(0, 2);
+        p.stride_h = pick(1, 3), p.stride_w = pick(1, 3);
+        p.dil_h = pick(1, 2), p.dil_w = pick(1, 2);
+        p.x_layout = pick(0, 1) ? layout::nhwc : layout::nchw;
+        // Valid, and computed as PyTorch would (P, Q >= 1 by PyTorch's floor formula).
+        const std::int64_t nh = p.H + 2 * p.pad_h - p.dil_h * (p.R - 1) - 1;
+        const std::int64_t nw = p.W + 2 * p.pad_w - p.dil_w * (p.S - 1) - 1;
+        if (nh < 0 || nw < 0 || convred::validate(p, sizeof(T)) != status::success) continue;
+        if (p.out_elements() * p.gemm_k() > 20'000'000) continue;  // keep the reference fast
+        break;
+      }
+      const int which = static_cast<int>(pick(0, 6));
+      check_op_index<T>(which, std::string("random #") + std::to_string(t) + " " + type_name<T>(), p, ++seed);
+    }
+  };
+  run(float{});
+  run(double{});
+  run(__half{});
+  run(__nv_bfloat16{});
+}
+
+TEST_CASE("conv2d_reduce: indices only (y = nullptr) for argmin") {
+  require_gpu();
+  const conv2d_problem p = base(layout::nhwc);
+  const auto d = make_data<float>(p, 14001, data_kind::integer);
+  auto dx = test::to_device(d.x), dw = test::to_device(d.w), db = test::to_device(d.b);
+  thrust::device_vector<std::int64_t> idx(static_cast<std::size_t>(p.y_elements()));
+  test::poison(idx);
+  REQUIRE(convred::device::conv2d_reduce(p, craw(dx), craw(dw), craw(db), static_cast<float*>(nullptr), raw(idx),
+                                         op::argmin{}) == status::success);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  std::vector<std::int64_t> iref(idx.size());
+  convred::reference::conv2d_reduce(p, d.x.data(), d.w.data(), d.b.data(), static_cast<double*>(nullptr), iref.data(),
+                                    op::argmin{});
+  CHECK(test::to_host(idx) == iref);
+}
+
+TEST_CASE("conv2d_reduce and conv2d: an explicit non-default stream") {
+  require_gpu();
+  const conv2d_problem p = make_problem(3, 7, 19, 23, 65, 3, 3, 1, 1, 1, 1, 1, 1, 1, layout::nhwc);
+  const auto d = make_data<float>(p, 14101, data_kind::integer);
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  auto dx = test::to_device(d.x), dw = test::to_device(d.w), db = test::to_device(d.b);
+  thrust::device_vector<float> y(static_cast<std::size_t>(p.y_elements())), out(static_cast<std::size_t>(p.out_elements()));
+  thrust::device_vector<std::int64_t> idx(y.size());
+  test::poison(y), test::poison(idx), test::poison(out);
+  const epi::scale<float> e{-1.5f};
+  CHECK(convred::device::conv2d_reduce(p, craw(dx), craw(dw), craw(db), raw(y), raw(idx), op::argmax{}, e, stream) ==
+        status::success);
+  CHECK(convred::device::conv2d(p, craw(dx), craw(dw), craw(db), raw(out), e, stream) == status::success);
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+  std::vector<double> yref(y.size()), oref(out.size());
+  std::vector<std::int64_t> iref(y.size());
+  convred::reference::conv2d_reduce(p, d.x.data(), d.w.data(), d.b.data(), yref.data(), iref.data(), op::argmax{}, e);
+  convred::reference::conv2d(p, d.x.data(), d.w.data(), d.b.data(), oref.data(), e);
+  const auto hy = test::to_host(y), ho = test::to_host(out);
+  std::vector<double> dy(hy.begin(), hy.end()), dout(ho.begin(), ho.end());
+  CHECK(dy == yref);  // integer data: exact
+  CHECK(test::to_host(idx) == iref);
+  CHECK(dout == oref);
+}
+
+TEST_CASE("conv2d_reduce: bad input returns its status, launches nothing, writes nothing") {
+  require_gpu();
+  const conv2d_problem good = make_problem(2, 6, 9, 10, 12, 3, 3, 1, 1);
+  const auto d = make_data<float>(good, 15001, data_kind::real);
+  auto dx = test::to_device(d.x), dw = test::to_device(d.w), db = test::to_device(d.b);
+  const auto ny = static_cast<std::size_t>(good.y_elements());
+  thrust::device_vector<float> dy(ny + 16);
+  thrust::device_vector<std::int64_t> di(ny + 16);
+  const float* x = craw(dx);
+  const float* w = craw(dw);
+  const float* b = craw(db);
+  float* y = raw(dy);
+  std::int64_t* idx = raw(di);
+
+  auto expect = [&](const char* what, status want, auto call) {
+    INFO(std::string(what));
+    test::poison(dy);
+    test::poison(di);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    const status got = call();
+    INFO("got: " << std::string(convred::to_string(got)) << ", want: " << std::string(convred::to_string(want)));
+    CHECK(got == want);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    CHECK(cudaGetLastError() == cudaSuccess);
+    const auto hy = test::to_host(dy);
+    const auto hi = test::to_host(di);
+    CHECK(test::count_nan(hy) == hy.size());  // untouched
+    CHECK(std::count(hi.begin(), hi.end(), std::numeric_limits<std::int64_t>::min()) ==
+          static_cast<std::ptrdiff_t>(hi.size()));
+  };
+  auto with = [&](auto f) {
+    conv2d_problem p = good;
+    f(p);
+    return p;
+  };
+  auto fused = [&](const conv2d_problem& p) {
+    return [&, p] { return convred::device::conv2d_reduce(p, x, w, b, y, idx, op::argmin{}); };
+  };
+  // Invalid problems.
+  expect("N < 0", status::invalid_shape, fused(with([](auto& p) { p.N = -1; })));
+  expect("C = 0", status::invalid_shape, fused(with([](auto& p) { p.C = 0; })));
+  expect("H = 0", status::invalid_shape, fused(with([](auto& p) { p.H = 0; })));
+  expect("W = 0", status::invalid_shape, fused(with([](auto& p) { p.W = 0; })));
+  expect("K = 0", status::invalid_shape, fused(with([](auto& p) { p.K = 0; })));
+  expect("R = 0", status::invalid_shape, fused(with([](auto& p) { p.R = 0; })));
+  expect("S = 0", status::invalid_shape, fused(with([](auto& p) { p.S = 0; })));
+  expect("stride 0", status::invalid_stride, fused(with([](auto& p) { p.stride_w = 0; })));
+  expect("dilation 0", status::invalid_dilation, fused(with([](auto& p) { p.dil_h = 0; })));
+  expect("negative padding", status::invalid_padding, fused(with([](auto& p) { p.pad_w = -1; })));
+  expect("groups 0", status::invalid_groups, fused(with([](auto& p) { p.groups = 0; })));
+  expect("groups not dividing C", status::invalid_groups, fused(with([](auto& p) { p.groups = 4; })));
+  expect("groups not dividing K", status::invalid_groups, fused(with([](auto& p) { p.K = 9, p.groups = 2; })));
+  expect("kernel larger than padded input", status::invalid_output_size,
+         fused(with([](auto& p) { p.R = 5, p.pad_h = 0, p.H = 4; })));
+  expect("dilated kernel larger than padded input, stride 2", status::invalid_output_size,
+         fused(with([](auto& p) { p.H = 2, p.R = 3, p.pad_h = 0, p.stride_h = 2; })));
+  expect("bad layout", status::invalid_layout, fused(with([](auto& p) { p.x_layout = static_cast<layout>(3); })));
+  expect("int64 overflow", status::size_overflow,
+         fused(with([](auto& p) { p.N = p.C = p.H = p.W = std::int64_t(1) << 20, p.K = 1, p.R = p.S = 1; })));
+  // Pointers.
+  expect("null x", status::null_pointer,
+         [&] { return convred::device::conv2d_reduce(good, static_cast<const float*>(nullptr), w, b, y, idx, op::argmin{}); });
+  expect("null w", status::null_pointer,
+         [&] { return convred::device::conv2d_reduce(good, x, static_cast<const float*>(nullptr), b, y, idx, op::argmin{}); });
+  expect("null y for min", status::null_pointer, [&] {
+    return convred::device::conv2d_reduce(good, x, w, b, static_cast<float*>(nullptr), nullptr, op::min{});
+  });
+  expect("null y and indices for argmax", status::null_pointer, [&] {
+    return convred::device::conv2d_reduce(good, x, w, b, static_cast<float*>(nullptr), nullptr, op::argmax{});
+  });
+  expect("indices for sum", status::indices_not_supported,
+         [&] { return convred::device::conv2d_reduce(good, x, w, b, y, idx, op::sum{}); });
+  expect("indices for min", status::indices_not_supported,
+         [&] { return convred::device::conv2d_reduce(good, x, w, b, y, idx, op::min{}); });
+  expect("indices for mean", status::indices_not_supported,
+         [&] { return convred::device::conv2d_reduce(good, x, w, b, y, idx, op::mean{}); });
+  expect("indices for a user op without index", status::indices_not_supported,
+         [&] { return convred::device::conv2d_reduce(good, x, w, b, y, idx, range_op{}); });
+  auto mis = [](const auto* p, int bytes) {
+    using E = std::remove_cv_t<std::remove_pointer_t<decltype(p)>>;
+    return reinterpret_cast<E*>(reinterpret_cast<std::uintptr_t>(p) + bytes);
+  };
+  expect("misaligned x", status::misaligned_pointer,
+         [&] { return convred::device::conv2d_reduce(good, mis(x, 2), w, b, y, idx, op::argmin{}); });
+  expect("misaligned w", status::misaligned_pointer,
+         [&] { return convred::device::conv2d_reduce(good, x, mis(w, 1), b, y, idx, op::argmin{}); });
+  expect("misaligned bias", status::misaligned_pointer,
+         [&] { return convred::device::conv2d_reduce(good, x, w, mis(b, 2), y, idx, op::argmin{}); });
+  expect("misaligned y", status::misaligned_pointer,
+         [&] { return convred::device::conv2d_reduce(good, x, w, b, mis(y, 2), idx, op::argmin{}); });
+  expect("misaligned indices", status::misaligned_pointer,
+         [&] { return convred::device::conv2d_reduce(good, x, w, b, y, mis(idx, 4), op::argmin{}); });
+  // Overlaps: outputs must not overlap inputs or each other.
+  {
+    // y on top of x / w / bias: use separate copies as the "input" so the poisoned y buffers stay checkable.
+    thrust::device_vector<float> scratch(static_cast<std::size_t>(good.x_elements()) + 64);
+    test::poison(scratch);
+    float* s = raw(scratch);
+    auto expect_overlap = [&](const char* what, auto call) {
+      INFO(std::string(what));
+      const status got = call();
+      INFO("got: " << std::string(convred::to_string(got)));
+      CHECK(got == status::overlapping_buffers);
+      CHECK(cudaDeviceSynchronize() == cudaSuccess);
+      CHECK(test::count_nan(test::to_host(scratch)) == scratch.size());  // untouched
+    };
+    expect_overlap("y == x", [&] { return convred::device::conv2d_reduce(good, s, w, b, s, nullptr, op::min{}); });
+    expect_overlap("y inside x", [&] { return convred::device::conv2d_reduce(good, s, w, b, s + 17, nullptr, op::min{}); });
+    expect_overlap("y ends inside x", [&] {
+      return convred::device::conv2d_reduce(good, s + ny - 1, w, b, s, nullptr, op::min{});
+    });
+    expect_overlap("y == w", [&] { return convred::device::conv2d_reduce(good, x, s, b, s, nullptr, op::min{}); });
+    expect_overlap("y == bias", [&] { return convred::device::conv2d_reduce(good, x, w, s, s, nullptr, op::min{}); });
+    expect_overlap("indices overlap y", [&] {
+      return convred::device::conv2d_reduce(good, x, w, b, s, reinterpret_cast<std::int64_t*>(s + 8), op::argmin{});
+    });
+    expect_overlap("indices overlap x", [&] {
+      return convred::device::conv2d_reduce(good, s, w, b, y, reinterpret_cast<std::int64_t*>(s), op::argmin{});
+    });
+  }
+  // Empty work: N = 0 succeeds and writes nothing (also with null pointers).
+  expect("N = 0", status::success, fused(with([](auto& p) { p.N = 0; })));
+  expect("N = 0, null pointers", status::success, [&] {
+    return convred::device::conv2d_reduce(with([](auto& p) { p.N = 0; }), static_cast<const float*>(nullptr),
+                                          static_cast<const float*>(nullptr), static_cast<const float*>(nullptr),
+                                          static_cast<float*>(nullptr), nullptr, op::argmin{});
+  });
+  // Inputs are never modified by any of the calls above.
+  CHECK(bytes_equal(test::to_host(dx), d.x));
+  CHECK(bytes_equal(test::to_host(dw), d.w));
+  CHECK(bytes_equal(test::to_host(db), d.b));
+  // Half precision: misalignment by one byte.
+  {
+    const auto dh = make_data<__half>(good, 15002, data_kind::real);
+    auto hx = test::to_device(dh.x), hw = test::to_device(dh.w);
+    thrust::device_vector<__half> hy(ny);
+    test::poison(hy);
+    CHECK(convred::device::conv2d_reduce(good, mis(craw(hx), 1), craw(hw), static_cast<const __half*>(nullptr), raw(hy),
+                                         nullptr, op::min{}) == status::misaligned_pointer);
+    CHECK(test::count_nan(test::to_host(hy)) == ny);
+  }
+}
+
+TEST_CASE("sanitizer: fused min, float, NCHW, scale 2, bias (small)") {
+  require_gpu();
+  const conv2d_problem p = make_problem(2, 5, 9, 11, 33, 3, 3, 1, 1);
+  check_scaled("sanitizer fused min", p, 16001, op::min{});
+  check_scaled("sanitizer fused argmin K=130", make_problem(1, 3, 7, 6, 130, 3, 3, 1, 1), 16002, op::argmin{});
+}
+
+TEST_CASE("sanitizer: fused argmax with groups, stride 2, dilation, NHWC, half (small)") {
+  require_gpu();
+  const conv2d_problem p = make_problem(2, 6, 11, 10, 34, 3, 3, 2, 1, 2, 2, 2, 1, 2, layout::nhwc);
+  check_scaled<convred::default_policy, __half>("sanitizer fused groups nhwc half", p, 16003, op::argmax{});
+  check_scaled<convred::default_policy, float>("sanitizer fused groups nhwc float mean", p, 16004, op::mean{});
+  check_scaled<convred::simt_policy<64, 32, 8, 4, 4>, float>("sanitizer fused groups nhwc small policy", p, 16005,
+                                                            op::argmin{});
+}
+
+namespace {
+/// x[i] uniform in (-1, 1), never 0, from a 64-bit hash of (seed, i): generated on the device.
+struct hash_uniform {
+  std::uint64_t seed;
+  __host__ __device__ float operator()(std::int64_t i) const {
+    std::uint64_t z = static_cast<std::uint64_t>(i) + seed * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (2.0f * static_cast<float>(z >> 40) + 1.0f) / 16777216.0f - 1.0f;  // (2k+1)/2^24 - 1, never 0
+  }
+};
+struct is_nan_f {
+  __host__ __device__ bool operator()(float v) const { return v != v; }
+};
+struct index_out_of_range {
+  std::int64_t K;
+  __host__ __device__ bool operator()(std::int64_t i) const { return i < 0 || i >= K; }
+};
+}  // namespace
+
+TEST_CASE("large: fused argmin with x of more than 2^31 elements (N=1, C=3, 27000x27000, K=4)") {
+  require_gpu();
+  conv2d_problem p = make_problem(1, 3, 27000, 27000, 4, 3, 3, 1, 1);
+  REQUIRE(p.x_elements() > (std::int64_t(1) << 31));
+  REQUIRE(convred::validate(p, sizeof(float)) == status::success);
+  thrust::device_vector<float> dx(static_cast<std::size_t>(p.x_elements()));
+  thrust::tabulate(dx.begin(), dx.end(), hash_uniform{17001});
+  const auto w = test::random_vector<float>(static_cast<std::size_t>(p.w_elements()), 17002);
+  const auto b = test::random_vector<float>(static_cast<std::size_t>(p.K), 17003);
+  auto dw = test::to_device(w), db = test::to_device(b);
+  const std::vector<float> hx = test::to_host(dx);
+  const auto ny = static_cast<std::size_t>(p.y_elements());
+  thrust::device_vector<float> dy(ny);
+  thrust::device_vector<std::int64_t> di(ny);
+  const epi::scale<float> e{2.0f};
+  for (layout lay : kLayouts) {
+    p.x_layout = lay;
+    INFO(describe(p));
+    test::poison(dy);
+    test::poison(di);
+    const status s = convred::device::conv2d_reduce(p, craw(dx), craw(dw), craw(db), raw(dy), raw(di), op::argmin{}, e);
+    INFO("status: " << std::string(convred::to_string(s)));
+    REQUIRE(s == status::success);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    CHECK(thrust::count_if(dy.begin(), dy.end(), is_nan_f{}) == 0);  // every pixel written
+    CHECK(thrust::count_if(di.begin(), di.end(), index_out_of_range{p.K}) == 0);
+    // Sample: the first and last pixels, the last row, the last column, and random pixels.
+    std::vector<std::int64_t> sample;
+    const std::int64_t M = p.y_elements(), P = p.P(), Q = p.Q();
+    for (std::int64_t m = 0; m < 64; ++m) sample.push_back(m), sample.push_back(M - 1 - m);
+    for (std::int64_t j = 0; j < Q; j += 997) sample.push_back((P - 1) * Q + j);
+    for (std::int64_t i = 0; i < P; i += 991) sample.push_back(i * Q + Q - 1);
+    std::mt19937_64 gen(17004);
+    std::uniform_int_distribution<std::int64_t> any(0, M - 1);
+    for (int t = 0; t < 1000; ++t) sample.push_back(any(gen));
+    std::vector<std::int64_t> bad;
+    for (std::int64_t m : sample) {
+      const std::int64_t i = m / Q, j = m % Q;
+      const auto r = convred::reference::conv2d_reduce_at(p, hx.data(), w.data(), b.data(), 0, i, j, op::argmin{}, e);
+      const double got = dy[static_cast<std::size_t>(m)];
+      const std::int64_t gi = di[static_cast<std::size_t>(m)];
+      // |x|, |w| < 1, so Σ|x·w| + |b| < C*R*S + 1 = 28 per channel; the scale doubles it.
+      const double delta = acc_tol<float>() * (2.0 * 28 + std::abs(r.value));
+      const double vsel = gi >= 0 && gi < p.K ? 2.0 * convred::reference::conv2d_at(p, hx.data(), w.data(), b.data(), 0,
+                                                                                   gi, i, j)
+                                              : std::numeric_limits<double>::quiet_NaN();
+      const bool ok = std::abs(got - r.value) <= delta + 1e-7 * std::abs(r.value) &&
+                      std::abs(vsel - r.value) <= 2 * delta;
+      if (!ok) bad.push_back(m);
+    }
+    INFO("first bad pixel: " << (bad.empty() ? -1 : bad[0]));
+    CHECK(bad.empty());
+  }
+}
+
+}  // TEST_SUITE("gpu")
