@@ -100,6 +100,16 @@ __host__ __device__ constexpr V lower_identity() {
   }
 }
 
+/// @brief `T` in a context that does not take part in template argument deduction (C++20's
+/// std::type_identity_t), so `nullptr` can be passed for an optional `const T*` such as the bias.
+template <class T>
+struct nondeduced {
+  using type = T;  ///< T itself
+};
+/// @brief Shorthand for `nondeduced<T>::type`.
+template <class T>
+using nondeduced_t = typename nondeduced<T>::type;
+
 /// @brief Memory layout of a 4-D activation tensor (PyTorch's contiguous and channels_last formats).
 enum class layout : int {
   nchw = 0,  ///< (N, C, H, W), W fastest: PyTorch's default contiguous format.

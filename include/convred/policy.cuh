@@ -96,21 +96,22 @@ struct tc_policy {
   static_assert(BlockM % 32 == 0 && BlockN % 32 == 0, "BlockM and BlockN must be multiples of 32");
 };
 
-/// @brief Default tensor-core policy for a math tag: 128 pixels x 128 channels x 32 deep, 2 x 4 warps
-/// (64 x 32 warp tiles), one block per SM... see bench/NOTES.md for the measurements behind it.
+/// @brief Default tensor-core policy for a math tag: 256 pixels x 128 channels x 32 deep, 4 x 2 warps
+/// (64 x 64 warp tiles), one block per SM, 3 cp.async stages: the fastest of the variants measured on the
+/// H200 seed case (bench/NOTES.md).
 template <class Math>
 struct default_tc_policy {
-  using type = tc_policy<Math, 128, 128, 32, 2, 4, 1>;
+  using type = tc_policy<Math, 256, 128, 32, 4, 2, 1, 3>;
 };
 
 /// @brief Default SIMT policy for element type T (float, __half, __nv_bfloat16: fp32 compute):
-/// 256 pixels x 128 channels x 8 deep, 8x8 per thread, 512 threads, one block per SM (128 registers).
-/// Chosen by measurement on the H200 seed case (bench/NOTES.md): 17.6 ms against 18.7 ms for 128x128x8
-/// with two blocks per SM. 64x64x8 with 4x4 per thread for double (fp64 accumulators need twice the
+/// 256 pixels x 128 channels x 8 deep, 8x8 per thread, 512 threads, one block per SM (128 registers),
+/// 3 cp.async stages. Chosen by measurement on the H200 seed case (bench/NOTES.md): 16.8 ms against
+/// 18.7 ms for 128x128x8 with two blocks per SM. 64x64x8 with 4x4 per thread for double (fp64 accumulators need twice the
 /// registers).
 template <class T>
 struct default_simt_policy {
-  using type = simt_policy<256, 128, 8, 8, 8, 1>;
+  using type = simt_policy<256, 128, 8, 8, 8, 1, 3>;
 };
 /// @brief Default SIMT policy for double.
 template <>

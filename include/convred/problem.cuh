@@ -33,13 +33,17 @@ struct conv2d_problem {
   std::int64_t groups = 1;                  ///< groups: C and K are split into `groups` equal parts
   layout x_layout = layout::nchw;           ///< layout of x (and of a full conv output)
 
-  /// Output height P (may be < 1 for an invalid problem; `validate` reports that).
-  __host__ __device__ constexpr std::int64_t P() const {
-    return stride_h > 0 ? (H + 2 * pad_h - dil_h * (R - 1) - 1) / stride_h + 1 : 0;
-  }
-  /// Output width Q.
-  __host__ __device__ constexpr std::int64_t Q() const {
-    return stride_w > 0 ? (W + 2 * pad_w - dil_w * (S - 1) - 1) / stride_w + 1 : 0;
+  /// Output height P = floor((H + 2*pad_h - dil_h*(R-1) - 1) / stride_h) + 1, as PyTorch (floor, not
+  /// truncation toward zero: a kernel larger than the padded input gives P <= 0, which `validate` reports).
+  __host__ __device__ constexpr std::int64_t P() const { return out_size(H, pad_h, dil_h, R, stride_h); }
+  /// Output width Q, as P with W, pad_w, dil_w, S, stride_w.
+  __host__ __device__ constexpr std::int64_t Q() const { return out_size(W, pad_w, dil_w, S, stride_w); }
+  /// floor((in + 2*pad - dil*(k-1) - 1) / stride) + 1, or 0 for stride < 1.
+  __host__ __device__ static constexpr std::int64_t out_size(std::int64_t in, std::int64_t pad, std::int64_t dil,
+                                                             std::int64_t k, std::int64_t stride) {
+    if (stride < 1) return 0;
+    const std::int64_t top = in + 2 * pad - dil * (k - 1) - 1;
+    return (top >= 0 ? top / stride : -((-top + stride - 1) / stride)) + 1;
   }
   /// Input channels per group, C / groups.
   __host__ __device__ constexpr std::int64_t C_per_group() const { return C / groups; }

@@ -164,7 +164,7 @@ struct nchw_channel_reduce {
 
   /// Shared layout: partial[(slice * elems + e) * tp + pt] for pixel e of thread pt of a slice.
   struct storage_t {
-    accum_t partial[Threads * elems];
+    accum_t partial[Threads * elems];  ///< the threads' partial states, slice-major
   };
   /// Caller-placed shared memory (only touched when slices > 1): Threads * Vec * Items states.
   struct TempStorage : cub::Uninitialized<storage_t> {};
@@ -175,13 +175,18 @@ struct nchw_channel_reduce {
   __device__ __forceinline__ explicit nchw_channel_reduce(TempStorage& t) : temp(t.Alias()) {}
 
   /// Reduces tile `tile` (units [tile*tp*Items, (tile+1)*tp*Items)) and writes its pixels.
-  /// @param x, y, indices  tensors (y may be null for index ops; indices null when not wanted)
-  /// @param units          number of units, N*H*W / Vec
-  /// @param hw             H*W (channel stride in elements)
-  /// @param image_skip     (C-1)*H*W
-  /// @param C              channels
-  /// @param slices_log2    log2 of the number of channel slices (0 .. log2(Threads/8) in practice)
   /// Must be called by all threads of the block (a barrier when slices > 1).
+  /// @param x            input (N, C, H, W) NCHW
+  /// @param y            output (N, 1, H, W), or nullptr (index ops writing indices only)
+  /// @param indices      index output (N, 1, H, W) for index ops, or nullptr
+  /// @param tile         tile number (the kernel's block index)
+  /// @param units        number of units, N*H*W / Vec
+  /// @param hw           H*W (channel stride in elements)
+  /// @param image_skip   (C-1)*H*W
+  /// @param C            channels
+  /// @param slices_log2  log2 of the number of channel slices (0 .. log2(min(32, Threads/8)) by the host rule)
+  /// @param op           reduction op
+  /// @param epi          epilogue, applied to each element before it is folded
   template <class Epilogue>
   __device__ __forceinline__ void reduce_tile(const T* x, T* y, std::int64_t* indices, std::int64_t tile,
                                               std::int64_t units, std::int64_t hw, std::int64_t image_skip, int C,

@@ -41,7 +41,7 @@ namespace convred::device {
 /// Math: exact fp32 FMA for float/__half/__nv_bfloat16 inputs (converted to fp32 on load) and fp64 for
 /// double (math::ieee). Inputs are never modified.
 template <class Policy = default_policy, class T, class Op, class Epilogue = epilogue::identity>
-status conv2d_reduce(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y,
+status conv2d_reduce(const conv2d_problem& p, const T* x, const T* w, const nondeduced_t<T>* bias, T* y,
                      std::int64_t* indices, Op op = {}, Epilogue epi = {}, cudaStream_t stream = nullptr) {
   static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
   using policy = convred::detail::resolve_policy_t<Policy, T>;
@@ -76,7 +76,7 @@ status conv2d_reduce(const conv2d_problem& p, const T* x, const T* w, const T* b
 /// (conv2d then channel_reduce) and checks.
 /// @return as conv2d_reduce (null_pointer if x, w or out is null for non-empty work).
 template <class Policy = default_policy, class T, class Epilogue = epilogue::identity>
-status conv2d(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* out, Epilogue epi = {},
+status conv2d(const conv2d_problem& p, const T* x, const T* w, const nondeduced_t<T>* bias, T* out, Epilogue epi = {},
               cudaStream_t stream = nullptr) {
   static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
   using policy = convred::detail::resolve_policy_t<Policy, T>;

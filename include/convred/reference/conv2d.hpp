@@ -29,21 +29,23 @@ inline std::int64_t out_offset(const conv2d_problem& pr, std::int64_t n, std::in
                                      : ((n * pr.P() + p) * pr.Q() + q) * pr.K + k;
 }
 
-/// @brief One conv output in float64: b[k] + sum over the group's c, r, s of x * w (zero padding).
+/// @brief One conv output in float64: b[k] + sum over the group's c, r, s of x * w, where taps in the
+/// padding read x = 0 (so a non-finite weight on a padding tap gives NaN, as on an explicitly padded input).
 /// x: (N,C,H,W) in p.x_layout; w: (K, C/groups, R, S) KCRS; bias: (K) or nullptr.
 template <class T>
-double conv2d_at(const conv2d_problem& p, const T* x, const T* w, const T* bias, std::int64_t n, std::int64_t k,
+double conv2d_at(const conv2d_problem& p, const T* x, const T* w, const nondeduced_t<T>* bias, std::int64_t n, std::int64_t k,
                  std::int64_t op, std::int64_t oq) {
   const std::int64_t cg = p.C_per_group(), g = k / p.K_per_group();
   double acc = 0.0;
   for (std::int64_t c = 0; c < cg; ++c)
     for (std::int64_t r = 0; r < p.R; ++r) {
       const std::int64_t h = op * p.stride_h - p.pad_h + r * p.dil_h;
-      if (h < 0 || h >= p.H) continue;
       for (std::int64_t s = 0; s < p.S; ++s) {
         const std::int64_t ww = oq * p.stride_w - p.pad_w + s * p.dil_w;
-        if (ww < 0 || ww >= p.W) continue;
-        acc += to_double(x[x_offset(p, n, g * cg + c, h, ww)]) * to_double(w[((k * cg + c) * p.R + r) * p.S + s]);
+        // Zero padding as an explicitly padded input: a padding tap contributes 0 * w (NaN for inf/NaN w).
+        const bool inside = h >= 0 && h < p.H && ww >= 0 && ww < p.W;
+        const double xv = inside ? to_double(x[x_offset(p, n, g * cg + c, h, ww)]) : 0.0;
+        acc += xv * to_double(w[((k * cg + c) * p.R + r) * p.S + s]);
       }
     }
   return bias ? acc + to_double(bias[k]) : acc;
@@ -52,7 +54,7 @@ double conv2d_at(const conv2d_problem& p, const T* x, const T* w, const T* bias,
 /// @brief Full conv with epilogue in float64: out[n,k,p,q] = e(conv2d_at(...), k), written in the input's
 /// layout (see out_offset); out holds p.out_elements() doubles.
 template <class T, class Epilogue = epilogue::identity>
-void conv2d(const conv2d_problem& p, const T* x, const T* w, const T* bias, double* out, Epilogue e = {}) {
+void conv2d(const conv2d_problem& p, const T* x, const T* w, const nondeduced_t<T>* bias, double* out, Epilogue e = {}) {
   for (std::int64_t n = 0; n < p.N; ++n)
     for (std::int64_t k = 0; k < p.K; ++k)
       for (std::int64_t i = 0; i < p.P(); ++i)
@@ -78,7 +80,7 @@ reduced reduce_values(Op op, std::int64_t count, F&& f) {
 
 /// @brief The fused result at one pixel: R over k of e(b[k] + conv, k), in float64.
 template <class T, class Op, class Epilogue = epilogue::identity>
-reduced conv2d_reduce_at(const conv2d_problem& p, const T* x, const T* w, const T* bias, std::int64_t n,
+reduced conv2d_reduce_at(const conv2d_problem& p, const T* x, const T* w, const nondeduced_t<T>* bias, std::int64_t n,
                          std::int64_t op_, std::int64_t oq, Op op = {}, Epilogue e = {}) {
   return reduce_values(op, p.K, [&](std::int64_t k) {
     return apply_epilogue(e, conv2d_at(p, x, w, bias, n, k, op_, oq), static_cast<int>(k));
@@ -88,7 +90,7 @@ reduced conv2d_reduce_at(const conv2d_problem& p, const T* x, const T* w, const 
 /// @brief Fused conv + epilogue + channel reduction in float64 over the whole output: y (N,1,P,Q) and,
 /// for index ops, idx (N,1,P,Q) (either may be nullptr).
 template <class T, class Op, class Epilogue = epilogue::identity>
-void conv2d_reduce(const conv2d_problem& p, const T* x, const T* w, const T* bias, double* y, std::int64_t* idx,
+void conv2d_reduce(const conv2d_problem& p, const T* x, const T* w, const nondeduced_t<T>* bias, double* y, std::int64_t* idx,
                    Op op = {}, Epilogue e = {}) {
   for (std::int64_t n = 0; n < p.N; ++n)
     for (std::int64_t i = 0; i < p.P(); ++i)

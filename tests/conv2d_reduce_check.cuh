@@ -1,0 +1,436 @@
+/// @file conv2d_reduce_check.cuh
+/// @brief Shared machinery of the fused conv2d_reduce GPU tests (test_conv2d_reduce_gpu.cu, SIMT policies,
+/// and test_conv2d_reduce_tc_gpu.cu, tensor-core policies): data, poisoning, the float64 comparison.
+///
+/// GPU tests of the fused conv2d -> epilogue -> channel reduction, device::conv2d_reduce.
+///
+/// Every case: build a problem, fresh random data (a fixed but different seed per case), copy to the
+/// device, poison the outputs (NaN / INT64_MIN), call the device API, require status::success, copy back,
+/// require every element written and the inputs unmodified, and compare with the float64 reference
+/// (reference::conv2d_reduce): exactly for integer-valued data (ties, NaN, infinities), else within the
+/// tolerances of DESIGN.md: ‖y−ref‖/‖ref‖ ≤ tol::ieee<T>() and, per pixel, |y−ref| ≤ the accumulation
+/// bound acc_tol·(gain·(Σ|x·w|+|b|) + |v|) of the channels involved plus T's final rounding.
+/// For argmin/argmax on real data the reference value at the returned index must be within twice that
+/// bound of the reference extreme. Test cases named "*sanitizer*" are small, for compute-sanitizer;
+/// the "large" case has more than 2^31 input elements.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <thrust/count.h>
+#include <thrust/tabulate.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <convred/device/conv2d_reduce.cuh>
+#include <convred/reference/conv2d.hpp>
+
+#include "test_util.cuh"
+
+namespace convred_test_fused {
+
+using convred::conv2d_problem;
+using convred::layout;
+using convred::status;
+using convred::test::describe;
+using convred::test::type_name;
+namespace op = convred::op;
+namespace epi = convred::epilogue;
+namespace test = convred::test;
+
+template <class T>
+T* raw(thrust::device_vector<T>& v) {
+  return thrust::raw_pointer_cast(v.data());
+}
+template <class T>
+const T* craw(const thrust::device_vector<T>& v) {
+  return thrust::raw_pointer_cast(v.data());
+}
+
+/// A user-written reduction op: the range (max - min) across channels, with a two-value running state
+/// and NaN propagation. Written against the op concept of functional.cuh only.
+struct range_op {
+  template <class V>
+  struct state {
+    V lo, hi;
+  };
+  static constexpr bool has_index = false;
+  template <class V>
+  using accum_t = state<V>;
+  template <class V>
+  __host__ __device__ static state<V> identity() {
+    return {convred::upper_identity<V>(), convred::lower_identity<V>()};
+  }
+  template <class V>
+  __host__ __device__ static state<V> make(V v, int) {
+    return {v, v};
+  }
+  template <class V>
+  __host__ __device__ state<V> operator()(state<V> a, state<V> b) const {
+    return {op::min{}(a.lo, b.lo), op::max{}(a.hi, b.hi)};
+  }
+  template <class V>
+  __host__ __device__ static V value(state<V> a, std::int64_t) {
+    return a.hi - a.lo;
+  }
+};
+
+/// A user epilogue functor taking only the value (no channel index): 0.5 v - 0.25.
+struct half_minus_quarter {
+  template <class V>
+  __host__ __device__ V operator()(V v) const {
+    return v * V(0.5) - V(0.25);
+  }
+};
+
+template <class Op>
+const char* op_name() {
+  if constexpr (std::is_same_v<Op, op::min>) return "min";
+  else if constexpr (std::is_same_v<Op, op::max>) return "max";
+  else if constexpr (std::is_same_v<Op, op::mean>) return "mean";
+  else if constexpr (std::is_same_v<Op, op::sum>) return "sum";
+  else if constexpr (std::is_same_v<Op, op::argmin>) return "argmin";
+  else if constexpr (std::is_same_v<Op, op::argmax>) return "argmax";
+  else if constexpr (std::is_same_v<Op, range_op>) return "range (user op)";
+  else return "user op";
+}
+
+/// How per-channel errors combine into the error of the reduced value.
+enum class agg { extreme, sum, mean, range };
+template <class Op>
+constexpr agg agg_of() {
+  if constexpr (std::is_same_v<Op, op::mean>) return agg::mean;
+  else if constexpr (std::is_same_v<Op, op::sum>) return agg::sum;
+  else if constexpr (std::is_same_v<Op, range_op>) return agg::range;
+  else return agg::extreme;
+}
+
+/// Relative accumulation tolerance of one conv output (per Σ|x·w|+|b|): DESIGN.md's 1e-5 for fp32
+/// compute (float, half, bf16); for double, fp64 accumulation over ≤ 10^4 terms is good to ~1e-12.
+template <class T>
+constexpr double acc_tol() {
+  return std::is_same_v<T, double> ? 1e-12 : test::tol::ieee_fp32;
+}
+
+/// The math tag a (possibly default) policy resolves to for element type T.
+template <class Policy, class T>
+using math_of = typename convred::detail::resolve_policy_t<Policy, T>::math;
+
+/// DESIGN.md's bound for a math tag (relative to Σ|x·w|+|b| per output, and in relative norm):
+/// tf32 1e-3, tf32x3 1e-5, bf16 / fp16 1e-2; math::ieee keeps acc_tol / tol::ieee<T>.
+template <class Math>
+constexpr double math_tol() {
+  if constexpr (std::is_same_v<Math, convred::math::tf32>) return test::tol::tf32;
+  else if constexpr (std::is_same_v<Math, convred::math::tf32x3>) return test::tol::tf32x3;
+  else if constexpr (std::is_same_v<Math, convred::math::bf16>) return test::tol::bf16;
+  else if constexpr (std::is_same_v<Math, convred::math::fp16>) return test::tol::fp16;
+  else return 0;
+}
+/// Name of a math tag, for failure messages.
+template <class Math>
+const char* math_name() {
+  if constexpr (std::is_same_v<Math, convred::math::tf32>) return "tf32";
+  else if constexpr (std::is_same_v<Math, convred::math::tf32x3>) return "tf32x3";
+  else if constexpr (std::is_same_v<Math, convred::math::bf16>) return "bf16";
+  else if constexpr (std::is_same_v<Math, convred::math::fp16>) return "fp16";
+  else return "ieee";
+}
+/// Per-output accumulation tolerance of a policy on T.
+template <class Policy, class T>
+constexpr double acc_tol_for() {
+  return std::max(acc_tol<T>(), math_tol<math_of<Policy, T>>());
+}
+/// Relative-norm tolerance of a policy on T (never looser than DESIGN.md's bound for its math).
+template <class Policy, class T>
+constexpr double rel_tol_for() {
+  return std::max(test::tol::ieee<T>(), math_tol<math_of<Policy, T>>());
+}
+
+enum class data_kind { real, integer };
+
+template <class T>
+struct host_data {
+  std::vector<T> x, w, b;
+};
+
+/// Fresh data for a problem: uniform reals in [-1, 1) (never zero), or small integers (exact sums, ties).
+template <class T>
+host_data<T> make_data(const conv2d_problem& p, std::uint64_t seed, data_kind kind) {
+  host_data<T> d;
+  const auto nx = static_cast<std::size_t>(p.x_elements()), nw = static_cast<std::size_t>(p.w_elements()),
+             nb = static_cast<std::size_t>(p.K);
+  if (kind == data_kind::real) {
+    d.x = test::random_vector<T>(nx, seed * 3 + 1);
+    d.w = test::random_vector<T>(nw, seed * 3 + 2);
+    d.b = test::random_vector<T>(nb, seed * 3 + 3);
+  } else {
+    d.x = test::random_int_vector<T>(nx, seed * 3 + 1, -2, 2);
+    d.w = test::random_int_vector<T>(nw, seed * 3 + 2, -1, 1);
+    d.b = test::random_int_vector<T>(nb, seed * 3 + 3, -2, 2);
+  }
+  return d;
+}
+
+struct opts {
+  bool bias = true;           ///< pass the bias (else nullptr)
+  bool exact = false;         ///< integer data: y must equal the reference rounded to T, indices exactly
+  bool nan_expected = false;  ///< the reference has NaN: poison y with a finite sentinel instead of NaN
+  double gain = 1;            ///< max over channels of |d epilogue / d v| (1 for identity, |s| for scale)
+};
+
+inline bool same_value(double got, double want) {
+  if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
+  return got == want;
+}
+
+template <class T>
+bool bytes_equal(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+template <class T>
+std::vector<double> abs_of(const std::vector<T>& v) {
+  std::vector<double> r(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) r[i] = std::abs(convred::to_double(v[i]));
+  return r;
+}
+
+/// The whole check of one fused call (see the file comment). `de` is the device epilogue, `he` the same
+/// epilogue usable on the host (they differ only for per-channel scales: device vs host array).
+template <class Policy = convred::default_policy, class T, class Op, class DevEpi, class HostEpi>
+void check_fused(const std::string& name, const conv2d_problem& p, const host_data<T>& d, Op op, DevEpi de,
+                 HostEpi he, opts o) {
+  INFO("case: " << name);
+  INFO("problem: " << describe(p));
+  INFO("T=" << type_name<T>() << " op=" << op_name<Op>() << (o.bias ? " bias" : " no-bias")
+            << (std::is_same_v<Policy, convred::default_policy> ? " default-policy" : " custom-policy")
+            << " math=" << math_name<math_of<Policy, T>>());
+  REQUIRE(convred::validate(p, sizeof(T)) == status::success);
+  const auto ny = static_cast<std::size_t>(p.y_elements());
+  auto dx = test::to_device(d.x);
+  auto dw = test::to_device(d.w);
+  auto db = test::to_device(d.b);
+  thrust::device_vector<T> dy(ny);
+  thrust::device_vector<std::int64_t> di(Op::has_index ? ny : 0);
+  const T sentinel = convred::from_compute<T>(-4321.25);
+  if (o.nan_expected)
+    test::poison_with(dy, sentinel);
+  else
+    test::poison(dy);
+  test::poison(di);
+
+  const T* dbias = o.bias ? craw(db) : nullptr;
+  const status s = convred::device::conv2d_reduce<Policy>(p, craw(dx), craw(dw), dbias, raw(dy),
+                                                          Op::has_index ? raw(di) : nullptr, op, de);
+  INFO("status: " << std::string(convred::to_string(s)));
+  REQUIRE(s == status::success);
+  const cudaError_t e = cudaDeviceSynchronize();
+  INFO("CUDA: " << std::string(cudaGetErrorString(e)));
+  REQUIRE(e == cudaSuccess);
+
+  const auto y = test::to_host(dy);
+  const auto idx = test::to_host(di);
+  CHECK(bytes_equal(test::to_host(dx), d.x));  // inputs are never modified
+  CHECK(bytes_equal(test::to_host(dw), d.w));
+  CHECK(bytes_equal(test::to_host(db), d.b));
+  std::size_t unwritten = 0, unwritten_idx = 0;
+  for (const T& v : y)
+    unwritten += o.nan_expected ? convred::to_double(v) == convred::to_double(sentinel) : test::is_poison(v);
+  for (const auto v : idx) unwritten_idx += test::is_poison(v);
+  CHECK(unwritten == 0);
+  CHECK(unwritten_idx == 0);
+
+  const T* hbias = o.bias ? d.b.data() : nullptr;
+  std::vector<double> yref(ny);
+  std::vector<std::int64_t> iref(ny, -1);
+  convred::reference::conv2d_reduce(p, d.x.data(), d.w.data(), hbias, yref.data(),
+                                    Op::has_index ? iref.data() : nullptr, op, he);
+
+  std::size_t bad_y = 0, bad_i = 0;
+  std::ostringstream first;
+  auto note = [&](std::size_t m, double got, double want, std::int64_t gi, std::int64_t wi, double bound) {
+    if (bad_y + bad_i <= 1 && first.tellp() == 0)
+      first << "pixel " << m << ": y=" << got << " ref=" << want << " (bound " << bound << ") idx=" << gi
+            << " ref idx=" << wi;
+  };
+
+  if (o.exact && !std::is_same_v<Op, op::mean>) {
+    // Exact maths (integers, powers of two): the only rounding is y's final conversion to T.
+    for (std::size_t m = 0; m < ny; ++m) {
+      const double got = convred::to_double(y[m]), want = convred::to_double(convred::from_compute<T>(yref[m]));
+      const std::int64_t gi = Op::has_index ? idx[m] : -1;
+      const bool ok_y = same_value(got, want), ok_i = !Op::has_index || gi == iref[m];
+      if (!ok_y || !ok_i) note(m, got, want, gi, iref[m], 0);
+      bad_y += !ok_y;
+      bad_i += !ok_i;
+    }
+    INFO("first mismatch: " << first.str());
+    CHECK(bad_y == 0);
+    CHECK(bad_i == 0);
+    return;
+  }
+
+  CHECK(test::rel_norm_error(y, yref) <= rel_tol_for<Policy, T>());
+
+  // Per-pixel bound from Σ|x·w|+|b| of each channel (a conv of the absolute values) and the reference
+  // per-channel values v_k (needed for argmin / argmax on real data, where near-ties may flip).
+  const auto ax = abs_of(d.x), aw = abs_of(d.w), ab = abs_of(d.b);
+  std::vector<double> A(static_cast<std::size_t>(p.out_elements())), vals(A.size());
+  convred::reference::conv2d(p, ax.data(), aw.data(), o.bias ? ab.data() : static_cast<const double*>(nullptr),
+                             A.data());
+  convred::reference::conv2d(p, d.x.data(), d.w.data(), hbias, vals.data(), he);
+  const double ta = acc_tol_for<Policy, T>(), uT = test::tol::unit_roundoff<T>();
+  std::size_t index_differs = 0;
+  for (std::int64_t n = 0; n < p.N; ++n)
+    for (std::int64_t i = 0; i < p.P(); ++i)
+      for (std::int64_t j = 0; j < p.Q(); ++j) {
+        const auto m = static_cast<std::size_t>((n * p.P() + i) * p.Q() + j);
+        double emax = 0, esum = 0;
+        for (std::int64_t k = 0; k < p.K; ++k) {
+          const auto off = static_cast<std::size_t>(convred::reference::out_offset(p, n, k, i, j));
+          const double err = ta * (o.gain * A[off] + std::abs(vals[off]));
+          emax = std::max(emax, err);
+          esum += err;
+        }
+        constexpr agg kind = agg_of<Op>();
+        const double delta = kind == agg::extreme ? emax
+                             : kind == agg::sum   ? esum
+                             : kind == agg::mean  ? esum / double(p.K)
+                                                  : 2 * emax;
+        const double got = convred::to_double(y[m]), want = yref[m];
+        const double bound = delta + uT * (std::abs(want) + delta);
+        const bool ok_y = std::isfinite(want) ? std::abs(got - want) <= bound : same_value(got, want);
+        bool ok_i = true;
+        std::int64_t gi = -1;
+        if constexpr (Op::has_index) {
+          gi = idx[m];
+          if (gi < 0 || gi >= p.K) {
+            ok_i = false;
+          } else {
+            const double vsel = vals[static_cast<std::size_t>(convred::reference::out_offset(p, n, gi, i, j))];
+            // The chosen channel's true value is within 2 delta of the true extreme, and y is its value.
+            ok_i = std::abs(vsel - want) <= 2 * emax && std::abs(got - vsel) <= emax + uT * (std::abs(vsel) + emax);
+            index_differs += gi != iref[m];
+          }
+        }
+        if (!ok_y || !ok_i) note(m, got, want, gi, iref[m], bound);
+        bad_y += !ok_y;
+        bad_i += !ok_i;
+      }
+  INFO("first mismatch: " << first.str());
+  CHECK(bad_y == 0);
+  CHECK(bad_i == 0);
+  if (index_differs > 0)
+    MESSAGE(name << ": " << index_differs << " of " << ny
+                 << " indices differ from the float64 reference on near-ties (values within bound)");
+}
+
+/// Shorthand: real random data, scale epilogue s (the seed case's form), default policy unless given.
+template <class Policy = convred::default_policy, class T = float, class Op>
+void check_scaled(const std::string& name, const conv2d_problem& p, std::uint64_t seed, Op op, float s = 2.0f,
+                  bool bias = true) {
+  const auto d = make_data<T>(p, seed, data_kind::real);
+  opts o;
+  o.bias = bias;
+  o.gain = std::abs(s);
+  check_fused<Policy>(name, p, d, op, epi::scale<float>{s}, epi::scale<float>{s}, o);
+}
+
+inline conv2d_problem make_problem(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t K,
+                            std::int64_t R, std::int64_t S, std::int64_t pad_h = 0, std::int64_t pad_w = 0,
+                            std::int64_t stride_h = 1, std::int64_t stride_w = 1, std::int64_t dil_h = 1,
+                            std::int64_t dil_w = 1, std::int64_t groups = 1, layout lay = layout::nchw) {
+  conv2d_problem p;
+  p.N = N, p.C = C, p.H = H, p.W = W, p.K = K, p.R = R, p.S = S;
+  p.pad_h = pad_h, p.pad_w = pad_w, p.stride_h = stride_h, p.stride_w = stride_w, p.dil_h = dil_h, p.dil_w = dil_w;
+  p.groups = groups, p.x_layout = lay;
+  return p;
+}
+
+/// The base case each sweep varies one dimension of: N=2, C=7, 11x13, K=33, 3x3, padding 1.
+inline conv2d_problem base(layout lay = layout::nchw) { return make_problem(2, 7, 11, 13, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, lay); }
+
+constexpr layout kLayouts[] = {layout::nchw, layout::nhwc};
+inline const char* lname(layout l) { return l == layout::nchw ? "nchw" : "nhwc"; }
+
+inline void require_gpu() { REQUIRE_MESSAGE(test::has_gpu(), "no CUDA device"); }
+
+/// Calls f(op) for every op: the six built-in ones and the user-written range_op.
+template <class F>
+void for_each_op(F&& f) {
+  f(op::min{});
+  f(op::max{});
+  f(op::sum{});
+  f(op::mean{});
+  f(op::argmin{});
+  f(op::argmax{});
+  f(range_op{});
+}
+
+/// Runs check_fused with the op chosen at run time (0..6), scale 2.
+template <class T>
+void check_op_index(int which, const std::string& name, const conv2d_problem& p, std::uint64_t seed) {
+  switch (which) {
+    case 0: check_scaled<convred::default_policy, T>(name, p, seed, op::min{}); break;
+    case 1: check_scaled<convred::default_policy, T>(name, p, seed, op::max{}); break;
+    case 2: check_scaled<convred::default_policy, T>(name, p, seed, op::sum{}); break;
+    case 3: check_scaled<convred::default_policy, T>(name, p, seed, op::mean{}); break;
+    case 4: check_scaled<convred::default_policy, T>(name, p, seed, op::argmin{}); break;
+    case 5: check_scaled<convred::default_policy, T>(name, p, seed, op::argmax{}); break;
+    default: check_scaled<convred::default_policy, T>(name, p, seed, range_op{}); break;
+  }
+}
+
+/// Every epilogue kind on one problem, for ops min, argmin and sum, both layouts, with and without bias.
+/// (A namespace-scope function: it hosts an extended __host__ __device__ lambda.)
+template <class T>
+void check_epilogues(std::uint64_t& seed) {
+  auto lam = [] __host__ __device__(float v, int k) { return (k % 2 ? 3.0f : -0.5f) * v; };
+  for (layout lay : kLayouts)
+    for (bool bias : {true, false}) {
+      const conv2d_problem p = make_problem(2, 7, 11, 13, 65, 3, 3, 1, 1, 1, 1, 1, 1, 1, lay);
+      const std::string tail = std::string(" ") + type_name<T>() + " " + lname(lay) + (bias ? " bias" : " no-bias");
+      // Per-channel scales in [-2, 2], never zero; the device and host epilogues read the same values.
+      const auto hs = test::random_vector<float>(static_cast<std::size_t>(p.K), ++seed, -2, 2);
+      const auto ds = test::to_device(hs);
+      double smax = 0;
+      for (float v : hs) smax = std::max(smax, double(std::abs(v)));
+      const epi::per_channel_scale<float> dev_pcs{craw(ds)}, host_pcs{hs.data()};
+      auto each_op = [&](auto o) {
+        const std::string on = op_name<decltype(o)>();
+        const auto d = make_data<T>(p, ++seed, data_kind::real);
+        opts opt;
+        opt.bias = bias;
+        opt.gain = 1;
+        check_fused("identity " + on + tail, p, d, o, epi::identity{}, epi::identity{}, opt);
+        opt.gain = 2;
+        check_fused("scale 2 " + on + tail, p, d, o, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, opt);
+        opt.gain = 1.5;
+        check_fused("scale -1.5 " + on + tail, p, d, o, epi::scale<double>{-1.5}, epi::scale<double>{-1.5}, opt);
+        opt.gain = smax;
+        check_fused("per-channel scale " + on + tail, p, d, o, dev_pcs, host_pcs, opt);
+        opt.gain = 1.5 * smax;
+        check_fused("compose(per-channel, scale -1.5) " + on + tail, p, d, o,
+                    epi::make_compose(dev_pcs, epi::scale<float>{-1.5f}),
+                    epi::make_compose(host_pcs, epi::scale<float>{-1.5f}), opt);
+        opt.gain = 0.5;
+        check_fused("user functor 0.5v-0.25 " + on + tail, p, d, o, half_minus_quarter{}, half_minus_quarter{}, opt);
+        opt.gain = 3;
+        check_fused("extended lambda " + on + tail, p, d, o, lam, lam, opt);
+      };
+      each_op(op::min{});
+      each_op(op::argmin{});
+      each_op(op::sum{});
+    }
+}
+
+}  // namespace convred_test_fused
