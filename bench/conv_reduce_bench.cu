@@ -10,8 +10,10 @@
 /// - Data: fresh per case. x ~ N(0,1) (a counter-based hash + Box-Muller on the device, no exact zeros);
 ///   W, b ~ U(-1/sqrt(fan_in), +1/sqrt(fan_in)), fan_in = C/groups*R*S, as torch.nn.Conv2d initialises them.
 /// - Timing: CUDA events around each run on the default stream; before every timed run the L2 is flushed
-///   (cudaMemsetAsync of a buffer of max(256 MiB, 4 x L2), outside the events), as triton.testing.do_bench
-///   does; --warmup untimed runs first (after one correctness run); the median (and min) of --iters runs.
+///   (cudaMemsetAsync of a buffer of max(256 MiB, 4 x L2), outside the events, as triton.testing.do_bench
+///   does) and the GPU is held 0.5 ms by a one-thread spin kernel, so that the run is fully enqueued before
+///   its start event is reached (GPU time, without host enqueue gaps; as nvbench's blocking kernel);
+///   --warmup untimed runs first (after one correctness run); the median (and min) of --iters runs.
 /// - Error: ||y - ref||_2 / ||ref||_2 over --samples output pixels (the 4 corners, edge midpoints and centre
 ///   of each sampled image, the rest random) of up to 4 images (first, last, two random), with the float64
 ///   reference convred::reference::conv2d_reduce_at. y is poisoned (NaN) before the checked run, so an
@@ -205,6 +207,16 @@ std::vector<float> uniform_host(std::size_t n, double bound, std::uint64_t seed)
   return v;
 }
 
+/// Keeps the GPU busy for `ns` nanoseconds (one thread, %globaltimer), so that work the host enqueues
+/// behind it is queued before the GPU reaches it: the events then time GPU work, not host enqueue gaps.
+__global__ void spin_kernel(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
 /// An RAII set of CUDA events.
 struct events {
   std::vector<cudaEvent_t> e;
@@ -305,7 +317,13 @@ struct case_result {
 struct l2_flush {
   dbuf<unsigned char> buf;
   int value = 0;
-  void flush() { CHECK_CUDA(cudaMemsetAsync(buf.p, (value++) & 0xff, buf.bytes(), nullptr)); }
+  /// Overwrites the L2 with a memset, then holds the GPU for 0.5 ms (spin_kernel) so that the timed
+  /// work is fully enqueued before its start event is reached.
+  void flush() {
+    CHECK_CUDA(cudaMemsetAsync(buf.p, (value++) & 0xff, buf.bytes(), nullptr));
+    spin_kernel<<<1, 1>>>(500000ull);
+    CHECK_CUDA(cudaGetLastError());
+  }
 };
 
 struct timing {
@@ -638,7 +656,8 @@ void cudnn_setup(cudnn_env& env, cudnn_conv& c, const convred::conv2d_problem& p
     c.ws_bytes = r.memory;
     c.math_used = r.mathType;
     c.find_ms = r.time;
-    CHECK_CUDNN(cudnnSetConvolutionMathType(c.cd, r.mathType));
+    // TF32 runs take the math type Find measured (as PyTorch does); strict runs keep CUDNN_FMA_MATH.
+    if (!strict) CHECK_CUDNN(cudnnSetConvolutionMathType(c.cd, r.mathType));
     return;
   }
   throw std::runtime_error("cudnnFindConvolutionForwardAlgorithmEx returned no usable algorithm (" +
@@ -888,9 +907,11 @@ void run_case(case_result& cr, runner& rn, const options& o, cudnn_env* env) {
       try {
         cudnn_setup(*env, cc, p, k.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, k.math, k.strict, xin, win, full.p);
       } catch (const std::exception& e) {
-        for (const char* suffix : {" +reduce", " conv only"}) {
+        for (const bool pipe : {true, false}) {
           row r = base;
-          r.variant = std::string(k.name) + suffix;
+          r.pipeline = pipe;
+          r.family = pipe ? "cudnn" : "cudnn-conv";
+          r.variant = pipe ? std::string(k.name) + " +reduce" : std::string("  ") + k.name + " conv only";
           r.error = std::string("cuDNN setup/Find: ") + e.what();
           std::printf("  %-40s FAILED: %s\n", r.variant.c_str(), r.error.c_str());
           ++rn.failures;

@@ -10,7 +10,9 @@
 # every suite incl. gpu), example (examples/01_conv_scale_min on the seed case), photos (example 01 on a
 # batch of real photographs vs float64 and PyTorch: examples/01_conv_scale_min/real_photos.py), sanitizer
 # (compute-sanitizer memcheck, racecheck, synccheck, initcheck on convred_tests --test-case='*sanitizer*'),
-# bench (every executable in build-gpu/bench/). Each step's log is teed to $OUT/<step>.log (or
+# bench (every executable in build-gpu/bench/; conv_reduce_bench writes bench_results.json, then
+# bench/pytorch_baseline.py adds the PyTorch rows: bench_combined.json, bench_results.png; all in the log
+# folder; BENCH_PYTORCH=0 skips the Python part). Each step's log is teed to $OUT/<step>.log (or
 # build-gpu/logs/ when OUT is unset). A failing step is recorded and later steps still run; the summary
 # table (step, rc, seconds) comes last and the exit status is non-zero if any step failed.
 set -uo pipefail
@@ -157,14 +159,32 @@ step_sanitizer() {
 }
 
 step_bench() {
-  local rc=0 found=0 b
+  local rc=0 found=0 b d ldp=${LD_LIBRARY_PATH:-}
+  # cuDNN from PyTorch's wheel (what the configure step links when it is there) for the loader.
+  d=$(python3 -c 'import nvidia.cudnn as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null) || d=""
+  if [ -n "$d" ] && [ -d "$d" ]; then ldp="$d${ldp:+:$ldp}"; fi
+  rm -f "$LOGS/bench_results.json"  # never merge a stale one below
   for b in "$BUILD"/bench/*; do
     [ -f "$b" ] && [ -x "$b" ] || continue
     found=1
     echo "--- $b"
-    "$b" || { rc=$?; echo "$b: rc=$rc"; }
+    case "$(basename "$b")" in
+      conv_reduce_bench)
+        LD_LIBRARY_PATH="$ldp" "$b" --json "$LOGS/bench_results.json" ||
+          { rc=$?; echo "$b: rc=$rc"; } ;;
+      *) "$b" || { rc=$?; echo "$b: rc=$rc"; } ;;
+    esac
   done
   [ $found -eq 1 ] || echo "no benchmark executables in $BUILD/bench"
+  # PyTorch baselines on the same cases, merged with the C++ JSON into one table, JSON and PNG
+  # (BENCH_PYTORCH=0 skips them).
+  if [ "${BENCH_PYTORCH:-1}" != 0 ] && python3 -c 'import torch' 2>/dev/null; then
+    local cj=()
+    [ -f "$LOGS/bench_results.json" ] && cj=(--convred-json "$LOGS/bench_results.json")
+    echo "--- bench/pytorch_baseline.py"
+    python3 bench/pytorch_baseline.py ${cj[@]+"${cj[@]}"} --json "$LOGS/bench_combined.json" \
+      --png "$LOGS/bench_results.png" || { rc=$?; echo "bench/pytorch_baseline.py: rc=$rc"; }
+  fi
   return $rc
 }
 

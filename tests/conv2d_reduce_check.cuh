@@ -211,9 +211,9 @@ void check_fused(const std::string& name, const conv2d_problem& p, const host_da
                  HostEpi he, opts o) {
   INFO("case: " << name);
   INFO("problem: " << describe(p));
-  INFO("T=" << type_name<T>() << " op=" << op_name<Op>() << (o.bias ? " bias" : " no-bias")
+  INFO("T=" << std::string(type_name<T>()) << " op=" << std::string(op_name<Op>()) << (o.bias ? " bias" : " no-bias")
             << (std::is_same_v<Policy, convred::default_policy> ? " default-policy" : " custom-policy")
-            << " math=" << math_name<math_of<Policy, T>>());
+            << " math=" << std::string(math_name<math_of<Policy, T>>()));
   REQUIRE(convred::validate(p, sizeof(T)) == status::success);
   const auto ny = static_cast<std::size_t>(p.y_elements());
   auto dx = test::to_device(d.x);

@@ -43,59 +43,75 @@ namespace op {
 
 /// @brief Minimum, NaN-propagating (as torch.min / torch.amin). Identity +inf (exact).
 struct min {
-  static constexpr bool has_index = false;
+  static constexpr bool has_index = false;  ///< yields the value only, no index
+  /// The running state is the compute value itself.
   template <class V>
   using accum_t = V;
+  /// The exact identity: +inf (never leaks: min over all +inf is +inf).
   template <class V>
   __host__ __device__ static V identity() { return upper_identity<V>(); }
+  /// The state of one element: its value (the channel index is not used).
   template <class V>
   __host__ __device__ static V make(V v, int) { return v; }
+  /// The smaller of a and b; a NaN if either is NaN (a when a is NaN, else b); a on ties.
   template <class V>
   __host__ __device__ V operator()(V a, V b) const {
     if (is_nan(a)) return a;
     if (is_nan(b)) return b;
     return b < a ? b : a;
   }
+  /// The reduced value: the state itself (count is not used).
   template <class V>
   __host__ __device__ static V value(V a, std::int64_t) { return a; }
 };
 
 /// @brief Maximum, NaN-propagating (as torch.max / torch.amax). Identity -inf (exact).
 struct max {
-  static constexpr bool has_index = false;
+  static constexpr bool has_index = false;  ///< yields the value only, no index
+  /// The running state is the compute value itself.
   template <class V>
   using accum_t = V;
+  /// The exact identity: -inf (never leaks: max over all -inf is -inf).
   template <class V>
   __host__ __device__ static V identity() { return lower_identity<V>(); }
+  /// The state of one element: its value (the channel index is not used).
   template <class V>
   __host__ __device__ static V make(V v, int) { return v; }
+  /// The larger of a and b; a NaN if either is NaN (a when a is NaN, else b); a on ties.
   template <class V>
   __host__ __device__ V operator()(V a, V b) const {
     if (is_nan(a)) return a;
     if (is_nan(b)) return b;
     return a < b ? b : a;
   }
+  /// The reduced value: the state itself (count is not used).
   template <class V>
   __host__ __device__ static V value(V a, std::int64_t) { return a; }
 };
 
 /// @brief Sum in the compute type (fp32 for 16-bit and float inputs, fp64 for double). Identity 0.
 struct sum {
-  static constexpr bool has_index = false;
+  static constexpr bool has_index = false;  ///< yields the value only, no index
+  /// The running state is the compute value itself (the partial sum).
   template <class V>
   using accum_t = V;
+  /// The identity: 0 (x + 0 == x; only a sum of -0.0 values comes out as +0.0).
   template <class V>
   __host__ __device__ static V identity() { return V(0); }
+  /// The state of one element: its value (the channel index is not used).
   template <class V>
   __host__ __device__ static V make(V v, int) { return v; }
+  /// a + b in the compute type.
   template <class V>
   __host__ __device__ V operator()(V a, V b) const { return a + b; }
+  /// The reduced value: the sum itself (count is not used).
   template <class V>
   __host__ __device__ static V value(V a, std::int64_t) { return a; }
 };
 
 /// @brief Arithmetic mean: the sum (as `sum`) divided by the number of channels reduced.
 struct mean : sum {
+  /// The mean: the sum a divided by `count`, the number of channels reduced.
   template <class V>
   __host__ __device__ static V value(V a, std::int64_t count) { return a / static_cast<V>(count); }
 };
@@ -122,19 +138,25 @@ __host__ __device__ inline arg_value<V> arg_combine(arg_value<V> a, arg_value<V>
 /// lowest index among ties, first NaN's index when any NaN. Identity (+inf, INT32_MAX), which
 /// loses every tie on index, so an all-+inf input gives index 0.
 struct argmin {
-  static constexpr bool has_index = true;
+  static constexpr bool has_index = true;  ///< yields the channel index of the minimum too
+  /// The running state: the minimum so far and its channel index.
   template <class V>
   using accum_t = arg_value<V>;
+  /// The exact identity: (+inf, INT32_MAX) (never leaks: it loses every tie on index).
   template <class V>
   __host__ __device__ static arg_value<V> identity() { return {upper_identity<V>(), INT32_MAX}; }
+  /// The state of one element: its value v and its channel index k.
   template <class V>
   __host__ __device__ static arg_value<V> make(V v, int k) { return {v, k}; }
+  /// The better of a and b: a NaN first (lowest index among NaNs), else the smaller value, ties to the lower index.
   template <class V>
   __host__ __device__ arg_value<V> operator()(arg_value<V> a, arg_value<V> b) const {
     return detail::arg_combine<false>(a, b);
   }
+  /// The reduced value: the minimum (count is not used).
   template <class V>
   __host__ __device__ static V value(arg_value<V> a, std::int64_t) { return a.value; }
+  /// The channel index of the minimum, in [0, K).
   template <class V>
   __host__ __device__ static std::int64_t index(arg_value<V> a) { return a.index; }
 };
@@ -142,19 +164,25 @@ struct argmin {
 /// @brief argmax with the max value (as `torch.max(x, dim)`): lowest index among ties, first NaN's
 /// index when any NaN. Identity (-inf, INT32_MAX).
 struct argmax {
-  static constexpr bool has_index = true;
+  static constexpr bool has_index = true;  ///< yields the channel index of the maximum too
+  /// The running state: the maximum so far and its channel index.
   template <class V>
   using accum_t = arg_value<V>;
+  /// The exact identity: (-inf, INT32_MAX) (never leaks: it loses every tie on index).
   template <class V>
   __host__ __device__ static arg_value<V> identity() { return {lower_identity<V>(), INT32_MAX}; }
+  /// The state of one element: its value v and its channel index k.
   template <class V>
   __host__ __device__ static arg_value<V> make(V v, int k) { return {v, k}; }
+  /// The better of a and b: a NaN first (lowest index among NaNs), else the larger value, ties to the lower index.
   template <class V>
   __host__ __device__ arg_value<V> operator()(arg_value<V> a, arg_value<V> b) const {
     return detail::arg_combine<true>(a, b);
   }
+  /// The reduced value: the maximum (count is not used).
   template <class V>
   __host__ __device__ static V value(arg_value<V> a, std::int64_t) { return a.value; }
+  /// The channel index of the maximum, in [0, K).
   template <class V>
   __host__ __device__ static std::int64_t index(arg_value<V> a) { return a.index; }
 };
@@ -167,6 +195,7 @@ namespace epilogue {
 
 /// @brief Returns its input unchanged.
 struct identity {
+  /// Returns v unchanged (the channel index is not used).
   template <class V>
   __host__ __device__ V operator()(V v, int) const { return v; }
 };
@@ -175,6 +204,7 @@ struct identity {
 template <class S = float>
 struct scale {
   S s;  ///< the scale factor
+  /// Returns v * s, with s converted to the compute type V (the channel index is not used).
   template <class V>
   __host__ __device__ V operator()(V v, int) const { return v * static_cast<V>(s); }
 };
@@ -183,6 +213,7 @@ struct scale {
 template <class S = float>
 struct per_channel_scale {
   const S* s;  ///< device pointer, K elements (one per output channel)
+  /// Returns v * s[k], with s[k] (read on the device) converted to the compute type V.
   template <class V>
   __host__ __device__ V operator()(V v, int k) const { return v * static_cast<V>(to_compute(s[k])); }
 };
@@ -192,6 +223,7 @@ template <class First, class Second>
 struct compose {
   First first;    ///< applied first
   Second second;  ///< applied to first's result
+  /// Returns second(first(v, k), k), each called through apply_epilogue (so either may omit k).
   template <class V>
   __host__ __device__ V operator()(V v, int k) const;
 };

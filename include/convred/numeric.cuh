@@ -19,12 +19,12 @@ namespace convred {
 /// mean of 16-bit inputs accumulate in fp32 (as PyTorch does) and double stays double.
 template <class T>
 struct compute_type {
-  using type = float;
+  using type = float;  ///< float: the compute type of float, __half and __nv_bfloat16
 };
 /// @brief `double` computes in `double`.
 template <>
 struct compute_type<double> {
-  using type = double;
+  using type = double;  ///< double
 };
 /// @brief Shorthand for `compute_type<T>::type`.
 template <class T>

@@ -87,6 +87,7 @@ struct tc_policy {
   static constexpr int stages = Stages;                     ///< shared-memory stages (cp.async path)
   static constexpr int threads = 32 * WarpsM * WarpsN;      ///< threads per block
   static constexpr bool tensor_core = true;                 ///< mma.sync mainloop
+  /// mma depth (GEMM_K per mma.sync): 8 for tf32 and tf32x3 (m16n8k8), 16 for bf16 and fp16 (m16n8k16).
   static constexpr int mma_k = (std::is_same_v<Math, convred::math::tf32> || std::is_same_v<Math, convred::math::tf32x3>) ? 8 : 16;
   static_assert(std::is_same_v<Math, convred::math::tf32> || std::is_same_v<Math, convred::math::tf32x3> ||
                     std::is_same_v<Math, convred::math::bf16> || std::is_same_v<Math, convred::math::fp16>,
@@ -101,7 +102,13 @@ struct tc_policy {
 /// H200 seed case (bench/NOTES.md).
 template <class Math>
 struct default_tc_policy {
-  using type = tc_policy<Math, 256, 128, 32, 4, 2, 1, 3>;
+  using type = tc_policy<Math, 256, 128, 32, 4, 2, 1, 3>;  ///< the default tc_policy for Math
+};
+/// @brief Default 3xTF32 policy: 128 x 128 x 32 with 2 x 4 warps (64 x 32 warp tiles), leaving
+/// registers for the per-stage accumulator that 3xTF32 promotes with IEEE adds (conv_mainloop_tc).
+template <>
+struct default_tc_policy<math::tf32x3> {
+  using type = tc_policy<math::tf32x3, 128, 128, 32, 2, 4, 1, 3>;  ///< the default tc_policy for tf32x3
 };
 
 /// @brief Default SIMT policy for element type T (float, __half, __nv_bfloat16: fp32 compute):
@@ -111,12 +118,12 @@ struct default_tc_policy {
 /// registers).
 template <class T>
 struct default_simt_policy {
-  using type = simt_policy<256, 128, 8, 8, 8, 1, 3>;
+  using type = simt_policy<256, 128, 8, 8, 8, 1, 3>;  ///< the default simt_policy for T
 };
 /// @brief Default SIMT policy for double.
 template <>
 struct default_simt_policy<double> {
-  using type = simt_policy<64, 64, 8, 4, 4, 2>;
+  using type = simt_policy<64, 64, 8, 4, 4, 2>;  ///< the default simt_policy for double
 };
 
 /// @brief Tag meaning "choose the default policy" in device entry points: the exact SIMT policy

@@ -27,9 +27,15 @@ struct conv2d_problem {
   std::int64_t K = 0;  ///< output channels
   std::int64_t R = 1;  ///< kernel height
   std::int64_t S = 1;  ///< kernel width
-  std::int64_t pad_h = 0, pad_w = 0;        ///< zero padding on each side
-  std::int64_t stride_h = 1, stride_w = 1;  ///< strides
-  std::int64_t dil_h = 1, dil_w = 1;        ///< dilations
+  /// @var pad_h
+  /// @brief zero padding rows, added both above and below x
+  std::int64_t pad_h = 0, pad_w = 0;        ///< zero padding columns, added both left and right of x
+  /// @var stride_h
+  /// @brief vertical stride: input-row step between output rows
+  std::int64_t stride_h = 1, stride_w = 1;  ///< horizontal stride: input-column step between output columns
+  /// @var dil_h
+  /// @brief vertical dilation: input-row step between kernel rows
+  std::int64_t dil_h = 1, dil_w = 1;        ///< horizontal dilation: input-column step between kernel columns
   std::int64_t groups = 1;                  ///< groups: C and K are split into `groups` equal parts
   layout x_layout = layout::nchw;           ///< layout of x (and of a full conv output)
 

@@ -22,8 +22,24 @@ namespace convred::block {
 template <class Policy, class T>
 struct conv_mainloop {
   using V = compute_t<T>;  ///< compute/accumulator type
+  /// @var BM
+  /// @brief pixels per block tile (GEMM_M rows), Policy::block_m
+  /// @var BN
+  /// @brief output channels per block tile (GEMM_N columns), Policy::block_n
+  /// @var BK
+  /// @brief GEMM_K rows per shared-memory slice, Policy::block_k
   static constexpr int BM = Policy::block_m, BN = Policy::block_n, BK = Policy::block_k;
+  /// @var TM
+  /// @brief accumulator rows (pixels) per thread, Policy::thread_m
+  /// @var TN
+  /// @brief accumulator columns (channels) per thread, Policy::thread_n
+  /// @var NT
+  /// @brief threads per block, Policy::threads
   static constexpr int TM = Policy::thread_m, TN = Policy::thread_n, NT = Policy::threads;
+  /// @var CG
+  /// @brief channel groups: threads across channels, sharing the same pixels (BN / TN)
+  /// @var PG
+  /// @brief pixel groups: threads across pixels (BM / TM)
   static constexpr int CG = Policy::channel_groups, PG = Policy::pixel_groups;
   static constexpr int lanes_per_pixel = CG;  ///< consecutive lanes holding the same pixels
   static constexpr int warps_per_pixel = 1;   ///< those lanes are within one warp
@@ -32,11 +48,11 @@ struct conv_mainloop {
   /// Operand loader: k-major stages (4-wide fragment loads); weight rows padded by 4 for bank-conflict-free
   /// transposed stores.
   using loader = conv_tile_loader<T, BM, BN, BK, NT, smem_k_major<BK, BM, 0>, smem_k_major<BK, BN, 4>, Policy::stages>;
-  using loader_a = smem_k_major<BK, BM, 0>;
-  using loader_b = smem_k_major<BK, BN, 4>;
+  using loader_a = smem_k_major<BK, BM, 0>;  ///< A (im2col) stage layout: k-major, unpadded
+  using loader_b = smem_k_major<BK, BN, 4>;  ///< B (weight) stage layout: k-major, rows padded by 4
   using TempStorage = typename loader::TempStorage;  ///< shared memory (caller-placed)
 
-  loader ld;
+  loader ld;  ///< the operand loader (shared memory, parameters and this thread's decoded pixel)
 
   /// Decodes this thread's load pixel for the block tile starting at GEMM_M row m0.
   __device__ conv_mainloop(TempStorage& s, const kernel::conv_params<T>& p, std::int64_t m0) : ld(s, p, m0) {}

@@ -25,32 +25,64 @@ template <class Policy, class T>
 struct conv_mainloop_tc {
   static_assert(!std::is_same_v<T, double>, "tensor-core math policies take float, __half or __nv_bfloat16 inputs");
   using V = float;  ///< accumulator type
-  using math_t = typename Policy::math;
+  using math_t = typename Policy::math;  ///< precision tag (tf32, tf32x3, bf16 or fp16)
+  /// @var BM
+  /// @brief pixels per block tile (GEMM_M rows), Policy::block_m
+  /// @var BN
+  /// @brief output channels per block tile (GEMM_N columns), Policy::block_n
+  /// @var BK
+  /// @brief GEMM_K rows per shared-memory slice, Policy::block_k
+  /// @var NT
+  /// @brief threads per block, Policy::threads (32 * WM * WN)
   static constexpr int BM = Policy::block_m, BN = Policy::block_n, BK = Policy::block_k, NT = Policy::threads;
+  /// @var WM
+  /// @brief warps along pixels, Policy::warps_m
+  /// @var WN
+  /// @brief warps along channels, Policy::warps_n
+  /// @var KSTEP
+  /// @brief mma depth (GEMM_K per mma.sync), Policy::mma_k: 8 for tf32/tf32x3, 16 for bf16/fp16
   static constexpr int WM = Policy::warps_m, WN = Policy::warps_n, KSTEP = Policy::mma_k;
-  static constexpr int WTM = BM / WM, WTN = BN / WN;  ///< warp tile
-  static constexpr int MI = WTM / 16, NI = WTN / 8;   ///< mma tiles per warp
-  static constexpr int TM = 2 * MI, TN = 2 * NI;      ///< accumulator rows (pixels) and columns (channels)
+  /// @var WTM
+  /// @brief warp tile rows: pixels per warp (BM / WM)
+  static constexpr int WTM = BM / WM, WTN = BN / WN;  ///< warp tile columns: channels per warp (BN / WN)
+  /// @var MI
+  /// @brief 16-row mma tiles per warp along pixels (WTM / 16)
+  static constexpr int MI = WTM / 16, NI = WTN / 8;   ///< 8-column mma tiles per warp along channels (WTN / 8)
+  /// @var TM
+  /// @brief accumulator rows (pixels) per thread (2 per mma tile: rows g and g + 8)
+  static constexpr int TM = 2 * MI, TN = 2 * NI;      ///< accumulator columns (channels) per thread (2 per mma tile)
   static constexpr int lanes_per_pixel = 4;           ///< lanes 4g..4g+3 hold the same pixels
   static constexpr int warps_per_pixel = WN;          ///< warps holding the same pixels
-  static constexpr bool is_tf32 = KSTEP == 8;
-  /// Row pitch = 8 (tf32) or 4 (16-bit pairs) mod 32 words: the fragment loads (k = t or 2t, column g)
-  /// of one instruction land in 32 distinct banks.
+  static constexpr bool is_tf32 = KSTEP == 8;         ///< tf32/tf32x3: m16n8k8, one fp32 per k (else bf16/fp16 pairs)
+  /// A (im2col) is k-major, row pitch 8 (tf32: k = t, column g) or 4 (16-bit pairs: k = 2t) mod 32 words,
+  /// so the 32 scalar fragment loads of one instruction hit 32 distinct banks.
   static constexpr int PAD = is_tf32 ? 8 : 4;
-  using layout_a = smem_k_major<BK, BM, PAD>;
-  using layout_b = smem_k_major<BK, BN, PAD>;
+  using layout_a = smem_k_major<BK, BM, PAD>;  ///< A (im2col) stage layout: k-major, rows padded by PAD
+  /// B (weights) is n-major: a warp copies 32 consecutive k of one KCRS weight row (coalesced, conflict-
+  /// free); row pitch 4 (tf32: address 4g + t) or 8 (16-bit pairs, 8-byte loads: 8g + 2t) mod 32 words.
+  static constexpr int PAD_B = is_tf32 ? 4 : 8;
+  using layout_b = smem_n_major<BK, BN, PAD_B>;  ///< B (weight) stage layout: n-major, rows padded by PAD_B
+  /// Operand loader: fp32 stages (layout_a, layout_b), Policy::stages deep.
   using loader = conv_tile_loader<T, BM, BN, BK, NT, layout_a, layout_b, Policy::stages>;
   using TempStorage = typename loader::TempStorage;  ///< shared memory (caller-placed)
 
-  loader ld;
+  loader ld;  ///< the operand loader (shared memory, parameters and this thread's decoded pixel)
 
   /// Decodes this thread's load pixel for the block tile starting at GEMM_M row m0.
   __device__ conv_mainloop_tc(TempStorage& s, const kernel::conv_params<T>& p, std::int64_t m0) : ld(s, p, m0) {}
 
+  /// This thread's lane in its warp, 0..31 (g = lane / 4 and t = lane % 4 in the mma fragments).
   __device__ static int lane() { return static_cast<int>(threadIdx.x) % 32; }
+  /// Index of this thread's warp along pixels, 0..WM-1: its warp tile starts at pixel warp_m() * WTM.
   __device__ static int warp_m() { return (static_cast<int>(threadIdx.x) / 32) % WM; }
   /// Index of this thread's warp among the WN warps that share its pixels.
   __device__ static int warp_n() { return (static_cast<int>(threadIdx.x) / 32) / WM; }
+
+  /// 3xTF32 keeps a per-stage accumulator: the tensor cores' fp32 accumulation is not IEEE
+  /// round-to-nearest, and over a long GEMM_K its error grew past 1e-5 of the result (measured on the
+  /// H200: 1.1e-5 to 1.4e-5 relative norm at GEMM_K = 1625 and 2304). Summing BlockK products on the
+  /// tensor cores and promoting each stage's sum with an IEEE add bounds that error by the stage's sum.
+  static constexpr bool promote = std::is_same_v<math_t, convred::math::tf32x3>;
 
   /// Multiplies shared-memory stage `buf` into the accumulators.
   __device__ void mma_stage(int buf, V (&acc)[TM][TN]) const {
@@ -58,6 +90,13 @@ struct conv_mainloop_tc {
     const float* B = ld.smem.b[buf];
     const int g = lane() / 4, t = lane() % 4;
     const int mb = warp_m() * WTM + g, nb = warp_n() * WTN + g;
+    float part[promote ? TM : 1][promote ? TN : 1];
+    if constexpr (promote) {
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) part[i][j] = 0.0f;
+    }
 #pragma unroll
     for (int kb = 0; kb < BK; kb += KSTEP) {
       if constexpr (is_tf32) {
@@ -88,7 +127,7 @@ struct conv_mainloop_tc {
           for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
             for (int ni = 0; ni < NI; ++ni) mma(acc, mi, ni, a[mi], b[ni]);
-        } else {  // 3xTF32
+        } else {  // 3xTF32, accumulated per stage in `part` and promoted to acc with an IEEE add (below)
           std::uint32_t a[MI][4], as[MI][4], b[NI][2], bs[NI][2];
 #pragma unroll
           for (int mi = 0; mi < MI; ++mi)
@@ -102,9 +141,9 @@ struct conv_mainloop_tc {
           for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
             for (int ni = 0; ni < NI; ++ni) {  // small terms first, the big product last
-              mma(acc, mi, ni, as[mi], b[ni]);
-              mma(acc, mi, ni, a[mi], bs[ni]);
-              mma(acc, mi, ni, a[mi], b[ni]);
+              mma(part, mi, ni, as[mi], b[ni]);
+              mma(part, mi, ni, a[mi], bs[ni]);
+              mma(part, mi, ni, a[mi], b[ni]);
             }
         }
       } else {  // bf16 / fp16: registers hold (k, k+1) pairs
@@ -128,6 +167,12 @@ struct conv_mainloop_tc {
 #pragma unroll
           for (int ni = 0; ni < NI; ++ni) mma(acc, mi, ni, a[mi], b[ni]);
       }
+    }
+    if constexpr (promote) {
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] += part[i][j];
     }
   }
 

@@ -16,21 +16,19 @@ namespace convred::block {
 template <int Rows, int Cols, int Pad>
 struct smem_k_major {
   static constexpr int size = Rows * (Cols + Pad);  ///< elements per stage
+  static constexpr bool k_fastest = false;           ///< consecutive elements run along pixels/channels
   /// Offset of element (k, c).
   __host__ __device__ static constexpr int offset(int k, int c) { return k * (Cols + Pad) + c; }
 };
 
-/// @brief Shared-memory layout with the pixel/channel as the row and k permuted within each group of
-/// KGroup: offset(k, c) = c * (Rows + Pad) + (k / KGroup) * KGroup + Perm::pos(k % KGroup). The GEMM_K
-/// order inside a group does not change the sum, so a permutation that puts the k values one thread's
-/// mma fragment needs next to each other turns its scalar loads into one 8- or 16-byte load.
-template <int Rows, int Cols, int Pad, int KGroup, class Perm>
-struct smem_mn_major {
+/// @brief Shared-memory layout of a BlockK x Cols operand stage with the pixel/channel as the row:
+/// offset(k, c) = c * (Rows + Pad) + k (consecutive k contiguous).
+template <int Rows, int Cols, int Pad>
+struct smem_n_major {
   static constexpr int size = Cols * (Rows + Pad);  ///< elements per stage
+  static constexpr bool k_fastest = true;            ///< consecutive elements run along k
   /// Offset of element (k, c).
-  __host__ __device__ static constexpr int offset(int k, int c) {
-    return c * (Rows + Pad) + (k / KGroup) * KGroup + Perm::pos(k % KGroup);
-  }
+  __host__ __device__ static constexpr int offset(int k, int c) { return c * (Rows + Pad) + k; }
 };
 
 /// @brief Gathers the operands of one implicit-GEMM block tile into shared memory, slice by slice.
@@ -44,10 +42,18 @@ struct smem_mn_major {
 /// 4- and 8-byte types are copied with cp.async (no registers held in flight; the next slice is in flight
 /// while the current one is consumed); 16-bit types are staged through registers and converted to fp32.
 /// ALayout/BLayout place element (k, m) / (k, n) of a stage in shared memory (`smem_k_major` or
-/// `smem_mn_major`), to suit the consumer's fragment loads.
+/// `smem_n_major`), to suit the consumer's fragment loads.
 template <class T, int BlockM, int BlockN, int BlockK, int Threads, class ALayout, class BLayout, int Stages = 2>
 struct conv_tile_loader {
   using V = compute_t<T>;  ///< compute type held in shared memory
+  /// @var BM
+  /// @brief pixels per block tile (GEMM_M rows), BlockM
+  /// @var BN
+  /// @brief output channels per block tile (GEMM_N columns), BlockN
+  /// @var BK
+  /// @brief GEMM_K rows per slice (shared-memory stage), BlockK
+  /// @var NT
+  /// @brief threads per block, Threads
   static constexpr int BM = BlockM, BN = BlockN, BK = BlockK, NT = Threads;
   /// True when elements are copied global -> shared asynchronously (cp.async; T is 4 or 8 bytes and is its
   /// own compute type); 16-bit types are staged through registers and converted to fp32 on the way.
@@ -58,33 +64,44 @@ struct conv_tile_loader {
   static constexpr int A_PER_THREAD = BK * BM / NT;  ///< im2col elements staged per thread per slice
   static constexpr int A_ROW_STEP = NT / BM;          ///< k-row stride between a thread's A elements
   static constexpr int B_PER_THREAD = BK * BN / NT;  ///< weights staged per thread per slice
-  static constexpr int B_THREADS_PER_N = BK / B_PER_THREAD;
+  static constexpr int B_THREADS_PER_N = BK / B_PER_THREAD;  ///< threads sharing a channel (k-major B)
+  /// Weight elements are assigned so that a warp's stores are conflict-free in BLayout: for a k-major
+  /// stage consecutive threads take consecutive channels; for an n-major stage (BLayout::k_fastest)
+  /// consecutive threads take consecutive k of one channel, which also makes the global reads of a warp
+  /// contiguous (128 bytes of one KCRS weight row).
+  static constexpr bool b_k_fastest = BLayout::k_fastest;
+  static_assert(!b_k_fastest || (NT % BK == 0 && BN % (NT / BK) == 0), "n-major weight stage: threads must tile it");
   static_assert(NT % BM == 0 && (BK * BM) % NT == 0 && (BK * BN) % NT == 0 && BK % B_PER_THREAD == 0,
                 "conv_tile_loader: threads must tile the slices evenly");
 
   /// Decoded GEMM_K index kk = (c, r, s) of one im2col row: x offset of the tap relative to the pixel's
   /// origin, and the tap's row/column displacement (r*dil_h, s*dil_w; -2^30 marks kk past GEMM_K).
   struct tap {
-    std::int64_t delta;
-    std::int32_t dh, dw;
+    std::int64_t delta;  ///< x offset (elements) of channel g*Cg + c at (dh, dw), relative to a_off; 0 past GEMM_K
+    /// @var dh
+    /// @brief row displacement r*dil_h; invalid_coord (-2^30) for kk past GEMM_K
+    std::int32_t dh, dw;  ///< column displacement s*dil_w; 0 past GEMM_K
   };
 
-  /// Shared memory: S stages of the im2col slice [BK][BM + PadA], of the weight slice [BK][BN + PadB],
+  /// Shared memory: S stages of the im2col slice (ALayout), of the weight slice (BLayout),
   /// and of the decoded taps of the slice's BK rows (built one slice ahead by the first BK threads, so the
   /// (c, r, s) divisions are done once per row per block instead of once per element).
   struct TempStorage {
-    alignas(16) V a[S][ALayout::size];
-    alignas(16) V b[S][BLayout::size];
-    tap taps[S][BK];
+    alignas(16) V a[S][ALayout::size];  ///< im2col slice of each stage: BK x BM compute values, placed by ALayout
+    alignas(16) V b[S][BLayout::size];  ///< weight slice of each stage: BK x BN compute values, placed by BLayout
+    tap taps[S][BK];                    ///< decoded taps of the BK GEMM_K rows of each stage's slice
   };
 
   static constexpr std::int32_t invalid_coord = -(1 << 30);  ///< fails every bounds check (validated sizes)
 
-  TempStorage& smem;
-  const kernel::conv_params<T>& prm;
+  TempStorage& smem;                  ///< the block's shared memory (caller-placed)
+  const kernel::conv_params<T>& prm;  ///< the kernel parameters (referenced, not copied)
   // This thread's im2col row (pixel) for the A loads.
-  std::int32_t a_h0, a_w0;  // top-left input coordinate of the receptive field; invalid_coord past GEMM_M
-  std::int64_t a_off;       // x offset of (n, channel 0, a_h0, a_w0) in x's layout
+  /// @var a_h0
+  /// @brief input row of the top-left tap of this thread's pixel (p*stride_h - pad_h); invalid_coord
+  /// past GEMM_M, so every A load of such a thread reads zero
+  std::int32_t a_h0, a_w0;  ///< input column of the top-left tap of this thread's pixel (q*stride_w - pad_w)
+  std::int64_t a_off;       ///< x offset of (n, channel 0, a_h0, a_w0) in x's layout (in elements)
 
   /// Decodes the pixel this thread loads for block tile starting at GEMM_M row m0.
   __device__ conv_tile_loader(TempStorage& s, const kernel::conv_params<T>& p, std::int64_t m0) : smem(s), prm(p) {
@@ -118,13 +135,13 @@ struct conv_tile_loader {
 
   /// Registers holding one staged slice (register path only).
   struct staging {
-    V a[async_copy ? 1 : A_PER_THREAD];
-    V b[async_copy ? 1 : B_PER_THREAD];
+    V a[async_copy ? 1 : A_PER_THREAD];  ///< this thread's A_PER_THREAD im2col values (1, unused, on the cp.async path)
+    V b[async_copy ? 1 : B_PER_THREAD];  ///< this thread's B_PER_THREAD weights (1, unused, on the cp.async path)
   };
 
   /// Starts moving slice kk0 (taps in taps[slot]) into stage `buf`: this thread's A (im2col) and B
   /// (weight) elements; padding taps, pixels past GEMM_M and rows past GEMM_K read zero.
-  __device__ void begin_stage(std::int32_t kk0, int slot, int buf, const T* w_row, bool w_valid, staging& st) {
+  __device__ void begin_stage(std::int32_t kk0, int slot, int buf, const T* w_tile, int n_valid, staging& st) {
     const int t = static_cast<int>(threadIdx.x);
 #pragma unroll
     for (int i = 0; i < A_PER_THREAD; ++i) {
@@ -140,17 +157,28 @@ struct conv_tile_loader {
         st.a[i] = to_compute(convred::detail::load_or_zero(src, ok));
       }
     }
-    const int n = t / B_THREADS_PER_N, kb = (t % B_THREADS_PER_N) * B_PER_THREAD;
 #pragma unroll
     for (int v = 0; v < B_PER_THREAD; ++v) {
-      const std::int32_t kk = kk0 + kb + v;
-      const bool ok = w_valid && kk < prm.gemm_k;
-      const T* src = w_row + (ok ? kk : 0);
+      int n, k;
+      b_coord(v, n, k);
+      const std::int32_t kk = kk0 + k;
+      const bool ok = n < n_valid && kk < prm.gemm_k;
+      const T* src = w_tile + (ok ? std::int64_t(n) * prm.gemm_k + kk : 0);
       if constexpr (async_copy) {
-        convred::detail::cp_async_or_zero(&smem.b[buf][BLayout::offset(kb + v, n)], src, ok);
+        convred::detail::cp_async_or_zero(&smem.b[buf][BLayout::offset(k, n)], src, ok);
       } else {
         st.b[v] = to_compute(convred::detail::load_or_zero(src, ok));
       }
+    }
+  }
+
+  /// Tile channel n and slice row k of this thread's v-th weight element.
+  __device__ static void b_coord(int v, int& n, int& k) {
+    const int t = static_cast<int>(threadIdx.x);
+    if constexpr (b_k_fastest) {
+      n = t / BK + v * (NT / BK), k = t % BK;
+    } else {
+      n = t / B_THREADS_PER_N, k = (t % B_THREADS_PER_N) * B_PER_THREAD + v;
     }
   }
 
@@ -163,9 +191,12 @@ struct conv_tile_loader {
       const int t = static_cast<int>(threadIdx.x);
 #pragma unroll
       for (int i = 0; i < A_PER_THREAD; ++i) smem.a[buf][ALayout::offset(t / BM + i * A_ROW_STEP, t % BM)] = st.a[i];
-      const int n = t / B_THREADS_PER_N, kb = (t % B_THREADS_PER_N) * B_PER_THREAD;
 #pragma unroll
-      for (int v = 0; v < B_PER_THREAD; ++v) smem.b[buf][BLayout::offset(kb + v, n)] = st.b[v];
+      for (int v = 0; v < B_PER_THREAD; ++v) {
+        int n, k;
+        b_coord(v, n, k);
+        smem.b[buf][BLayout::offset(k, n)] = st.b[v];
+      }
     }
   }
 
@@ -177,10 +208,8 @@ struct conv_tile_loader {
   /// be reused afterwards.
   template <class Consume>
   __device__ void run(std::int32_t g, std::int64_t k_first, Consume&& consume) {
-    const int t = static_cast<int>(threadIdx.x);
-    const std::int64_t k_mine = k_first + t / B_THREADS_PER_N;  // channel of this thread's weight loads
-    const bool w_valid = k_mine < std::int64_t(g + 1) * prm.Kg;
-    const T* w_row = prm.w + (w_valid ? k_mine : 0) * std::int64_t(prm.gemm_k);
+    const T* w_tile = prm.w + k_first * std::int64_t(prm.gemm_k);              // weight row of tile column 0
+    const int n_valid = static_cast<int>(std::int64_t(g + 1) * prm.Kg - k_first);  // channels of group g left
     const int slices = (prm.gemm_k + BK - 1) / BK;
     staging st;
     if constexpr (async_copy) {
@@ -189,14 +218,14 @@ struct conv_tile_loader {
       __syncthreads();
 #pragma unroll
       for (int j = 0; j < S - 1; ++j) {
-        if (j < slices) begin_stage(j * BK, j, j, w_row, w_valid, st);
+        if (j < slices) begin_stage(j * BK, j, j, w_tile, n_valid, st);
         convred::detail::cp_async_commit();
       }
       for (int sl = 0; sl < slices; ++sl) {
         convred::detail::cp_async_wait<S - 2>();  // this thread's copies of slice sl have landed
         __syncthreads();                           // everyone's have; stage (sl-1)%S is free again
         const int nxt = sl + S - 1;
-        if (nxt < slices) begin_stage(nxt * BK, nxt % S, nxt % S, w_row, w_valid, st);
+        if (nxt < slices) begin_stage(nxt * BK, nxt % S, nxt % S, w_tile, n_valid, st);
         convred::detail::cp_async_commit();
         consume(sl % S);
         build_taps(sl % S, (sl + S) * BK, g);  // slot of slice sl, last read when slice sl was issued
@@ -207,12 +236,12 @@ struct conv_tile_loader {
       build_taps(0, 0, g);
       build_taps(1, BK, g);
       __syncthreads();
-      begin_stage(0, 0, 0, w_row, w_valid, st);
+      begin_stage(0, 0, 0, w_tile, n_valid, st);
       end_stage(0, st);
       __syncthreads();
       for (int sl = 0; sl < slices; ++sl) {
         const bool more = sl + 1 < slices;
-        if (more) begin_stage((sl + 1) * BK, (sl + 1) & 1, (sl + 1) & 1, w_row, w_valid, st);
+        if (more) begin_stage((sl + 1) * BK, (sl + 1) & 1, (sl + 1) & 1, w_tile, n_valid, st);
         consume(sl & 1);
         if (more) end_stage((sl + 1) & 1, st);
         build_taps(sl & 1, (sl + 2) * BK, g);  // slot of slice sl, last read while loading slice sl

@@ -24,20 +24,32 @@ namespace convred::block {
 /// memory before y is written.
 template <class Mainloop, class Op>
 struct reduce_epilogue {
-  using V = typename Mainloop::V;
+  using V = typename Mainloop::V;  ///< compute type (the mainloop's accumulator type)
+  /// @var TM
+  /// @brief accumulator rows (pixels) per thread, Mainloop::TM
+  /// @var TN
+  /// @brief accumulator columns (channels) per thread, Mainloop::TN
+  /// @var NT
+  /// @brief threads per block, Mainloop::NT
+  /// @var BM
+  /// @brief pixels per block tile, Mainloop::BM
   static constexpr int TM = Mainloop::TM, TN = Mainloop::TN, NT = Mainloop::NT, BM = Mainloop::BM;
+  /// @var CG
+  /// @brief logical warp width: consecutive lanes holding the same pixels, Mainloop::lanes_per_pixel
+  /// @var WPP
+  /// @brief warps holding the same pixels, Mainloop::warps_per_pixel (> 1: partials combined in shared memory)
   static constexpr int CG = Mainloop::lanes_per_pixel, WPP = Mainloop::warps_per_pixel;
   using accum_t = typename Op::template accum_t<V>;  ///< running state (value, or value + index)
-  using warp_reduce = cub::WarpReduce<accum_t, CG>;
+  using warp_reduce = cub::WarpReduce<accum_t, CG>;  ///< reduction across the CG lanes of a logical warp
   /// Shared memory: the parked per-thread states, the warp reductions' storage and the per-warp partials.
   struct TempStorage {
-    accum_t state[TM][NT];
-    typename warp_reduce::TempStorage warp[NT / CG];
-    accum_t partial[WPP][WPP > 1 ? BM : 1];
+    accum_t state[TM][NT];                            ///< parked states: state[i][t] of thread t, accumulator row i
+    typename warp_reduce::TempStorage warp[NT / CG];  ///< cub::WarpReduce storage, one per logical warp
+    accum_t partial[WPP][WPP > 1 ? BM : 1];           ///< partial[w][p]: result of warp_n() == w for tile pixel p (WPP > 1)
   };
 
-  TempStorage& temp;
-  Op op;
+  TempStorage& temp;  ///< the caller-placed shared memory
+  Op op;              ///< the reduction op (combines states)
 
   /// Binds the caller-placed shared memory.
   __device__ reduce_epilogue(TempStorage& t, Op o) : temp(t), op(o) {}

@@ -16,16 +16,50 @@ struct conv_params {
   const T* x = nullptr;     ///< input (N,C,H,W) in `x_layout`
   const T* w = nullptr;     ///< weights (K, C/groups, R, S)
   const T* bias = nullptr;  ///< bias (K) or nullptr
+  /// @var N
+  /// @brief batch
+  /// @var C
+  /// @brief input channels (all groups)
+  /// @var K
+  /// @brief output channels (all groups)
+  /// @var P
+  /// @brief output height
+  /// @var Q
+  /// @brief output width
   std::int64_t N, C, K, P, Q;
-  std::int32_t H, W;  ///< input height and width (validated < 2^30 with padding)
+  /// @var H
+  /// @brief input height (validated < 2^30 with padding)
+  /// @var W
+  /// @brief input width (validated < 2^30 with padding)
+  std::int32_t H, W;
   std::int64_t M;   ///< GEMM_M = N*P*Q
   std::int64_t PQ;  ///< P*Q
+  /// @var R
+  /// @brief kernel height
+  /// @var S
+  /// @brief kernel width
+  /// @var pad_h
+  /// @brief zero padding rows, above and below x
+  /// @var pad_w
+  /// @brief zero padding columns, left and right of x
+  /// @var stride_h
+  /// @brief vertical stride: input-row step between output rows
+  /// @var stride_w
+  /// @brief horizontal stride: input-column step between output columns
+  /// @var dil_h
+  /// @brief vertical dilation: input-row step between kernel rows
+  /// @var dil_w
+  /// @brief horizontal dilation: input-column step between kernel columns
   std::int32_t R, S, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
-  std::int32_t groups, Cg, Kg;  ///< groups, C/groups, K/groups
+  /// @var groups
+  /// @brief groups (C and K are split into `groups` equal parts)
+  /// @var Cg
+  /// @brief input channels per group, C/groups
+  std::int32_t groups, Cg, Kg;  ///< output channels per group, K/groups
   std::int32_t gemm_k;          ///< (C/groups)*R*S
   detail::fast_divmod div_rs;   ///< divides by R*S
   detail::fast_divmod div_s;    ///< divides by S
-  layout x_layout;
+  layout x_layout;  ///< layout of x (NCHW or NHWC)
 };
 
 /// @brief Builds conv_params from a validated problem.
