@@ -4,12 +4,19 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 
 #include "../status.cuh"
 
 namespace convred::device::detail {
+
+/// Largest dynamic shared memory a block may opt into on the largest target (sm_90: 227 KB; CUDA C++
+/// Programming Guide, "Technical Specifications per Compute Capability"). A policy above it cannot launch
+/// anywhere and is rejected at compile time; one between the smaller limit of an older GPU and this is
+/// refused at run time by check_device (status::cuda_error when the attribute cannot be set).
+inline constexpr std::size_t max_smem_per_block = 227 * 1024;
 
 /// True if p is null or aligned to alignof(T).
 template <class T>

@@ -63,6 +63,9 @@ status conv2d_reduce(const conv2d_problem& p, const T* x, const T* w, const nond
   if (blocks > 0x7fffffff) return status::size_overflow;
   auto kern = kernel::conv2d_reduce_kernel<policy, T, Op, Epilogue>;
   constexpr std::size_t smem = sizeof(kernel::conv2d_reduce_smem<policy, T, Op>);
+  static_assert(smem <= detail::max_smem_per_block,
+                "convred: this policy needs more shared memory than a block can have (227 KB on sm_90, 163 KB on "
+                "sm_80): use fewer stages or a smaller BlockK / tile");
   if (status s = detail::check_device(kern, smem); s != status::success) return s;
   kern<<<static_cast<unsigned>(blocks), policy::threads, smem, stream>>>(kernel::make_conv_params(p, x, w, bias), op,
                                                                        epi, y, indices);
@@ -93,6 +96,9 @@ status conv2d(const conv2d_problem& p, const T* x, const T* w, const nondeduced_
   if (blocks > 0x7fffffff) return status::size_overflow;
   auto kern = kernel::conv2d_kernel<policy, T, Epilogue>;
   constexpr std::size_t smem = sizeof(typename kernel::mainloop_t<policy, T>::TempStorage);
+  static_assert(smem <= detail::max_smem_per_block,
+                "convred: this policy needs more shared memory than a block can have: use fewer stages or a "
+                "smaller BlockK / tile");
   if (status s = detail::check_device(kern, smem); s != status::success) return s;
   kern<<<static_cast<unsigned>(blocks), policy::threads, smem, stream>>>(kernel::make_conv_params(p, x, w, bias), epi,
                                                                        out);
