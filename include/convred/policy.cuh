@@ -33,7 +33,7 @@ struct fp16 {};
 ///
 /// A thread block computes a tile of `BlockM` output pixels (GEMM_M) by `BlockN` output channels
 /// (GEMM_N), stepping through GEMM_K = (C/groups)*R*S in slices of `BlockK` staged in shared memory
-/// (double-buffered). Each thread holds `ThreadM` x `ThreadN` fp32 (or fp64) accumulators in registers.
+/// (Stages deep with cp.async for 4- and 8-byte types, double-buffered through registers for 16-bit ones). Each thread holds `ThreadM` x `ThreadN` fp32 (or fp64) accumulators in registers.
 /// The `BlockN / ThreadN` threads that share a pixel group form one logical warp, so the reduction
 /// across channels is a `cub::WarpReduce` of that width. `MinBlocksPerSM` feeds `__launch_bounds__`.
 ///

@@ -112,18 +112,27 @@ inline constexpr std::int64_t max_extent = std::int64_t(1) << 40;
 /// `invalid_output_size` (P or Q < 1: the dilated kernel is larger than the padded input),
 /// `invalid_layout`, `size_overflow` (N*C*H*W, K*C/g*R*S, N*K*P*Q elements or bytes overflow int64;
 /// K, (C/groups)*R*S, R, S, padding, stride or dilation at or above 2^30; H + 2*pad_h + dil_h*(R-1) +
-/// stride_h or its W analogue above 2^30),
-/// else `success`. N = 0 is valid (empty work).
+/// stride_h or its W analogue above 2^30), `invalid_argument` (elem_bytes < 1), else `success`.
+/// N = 0 is valid (empty work). `elem_bytes` is sizeof(T) of the tensors (default 4, float): the byte
+/// sizes are checked with it, so pass sizeof(double) for double (the device entry points do).
 inline status validate(const conv2d_problem& p, std::int64_t elem_bytes = 4) {
   if (p.N < 0 || p.C < 1 || p.H < 1 || p.W < 1 || p.K < 1 || p.R < 1 || p.S < 1) return status::invalid_shape;
-  for (auto v : {p.N, p.C, p.H, p.W, p.K, p.R, p.S, p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dil_h,
-                 p.dil_w, p.groups})
+  for (auto v : {p.N, p.C, p.H, p.W, p.K, p.R, p.S})
     if (v > detail::max_extent) return status::invalid_shape;
   if (p.stride_h < 1 || p.stride_w < 1) return status::invalid_stride;
   if (p.dil_h < 1 || p.dil_w < 1) return status::invalid_dilation;
   if (p.pad_h < 0 || p.pad_w < 0) return status::invalid_padding;
   if (p.groups < 1 || p.C % p.groups != 0 || p.K % p.groups != 0) return status::invalid_groups;
   if (p.x_layout != layout::nchw && p.x_layout != layout::nhwc) return status::invalid_layout;
+  if (elem_bytes < 1) return status::invalid_argument;
+  // Input coordinates are int32 in the kernels: h = p*stride - pad + r*dil stays within (-2^30, 2^30).
+  // Checked before P() and Q() so that no product below can overflow.
+  constexpr std::int64_t coord_limit = std::int64_t(1) << 30;
+  for (auto v : {p.R, p.S, p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dil_h, p.dil_w})
+    if (v > coord_limit) return status::size_overflow;
+  if (p.H + 2 * p.pad_h + p.dil_h * (p.R - 1) + p.stride_h > coord_limit ||
+      p.W + 2 * p.pad_w + p.dil_w * (p.S - 1) + p.stride_w > coord_limit)
+    return status::size_overflow;
   if (p.P() < 1 || p.Q() < 1) return status::invalid_output_size;
   if (!detail::product_ok({p.N, p.C, p.H, p.W}, elem_bytes) ||
       !detail::product_ok({p.K, p.C_per_group(), p.R, p.S}, elem_bytes) ||
@@ -133,18 +142,14 @@ inline status validate(const conv2d_problem& p, std::int64_t elem_bytes = 4) {
   // Channel indices and GEMM_K indices are int32 in the kernels.
   if (p.K > std::numeric_limits<std::int32_t>::max() / 2 || p.gemm_k() > std::numeric_limits<std::int32_t>::max() / 2)
     return status::size_overflow;
-  // Input coordinates are int32 in the kernels: h = p*stride - pad + r*dil stays within (-2^30, 2^30).
-  for (auto v : {p.R, p.S, p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dil_h, p.dil_w})
-    if (v > std::numeric_limits<std::int32_t>::max() / 2) return status::size_overflow;
-  if (p.H + 2 * p.pad_h + p.dil_h * (p.R - 1) + p.stride_h > (std::int64_t(1) << 30) ||
-      p.W + 2 * p.pad_w + p.dil_w * (p.S - 1) + p.stride_w > (std::int64_t(1) << 30))
-    return status::size_overflow;
   return status::success;
 }
 
-/// @brief Validates a channel-reduction problem: `invalid_shape` (N < 0; C, H, W < 1), `invalid_layout`,
-/// `size_overflow` (elements or bytes overflow int64; C above 2^30), else `success`.
+/// @brief Validates a channel-reduction problem: `invalid_argument` (elem_bytes < 1), `invalid_shape`
+/// (N < 0; C, H, W < 1; a size above 2^40), `invalid_layout`, `size_overflow` (elements or bytes overflow
+/// int64; C above 2^30), else `success`.
 inline status validate(const channel_reduce_problem& p, std::int64_t elem_bytes = 4) {
+  if (elem_bytes < 1) return status::invalid_argument;
   if (p.N < 0 || p.C < 1 || p.H < 1 || p.W < 1) return status::invalid_shape;
   for (auto v : {p.N, p.C, p.H, p.W})
     if (v > detail::max_extent) return status::invalid_shape;

@@ -7,12 +7,13 @@ namespace convred {
 /// @brief Result of a convred host call. Host entry points never throw; they return one of these.
 ///
 /// Every code other than `success` means nothing was launched and nothing was written, except
-/// `cuda_error`, which means the launch itself (or a CUDA call made while preparing it) failed; the
-/// CUDA error is left for the caller in `cudaGetLastError()`'s usual sense.
+/// `cuda_error`, which means a CUDA call made while preparing the launch, or the launch itself, failed
+/// (or a CUDA error was already pending on this thread): convred does not clear it, so the caller reads
+/// it with `cudaGetLastError()` as usual.
 enum class status : int {
   success = 0,             ///< Work was launched (or there was no work, e.g. N = 0).
   null_pointer,            ///< A pointer that the call needs (x, w, y, ...) is null.
-  invalid_shape,           ///< A size is out of range: N < 0, or C, H, W, K, R, S < 1.
+  invalid_shape,           ///< A size is out of range: N < 0, or C, H, W, K, R, S < 1, or one above 2^40.
   invalid_output_size,     ///< The kernel (with dilation) is larger than the padded input: P or Q < 1.
   invalid_stride,          ///< stride_h or stride_w < 1.
   invalid_dilation,        ///< dilation_h or dilation_w < 1.
@@ -33,7 +34,7 @@ inline const char* to_string(status s) noexcept {
   switch (s) {
     case status::success: return "success";
     case status::null_pointer: return "null_pointer: a required tensor pointer is null";
-    case status::invalid_shape: return "invalid_shape: N must be >= 0 and C, H, W, K, R, S >= 1";
+    case status::invalid_shape: return "invalid_shape: N must be >= 0 and C, H, W, K, R, S >= 1 (each at most 2^40)";
     case status::invalid_output_size:
       return "invalid_output_size: dilated kernel larger than the padded input (output size P or Q < 1)";
     case status::invalid_stride: return "invalid_stride: stride must be >= 1";
@@ -48,7 +49,7 @@ inline const char* to_string(status s) noexcept {
     case status::overlapping_buffers: return "overlapping_buffers: an output overlaps an input or another output";
     case status::invalid_argument: return "invalid_argument";
     case status::no_device: return "no_device: no CUDA device, or the device is older than the kernel needs";
-    case status::cuda_error: return "cuda_error: a CUDA call or the kernel launch failed";
+    case status::cuda_error: return "cuda_error: a CUDA call or the kernel launch failed (see cudaGetLastError())";
   }
   return "unknown status";
 }

@@ -1,6 +1,6 @@
 /// @file block/conv_tile_loader.cuh
 /// @brief Block-level implicit-GEMM operand loader: streams the im2col slice of x and the matching weight
-/// slice of one (BlockM pixels x BlockN channels) tile through double-buffered shared memory.
+/// slice of one (BlockM pixels x BlockN channels) tile through multi-stage shared memory (cp.async pipeline; double-buffered for 16-bit inputs).
 #pragma once
 
 #include <cstdint>

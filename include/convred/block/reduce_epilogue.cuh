@@ -87,6 +87,7 @@ struct reduce_epilogue {
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
       const accum_t r = warp_reduce(temp.warp[lw]).Reduce(temp.state[i][threadIdx.x], op);
+      __syncwarp();  // the logical warp's TempStorage is reused by the next row (CUB's rule)
       if constexpr (WPP == 1) {
         if (leader) write(y, indices, m0 + tile_m(i), M, r, count);
       } else {

@@ -144,15 +144,14 @@ auto channel_reduce_kernel_for(const channel_reduce_plan& plan)
   return nullptr;
 }
 
-/// Number of SMs and resident threads per SM of the current device; (0, 0) if unknown (error cleared).
+/// Number of SMs and resident threads per SM of the current device; (0, 0) if unknown.
 inline void device_shape(int& sm_count, int& threads_per_sm) {
   int dev = 0;
   sm_count = threads_per_sm = 0;
   if (cudaGetDevice(&dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev) != cudaSuccess) {
-    cudaGetLastError();
-    sm_count = threads_per_sm = 0;
+    sm_count = threads_per_sm = 0;  // check_device reports the error (and clears it only if it is ours)
   }
 }
 
@@ -241,7 +240,7 @@ status channel_reduce(const channel_reduce_problem& p, const T* x, T* y, std::in
                         : 0;
   prm.x_layout = p.x_layout;
   kern<<<static_cast<unsigned>(plan.blocks), plan.threads, 0, stream>>>(prm, op, epi);
-  return cudaGetLastError() == cudaSuccess ? status::success : status::cuda_error;
+  return detail::launch_status();
 }
 
 }  // namespace convred::device

@@ -51,25 +51,34 @@ bool any_overlap(const span (&in)[NI], const span (&out)[NO]) {
   return false;
 }
 
-/// status::no_device if there is no usable CUDA device or no kernel image for it (clearing the error);
-/// raises the kernel's dynamic shared-memory limit to `smem_bytes` when above the 48 KB default
-/// (status::cuda_error if the device cannot give that much).
+/// True for the errors that mean "this machine cannot run the kernel": no device, a driver older than
+/// the runtime, or no kernel image for the device's architecture.
+inline bool is_no_device_error(cudaError_t e) {
+  return e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorNoKernelImageForDevice ||
+         e == cudaErrorInvalidDeviceFunction;
+}
+
+/// status::no_device if there is no usable CUDA device or no kernel image for it (that error is cleared);
+/// status::cuda_error for any other CUDA failure (left pending for the caller); raises the kernel's
+/// dynamic shared-memory limit to `smem_bytes` when above the 48 KB default (status::cuda_error if the
+/// device cannot give that much, e.g. more than 163 KB on sm_80).
 template <class Kernel>
 status check_device(Kernel* k, std::size_t smem_bytes = 0) {
   int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) {
-    cudaGetLastError();
-    return status::no_device;
-  }
   cudaFuncAttributes attr;
-  if (cudaFuncGetAttributes(&attr, k) != cudaSuccess) {
-    cudaGetLastError();
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, k);
+  if (e == cudaSuccess && smem_bytes > 48 * 1024)
+    e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes));
+  if (e == cudaSuccess) return status::success;
+  if (is_no_device_error(e)) {
+    cudaGetLastError();  // ours, not sticky: clear it
     return status::no_device;
   }
-  if (smem_bytes > 48 * 1024 &&
-      cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)) != cudaSuccess)
-    return status::cuda_error;
-  return status::success;
+  return status::cuda_error;
 }
+
+/// Status of a launch just made: success unless a CUDA error is pending (which is left for the caller).
+inline status launch_status() { return cudaPeekAtLastError() == cudaSuccess ? status::success : status::cuda_error; }
 
 }  // namespace convred::device::detail

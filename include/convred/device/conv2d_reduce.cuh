@@ -24,7 +24,8 @@ namespace convred::device {
 /// with PyTorch's conv2d semantics (see conv2d_problem). The (N,K,P,Q) conv output is never written to
 /// global memory: each block reduces its tile across channels in registers and with cub::WarpReduce.
 ///
-/// @tparam Policy tile policy (simt_policy<...>) or default_policy (default_simt_policy<T>).
+/// @tparam Policy tile policy: default_policy (exact SIMT, default_simt_policy<T>), default_policy_for<Math>
+///   (math::ieee, tf32, tf32x3, bf16, fp16), or a simt_policy<...> / tc_policy<...> of your own (policy.cuh).
 /// @param p        problem; x layout NCHW or NHWC (y is (N,1,P,Q), the same in either layout)
 /// @param x        device pointer, (N,C,H,W) elements of T (float, double, __half, __nv_bfloat16)
 /// @param w        device pointer, (K, C/groups, R, S) elements (PyTorch's KCRS), contiguous
@@ -38,8 +39,10 @@ namespace convred::device {
 ///   found, with nothing launched: any code of validate(conv2d_problem), null_pointer, misaligned_pointer
 ///   (a pointer not aligned to its element type: refused, there is no fallback), indices_not_supported,
 ///   overlapping_buffers, no_device (no device or no kernel image for it), cuda_error (launch failed).
-/// Math: exact fp32 FMA for float/__half/__nv_bfloat16 inputs (converted to fp32 on load) and fp64 for
-/// double (math::ieee). Inputs are never modified.
+/// Math: the policy's (README "Precision"): by default exact fp32 FMA for float/__half/__nv_bfloat16
+/// inputs (widened to fp32 on load) and fp64 for double (math::ieee); tensor-core policies take float,
+/// __half and __nv_bfloat16. Inputs are never modified; an epilogue's own device arrays (e.g.
+/// per_channel_scale) must not overlap y or indices (not checked).
 template <class Policy = default_policy, class T, class Op, class Epilogue = epilogue::identity>
 status conv2d_reduce(const conv2d_problem& p, const T* x, const T* w, const nondeduced_t<T>* bias, T* y,
                      std::int64_t* indices, Op op = {}, Epilogue epi = {}, cudaStream_t stream = nullptr) {
@@ -69,7 +72,7 @@ status conv2d_reduce(const conv2d_problem& p, const T* x, const T* w, const nond
   if (status s = detail::check_device(kern, smem); s != status::success) return s;
   kern<<<static_cast<unsigned>(blocks), policy::threads, smem, stream>>>(kernel::make_conv_params(p, x, w, bias), op,
                                                                        epi, y, indices);
-  return cudaGetLastError() == cudaSuccess ? status::success : status::cuda_error;
+  return detail::launch_status();
 }
 
 /// @brief conv2d with epilogue, writing the full output: out[n,k,p,q] = e(bias[k] + conv2d(x,w)[n,k,p,q], k).
@@ -102,7 +105,7 @@ status conv2d(const conv2d_problem& p, const T* x, const T* w, const nondeduced_
   if (status s = detail::check_device(kern, smem); s != status::success) return s;
   kern<<<static_cast<unsigned>(blocks), policy::threads, smem, stream>>>(kernel::make_conv_params(p, x, w, bias), epi,
                                                                        out);
-  return cudaGetLastError() == cudaSuccess ? status::success : status::cuda_error;
+  return detail::launch_status();
 }
 
 }  // namespace convred::device

@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(Policy::threads, Policy::min_blocks_per_sm)
   red.store(y, indices, m0, prm.M, prm.K, mainloop::tile_m);
 }
 /// @brief conv2d + epilogue writing the full output (layout of x: NCHW -> (N,K,P,Q), NHWC -> (N,P,Q,K)).
-/// One block per (BlockM pixels, BlockN channels of one group) tile.
+/// One block per BlockM output pixels; each block loops over every group and BlockN-channel tile.
 template <class Policy, class T, class Epilogue>
 __global__ void __launch_bounds__(Policy::threads, Policy::min_blocks_per_sm)
     conv2d_kernel(const conv_params<T> prm, Epilogue epi, T* out) {

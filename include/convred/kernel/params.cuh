@@ -10,7 +10,7 @@
 namespace convred::kernel {
 
 /// @brief Everything the conv kernels read, passed by value. Sizes that index whole tensors are int64;
-/// GEMM_K indices are int32 (validated: (C/groups)*R*S < 2^31).
+/// GEMM_K indices are int32 (validated: (C/groups)*R*S < 2^30).
 template <class T>
 struct conv_params {
   const T* x = nullptr;     ///< input (N,C,H,W) in `x_layout`

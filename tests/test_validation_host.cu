@@ -1,0 +1,99 @@
+// Host suite: the device entry points reject bad input before any CUDA call, so their statuses are
+// checked here without a GPU (CI). Pointers are fake, aligned, never dereferenced: every call below must
+// fail validation (or be empty work) and return before touching the device.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+
+#include <convred/device/channel_reduce.cuh>
+#include <convred/device/conv2d_reduce.cuh>
+
+namespace {
+
+using convred::status;
+
+template <class T>
+T* fake(std::uintptr_t addr) {
+  return reinterpret_cast<T*>(addr);
+}
+
+convred::conv2d_problem small() {
+  convred::conv2d_problem p;
+  p.N = 2, p.C = 4, p.H = 9, p.W = 9, p.K = 8, p.R = 3, p.S = 3;
+  return p;
+}
+
+// Distinct, far-apart, 256-byte aligned fake buffers.
+const float* X = fake<const float>(0x100000);
+const float* Wt = fake<const float>(0x200000);
+const float* B = fake<const float>(0x300000);
+float* Y = fake<float>(0x400000);
+std::int64_t* I = fake<std::int64_t>(0x500000);
+
+}  // namespace
+
+TEST_SUITE("host") {
+TEST_CASE("device::conv2d_reduce / conv2d: bad input is refused before any CUDA call") {
+  using namespace convred;
+  auto fused = [](const conv2d_problem& p, const float* x, const float* w, const float* b, float* y,
+                  std::int64_t* idx) { return device::conv2d_reduce(p, x, w, b, y, idx, op::argmin{}); };
+  conv2d_problem p = small();
+  {
+    conv2d_problem q = p;
+    q.C = 0;
+    CHECK(fused(q, X, Wt, B, Y, I) == status::invalid_shape);
+    q = p, q.stride_w = 0;
+    CHECK(fused(q, X, Wt, B, Y, I) == status::invalid_stride);
+    q = p, q.dil_h = -1;
+    CHECK(fused(q, X, Wt, B, Y, I) == status::invalid_dilation);
+    q = p, q.pad_w = -1;
+    CHECK(fused(q, X, Wt, B, Y, I) == status::invalid_padding);
+    q = p, q.groups = 3;
+    CHECK(fused(q, X, Wt, B, Y, I) == status::invalid_groups);
+    q = p, q.R = 12;
+    CHECK(fused(q, X, Wt, B, Y, I) == status::invalid_output_size);
+    q = p, q.pad_h = std::int64_t(1) << 40;
+    CHECK(fused(q, X, Wt, B, Y, I) == status::size_overflow);
+    q = p, q.x_layout = static_cast<layout>(7);
+    CHECK(fused(q, X, Wt, B, Y, I) == status::invalid_layout);
+  }
+  CHECK(device::conv2d_reduce(p, X, Wt, B, Y, I, op::sum{}) == status::indices_not_supported);
+  CHECK(fused(p, nullptr, Wt, B, Y, I) == status::null_pointer);
+  CHECK(fused(p, X, nullptr, B, Y, I) == status::null_pointer);
+  CHECK(fused(p, X, Wt, B, nullptr, nullptr) == status::null_pointer);
+  CHECK(device::conv2d_reduce(p, X, Wt, B, static_cast<float*>(nullptr), nullptr, op::min{}) == status::null_pointer);
+  CHECK(fused(p, fake<const float>(0x100002), Wt, B, Y, I) == status::misaligned_pointer);
+  CHECK(fused(p, X, Wt, B, Y, fake<std::int64_t>(0x500004)) == status::misaligned_pointer);
+  CHECK(fused(p, X, Wt, B, fake<float>(0x100000 + 64), I) == status::overlapping_buffers);   // y inside x
+  CHECK(fused(p, X, Wt, B, Y, fake<std::int64_t>(0x400000 + 8)) == status::overlapping_buffers);  // idx over y
+  CHECK(fused(p, X, Wt, B, fake<float>(0x300000), I) == status::overlapping_buffers);  // y over bias
+  conv2d_problem empty = p;
+  empty.N = 0;
+  CHECK(fused(empty, nullptr, nullptr, nullptr, nullptr, nullptr) == status::success);  // no work, no launch
+
+  CHECK(device::conv2d(p, X, Wt, B, static_cast<float*>(nullptr)) == status::null_pointer);
+  CHECK(device::conv2d(p, X, Wt, B, fake<float>(0x100000)) == status::overlapping_buffers);
+  conv2d_problem bad = p;
+  bad.K = 6, bad.groups = 4;
+  CHECK(device::conv2d(bad, X, Wt, B, Y) == status::invalid_groups);
+  CHECK(device::conv2d<default_policy_for<math::tf32>>(empty, X, Wt, B, Y) == status::success);
+}
+
+TEST_CASE("device::channel_reduce: bad input is refused before any CUDA call") {
+  using namespace convred;
+  channel_reduce_problem p;
+  p.N = 2, p.C = 5, p.H = 7, p.W = 3;
+  channel_reduce_problem q = p;
+  q.H = 0;
+  CHECK(device::channel_reduce(q, X, Y, I, op::argmax{}) == status::invalid_shape);
+  q = p, q.x_layout = static_cast<layout>(3);
+  CHECK(device::channel_reduce(q, X, Y, I, op::argmax{}) == status::invalid_layout);
+  CHECK(device::channel_reduce(p, X, Y, I, op::mean{}) == status::indices_not_supported);
+  CHECK(device::channel_reduce(p, static_cast<const float*>(nullptr), Y, I, op::argmax{}) == status::null_pointer);
+  CHECK(device::channel_reduce(p, fake<const float>(0x100001), Y, I, op::argmax{}) == status::misaligned_pointer);
+  CHECK(device::channel_reduce(p, X, fake<float>(0x100000), I, op::argmax{}) == status::overlapping_buffers);
+  q = p, q.N = 0;
+  CHECK(device::channel_reduce(q, static_cast<const float*>(nullptr), static_cast<float*>(nullptr),
+                               static_cast<std::int64_t*>(nullptr), op::min{}) == status::success);
+}
+}
