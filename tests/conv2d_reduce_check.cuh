@@ -1,6 +1,8 @@
 /// @file conv2d_reduce_check.cuh
-/// @brief Shared machinery of the fused conv2d_reduce GPU tests (test_conv2d_reduce_gpu.cu, SIMT policies,
-/// and test_conv2d_reduce_tc_gpu.cu, tensor-core policies): data, poisoning, the float64 comparison.
+/// @brief Shared machinery of the conv2d GPU tests: the fused conv2d_reduce tests (test_conv2d_reduce_gpu.cu,
+/// SIMT policies, and test_conv2d_reduce_tc_gpu.cu, tensor-core policies) and the full-output conv2d tests
+/// (test_conv2d_gpu.cu, which uses the problem, data, poisoning and comparison helpers but not check_fused):
+/// data, poisoning, the float64 comparison.
 ///
 /// GPU tests of the fused conv2d -> epilogue -> channel reduction, device::conv2d_reduce.
 ///
@@ -41,48 +43,17 @@ namespace convred_test_fused {
 using convred::conv2d_problem;
 using convred::layout;
 using convred::status;
+using convred::test::craw;
 using convred::test::describe;
+using convred::test::kLayouts;
+using convred::test::lname;
+using convred::test::op_name;
+using convred::test::range_op;
+using convred::test::raw;
 using convred::test::type_name;
 namespace op = convred::op;
 namespace epi = convred::epilogue;
 namespace test = convred::test;
-
-template <class T>
-T* raw(thrust::device_vector<T>& v) {
-  return thrust::raw_pointer_cast(v.data());
-}
-template <class T>
-const T* craw(const thrust::device_vector<T>& v) {
-  return thrust::raw_pointer_cast(v.data());
-}
-
-/// A user-written reduction op: the range (max - min) across channels, with a two-value running state
-/// and NaN propagation. Written against the op concept of functional.cuh only.
-struct range_op {
-  template <class V>
-  struct state {
-    V lo, hi;
-  };
-  static constexpr bool has_index = false;
-  template <class V>
-  using accum_t = state<V>;
-  template <class V>
-  __host__ __device__ static state<V> identity() {
-    return {convred::upper_identity<V>(), convred::lower_identity<V>()};
-  }
-  template <class V>
-  __host__ __device__ static state<V> make(V v, int) {
-    return {v, v};
-  }
-  template <class V>
-  __host__ __device__ state<V> operator()(state<V> a, state<V> b) const {
-    return {op::min{}(a.lo, b.lo), op::max{}(a.hi, b.hi)};
-  }
-  template <class V>
-  __host__ __device__ static V value(state<V> a, std::int64_t) {
-    return a.hi - a.lo;
-  }
-};
 
 /// A user epilogue functor taking only the value (no channel index): 0.5 v - 0.25.
 struct half_minus_quarter {
@@ -91,18 +62,6 @@ struct half_minus_quarter {
     return v * V(0.5) - V(0.25);
   }
 };
-
-template <class Op>
-const char* op_name() {
-  if constexpr (std::is_same_v<Op, op::min>) return "min";
-  else if constexpr (std::is_same_v<Op, op::max>) return "max";
-  else if constexpr (std::is_same_v<Op, op::mean>) return "mean";
-  else if constexpr (std::is_same_v<Op, op::sum>) return "sum";
-  else if constexpr (std::is_same_v<Op, op::argmin>) return "argmin";
-  else if constexpr (std::is_same_v<Op, op::argmax>) return "argmax";
-  else if constexpr (std::is_same_v<Op, range_op>) return "range (user op)";
-  else return "user op";
-}
 
 /// How per-channel errors combine into the error of the reduced value.
 enum class agg { extreme, sum, mean, range };
@@ -182,10 +141,35 @@ host_data<T> make_data(const conv2d_problem& p, std::uint64_t seed, data_kind ki
 
 struct opts {
   bool bias = true;           ///< pass the bias (else nullptr)
-  bool exact = false;         ///< integer data: y must equal the reference rounded to T, indices exactly
+  bool exact = false;         ///< integer data: y (or out) must equal the reference rounded to T, indices exactly
   bool nan_expected = false;  ///< the reference has NaN: poison y with a finite sentinel instead of NaN
   double gain = 1;            ///< max over channels of |d epilogue / d v| (1 for identity, |s| for scale)
 };
+
+/// The finite sentinel an output is poisoned with when NaN results are expected (opts::nan_expected).
+template <class T>
+T output_sentinel() {
+  return convred::from_compute<T>(-4321.25);
+}
+
+/// Poisons an output buffer before a call: NaN, or output_sentinel<T>() if NaN results are expected.
+template <class T>
+void poison_output(thrust::device_vector<T>& d, bool nan_expected) {
+  if (nan_expected)
+    test::poison_with(d, output_sentinel<T>());
+  else
+    test::poison(d);
+}
+
+/// Number of elements of a copied-back output still holding the poison of poison_output.
+template <class T>
+std::size_t count_unwritten(const std::vector<T>& v, bool nan_expected) {
+  const T sentinel = output_sentinel<T>();
+  std::size_t unwritten = 0;
+  for (const T& e : v)
+    unwritten += nan_expected ? convred::to_double(e) == convred::to_double(sentinel) : test::is_poison(e);
+  return unwritten;
+}
 
 inline bool same_value(double got, double want) {
   if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
@@ -221,11 +205,7 @@ void check_fused(const std::string& name, const conv2d_problem& p, const host_da
   auto db = test::to_device(d.b);
   thrust::device_vector<T> dy(ny);
   thrust::device_vector<std::int64_t> di(Op::has_index ? ny : 0);
-  const T sentinel = convred::from_compute<T>(-4321.25);
-  if (o.nan_expected)
-    test::poison_with(dy, sentinel);
-  else
-    test::poison(dy);
+  poison_output(dy, o.nan_expected);
   test::poison(di);
 
   const T* dbias = o.bias ? craw(db) : nullptr;
@@ -242,9 +222,8 @@ void check_fused(const std::string& name, const conv2d_problem& p, const host_da
   CHECK(bytes_equal(test::to_host(dx), d.x));  // inputs are never modified
   CHECK(bytes_equal(test::to_host(dw), d.w));
   CHECK(bytes_equal(test::to_host(db), d.b));
-  std::size_t unwritten = 0, unwritten_idx = 0;
-  for (const T& v : y)
-    unwritten += o.nan_expected ? convred::to_double(v) == convred::to_double(sentinel) : test::is_poison(v);
+  const std::size_t unwritten = count_unwritten(y, o.nan_expected);
+  std::size_t unwritten_idx = 0;
   for (const auto v : idx) unwritten_idx += test::is_poison(v);
   CHECK(unwritten == 0);
   CHECK(unwritten_idx == 0);
@@ -359,20 +338,86 @@ inline conv2d_problem make_problem(std::int64_t N, std::int64_t C, std::int64_t 
 /// The base case each sweep varies one dimension of: N=2, C=7, 11x13, K=33, 3x3, padding 1.
 inline conv2d_problem base(layout lay = layout::nchw) { return make_problem(2, 7, 11, 13, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, lay); }
 
-constexpr layout kLayouts[] = {layout::nchw, layout::nhwc};
-inline const char* lname(layout l) { return l == layout::nchw ? "nchw" : "nhwc"; }
+/// A named problem, for tables of geometry cases.
+struct geom {
+  const char* name;
+  conv2d_problem p;
+};
+
+/// Calls f(p, name) for each case of a geometry table in each layout: p is the case's problem in that
+/// layout, name "<case name> <layout>" (cases in table order, NCHW before NHWC).
+template <std::size_t N, class F>
+void for_each_case_layout(const geom (&cases)[N], F&& f) {
+  for (const auto& g : cases)
+    for (layout lay : kLayouts) {
+      conv2d_problem p = g.p;
+      p.x_layout = lay;
+      f(p, std::string(g.name) + " " + lname(lay));
+    }
+}
+
+/// Uniform integers in [lo, hi] from a std::mt19937_64, for the random-combination tests.
+struct picker {
+  std::mt19937_64 gen;
+  std::int64_t operator()(std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen);
+  }
+};
+
+/// A random valid problem for the random-combination tests: N 1..3, groups 1..3 (a third of the time),
+/// C and K from {1, 3, 7, 33, 65, 130} times groups (at most 200), H, W 1..19, R, S 1..5, padding 0..2,
+/// stride 1..3, dilation 1..2, either layout; valid for element size elem_bytes, with P, Q >= 1 by PyTorch's
+/// floor formula, and small enough for a fast reference. pick(lo, hi) draws uniformly from [lo, hi].
+template <class Pick>
+conv2d_problem random_problem(Pick& pick, std::size_t elem_bytes) {
+  const std::int64_t CK[] = {1, 3, 7, 33, 65, 130};
+  conv2d_problem p;
+  for (;;) {
+    p.N = pick(1, 3);
+    p.groups = pick(0, 2) == 0 ? pick(1, 3) : 1;
+    p.C = CK[pick(0, 5)] * p.groups;
+    p.K = CK[pick(0, 5)] * p.groups;
+    if (p.C > 200 || p.K > 200) continue;
+    p.H = pick(1, 19), p.W = pick(1, 19);
+    p.R = pick(1, 5), p.S = pick(1, 5);
+    p.pad_h = pick(0, 2), p.pad_w = pick(0, 2);
+    p.stride_h = pick(1, 3), p.stride_w = pick(1, 3);
+    p.dil_h = pick(1, 2), p.dil_w = pick(1, 2);
+    p.x_layout = pick(0, 1) ? layout::nhwc : layout::nchw;
+    // Valid, and computed as PyTorch would (P, Q >= 1 by PyTorch's floor formula).
+    const std::int64_t nh = p.H + 2 * p.pad_h - p.dil_h * (p.R - 1) - 1;
+    const std::int64_t nw = p.W + 2 * p.pad_w - p.dil_w * (p.S - 1) - 1;
+    if (nh < 0 || nw < 0 || convred::validate(p, static_cast<std::int64_t>(elem_bytes)) != status::success) continue;
+    if (p.out_elements() * p.gemm_k() > 20'000'000) continue;  // keep the reference fast
+    break;
+  }
+  return p;
+}
+
+/// A pointer `bytes` bytes past p (for misaligned-pointer checks), with const removed.
+template <class E>
+std::remove_cv_t<E>* misaligned(E* p, int bytes) {
+  return reinterpret_cast<std::remove_cv_t<E>*>(reinterpret_cast<std::uintptr_t>(p) + bytes);
+}
+
+/// x[i] uniform in (-1, 1), never 0, from a 64-bit hash of (seed, i): generated on the device.
+struct hash_uniform {
+  std::uint64_t seed;
+  __host__ __device__ float operator()(std::int64_t i) const {
+    const std::uint64_t z = test::mix64(static_cast<std::uint64_t>(i) + seed * 0x9E3779B97F4A7C15ull);
+    return (2.0f * static_cast<float>(z >> 40) + 1.0f) / 16777216.0f - 1.0f;  // (2k+1)/2^24 - 1, never 0
+  }
+};
+struct is_nan_f {
+  __host__ __device__ bool operator()(float v) const { return v != v; }
+};
 
 inline void require_gpu() { REQUIRE_MESSAGE(test::has_gpu(), "no CUDA device"); }
 
 /// Calls f(op) for every op: the six built-in ones and the user-written range_op.
 template <class F>
 void for_each_op(F&& f) {
-  f(op::min{});
-  f(op::max{});
-  f(op::sum{});
-  f(op::mean{});
-  f(op::argmin{});
-  f(op::argmax{});
+  test::for_each_builtin_op(f);
   f(range_op{});
 }
 

@@ -81,46 +81,20 @@ constexpr bool is_selection_op = std::is_same_v<Op, op::min> || std::is_same_v<O
                                  std::is_same_v<Op, op::argmin> || std::is_same_v<Op, op::argmax> ||
                                  std::is_same_v<Op, max_abs>;
 
+/// Name of an op: this file's two user ops, else test::op_name (the built-in ones).
 template <class Op>
 const char* op_name() {
-  if constexpr (std::is_same_v<Op, op::min>) return "min";
-  else if constexpr (std::is_same_v<Op, op::max>) return "max";
-  else if constexpr (std::is_same_v<Op, op::sum>) return "sum";
-  else if constexpr (std::is_same_v<Op, op::mean>) return "mean";
-  else if constexpr (std::is_same_v<Op, op::argmin>) return "argmin";
-  else if constexpr (std::is_same_v<Op, op::argmax>) return "argmax";
-  else if constexpr (std::is_same_v<Op, max_abs>) return "max_abs(user)";
+  if constexpr (std::is_same_v<Op, max_abs>) return "max_abs(user)";
   else if constexpr (std::is_same_v<Op, sum_sq>) return "sum_sq(user)";
-  else return "op";
-}
-
-template <class T>
-const char* type_name() {
-  if constexpr (std::is_same_v<T, float>) return "float";
-  else if constexpr (std::is_same_v<T, double>) return "double";
-  else if constexpr (std::is_same_v<T, __half>) return "half";
-  else return "bfloat16";
+  else return test::op_name<Op>();
 }
 
 /// Calls f(op) for every op of the sweep: the six built-ins and the two user ops.
 template <class F>
 void for_each_op(F&& f) {
-  f(op::min{});
-  f(op::max{});
-  f(op::sum{});
-  f(op::mean{});
-  f(op::argmin{});
-  f(op::argmax{});
+  for_each_builtin_op(f);
   f(max_abs{});
   f(sum_sq{});
-}
-
-inline std::string describe(const channel_reduce_problem& p) {
-  char b[160];
-  std::snprintf(b, sizeof b, "%s N=%lld C=%lld H=%lld W=%lld", p.x_layout == layout::nchw ? "NCHW" : "NHWC",
-                static_cast<long long>(p.N), static_cast<long long>(p.C), static_cast<long long>(p.H),
-                static_cast<long long>(p.W));
-  return b;
 }
 
 inline channel_reduce_problem problem(layout l, std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W) {
@@ -352,15 +326,11 @@ struct pol_512 : channel_reduce_policy {
 constexpr std::int64_t sweep_C[] = {1, 3, 7, 33, 65, 130, 1000};
 constexpr std::int64_t sweep_HW[][2] = {{1, 1}, {5, 7}, {17, 31}};
 constexpr std::int64_t sweep_N[] = {1, 3};
-constexpr layout both_layouts[] = {layout::nchw, layout::nhwc};
 
 /// Fills x on the device with hash_value(i) (exact in fp32): the > 2^31-element case, whose reference is
 /// computed from the same function at sampled pixels.
 __host__ __device__ inline float hash_value(std::uint64_t i) {
-  std::uint64_t z = i + 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
+  const std::uint64_t z = mix64(i + 0x9e3779b97f4a7c15ull);
   return static_cast<float>(static_cast<int>(z % 2001) - 1000) / 1024.0f;
 }
 __global__ void fill_hash(float* x, std::int64_t n) {
@@ -488,7 +458,7 @@ TEST_SUITE("gpu") {
   // The sweep: both layouts; C = 1..1000; 1x1, 5x7, 17x31; N = 1, 3; every op incl. two user ops; every dtype.
   // =======================================================================================================
   TEST_CASE_TEMPLATE("channel_reduce sweep: layouts, shapes, ops", T, float, double, __half, __nv_bfloat16) {
-    for (layout l : both_layouts)
+    for (layout l : kLayouts)
       for (std::int64_t C : sweep_C)
         for (const auto& hw : sweep_HW)
           for (std::int64_t N : sweep_N) {
@@ -529,7 +499,7 @@ TEST_SUITE("gpu") {
   // NaN / inf: NaN propagates, argmin/argmax give the first NaN's index; infinities compare as values.
   // =======================================================================================================
   TEST_CASE_TEMPLATE("channel_reduce NaN and inf inputs", T, float, double, __half, __nv_bfloat16) {
-    for (layout l : both_layouts)
+    for (layout l : kLayouts)
       for (std::int64_t C : {1, 3, 33, 130, 1000})
         for (const auto& hw : sweep_HW) {
           const auto p = problem(l, 3, C, hw[0], hw[1]);
@@ -549,7 +519,7 @@ TEST_SUITE("gpu") {
   // Exact ties (integer-valued data): lowest index; min/max/sum exact.
   // =======================================================================================================
   TEST_CASE_TEMPLATE("channel_reduce exact ties: lowest index", T, float, double, __half, __nv_bfloat16) {
-    for (layout l : both_layouts)
+    for (layout l : kLayouts)
       for (std::int64_t C : sweep_C)
         for (const auto& hw : sweep_HW) {
           const auto p = problem(l, 3, C, hw[0], hw[1]);
@@ -567,7 +537,7 @@ TEST_SUITE("gpu") {
   // No identity leak: all +inf gives +inf (not FLT_MAX) and index 0; all -inf likewise for max.
   // =======================================================================================================
   TEST_CASE_TEMPLATE("channel_reduce all infinite: no identity leak", T, float, double, __half, __nv_bfloat16) {
-    for (layout l : both_layouts)
+    for (layout l : kLayouts)
       for (std::int64_t C : {1, 7, 130, 1000}) {
         const auto p = problem(l, 3, C, 5, 7);
         for (double v : {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()}) {
@@ -597,7 +567,7 @@ TEST_SUITE("gpu") {
   // -0.0 and +0.0 compare equal: lowest index among them; mixed with random data.
   // =======================================================================================================
   TEST_CASE_TEMPLATE("channel_reduce signed zeros", T, float, double, __half, __nv_bfloat16) {
-    for (layout l : both_layouts)
+    for (layout l : kLayouts)
       for (std::int64_t C : {3, 33, 130}) {
         const auto p = problem(l, 3, C, 17, 31);
         std::mt19937_64 g(next_seed());
@@ -617,14 +587,14 @@ TEST_SUITE("gpu") {
   // Each kernel family forced by a policy (and policy variants: hints, unroll, 512 threads).
   // =======================================================================================================
   TEST_CASE_TEMPLATE("channel_reduce forced kernels", T, float, double, __half, __nv_bfloat16) {
-    for (layout l : both_layouts)
+    for (layout l : kLayouts)
       for (std::int64_t C : {1, 3, 33, 130, 1000})
         for (const auto& hw : {std::pair<int, int>{1, 1}, {5, 7}, {16, 16}, {17, 31}})
           forced_paths<T>(problem(l, 3, C, hw.first, hw.second));
   }
 
   TEST_CASE("channel_reduce policy variants: hints, unroll, threads") {
-    for (layout l : both_layouts)
+    for (layout l : kLayouts)
       for (const auto& p : {problem(l, 3, 130, 16, 24), problem(l, 2, 33, 17, 31), problem(l, 1, 1000, 5, 7),
                             problem(l, 2, 64, 128, 96)}) {
         const auto hx = random_vector<float>(static_cast<std::size_t>(p.x_elements()), next_seed());
@@ -642,7 +612,7 @@ TEST_SUITE("gpu") {
 
   // x not 16-byte aligned (a view one element into a buffer): scalar loads, same results.
   TEST_CASE_TEMPLATE("channel_reduce x not 16-byte aligned", T, float, double, __half, __nv_bfloat16) {
-    for (layout l : both_layouts)
+    for (layout l : kLayouts)
       for (const auto& p : {problem(l, 3, 64, 16, 16), problem(l, 2, 8, 255, 720)}) {
         const auto hx = random_vector<T>(static_cast<std::size_t>(p.x_elements()), next_seed());
         check_opts o{0.0};
@@ -656,7 +626,7 @@ TEST_SUITE("gpu") {
 
   // Index ops with only indices (y = nullptr), and only y (indices = nullptr).
   TEST_CASE("channel_reduce index-only and value-only outputs") {
-    for (layout l : both_layouts) {
+    for (layout l : kLayouts) {
       const auto p = problem(l, 3, 130, 17, 31);
       const auto hx = random_vector<float>(static_cast<std::size_t>(p.x_elements()), next_seed());
       check_opts o{0.0};
@@ -673,7 +643,7 @@ TEST_SUITE("gpu") {
   TEST_CASE("channel_reduce on a stream") {
     cudaStream_t s = nullptr;
     REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
-    for (layout l : both_layouts) {
+    for (layout l : kLayouts) {
       const auto p = problem(l, 3, 65, 17, 31);
       const auto hx = random_vector<float>(static_cast<std::size_t>(p.x_elements()), next_seed());
       check_opts o{0.0};
@@ -767,7 +737,7 @@ TEST_SUITE("gpu") {
   // Small cases for compute-sanitizer: every kernel family, incl. the shared-memory combine (racecheck).
   // =======================================================================================================
   TEST_CASE("channel_reduce sanitizer small") {
-    for (layout l : both_layouts)
+    for (layout l : kLayouts)
       for (const auto& p : {problem(l, 2, 33, 16, 16), problem(l, 1, 600, 5, 7), problem(l, 3, 7, 17, 31)}) {
         const auto hx = random_vector<float>(static_cast<std::size_t>(p.x_elements()), next_seed());
         const auto hh = random_vector<__nv_bfloat16>(static_cast<std::size_t>(p.x_elements()), next_seed());
@@ -804,7 +774,7 @@ TEST_SUITE("gpu") {
     fill_hash<<<132 * 8, 256>>>(thrust::raw_pointer_cast(dx.data()), elems);
     REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
     std::mt19937_64 g(next_seed());
-    for (layout l : both_layouts) {
+    for (layout l : kLayouts) {
       const auto p = problem(l, N, C, H, W);
       INFO(describe(p));
       for (int which = 0; which < 2; ++which) {

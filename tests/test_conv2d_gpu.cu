@@ -8,107 +8,43 @@
 // |out−ref| ≤ acc_tol·(gain·(Σ|x·w|+|b|) + |ref|) plus T's final rounding. Test cases named
 // "*sanitizer*" are small, for compute-sanitizer; the "large" case has more than 2^31 input and output
 // elements.
-#include <doctest/doctest.h>
-
-#include <thrust/count.h>
-#include <thrust/tabulate.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <limits>
-#include <random>
-#include <sstream>
-#include <string>
-#include <type_traits>
-#include <vector>
-
-#include <convred/device/conv2d_reduce.cuh>
-#include <convred/reference/conv2d.hpp>
-
-#include "test_util.cuh"
+// The problem, data, poisoning and comparison helpers are shared with the fused tests (conv2d_reduce_check.cuh).
+#include "conv2d_reduce_check.cuh"
 
 namespace convred_test_conv {
 
 using convred::conv2d_problem;
 using convred::layout;
 using convred::status;
+using convred::test::craw;
 using convred::test::describe;
+using convred::test::kLayouts;
+using convred::test::lname;
+using convred::test::raw;
 using convred::test::type_name;
+using convred_test_fused::abs_of;
+using convred_test_fused::acc_tol;
+using convred_test_fused::base;
+using convred_test_fused::bytes_equal;
+using convred_test_fused::count_unwritten;
+using convred_test_fused::data_kind;
+using convred_test_fused::for_each_case_layout;
+using convred_test_fused::geom;
+using convred_test_fused::half_minus_quarter;
+using convred_test_fused::hash_uniform;
+using convred_test_fused::host_data;
+using convred_test_fused::is_nan_f;
+using convred_test_fused::make_data;
+using convred_test_fused::make_problem;
+using convred_test_fused::misaligned;
+using convred_test_fused::opts;
+using convred_test_fused::picker;
+using convred_test_fused::poison_output;
+using convred_test_fused::random_problem;
+using convred_test_fused::require_gpu;
+using convred_test_fused::same_value;
 namespace epi = convred::epilogue;
 namespace test = convred::test;
-
-template <class T>
-T* raw(thrust::device_vector<T>& v) {
-  return thrust::raw_pointer_cast(v.data());
-}
-template <class T>
-const T* craw(const thrust::device_vector<T>& v) {
-  return thrust::raw_pointer_cast(v.data());
-}
-
-/// A user epilogue functor taking only the value (no channel index): 0.5 v - 0.25.
-struct half_minus_quarter {
-  template <class V>
-  __host__ __device__ V operator()(V v) const {
-    return v * V(0.5) - V(0.25);
-  }
-};
-
-/// Accumulation tolerance per Σ|x·w|+|b|: DESIGN.md's 1e-5 for fp32 compute; 1e-12 for fp64.
-template <class T>
-constexpr double acc_tol() {
-  return std::is_same_v<T, double> ? 1e-12 : test::tol::ieee_fp32;
-}
-
-enum class data_kind { real, integer };
-
-template <class T>
-struct host_data {
-  std::vector<T> x, w, b;
-};
-
-template <class T>
-host_data<T> make_data(const conv2d_problem& p, std::uint64_t seed, data_kind kind) {
-  host_data<T> d;
-  const auto nx = static_cast<std::size_t>(p.x_elements()), nw = static_cast<std::size_t>(p.w_elements()),
-             nb = static_cast<std::size_t>(p.K);
-  if (kind == data_kind::real) {
-    d.x = test::random_vector<T>(nx, seed * 3 + 1);
-    d.w = test::random_vector<T>(nw, seed * 3 + 2);
-    d.b = test::random_vector<T>(nb, seed * 3 + 3);
-  } else {
-    d.x = test::random_int_vector<T>(nx, seed * 3 + 1, -2, 2);
-    d.w = test::random_int_vector<T>(nw, seed * 3 + 2, -1, 1);
-    d.b = test::random_int_vector<T>(nb, seed * 3 + 3, -2, 2);
-  }
-  return d;
-}
-
-struct opts {
-  bool bias = true;           ///< pass the bias (else nullptr)
-  bool exact = false;         ///< integer data: out must equal the reference rounded to T
-  bool nan_expected = false;  ///< the reference has NaN: poison with a finite sentinel instead of NaN
-  double gain = 1;            ///< max over channels of |d epilogue / d v|
-};
-
-inline bool same_value(double got, double want) {
-  if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
-  return got == want;
-}
-
-template <class T>
-bool bytes_equal(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
-
-template <class T>
-std::vector<double> abs_of(const std::vector<T>& v) {
-  std::vector<double> r(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) r[i] = std::abs(convred::to_double(v[i]));
-  return r;
-}
 
 /// The whole check of one full-output conv call (see the file comment).
 template <class Policy = convred::default_policy, class T, class DevEpi, class HostEpi>
@@ -124,11 +60,7 @@ void check_conv(const std::string& name, const conv2d_problem& p, const host_dat
   auto dw = test::to_device(d.w);
   auto db = test::to_device(d.b);
   thrust::device_vector<T> dout(no);
-  const T sentinel = convred::from_compute<T>(-4321.25);
-  if (o.nan_expected)
-    test::poison_with(dout, sentinel);
-  else
-    test::poison(dout);
+  poison_output(dout, o.nan_expected);
 
   const T* dbias = o.bias ? craw(db) : nullptr;
   const status s = convred::device::conv2d<Policy>(p, craw(dx), craw(dw), dbias, raw(dout), de);
@@ -142,9 +74,7 @@ void check_conv(const std::string& name, const conv2d_problem& p, const host_dat
   CHECK(bytes_equal(test::to_host(dx), d.x));  // inputs are never modified
   CHECK(bytes_equal(test::to_host(dw), d.w));
   CHECK(bytes_equal(test::to_host(db), d.b));
-  std::size_t unwritten = 0;
-  for (const T& v : out)
-    unwritten += o.nan_expected ? convred::to_double(v) == convred::to_double(sentinel) : test::is_poison(v);
+  const std::size_t unwritten = count_unwritten(out, o.nan_expected);
   CHECK(unwritten == 0);
 
   const T* hbias = o.bias ? d.b.data() : nullptr;
@@ -198,24 +128,6 @@ void check_scaled(const std::string& name, const conv2d_problem& p, std::uint64_
   o.gain = std::abs(s);
   check_conv<Policy>(name, p, d, epi::scale<float>{s}, epi::scale<float>{s}, o);
 }
-
-conv2d_problem make_problem(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t K,
-                            std::int64_t R, std::int64_t S, std::int64_t pad_h = 0, std::int64_t pad_w = 0,
-                            std::int64_t stride_h = 1, std::int64_t stride_w = 1, std::int64_t dil_h = 1,
-                            std::int64_t dil_w = 1, std::int64_t groups = 1, layout lay = layout::nchw) {
-  conv2d_problem p;
-  p.N = N, p.C = C, p.H = H, p.W = W, p.K = K, p.R = R, p.S = S;
-  p.pad_h = pad_h, p.pad_w = pad_w, p.stride_h = stride_h, p.stride_w = stride_w, p.dil_h = dil_h, p.dil_w = dil_w;
-  p.groups = groups, p.x_layout = lay;
-  return p;
-}
-
-conv2d_problem base(layout lay = layout::nchw) { return make_problem(2, 7, 11, 13, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, lay); }
-
-constexpr layout kLayouts[] = {layout::nchw, layout::nhwc};
-inline const char* lname(layout l) { return l == layout::nchw ? "nchw" : "nhwc"; }
-
-void require_gpu() { REQUIRE_MESSAGE(test::has_gpu(), "no CUDA device"); }
 
 /// Every epilogue kind on one problem, both layouts, with and without bias (namespace scope: it hosts an
 /// extended __host__ __device__ lambda).
@@ -272,10 +184,6 @@ TEST_CASE("conv2d: C x K sweep {1,3,7,33,65,130}^2, both layouts") {
 
 TEST_CASE("conv2d: kernels, stride, dilation, padding, groups, odd shapes, batch (both layouts)") {
   require_gpu();
-  struct geom {
-    const char* name;
-    conv2d_problem p;
-  };
   const geom cases[] = {
       {"1x1 kernel", make_problem(2, 7, 11, 13, 33, 1, 1)},
       {"1x1 kernel pad 1 (border = bias only)", make_problem(2, 7, 11, 13, 33, 1, 1, 1, 1)},
@@ -306,13 +214,9 @@ TEST_CASE("conv2d: kernels, stride, dilation, padding, groups, odd shapes, batch
       {"N=3 37x29 (many blocks)", make_problem(3, 5, 37, 29, 7, 3, 3, 1, 1)},
   };
   std::uint64_t seed = 22000;
-  for (const auto& g : cases)
-    for (layout lay : kLayouts)
-      for (bool bias : {true, false}) {
-        conv2d_problem p = g.p;
-        p.x_layout = lay;
-        check_scaled(std::string(g.name) + " " + lname(lay) + (bias ? " bias" : " no-bias"), p, ++seed, 2.0f, bias);
-      }
+  for_each_case_layout(cases, [&](const conv2d_problem& p, const std::string& name) {
+    for (bool bias : {true, false}) check_scaled(name + (bias ? " bias" : " no-bias"), p, ++seed, 2.0f, bias);
+  });
 }
 
 TEST_CASE("conv2d: every dtype (float, double, half, bf16), both layouts, default and custom policies") {
@@ -369,48 +273,22 @@ TEST_CASE("conv2d: exact integer data, NaN and +-inf inputs, every dtype") {
       check_conv("NaN and inf" + tail, p, d, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
     }
   };
-  run(float{});
-  run(double{});
-  run(__half{});
-  run(__nv_bfloat16{});
+  test::for_each_type(run);
 }
 
 TEST_CASE("conv2d: random combinations of shape, layout and dtype") {
   require_gpu();
-  std::mt19937_64 gen(535353);
-  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen); };
-  const std::int64_t CK[] = {1, 3, 7, 33, 65, 130};
+  picker pick{std::mt19937_64(535353)};
   std::uint64_t seed = 26000;
   auto run = [&](auto tag) {
     using T = decltype(tag);
     for (int t = 0; t < 8; ++t) {
-      conv2d_problem p;
-      for (;;) {
-        p.N = pick(1, 3);
-        p.groups = pick(0, 2) == 0 ? pick(1, 3) : 1;
-        p.C = CK[pick(0, 5)] * p.groups;
-        p.K = CK[pick(0, 5)] * p.groups;
-        if (p.C > 200 || p.K > 200) continue;
-        p.H = pick(1, 19), p.W = pick(1, 19);
-        p.R = pick(1, 5), p.S = pick(1, 5);
-        p.pad_h = pick(0, 2), p.pad_w = pick(0, 2);
-        p.stride_h = pick(1, 3), p.stride_w = pick(1, 3);
-        p.dil_h = pick(1, 2), p.dil_w = pick(1, 2);
-        p.x_layout = pick(0, 1) ? layout::nhwc : layout::nchw;
-        const std::int64_t nh = p.H + 2 * p.pad_h - p.dil_h * (p.R - 1) - 1;
-        const std::int64_t nw = p.W + 2 * p.pad_w - p.dil_w * (p.S - 1) - 1;
-        if (nh < 0 || nw < 0 || convred::validate(p, sizeof(T)) != status::success) continue;
-        if (p.out_elements() * p.gemm_k() > 20'000'000) continue;
-        break;
-      }
+      const conv2d_problem p = random_problem(pick, sizeof(T));
       check_scaled<convred::default_policy, T>(std::string("random #") + std::to_string(t) + " " + type_name<T>(), p,
                                                ++seed, pick(0, 1) ? 2.0f : -1.5f, pick(0, 1) == 1);
     }
   };
-  run(float{});
-  run(double{});
-  run(__half{});
-  run(__nv_bfloat16{});
+  test::for_each_type(run);
 }
 
 TEST_CASE("conv2d: bad input returns its status, launches nothing, writes nothing") {
@@ -461,16 +339,14 @@ TEST_CASE("conv2d: bad input returns its status, launches nothing, writes nothin
          [&] { return convred::device::conv2d(good, x, static_cast<const float*>(nullptr), b, out); });
   expect("null out", status::null_pointer,
          [&] { return convred::device::conv2d(good, x, w, b, static_cast<float*>(nullptr)); });
-  auto mis = [](const auto* p, int bytes) {
-    using E = std::remove_cv_t<std::remove_pointer_t<decltype(p)>>;
-    return reinterpret_cast<E*>(reinterpret_cast<std::uintptr_t>(p) + bytes);
-  };
-  expect("misaligned x", status::misaligned_pointer, [&] { return convred::device::conv2d(good, mis(x, 2), w, b, out); });
-  expect("misaligned w", status::misaligned_pointer, [&] { return convred::device::conv2d(good, x, mis(w, 3), b, out); });
+  expect("misaligned x", status::misaligned_pointer,
+         [&] { return convred::device::conv2d(good, misaligned(x, 2), w, b, out); });
+  expect("misaligned w", status::misaligned_pointer,
+         [&] { return convred::device::conv2d(good, x, misaligned(w, 3), b, out); });
   expect("misaligned bias", status::misaligned_pointer,
-         [&] { return convred::device::conv2d(good, x, w, mis(b, 1), out); });
+         [&] { return convred::device::conv2d(good, x, w, misaligned(b, 1), out); });
   expect("misaligned out", status::misaligned_pointer,
-         [&] { return convred::device::conv2d(good, x, w, b, mis(out, 2)); });
+         [&] { return convred::device::conv2d(good, x, w, b, misaligned(out, 2)); });
   {
     thrust::device_vector<float> scratch(std::max(no, static_cast<std::size_t>(good.x_elements())) + 64);
     test::poison(scratch);
@@ -509,22 +385,6 @@ TEST_CASE("sanitizer: full conv2d, float NCHW and NHWC with groups/stride, doubl
   check_scaled<convred::default_policy, double>("sanitizer conv double K=130", make_problem(1, 3, 7, 6, 130, 3, 3, 1, 1),
                                                 28003);
 }
-
-namespace {
-struct hash_uniform {
-  std::uint64_t seed;
-  __host__ __device__ float operator()(std::int64_t i) const {
-    std::uint64_t z = static_cast<std::uint64_t>(i) + seed * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (2.0f * static_cast<float>(z >> 40) + 1.0f) / 16777216.0f - 1.0f;  // (2k+1)/2^24 - 1, never 0
-  }
-};
-struct is_nan_f {
-  __host__ __device__ bool operator()(float v) const { return v != v; }
-};
-}  // namespace
 
 TEST_CASE("large: full conv2d with x and out of more than 2^31 elements (N=1, C=3, 27000x27000, K=4)") {
   require_gpu();

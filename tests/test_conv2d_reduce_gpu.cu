@@ -22,10 +22,6 @@ TEST_CASE("conv2d_reduce: C x K sweep {1,3,7,33,65,130}^2, both layouts, min and
 
 TEST_CASE("conv2d_reduce: kernels, stride, dilation, padding, odd shapes, batch (both layouts)") {
   require_gpu();
-  struct geom {
-    const char* name;
-    conv2d_problem p;
-  };
   const geom cases[] = {
       {"1x1 kernel", make_problem(2, 7, 11, 13, 33, 1, 1)},
       {"1x1 kernel pad 1 (border = bias only)", make_problem(2, 7, 11, 13, 33, 1, 1, 1, 1)},
@@ -58,22 +54,14 @@ TEST_CASE("conv2d_reduce: kernels, stride, dilation, padding, odd shapes, batch 
       {"N=5 9x9 (blocks span images)", make_problem(5, 4, 9, 9, 33, 3, 3)},
   };
   std::uint64_t seed = 2000;
-  for (const auto& g : cases)
-    for (layout lay : kLayouts) {
-      conv2d_problem p = g.p;
-      p.x_layout = lay;
-      const std::string name = std::string(g.name) + " " + lname(lay);
-      check_scaled(name + " min", p, ++seed, op::min{});
-      check_scaled(name + " argmin", p, ++seed, op::argmin{});
-    }
+  for_each_case_layout(cases, [&](const conv2d_problem& p, const std::string& name) {
+    check_scaled(name + " min", p, ++seed, op::min{});
+    check_scaled(name + " argmin", p, ++seed, op::argmin{});
+  });
 }
 
 TEST_CASE("conv2d_reduce: groups (2, 3, depthwise, channel multiplier, partial tiles per group)") {
   require_gpu();
-  struct geom {
-    const char* name;
-    conv2d_problem p;
-  };
   const geom cases[] = {
       {"groups 2", make_problem(2, 6, 11, 13, 10, 3, 3, 1, 1, 1, 1, 1, 1, 2)},
       {"groups 3 K=33", make_problem(2, 9, 11, 13, 33, 3, 3, 1, 1, 1, 1, 1, 1, 3)},
@@ -86,15 +74,11 @@ TEST_CASE("conv2d_reduce: groups (2, 3, depthwise, channel multiplier, partial t
       {"groups 3 5x5 stride 2", make_problem(3, 9, 13, 17, 33, 5, 5, 2, 2, 2, 2, 1, 1, 3)},
   };
   std::uint64_t seed = 3000;
-  for (const auto& g : cases)
-    for (layout lay : kLayouts) {
-      conv2d_problem p = g.p;
-      p.x_layout = lay;
-      const std::string name = std::string(g.name) + " " + lname(lay);
-      check_scaled(name + " min", p, ++seed, op::min{});
-      check_scaled(name + " argmax", p, ++seed, op::argmax{});
-      check_scaled(name + " mean", p, ++seed, op::mean{});
-    }
+  for_each_case_layout(cases, [&](const conv2d_problem& p, const std::string& name) {
+    check_scaled(name + " min", p, ++seed, op::min{});
+    check_scaled(name + " argmax", p, ++seed, op::argmax{});
+    check_scaled(name + " mean", p, ++seed, op::mean{});
+  });
 }
 
 TEST_CASE("conv2d_reduce: every op (incl. a user op) over K = 1, 3, 33, 65, 130, both layouts, bias or not") {
@@ -127,10 +111,7 @@ TEST_CASE("conv2d_reduce: every dtype x every op (float, double, half, bf16), bo
         });
     }
   };
-  run(float{});
-  run(double{});
-  run(__half{});
-  run(__nv_bfloat16{});
+  test::for_each_type(run);
 }
 
 TEST_CASE("conv2d_reduce: non-default simt policies (every op; float, double, half)") {
@@ -213,10 +194,7 @@ TEST_CASE("conv2d_reduce: exact ties and exact values with integer data (every d
         });
       }
   };
-  run(float{});
-  run(double{});
-  run(__half{});
-  run(__nv_bfloat16{});
+  test::for_each_type(run);
 }
 
 TEST_CASE("conv2d_reduce: all channels equal -> argmin = argmax = 0, min = max = mean, sum = K v") {
@@ -297,10 +275,7 @@ TEST_CASE("conv2d_reduce: NaN propagates (min/max NaN, argmin/argmax first NaN c
       }
     }
   };
-  run(float{});
-  run(double{});
-  run(__half{});
-  run(__nv_bfloat16{});
+  test::for_each_type(run);
 }
 
 TEST_CASE("conv2d_reduce: +inf / -inf inputs and all-infinite channels (no identity leak)") {
@@ -357,49 +332,22 @@ TEST_CASE("conv2d_reduce: +inf / -inf inputs and all-infinite channels (no ident
       }
     }
   };
-  run(float{});
-  run(double{});
-  run(__half{});
-  run(__nv_bfloat16{});
+  test::for_each_type(run);
 }
 
 TEST_CASE("conv2d_reduce: random combinations of shape, layout, op and dtype") {
   require_gpu();
-  std::mt19937_64 gen(424242);
-  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen); };
-  const std::int64_t CK[] = {1, 3, 7, 33, 65, 130};
+  picker pick{std::mt19937_64(424242)};
   std::uint64_t seed = 13000;
   auto run = [&](auto tag) {
     using T = decltype(tag);
     for (int t = 0; t < 10; ++t) {
-      conv2d_problem p;
-      for (;;) {
-        p.N = pick(1, 3);
-        p.groups = pick(0, 2) == 0 ? pick(1, 3) : 1;
-        p.C = CK[pick(0, 5)] * p.groups;
-        p.K = CK[pick(0, 5)] * p.groups;
-        if (p.C > 200 || p.K > 200) continue;
-        p.H = pick(1, 19), p.W = pick(1, 19);
-        p.R = pick(1, 5), p.S = pick(1, 5);
-        p.pad_h = pick(0, 2), p.pad_w = pick(0, 2);
-        p.stride_h = pick(1, 3), p.stride_w = pick(1, 3);
-        p.dil_h = pick(1, 2), p.dil_w = pick(1, 2);
-        p.x_layout = pick(0, 1) ? layout::nhwc : layout::nchw;
-        // Valid, and computed as PyTorch would (P, Q >= 1 by PyTorch's floor formula).
-        const std::int64_t nh = p.H + 2 * p.pad_h - p.dil_h * (p.R - 1) - 1;
-        const std::int64_t nw = p.W + 2 * p.pad_w - p.dil_w * (p.S - 1) - 1;
-        if (nh < 0 || nw < 0 || convred::validate(p, sizeof(T)) != status::success) continue;
-        if (p.out_elements() * p.gemm_k() > 20'000'000) continue;  // keep the reference fast
-        break;
-      }
+      const conv2d_problem p = random_problem(pick, sizeof(T));
       const int which = static_cast<int>(pick(0, 6));
       check_op_index<T>(which, std::string("random #") + std::to_string(t) + " " + type_name<T>(), p, ++seed);
     }
   };
-  run(float{});
-  run(double{});
-  run(__half{});
-  run(__nv_bfloat16{});
+  test::for_each_type(run);
 }
 
 TEST_CASE("conv2d_reduce: indices only (y = nullptr) for argmin") {
@@ -523,20 +471,16 @@ TEST_CASE("conv2d_reduce: bad input returns its status, launches nothing, writes
          [&] { return convred::device::conv2d_reduce(good, x, w, b, y, idx, op::mean{}); });
   expect("indices for a user op without index", status::indices_not_supported,
          [&] { return convred::device::conv2d_reduce(good, x, w, b, y, idx, range_op{}); });
-  auto mis = [](const auto* p, int bytes) {
-    using E = std::remove_cv_t<std::remove_pointer_t<decltype(p)>>;
-    return reinterpret_cast<E*>(reinterpret_cast<std::uintptr_t>(p) + bytes);
-  };
   expect("misaligned x", status::misaligned_pointer,
-         [&] { return convred::device::conv2d_reduce(good, mis(x, 2), w, b, y, idx, op::argmin{}); });
+         [&] { return convred::device::conv2d_reduce(good, misaligned(x, 2), w, b, y, idx, op::argmin{}); });
   expect("misaligned w", status::misaligned_pointer,
-         [&] { return convred::device::conv2d_reduce(good, x, mis(w, 1), b, y, idx, op::argmin{}); });
+         [&] { return convred::device::conv2d_reduce(good, x, misaligned(w, 1), b, y, idx, op::argmin{}); });
   expect("misaligned bias", status::misaligned_pointer,
-         [&] { return convred::device::conv2d_reduce(good, x, w, mis(b, 2), y, idx, op::argmin{}); });
+         [&] { return convred::device::conv2d_reduce(good, x, w, misaligned(b, 2), y, idx, op::argmin{}); });
   expect("misaligned y", status::misaligned_pointer,
-         [&] { return convred::device::conv2d_reduce(good, x, w, b, mis(y, 2), idx, op::argmin{}); });
+         [&] { return convred::device::conv2d_reduce(good, x, w, b, misaligned(y, 2), idx, op::argmin{}); });
   expect("misaligned indices", status::misaligned_pointer,
-         [&] { return convred::device::conv2d_reduce(good, x, w, b, y, mis(idx, 4), op::argmin{}); });
+         [&] { return convred::device::conv2d_reduce(good, x, w, b, y, misaligned(idx, 4), op::argmin{}); });
   // Overlaps: outputs must not overlap inputs or each other.
   {
     // y on top of x / w / bias: use separate copies as the "input" so the poisoned y buffers stay checkable.
@@ -582,8 +526,8 @@ TEST_CASE("conv2d_reduce: bad input returns its status, launches nothing, writes
     auto hx = test::to_device(dh.x), hw = test::to_device(dh.w);
     thrust::device_vector<__half> hy(ny);
     test::poison(hy);
-    CHECK(convred::device::conv2d_reduce(good, mis(craw(hx), 1), craw(hw), static_cast<const __half*>(nullptr), raw(hy),
-                                         nullptr, op::min{}) == status::misaligned_pointer);
+    CHECK(convred::device::conv2d_reduce(good, misaligned(craw(hx), 1), craw(hw), static_cast<const __half*>(nullptr),
+                                         raw(hy), nullptr, op::min{}) == status::misaligned_pointer);
     CHECK(test::count_nan(test::to_host(hy)) == ny);
   }
 }
@@ -605,20 +549,6 @@ TEST_CASE("sanitizer: fused argmax with groups, stride 2, dilation, NHWC, half (
 }
 
 namespace {
-/// x[i] uniform in (-1, 1), never 0, from a 64-bit hash of (seed, i): generated on the device.
-struct hash_uniform {
-  std::uint64_t seed;
-  __host__ __device__ float operator()(std::int64_t i) const {
-    std::uint64_t z = static_cast<std::uint64_t>(i) + seed * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (2.0f * static_cast<float>(z >> 40) + 1.0f) / 16777216.0f - 1.0f;  // (2k+1)/2^24 - 1, never 0
-  }
-};
-struct is_nan_f {
-  __host__ __device__ bool operator()(float v) const { return v != v; }
-};
 struct index_out_of_range {
   std::int64_t K;
   __host__ __device__ bool operator()(std::int64_t i) const { return i < 0 || i >= K; }

@@ -13,6 +13,8 @@
 #include <convred/functional.cuh>
 #include <convred/reference/conv2d.hpp>
 
+#include "test_util.cuh"
+
 namespace {
 
 using convred::arg_value;
@@ -390,32 +392,8 @@ TEST_CASE("reference::reduce_values: the built-in ops with epilogues; negative s
 
 namespace {
 /// A user-written op: the range (max - min) across channels, with a two-value running state and
-/// NaN propagation. It meets the op concept of functional.cuh without inheriting from anything.
-struct range_op {
-  template <class V>
-  struct state {
-    V lo, hi;
-  };
-  static constexpr bool has_index = false;
-  template <class V>
-  using accum_t = state<V>;
-  template <class V>
-  __host__ __device__ static state<V> identity() {
-    return {convred::upper_identity<V>(), convred::lower_identity<V>()};
-  }
-  template <class V>
-  __host__ __device__ static state<V> make(V v, int) {
-    return {v, v};
-  }
-  template <class V>
-  __host__ __device__ state<V> operator()(state<V> a, state<V> b) const {
-    return {convred::op::min{}(a.lo, b.lo), convred::op::max{}(a.hi, b.hi)};
-  }
-  template <class V>
-  __host__ __device__ static V value(state<V> a, std::int64_t) {
-    return a.hi - a.lo;
-  }
-};
+/// NaN propagation (test_util.cuh; the fused GPU tests plug in the same op).
+using convred::test::range_op;
 
 /// A user-written index op: the channel with the largest |v| (lowest index on ties).
 struct argabsmax {

@@ -7,7 +7,13 @@
 /// - Device buffers are `thrust::device_vector<T>`: `to_device`, `to_host`, and `poison` (NaN for
 ///   floating types incl. __half / __nv_bfloat16, INT64_MIN for int64 indices) so a test can tell
 ///   that every output element was written.
-/// - `describe(problem)` and `type_name<T>()` for INFO / CAPTURE messages that name a failing case.
+/// - `raw` / `craw`: the raw pointer of a device vector; `kLayouts` (NCHW, NHWC) and `lname(layout)`.
+/// - `describe(problem)` (conv2d or channel_reduce), `type_name<T>()` and `op_name<Op>()` for INFO / CAPTURE
+///   messages that name a failing case.
+/// - `range_op`, the user-written reduction op the suites plug in next to the built-in ones, and
+///   `for_each_builtin_op(f)` (f called with each of the six built-in ops, in a fixed order);
+///   `for_each_type(f)` (f called with a value of each element type).
+/// - `mix64`: the splitmix64 finalizer, for hash-generated data (host and device).
 /// - Comparisons against float64 references: `rel_norm_error` (NaN-aware ‖got−ref‖₂/‖ref‖₂),
 ///   `count_nan`, `is_poison`, and the tolerances of DESIGN.md as constexpr (`tol::...`).
 ///
@@ -23,6 +29,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -30,6 +37,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <convred/functional.cuh>
 #include <convred/numeric.cuh>
 #include <convred/problem.cuh>
 
@@ -85,6 +93,17 @@ std::vector<T> to_host(const thrust::device_vector<T>& d) {
   std::vector<T> h(d.size());
   thrust::copy(d.begin(), d.end(), h.begin());
   return h;
+}
+
+/// @brief Raw pointer to the elements of a device vector.
+template <class T>
+T* raw(thrust::device_vector<T>& v) {
+  return thrust::raw_pointer_cast(v.data());
+}
+/// @brief Raw const pointer to the elements of a device vector.
+template <class T>
+const T* craw(const thrust::device_vector<T>& v) {
+  return thrust::raw_pointer_cast(v.data());
 }
 
 /// @brief The poison value of T: quiet NaN for floating types (incl. __half, __nv_bfloat16),
@@ -175,6 +194,88 @@ inline std::string describe(const conv2d_problem& p) {
     << (p.x_layout == layout::nchw ? " nchw" : p.x_layout == layout::nhwc ? " nhwc" : " bad-layout") << " (P="
     << p.P() << " Q=" << p.Q() << ")";
   return o.str();
+}
+
+/// @brief One-line description of a channel_reduce problem, e.g. "NCHW N=3 C=33 H=17 W=31".
+inline std::string describe(const channel_reduce_problem& p) {
+  char b[160];
+  std::snprintf(b, sizeof b, "%s N=%lld C=%lld H=%lld W=%lld", p.x_layout == layout::nchw ? "NCHW" : "NHWC",
+                static_cast<long long>(p.N), static_cast<long long>(p.C), static_cast<long long>(p.H),
+                static_cast<long long>(p.W));
+  return b;
+}
+
+/// Both layouts of x, in the order the sweeps run them.
+constexpr layout kLayouts[] = {layout::nchw, layout::nhwc};
+/// Short lower-case name of a layout ("nchw", "nhwc"), for case names.
+inline const char* lname(layout l) { return l == layout::nchw ? "nchw" : "nhwc"; }
+
+/// The splitmix64 finalizer: a well-mixed 64-bit hash of z (for data generated from a flat offset).
+__host__ __device__ inline std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/// A user-written reduction op: the range (max - min) across channels, with a two-value running state and
+/// NaN propagation. Written against the op concept of functional.cuh only (it inherits from nothing).
+struct range_op {
+  template <class V>
+  struct state {
+    V lo, hi;
+  };
+  static constexpr bool has_index = false;
+  template <class V>
+  using accum_t = state<V>;
+  template <class V>
+  __host__ __device__ static state<V> identity() {
+    return {upper_identity<V>(), lower_identity<V>()};
+  }
+  template <class V>
+  __host__ __device__ static state<V> make(V v, int) {
+    return {v, v};
+  }
+  template <class V>
+  __host__ __device__ state<V> operator()(state<V> a, state<V> b) const {
+    return {op::min{}(a.lo, b.lo), op::max{}(a.hi, b.hi)};
+  }
+  template <class V>
+  __host__ __device__ static V value(state<V> a, std::int64_t) {
+    return a.hi - a.lo;
+  }
+};
+
+/// @brief Name of a reduction op: the built-in ones, range_op, else "user op".
+template <class Op>
+const char* op_name() {
+  if constexpr (std::is_same_v<Op, op::min>) return "min";
+  else if constexpr (std::is_same_v<Op, op::max>) return "max";
+  else if constexpr (std::is_same_v<Op, op::mean>) return "mean";
+  else if constexpr (std::is_same_v<Op, op::sum>) return "sum";
+  else if constexpr (std::is_same_v<Op, op::argmin>) return "argmin";
+  else if constexpr (std::is_same_v<Op, op::argmax>) return "argmax";
+  else if constexpr (std::is_same_v<Op, range_op>) return "range (user op)";
+  else return "user op";
+}
+
+/// Calls f(op) for each built-in op: min, max, sum, mean, argmin, argmax (in this order).
+template <class F>
+void for_each_builtin_op(F&& f) {
+  f(op::min{});
+  f(op::max{});
+  f(op::sum{});
+  f(op::mean{});
+  f(op::argmin{});
+  f(op::argmax{});
+}
+
+/// Calls f(T{}) for each supported element type: float, double, __half, __nv_bfloat16 (in this order).
+template <class F>
+void for_each_type(F&& f) {
+  f(float{});
+  f(double{});
+  f(__half{});
+  f(__nv_bfloat16{});
 }
 
 /// @brief Tolerances of DESIGN.md ("Tests and the GPU"): relative-norm error vs float64 by math precision.
