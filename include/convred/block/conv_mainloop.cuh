@@ -47,9 +47,9 @@ struct conv_mainloop {
   __device__ static int warp_n() { return 0; }
   /// Operand loader: k-major stages (4-wide fragment loads); weight rows padded by 4 for bank-conflict-free
   /// transposed stores.
-  using loader = conv_tile_loader<T, BM, BN, BK, NT, smem_k_major<BK, BM, 0>, smem_k_major<BK, BN, 4>, Policy::stages>;
-  using loader_a = smem_k_major<BK, BM, 0>;  ///< A (im2col) stage layout: k-major, unpadded
-  using loader_b = smem_k_major<BK, BN, 4>;  ///< B (weight) stage layout: k-major, rows padded by 4
+  using layout_a = smem_k_major<BK, BM, 0>;  ///< A (im2col) stage layout: k-major, unpadded
+  using layout_b = smem_k_major<BK, BN, 4>;  ///< B (weight) stage layout: k-major, rows padded by 4
+  using loader = conv_tile_loader<T, BM, BN, BK, NT, layout_a, layout_b, Policy::stages>;  ///< operand loader
   using TempStorage = typename loader::TempStorage;  ///< shared memory (caller-placed)
 
   loader ld;  ///< the operand loader (shared memory, parameters and this thread's decoded pixel)
@@ -77,9 +77,9 @@ struct conv_mainloop {
     for (int k = 0; k < BK; ++k) {
       V a[TM], b[TN];
 #pragma unroll
-      for (int i = 0; i < TM / 4; ++i) load4(&ld.smem.a[buf][loader_a::offset(k, i * PG * 4 + pg * 4)], &a[i * 4]);
+      for (int i = 0; i < TM / 4; ++i) load4(&ld.smem.a[buf][layout_a::offset(k, i * PG * 4 + pg * 4)], &a[i * 4]);
 #pragma unroll
-      for (int j = 0; j < TN / 4; ++j) load4(&ld.smem.b[buf][loader_b::offset(k, j * CG * 4 + cg * 4)], &b[j * 4]);
+      for (int j = 0; j < TN / 4; ++j) load4(&ld.smem.b[buf][layout_b::offset(k, j * CG * 4 + cg * 4)], &b[j * 4]);
 #pragma unroll
       for (int i = 0; i < TM; ++i)
 #pragma unroll

@@ -182,21 +182,18 @@ struct conv_tile_loader {
     }
   }
 
-  /// Completes stage `buf` for this thread (waits for its copies, or stores its staged registers).
-  /// A barrier must follow before other threads read the stage.
+  /// Register path: stores this thread's staged registers into stage `buf` (the cp.async path completes
+  /// stages with cp_async_wait in run()). A barrier must follow before other threads read the stage.
   __device__ void end_stage(int buf, const staging& st) {
-    if constexpr (async_copy) {
-      convred::detail::cp_async_wait_all();
-    } else {
-      const int t = static_cast<int>(threadIdx.x);
+    static_assert(!async_copy, "end_stage is the register path's second half");
+    const int t = static_cast<int>(threadIdx.x);
 #pragma unroll
-      for (int i = 0; i < A_PER_THREAD; ++i) smem.a[buf][ALayout::offset(t / BM + i * A_ROW_STEP, t % BM)] = st.a[i];
+    for (int i = 0; i < A_PER_THREAD; ++i) smem.a[buf][ALayout::offset(t / BM + i * A_ROW_STEP, t % BM)] = st.a[i];
 #pragma unroll
-      for (int v = 0; v < B_PER_THREAD; ++v) {
-        int n, k;
-        b_coord(v, n, k);
-        smem.b[buf][BLayout::offset(k, n)] = st.b[v];
-      }
+    for (int v = 0; v < B_PER_THREAD; ++v) {
+      int n, k;
+      b_coord(v, n, k);
+      smem.b[buf][BLayout::offset(k, n)] = st.b[v];
     }
   }
 

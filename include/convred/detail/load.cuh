@@ -50,7 +50,7 @@ namespace convred::detail {
 
 /// @brief Asynchronous global -> shared copy of one 4- or 8-byte element (sm_80+ `cp.async.ca`, LDGSTS):
 /// copies *src to *dst if pred, else writes zero bytes to *dst (src-size 0: nothing is read).
-/// Completes at `cp_async_wait_all()`. No register is held while the copy is in flight.
+/// Completes at `cp_async_wait<N>()` for its commit group. No register is held while the copy is in flight.
 template <class T>
 __device__ __forceinline__ void cp_async_or_zero(T* dst, const T* src, bool pred) {
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "cp_async_or_zero: 4 or 8 byte types");
@@ -62,9 +62,6 @@ __device__ __forceinline__ void cp_async_or_zero(T* dst, const T* src, bool pred
     asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(d), "l"(src), "r"(n) : "memory");
   }
 }
-
-/// @brief Waits until all of this thread's cp.async copies have landed in shared memory.
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
 /// @brief Closes the group of this thread's cp.async copies issued since the last commit.
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
