@@ -34,6 +34,7 @@
 #include <vector>
 
 #include <convred/device/conv2d_reduce.cuh>
+#include <convred/device/conv2d_reduce_packed.cuh>
 #include <convred/reference/conv2d.hpp>
 
 #include "test_util.cuh"
@@ -113,6 +114,12 @@ template <class Policy, class T>
 constexpr double rel_tol_for() {
   return std::max(test::tol::ieee<T>(), math_tol<math_of<Policy, T>>());
 }
+
+/// True for policies of the packed-filter entry point (wgmma_policy: has `parts`).
+template <class Policy, class = void>
+struct uses_packed_filter : std::false_type {};
+template <class Policy>
+struct uses_packed_filter<Policy, std::void_t<decltype(Policy::parts)>> : std::true_type {};
 
 enum class data_kind { real, integer };
 
@@ -209,8 +216,19 @@ void check_fused(const std::string& name, const conv2d_problem& p, const host_da
   test::poison(di);
 
   const T* dbias = o.bias ? craw(db) : nullptr;
-  const status s = convred::device::conv2d_reduce<Policy>(p, craw(dx), craw(dw), dbias, raw(dy),
-                                                          Op::has_index ? raw(di) : nullptr, op, de);
+  status s = status::success;
+  if constexpr (uses_packed_filter<Policy>::value) {  // wgmma_policy: pack the filter, then the packed entry point
+    const std::size_t bytes = convred::device::packed_filter_bytes<Policy, T>(p);
+    thrust::device_vector<unsigned char> packed(bytes);
+    void* pk = bytes ? static_cast<void*>(raw(packed)) : nullptr;
+    REQUIRE(convred::device::pack_filter<Policy>(p, craw(dw), pk, bytes) == status::success);
+    s = convred::device::conv2d_reduce_packed<Policy>(p, craw(dx), craw(dw), pk, dbias, raw(dy),
+                                                      Op::has_index ? raw(di) : nullptr, op, de);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  } else {
+    s = convred::device::conv2d_reduce<Policy>(p, craw(dx), craw(dw), dbias, raw(dy), Op::has_index ? raw(di) : nullptr,
+                                               op, de);
+  }
   INFO("status: " << std::string(convred::to_string(s)));
   REQUIRE(s == status::success);
   const cudaError_t e = cudaDeviceSynchronize();

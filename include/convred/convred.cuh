@@ -9,4 +9,5 @@
 #include "status.cuh"
 #include "device/channel_reduce.cuh"
 #include "device/conv2d_reduce.cuh"
+#include "device/conv2d_reduce_packed.cuh"
 #include "reference/conv2d.hpp"

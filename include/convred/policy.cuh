@@ -126,6 +126,54 @@ struct default_simt_policy<double> {
   using type = simt_policy<64, 64, 8, 4, 4, 2>;  ///< the default simt_policy for double
 };
 
+/// @brief Hopper (sm_90a) warpgroup-MMA policy of the packed-filter fused kernel
+/// (device::conv2d_reduce_packed): `wgmma.mma_async` with the input patch in registers and the packed
+/// filter in shared memory.
+///
+/// A block of two warpgroups (256 threads, persistent: one block per SM looping over tiles) computes 256
+/// output pixels (a TH x TW rectangle of one image) by all K <= 128 output channels. Per stage it stages,
+/// with cp.async, `block_c` input channels of the input patch ((TH+R-1) x (TW+S-1) pixels each, fp32 as
+/// given, zero outside the image: each x element is loaded once per tile, not R*S times as in im2col)
+/// and the matching R*S x 128 x block_c slice of the packed filter; each warpgroup then issues, for every
+/// filter tap (r,s), two m64n128 wgmmas (its 128 pixels) whose A fragments are read from the patch at
+/// offset (r,s) and converted on chip (TF32 round-to-nearest-even, the 3xTF32 split, or bf16/fp16).
+/// `Stages` shared-memory stages: Stages-2 are being filled while one is computed and one drains
+/// (Stages >= 3), or Stages-1 with a full drain per stage (Stages == 2).
+/// `fallback` is the mma.sync policy used where this kernel cannot serve a problem (see
+/// device::packed_filter_bytes).
+template <class Math, int Stages = 4>
+struct wgmma_policy {
+  using math = Math;                           ///< precision tag (tf32, tf32x3, bf16 or fp16)
+  static constexpr int block_m = 256;          ///< output pixels per tile (GEMM_M)
+  static constexpr int block_n = 128;          ///< output channels per tile (GEMM_N): K <= 128
+  static constexpr int threads = 256;          ///< two warpgroups
+  static constexpr int stages = Stages;        ///< shared-memory stages
+  static constexpr bool tensor_core = true;    ///< tensor-core math
+  static constexpr bool is_tf32 = std::is_same_v<Math, convred::math::tf32> || std::is_same_v<Math, convred::math::tf32x3>;
+  /// wgmma depth: 8 for tf32/tf32x3 (m64n128k8), 16 for bf16/fp16 (m64n128k16); also the input channels
+  /// per stage (one wgmma per filter tap and m64 tile)
+  static constexpr int block_c = is_tf32 ? 8 : 16;
+  /// packed filter parts: 2 for tf32x3 (big and small), else 1
+  static constexpr int parts = std::is_same_v<Math, convred::math::tf32x3> ? 2 : 1;
+  static constexpr int filter_elem_bytes = is_tf32 ? 4 : 2;  ///< bytes per packed filter element
+  using fallback = typename default_tc_policy<Math>::type;   ///< policy where the wgmma kernel cannot serve
+  static_assert(std::is_same_v<Math, convred::math::tf32> || std::is_same_v<Math, convred::math::tf32x3> ||
+                    std::is_same_v<Math, convred::math::bf16> || std::is_same_v<Math, convred::math::fp16>,
+                "wgmma_policy: math must be tf32, tf32x3, bf16 or fp16");
+  static_assert(Stages >= 2, "wgmma_policy: at least two stages");
+};
+
+/// @brief Default wgmma policy of a math tag: 4 stages (2 for tf32x3, whose stages hold the filter twice).
+template <class Math>
+struct default_wgmma_policy {
+  using type = wgmma_policy<Math, 4>;  ///< the default wgmma_policy for Math
+};
+/// @brief Default 3xTF32 wgmma policy: 2 stages.
+template <>
+struct default_wgmma_policy<math::tf32x3> {
+  using type = wgmma_policy<math::tf32x3, 2>;  ///< the default wgmma_policy for tf32x3
+};
+
 /// @brief Tag meaning "choose the default policy" in device entry points: the exact SIMT policy
 /// (math::ieee) for the element type. Pass `default_policy_for<math::tf32>` etc. for tensor cores.
 struct default_policy {};

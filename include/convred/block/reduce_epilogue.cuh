@@ -77,11 +77,11 @@ struct reduce_epilogue {
     for (int i = 0; i < TM; ++i) temp.state[i][t] = state[i];
   }
 
-  /// Reduces across the logical warp (and the warps sharing the pixels) and writes y[m] (converted to T)
-  /// and, for index ops, indices[m] for each valid pixel m = m0 + tile_m(i) < M. `count` is K (for mean).
-  template <class T, class TileM>
-  __device__ void store(T* y, std::int64_t* indices, std::int64_t m0, std::int64_t M, std::int64_t count,
-                        TileM tile_m) {
+  /// Reduces across the logical warp (and the warps sharing the pixels) and writes y[o] (converted to T)
+  /// and, for index ops, indices[o] for each tile pixel p = tile_m(i) with output offset o = out_of(p) >= 0
+  /// (out_of returns -1 for pixels past the tensor's edge). `count` is K (for mean).
+  template <class T, class TileM, class OutOf>
+  __device__ void store(T* y, std::int64_t* indices, std::int64_t count, TileM tile_m, OutOf out_of) {
     const int lw = static_cast<int>(threadIdx.x) / CG;
     const bool leader = static_cast<int>(threadIdx.x) % CG == 0;
 #pragma unroll
@@ -89,7 +89,7 @@ struct reduce_epilogue {
       const accum_t r = warp_reduce(temp.warp[lw]).Reduce(temp.state[i][threadIdx.x], op);
       __syncwarp();  // the logical warp's TempStorage is reused by the next row (CUB's rule)
       if constexpr (WPP == 1) {
-        if (leader) write(y, indices, m0 + tile_m(i), M, r, count);
+        if (leader) write(y, indices, out_of(tile_m(i)), r, count);
       } else {
         if (leader) temp.partial[Mainloop::warp_n()][tile_m(i)] = r;
       }
@@ -100,16 +100,15 @@ struct reduce_epilogue {
         accum_t r = temp.partial[0][p];
 #pragma unroll
         for (int w = 1; w < WPP; ++w) r = op(r, temp.partial[w][p]);
-        write(y, indices, m0 + p, M, r, count);
+        write(y, indices, out_of(p), r, count);
       }
     }
   }
 
  private:
   template <class T>
-  __device__ static void write(T* y, std::int64_t* indices, std::int64_t m, std::int64_t M, const accum_t& r,
-                               std::int64_t count) {
-    if (m >= M) return;
+  __device__ static void write(T* y, std::int64_t* indices, std::int64_t m, const accum_t& r, std::int64_t count) {
+    if (m < 0) return;
     if (y) y[m] = from_compute<T>(Op::template value<V>(r, count));
     if constexpr (Op::has_index) {
       if (indices) indices[m] = Op::template index<V>(r);

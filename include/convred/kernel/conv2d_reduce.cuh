@@ -50,7 +50,8 @@ __global__ void __launch_bounds__(Policy::threads, Policy::min_blocks_per_sm)
     ml.run(g, k_first, acc);
     red.accumulate(acc, prm.bias, epi, k_first, min(Policy::block_n, prm.Kg - n0), mainloop::tile_n, tile == 0);
   }
-  red.store(y, indices, m0, prm.M, prm.K, mainloop::tile_m);
+  red.store(y, indices, prm.K, mainloop::tile_m,
+            [&](int p) { return m0 + p < prm.M ? m0 + p : std::int64_t(-1); });
 }
 /// @brief conv2d + epilogue writing the full output (layout of x: NCHW -> (N,K,P,Q), NHWC -> (N,P,Q,K)).
 /// One block per BlockM output pixels; each block loops over every group and BlockN-channel tile.

@@ -82,4 +82,64 @@ conv_params<T> make_conv_params(const conv2d_problem& p, const T* x, const T* w,
   return k;
 }
 
+/// @brief Parameter block of the packed-filter wgmma kernel (conv2d_reduce_wgmma_kernel): NCHW fp32 x,
+/// groups 1, stride 1, dilation 1, K <= 128 (device::packed_filter_bytes decides). A tile is a `th` x
+/// 2^tw_log2 rectangle of output pixels of one image (256 pixels); tiles run q fastest, then p, then n.
+/// Shared-memory stage: the packed filter slice (b_bytes) then the input patch, `block_c` channels of
+/// `ph` rows x `pw` columns, row pitch `rp` floats, channel stride `cs` floats (padded so the fragment
+/// loads of a warp hit 32 distinct banks).
+struct wgmma_conv_params {
+  const float* x = nullptr;       ///< input (N,C,H,W), NCHW fp32
+  const void* filter = nullptr;   ///< packed filter (device::pack_filter), 16-byte aligned
+  const float* bias = nullptr;    ///< bias (K) or nullptr
+  std::int64_t N = 0;             ///< batch
+  std::int64_t tiles = 0;         ///< N * tiles_p * tiles_q
+  /// @var C
+  /// @brief input channels
+  /// @var H
+  /// @brief input height
+  /// @var W
+  /// @brief input width
+  /// @var K
+  /// @brief output channels (<= 128)
+  /// @var P
+  /// @brief output height
+  /// @var Q
+  /// @brief output width
+  std::int32_t C = 0, H = 0, W = 0, K = 0, P = 0, Q = 0;
+  /// @var R
+  /// @brief kernel height
+  /// @var S
+  /// @brief kernel width
+  /// @var pad_h
+  /// @brief zero padding rows
+  /// @var pad_w
+  /// @brief zero padding columns
+  std::int32_t R = 0, S = 0, pad_h = 0, pad_w = 0;
+  /// @var tw_log2
+  /// @brief log2 of the tile width TW (output columns)
+  /// @var th
+  /// @brief tile height TH (output rows), 256 / TW
+  /// @var tiles_p
+  /// @brief tiles down the output, ceil(P / TH)
+  /// @var tiles_q
+  /// @brief tiles across the output, ceil(Q / TW)
+  std::int32_t tw_log2 = 0, th = 0, tiles_p = 0, tiles_q = 0;
+  std::int32_t kt = 0;  ///< stages per tile: ceil(C / block_c)
+  /// @var ph
+  /// @brief patch rows, TH + R - 1
+  /// @var pw
+  /// @brief patch columns, TW + S - 1
+  /// @var rp
+  /// @brief patch row pitch in floats
+  /// @var cs
+  /// @brief patch channel stride in floats
+  std::int32_t ph = 0, pw = 0, rp = 0, cs = 0;
+  /// @var b_bytes
+  /// @brief packed filter bytes per stage: parts * R*S * 128 * block_c * element bytes
+  /// @var stage_bytes
+  /// @brief shared-memory bytes per stage (filter slice + patch), a multiple of 128
+  std::int32_t b_bytes = 0, stage_bytes = 0;
+};
+
 }  // namespace convred::kernel

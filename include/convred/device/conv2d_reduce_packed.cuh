@@ -1,0 +1,195 @@
+/// @file device/conv2d_reduce_packed.cuh
+/// @brief Host entry points of the Hopper packed-filter path: filter packing (a separate, once-per-filter
+/// step) and the fused conv2d -> epilogue -> channel reduction on wgmma.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "../functional.cuh"
+#include "../kernel/conv2d_reduce_wgmma.cuh"
+#include "../policy.cuh"
+#include "../problem.cuh"
+#include "../status.cuh"
+#include "common.cuh"
+#include "conv2d_reduce.cuh"
+
+namespace convred::device {
+
+namespace detail {
+
+/// True if the current device runs sm_90a code of this translation unit (compute capability 9.0 and an
+/// sm_90a image: see kernel::wgmma_probe_kernel). Clears the error it may cause.
+inline bool wgmma_available() {
+  int dev = 0, major = 0, minor = 0;
+  cudaFuncAttributes attr{};
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess || major != 9 || minor != 0 ||
+      cudaFuncGetAttributes(&attr, kernel::wgmma_probe_kernel<0>) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return attr.sharedSizeBytes == 32;
+}
+
+/// The wgmma kernel's launch parameters for p (filter, x, bias left null), or tiles == 0 when it cannot
+/// serve p: T not float, NHWC, groups != 1, stride or dilation != 1, K > 128, an operand stage set larger
+/// than the shared memory, or a device without sm_90a code.
+template <class Policy, class T, class Op>
+kernel::wgmma_conv_params wgmma_plan(const conv2d_problem& p) {
+  kernel::wgmma_conv_params k;
+  if constexpr (!std::is_same_v<T, float>) {
+    return k;
+  } else {
+    if (validate(p, sizeof(T)) != status::success || p.x_layout != layout::nchw || p.groups != 1 || p.stride_h != 1 ||
+        p.stride_w != 1 || p.dil_h != 1 || p.dil_w != 1 || p.K > Policy::block_n || p.P() <= 0 || p.Q() <= 0 ||
+        p.H >= (1 << 30) || p.W >= (1 << 30) || p.C >= (1 << 30))
+      return k;
+    const int tw_log2 = p.Q() <= 16 ? 4 : 5, tw = 1 << tw_log2, th = Policy::block_m / tw;
+    k.N = p.N, k.C = static_cast<std::int32_t>(p.C), k.H = static_cast<std::int32_t>(p.H), k.W = static_cast<std::int32_t>(p.W);
+    k.K = static_cast<std::int32_t>(p.K), k.P = static_cast<std::int32_t>(p.P()), k.Q = static_cast<std::int32_t>(p.Q());
+    k.R = static_cast<std::int32_t>(p.R), k.S = static_cast<std::int32_t>(p.S);
+    k.pad_h = static_cast<std::int32_t>(p.pad_h), k.pad_w = static_cast<std::int32_t>(p.pad_w);
+    k.tw_log2 = tw_log2, k.th = th;
+    k.tiles_p = (k.P + th - 1) / th, k.tiles_q = (k.Q + tw - 1) / tw;
+    k.kt = (k.C + Policy::block_c - 1) / Policy::block_c;
+    k.ph = th + k.R - 1, k.pw = tw + k.S - 1, k.rp = k.pw;
+    // channel stride: fragment loads of a warp read channels t (tf32) or 2t (16-bit pairs) at 8
+    // consecutive pixels g: conflict-free when cs = 8 or 24 (mod 32), resp. 4 or 12 (mod 16)
+    std::int64_t cs = static_cast<std::int64_t>(k.ph) * k.rp;
+    while (Policy::is_tf32 ? (cs % 32 != 8 && cs % 32 != 24) : (cs % 16 != 4 && cs % 16 != 12)) ++cs;
+    const std::int64_t b_bytes = std::int64_t(Policy::parts) * p.R * p.S * Policy::block_n * Policy::block_c *
+                                 Policy::filter_elem_bytes;
+    const std::int64_t stage = (b_bytes + Policy::block_c * cs * 4 + 127) / 128 * 128;
+    const std::int64_t smem = Policy::stages * stage + sizeof(kernel::wgmma_reduce_storage<Policy, Op>);
+    if (smem > static_cast<std::int64_t>(max_smem_per_block) || !wgmma_available()) return k;
+    k.cs = static_cast<std::int32_t>(cs), k.b_bytes = static_cast<std::int32_t>(b_bytes);
+    k.stage_bytes = static_cast<std::int32_t>(stage);
+    k.tiles = p.N * k.tiles_p * k.tiles_q;
+    return k;
+  }
+}
+
+/// Dynamic shared memory of the wgmma kernel for plan k.
+template <class Policy, class Op>
+std::size_t wgmma_smem_bytes(const kernel::wgmma_conv_params& k) {
+  return static_cast<std::size_t>(Policy::stages) * k.stage_bytes + sizeof(kernel::wgmma_reduce_storage<Policy, Op>);
+}
+
+/// Packed filter bytes of plan k (zero when the wgmma kernel does not serve the problem).
+template <class Policy>
+std::size_t packed_bytes(const kernel::wgmma_conv_params& k) {
+  return k.tiles > 0 ? static_cast<std::size_t>(k.kt) * static_cast<std::size_t>(k.b_bytes) : 0;
+}
+
+}  // namespace detail
+
+/// @brief Bytes of the packed filter that conv2d_reduce_packed needs for problem p on the current device.
+///
+/// Zero when the wgmma kernel cannot serve p (then conv2d_reduce_packed runs `Policy::fallback`, the
+/// mma.sync tensor-core kernel with the same math, on the KCRS weights w, and needs no packed filter).
+/// The wgmma kernel serves: T = float, NCHW x, groups 1, stride 1, dilation 1, K <= 128, any C, H, W,
+/// R, S and padding whose operand stages fit in shared memory (R*S <= 9 with the default stages), on a
+/// compute capability 9.0 device running an sm_90a image. Size: ceil(C/block_c) * parts * R*S * 128 *
+/// block_c * (4 bytes for tf32/tf32x3, 2 for bf16/fp16); the seed problem (C = 64, 3x3): 294,912 bytes
+/// for tf32, 589,824 for tf32x3, 147,456 for bf16/fp16.
+/// @tparam Policy a wgmma_policy (or default_wgmma_policy<Math>::type)
+/// @tparam T element type of x and w (only float is served by the wgmma kernel)
+template <class Policy, class T>
+std::size_t packed_filter_bytes(const conv2d_problem& p) {
+  return detail::packed_bytes<Policy>(detail::wgmma_plan<Policy, T, op::min>(p));
+}
+
+/// @brief Packs the KCRS weights w (K, C, R, S) into `packed` for conv2d_reduce_packed: a separate,
+/// once-per-filter step (one small kernel on `stream`, asynchronous), timed apart from the convolution.
+///
+/// The packed image is the wgmma kernel's shared-memory layout (kernel::pack_filter_kernel): per stage of
+/// block_c input channels, per filter tap, a 128 x block_c slice in K-major core matrices, converted once to
+/// the math's operand type (tf32 round-to-nearest-even, 3xTF32 big + small, bf16, fp16). w is not modified.
+/// @param p      the problem the filter will be used with (packing depends on C, K, R, S and the device)
+/// @param w      device pointer, K*C*R*S elements, KCRS contiguous
+/// @param packed device pointer to `bytes` bytes, 16-byte aligned (cudaMalloc gives 256)
+/// @param bytes  size of `packed`, at least packed_filter_bytes<Policy, T>(p)
+/// @return status::success (also when packed_filter_bytes is 0: nothing to do, packed may be null);
+///   validate(p)'s codes; null_pointer (w or packed null); misaligned_pointer (packed not 16-byte
+///   aligned, w not aligned to T); invalid_argument (bytes too small); overlapping_buffers (packed overlaps
+///   w); no_device; cuda_error (launch failed).
+template <class Policy, class T>
+status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_t bytes, cudaStream_t stream = nullptr) {
+  if (status s = validate(p, sizeof(T)); s != status::success) return s;
+  const kernel::wgmma_conv_params k = detail::wgmma_plan<Policy, T, op::min>(p);
+  const std::size_t need = detail::packed_bytes<Policy>(k);
+  if (need == 0) return status::success;
+  if constexpr (std::is_same_v<T, float>) {
+    if (!w || !packed) return status::null_pointer;
+    if (!detail::aligned(w) || reinterpret_cast<std::uintptr_t>(packed) % 16 != 0) return status::misaligned_pointer;
+    if (bytes < need) return status::invalid_argument;
+    const detail::span in[] = {detail::make_span(w, p.w_elements())};
+    const detail::span out[] = {detail::make_span(static_cast<const unsigned char*>(packed), static_cast<std::int64_t>(need))};
+    if (detail::any_overlap(in, out)) return status::overlapping_buffers;
+    auto kern = kernel::pack_filter_kernel<Policy>;
+    if (status s = detail::check_device(kern); s != status::success) return s;
+    const std::int64_t total = static_cast<std::int64_t>(need / Policy::filter_elem_bytes);
+    kern<<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(w, packed, k.K, k.C, k.R, k.S, total);
+    return detail::launch_status();
+  } else {
+    return status::success;
+  }
+}
+
+/// @brief Fused conv2d -> epilogue -> reduction across the K output channels on Hopper tensor cores
+/// (wgmma), with a filter packed by pack_filter. Same semantics, arguments and errors as conv2d_reduce
+/// (y[n,0,p,q] = Op over k of e(bias[k] + conv2d(x, w)[n,k,p,q], k); PyTorch's conv2d), plus `packed`.
+///
+/// When packed_filter_bytes<Policy, T>(p) is 0 this is conv2d_reduce<Policy::fallback> on w (packed is
+/// ignored and may be null). Otherwise `packed` must hold pack_filter's output for this p and these
+/// weights (not checked beyond null and alignment: a stale filter gives a wrong answer) and one
+/// persistent block per SM runs conv2d_reduce_wgmma_kernel: each 256-pixel tile's input patch is read
+/// once per tile (not per filter tap), converted on chip, multiplied with wgmma (fp32 accumulation), and
+/// reduced across channels in registers; the (N,K,P,Q) conv output never leaves the chip.
+/// Math: Policy::math (README "Precision"): tf32 (round to nearest even), tf32x3, bf16 or fp16 operands.
+/// @return as conv2d_reduce; also null_pointer when packed is needed and null, misaligned_pointer when it
+///   is not 16-byte aligned.
+template <class Policy, class T, class Op, class Epilogue = epilogue::identity>
+status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, const void* packed,
+                            const nondeduced_t<T>* bias, T* y, std::int64_t* indices, Op op = {}, Epilogue epi = {},
+                            cudaStream_t stream = nullptr) {
+  static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
+  if (status s = validate(p, sizeof(T)); s != status::success) return s;
+  const kernel::wgmma_conv_params plan = detail::wgmma_plan<Policy, T, Op>(p);
+  if (plan.tiles == 0) return conv2d_reduce<typename Policy::fallback>(p, x, w, bias, y, indices, op, epi, stream);
+  if constexpr (std::is_same_v<T, float>) {
+    if constexpr (!Op::has_index) {
+      if (indices) return status::indices_not_supported;
+    }
+    const std::int64_t ny = p.y_elements();
+    if (!x || !w || !packed || (!y && !indices)) return status::null_pointer;
+    if (!detail::aligned(x) || !detail::aligned(w) || !detail::aligned(bias) || !detail::aligned(y) ||
+        !detail::aligned(indices) || reinterpret_cast<std::uintptr_t>(packed) % 16 != 0)
+      return status::misaligned_pointer;
+    const detail::span in[] = {
+        detail::make_span(x, p.x_elements()), detail::make_span(w, p.w_elements()),
+        detail::make_span(bias, bias ? p.K : 0),
+        detail::make_span(static_cast<const unsigned char*>(packed), static_cast<std::int64_t>(detail::packed_bytes<Policy>(plan)))};
+    const detail::span out[] = {detail::make_span(y, y ? ny : 0), detail::make_span(indices, indices ? ny : 0)};
+    if (detail::any_overlap(in, out)) return status::overlapping_buffers;
+    auto kern = kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue>;
+    const std::size_t smem = detail::wgmma_smem_bytes<Policy, Op>(plan);
+    if (status s = detail::check_device(kern, smem); s != status::success) return s;
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      return status::cuda_error;
+    kernel::wgmma_conv_params k = plan;
+    k.x = x, k.filter = packed, k.bias = bias;
+    const std::int64_t grid = plan.tiles < sms ? plan.tiles : sms;
+    kern<<<static_cast<unsigned>(grid), Policy::threads, smem, stream>>>(k, op, epi, y, indices);
+    return detail::launch_status();
+  } else {
+    return status::success;  // unreachable: plan.tiles == 0 for T != float
+  }
+}
+
+}  // namespace convred::device

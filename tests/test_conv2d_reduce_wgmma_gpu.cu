@@ -1,0 +1,109 @@
+// GPU tests of the Hopper packed-filter path (device::pack_filter + device::conv2d_reduce_packed with
+// wgmma_policy: tf32, tf32x3, bf16, fp16) against the float64 reference with DESIGN.md's tolerance for
+// each math (conv2d_reduce_check.cuh), on shapes the wgmma kernel serves (asserted on an sm_90a device)
+// and on shapes it hands to the mma.sync fallback.
+#include "conv2d_reduce_check.cuh"
+
+using namespace convred_test_fused;
+using convred::wgmma_policy;
+namespace math = convred::math;
+
+namespace {
+
+template <class Math>
+using wg = typename convred::default_wgmma_policy<Math>::type;
+
+/// True when the device runs the sm_90a image (then eligible shapes must take the wgmma kernel).
+bool on_hopper() {
+  int dev = 0, major = 0, minor = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  return major == 9 && minor == 0 && convred::device::detail::wgmma_available();
+}
+
+/// Shapes the wgmma kernel serves: odd C (channel tails inside a stage), K in {1, 33, 100, 128}, 1x1 / 3x3
+/// / 3x1 / 1x3, padding, narrow (TW 16) and wide (TW 32) outputs with partial tiles, and one problem with
+/// more tiles than SMs (several tiles per persistent block, the pipeline crossing tile boundaries).
+std::vector<conv2d_problem> wgmma_shapes() {
+  return {
+      make_problem(2, 7, 11, 13, 33, 3, 3, 1, 1),    //
+      make_problem(1, 3, 9, 10, 1, 1, 1),            //
+      make_problem(3, 33, 7, 5, 128, 3, 1, 1, 0),    //
+      make_problem(2, 17, 20, 40, 100, 1, 3, 0, 2),  //
+      make_problem(1, 65, 12, 12, 65, 3, 3, 0, 0),   //
+      make_problem(8, 9, 70, 70, 128, 3, 3, 0, 0),   // 216 tiles
+  };
+}
+
+template <class Policy>
+void sweep(const char* label, std::uint64_t seed) {
+  require_gpu();
+  const bool hopper = on_hopper();
+  for (const conv2d_problem& p : wgmma_shapes()) {
+    const std::string name = std::string(label) + " " + describe(p);
+    INFO("case: " << name);
+    if (hopper) CHECK(convred::device::packed_filter_bytes<Policy, float>(p) > 0);  // the wgmma kernel serves it
+    check_scaled<Policy, float>(name + " min", p, ++seed, op::min{});
+    check_scaled<Policy, float>(name + " argmax", p, ++seed, op::argmax{}, -1.5f);
+    check_scaled<Policy, float>(name + " mean", p, ++seed, op::mean{}, 2.0f, false);
+    check_scaled<Policy, float>(name + " user range op", p, ++seed, range_op{});
+  }
+  // Integer-valued data is exact in every math: values and argmin indices (ties: lowest k) exactly.
+  const conv2d_problem p = make_problem(2, 9, 10, 40, 65, 3, 3, 1, 1);
+  const auto d = make_data<float>(p, ++seed, data_kind::integer);
+  opts o;
+  o.exact = true;
+  check_fused<Policy>(std::string(label) + " exact argmin", p, d, op::argmin{}, epi::scale<float>{2.0f},
+                      epi::scale<float>{2.0f}, o);
+  check_fused<Policy>(std::string(label) + " exact sum", p, d, op::sum{}, epi::identity{}, epi::identity{}, o);
+  // Shapes the wgmma kernel does not serve go to the mma.sync fallback with the same math.
+  for (const conv2d_problem& q : {make_problem(2, 8, 13, 17, 3, 3, 3, 2, 1, 1, 2, 2, 2, 1),  // stride, dilation
+                                  make_problem(1, 6, 9, 9, 10, 3, 3, 1, 1, 1, 1, 1, 1, 2),   // groups
+                                  make_problem(2, 7, 11, 13, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, layout::nhwc),
+                                  make_problem(1, 5, 6, 7, 130, 3, 3, 1, 1)}) {  // K > 128
+    CHECK(convred::device::packed_filter_bytes<Policy, float>(q) == 0);
+    check_scaled<Policy, float>(std::string(label) + " fallback " + describe(q), q, ++seed, op::argmin{});
+  }
+}
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+TEST_CASE("conv2d_reduce_packed wgmma: tf32 vs float64 (<= 1e-3)") { sweep<wg<math::tf32>>("wgmma tf32", 600); }
+TEST_CASE("conv2d_reduce_packed wgmma: tf32x3 vs float64 (<= 1e-5)") { sweep<wg<math::tf32x3>>("wgmma tf32x3", 700); }
+TEST_CASE("conv2d_reduce_packed wgmma: bf16 vs float64 (<= 1e-2)") { sweep<wg<math::bf16>>("wgmma bf16", 800); }
+TEST_CASE("conv2d_reduce_packed wgmma: fp16 vs float64 (<= 1e-2)") { sweep<wg<math::fp16>>("wgmma fp16", 900); }
+TEST_CASE("conv2d_reduce_packed wgmma: 3 stages, tf32") { sweep<wgmma_policy<math::tf32, 3>>("wgmma tf32 S3", 1000); }
+
+TEST_CASE("conv2d_reduce_packed wgmma sanitizer: tf32 and bf16, padding, K tail, partial tiles") {
+  require_gpu();
+  const conv2d_problem p = make_problem(1, 10, 9, 21, 40, 3, 3, 1, 1);
+  check_scaled<wg<math::tf32>, float>("sanitizer wgmma tf32", p, 7, op::argmin{});
+  check_scaled<wg<math::bf16>, float>("sanitizer wgmma bf16", p, 8, op::min{});
+}
+
+TEST_CASE("pack_filter / conv2d_reduce_packed: argument errors") {
+  require_gpu();
+  using P = wg<math::tf32>;
+  const conv2d_problem p = make_problem(1, 4, 8, 8, 8, 3, 3, 1, 1);
+  const std::size_t bytes = convred::device::packed_filter_bytes<P, float>(p);
+  if (bytes == 0) return;  // no wgmma kernel on this device: nothing to pack
+  thrust::device_vector<float> w(static_cast<std::size_t>(p.w_elements()), 1.f), x(static_cast<std::size_t>(p.x_elements()), 1.f);
+  thrust::device_vector<unsigned char> packed(bytes + 16);
+  thrust::device_vector<float> y(static_cast<std::size_t>(p.y_elements()));
+  CHECK(convred::device::pack_filter<P>(p, craw(w), nullptr, bytes) == status::null_pointer);
+  CHECK(convred::device::pack_filter<P>(p, craw(w), raw(packed) + 4, bytes) == status::misaligned_pointer);
+  CHECK(convred::device::pack_filter<P>(p, craw(w), raw(packed), bytes - 16) == status::invalid_argument);
+  CHECK(convred::device::pack_filter<P>(p, craw(w), static_cast<void*>(raw(w)), bytes) == status::overlapping_buffers);
+  REQUIRE(convred::device::pack_filter<P>(p, craw(w), raw(packed), bytes) == status::success);
+  CHECK(convred::device::conv2d_reduce_packed<P>(p, craw(x), craw(w), nullptr, nullptr, raw(y), nullptr, op::min{}) ==
+        status::null_pointer);
+  CHECK(convred::device::conv2d_reduce_packed<P>(p, craw(x), craw(w), raw(packed) + 8, nullptr, raw(y), nullptr,
+                                                 op::min{}) == status::misaligned_pointer);
+  CHECK(convred::device::conv2d_reduce_packed<P>(p, craw(x), craw(w), raw(packed), nullptr,
+                                                 reinterpret_cast<float*>(raw(packed)), nullptr,
+                                                 op::min{}) == status::overlapping_buffers);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+}
+}
