@@ -70,6 +70,7 @@
 #include <convred/device/conv2d_reduce.cuh>
 #include <convred/functional.cuh>
 #include <convred/policy.cuh>
+#include <convred/device/conv2d_reduce_packed.cuh>
 #include <convred/problem.cuh>
 #include <convred/reference/conv2d.hpp>
 #include <convred/status.cuh>
@@ -779,6 +780,49 @@ void run_case(case_result& cr, runner& rn, const options& o, cudnn_env* env) {
     poison_y();  // before the checked run (inside f it would be timed)
     rn.run(cr, r, [&, pl, xin]() { fused<Math>(pl, xin, w.p, b.p, y.p); }, check_y);
   };
+  // --- convred fused on Hopper wgmma with a packed filter (packing once, timed as its own row) -----------
+  auto packed_row = [&](auto math_tag) {
+    using Math = decltype(math_tag);
+    using Pol = typename convred::default_wgmma_policy<Math>::type;
+    const std::size_t bytes = convred::device::packed_filter_bytes<Pol, float>(p);
+    dbuf<unsigned char> packed(bytes > 0 ? bytes : 16);
+    const std::string served = bytes > 0 ? "" : " (mma.sync fallback)";
+    {
+      row r;
+      r.variant = std::string("convred pack_filter ") + math_name<Math>() + served;
+      r.family = "convred-pack";
+      r.math = math_name<Math>();
+      r.layout = "kcrs";
+      r.precision_class = class_for<Math>();
+      r.flops = 0;
+      r.ceiling_tflops = ceiling_for<Math>();
+      r.tol = tolerance_for<Math>();
+      rn.run(cr, r, [&]() {
+        check_status(convred::device::pack_filter<Pol>(p, w.p, packed.p, bytes, nullptr), "pack_filter");
+      }, nullptr);
+    }
+    row r;
+    r.variant = std::string("convred fused wgmma ") + math_name<Math>() + served;
+    r.family = "convred-fused";
+    r.math = math_name<Math>();
+    r.layout = "nchw";
+    r.precision_class = class_for<Math>();
+    r.pipeline = true;
+    r.flops = flops;
+    r.ceiling_tflops = ceiling_for<Math>();
+    r.tol = tolerance_for<Math>();
+    poison_y();
+    rn.run(cr, r, [&]() {
+      check_status(convred::device::conv2d_reduce_packed<Pol>(p, x.p, w.p, packed.p, b.p, y.p, nullptr, convred::op::min{},
+                                                              convred::epilogue::scale<float>{kScale}, nullptr),
+                   std::string("conv2d_reduce_packed<wgmma ") + math_name<Math>() + ">");
+    }, check_y);
+  };
+  packed_row(convred::math::tf32{});
+  packed_row(convred::math::tf32x3{});
+  packed_row(convred::math::bf16{});
+  packed_row(convred::math::fp16{});
+
   fused_row(convred::math::ieee{}, convred::layout::nchw);
   fused_row(convred::math::tf32{}, convred::layout::nchw);
   fused_row(convred::math::tf32x3{}, convred::layout::nchw);

@@ -13,13 +13,18 @@ namespace {
 template <class Math>
 using wg = typename convred::default_wgmma_policy<Math>::type;
 
-/// True when the device runs the sm_90a image (then eligible shapes must take the wgmma kernel).
+/// True when eligible shapes must take the wgmma kernel: a compute capability 9.0 device and a test
+/// binary built with sm_90a code (CONVRED_TEST_EXPECT_WGMMA, set by tests/CMakeLists.txt).
 bool on_hopper() {
+#ifdef CONVRED_TEST_EXPECT_WGMMA
   int dev = 0, major = 0, minor = 0;
   cudaGetDevice(&dev);
   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  return major == 9 && minor == 0 && convred::device::detail::wgmma_available();
+  return major == 9 && minor == 0;
+#else
+  return false;
+#endif
 }
 
 /// Shapes the wgmma kernel serves: odd C (channel tails inside a stage), K in {1, 33, 100, 128}, 1x1 / 3x3

@@ -130,15 +130,15 @@ struct default_simt_policy<double> {
 /// (device::conv2d_reduce_packed): `wgmma.mma_async` with the input patch in registers and the packed
 /// filter in shared memory.
 ///
-/// A block of two warpgroups (256 threads, persistent: one block per SM looping over tiles) computes 256
-/// output pixels (a TH x TW rectangle of one image) by all K <= 128 output channels. Per stage it stages,
-/// with cp.async, `block_c` input channels of the input patch ((TH+R-1) x (TW+S-1) pixels each, fp32 as
-/// given, zero outside the image: each x element is loaded once per tile, not R*S times as in im2col)
-/// and the matching R*S x 128 x block_c slice of the packed filter; each warpgroup then issues, for every
+/// A block (persistent: one per SM, looping over tiles) of two consumer warpgroups and one producer warp
+/// computes 256 output pixels (a TH x TW rectangle of one image) by all K <= 128 output channels. Per
+/// stage the producer copies, with TMA, `block_c` input channels of the input patch ((TH+R-1) x (TW+S-1)
+/// pixels each, fp32 as given, zero outside the image: each x element is loaded once per tile, not R*S
+/// times as in im2col) and, with a bulk copy, the matching R*S x 128 x block_c slice of the packed
+/// filter, signalling an mbarrier; each consumer warpgroup then issues, for every
 /// filter tap (r,s), two m64n128 wgmmas (its 128 pixels) whose A fragments are read from the patch at
 /// offset (r,s) and converted on chip (TF32 round-to-nearest-even, the 3xTF32 split, or bf16/fp16).
-/// `Stages` shared-memory stages: Stages-2 are being filled while one is computed and one drains
-/// (Stages >= 3), or Stages-1 with a full drain per stage (Stages == 2).
+/// `Stages` shared-memory stages, each released (an mbarrier) as soon as its wgmmas have completed.
 /// `fallback` is the mma.sync policy used where this kernel cannot serve a problem (see
 /// device::packed_filter_bytes).
 template <class Math, int Stages = 4>
@@ -146,7 +146,11 @@ struct wgmma_policy {
   using math = Math;                           ///< precision tag (tf32, tf32x3, bf16 or fp16)
   static constexpr int block_m = 256;          ///< output pixels per tile (GEMM_M)
   static constexpr int block_n = 128;          ///< output channels per tile (GEMM_N): K <= 128
-  static constexpr int threads = 256;          ///< two warpgroups
+  static constexpr int consumer_threads = 256; ///< two warpgroups (wgmma, epilogue, reduction)
+  static constexpr int threads = 384;          ///< the consumers and a producer warpgroup (one thread issues TMA copies)
+  /// registers per consumer thread after `setmaxnreg` (the producer warpgroup drops to 40): 2*128*232 +
+  /// 128*40 <= 65536
+  static constexpr int consumer_registers = 232;
   static constexpr int stages = Stages;        ///< shared-memory stages
   static constexpr bool tensor_core = true;    ///< tensor-core math
   static constexpr bool is_tf32 = std::is_same_v<Math, convred::math::tf32> || std::is_same_v<Math, convred::math::tf32x3>;
@@ -163,10 +167,12 @@ struct wgmma_policy {
   static_assert(Stages >= 2, "wgmma_policy: at least two stages");
 };
 
-/// @brief Default wgmma policy of a math tag: 4 stages (2 for tf32x3, whose stages hold the filter twice).
+/// @brief Default wgmma policy of a math tag: as many stages as fit the seed problem's 3x3 filter in
+/// shared memory: 4 for tf32 (48 KB each), 3 for bf16/fp16 (62 KB: 16 channels per stage), 2 for tf32x3
+/// (85 KB: the filter twice).
 template <class Math>
 struct default_wgmma_policy {
-  using type = wgmma_policy<Math, 4>;  ///< the default wgmma_policy for Math
+  using type = wgmma_policy<Math, std::is_same_v<Math, math::tf32> ? 4 : 3>;  ///< the default wgmma_policy for Math
 };
 /// @brief Default 3xTF32 wgmma policy: 2 stages.
 template <>

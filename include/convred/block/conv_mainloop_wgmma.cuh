@@ -34,7 +34,7 @@ struct conv_mainloop_wgmma {
   using V = float;                                   ///< accumulator type
   using math_t = typename Policy::math;              ///< precision tag
   static constexpr int BM = Policy::block_m;         ///< pixels per tile (256)
-  static constexpr int NT = Policy::threads;         ///< threads per block (256)
+  static constexpr int NT = Policy::consumer_threads;  ///< consumer threads (256)
   static constexpr int BC = Policy::block_c;         ///< input channels per stage (the wgmma depth)
   static constexpr int TM = 4;                       ///< accumulator pixel rows per thread
   static constexpr int TN = 32;                      ///< accumulator channels per thread
@@ -73,7 +73,7 @@ struct conv_mainloop_wgmma {
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
       const int m = tile_m(i);
-      off[i / 2][i % 2] = ch * p.cs + (m >> p.tw_log2) * p.rp + (m & tw_mask);
+      off[i / 2][i % 2] = ch * p.cs + (m >> p.tw_log2) * p.rp + (m & tw_mask) + p.col_shift;
     }
   }
 

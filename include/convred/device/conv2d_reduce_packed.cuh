@@ -3,6 +3,7 @@
 /// step) and the fused conv2d -> epilogue -> channel reduction on wgmma.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -25,14 +26,15 @@ namespace detail {
 /// sm_90a image: see kernel::wgmma_probe_kernel). Clears the error it may cause.
 inline bool wgmma_available() {
   int dev = 0, major = 0, minor = 0;
-  cudaFuncAttributes attr{};
+  cudaFuncAttributes with{}, without{};
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess || major != 9 || minor != 0 ||
-      cudaFuncGetAttributes(&attr, kernel::wgmma_probe_kernel<0>) != cudaSuccess) {
+      cudaFuncGetAttributes(&with, kernel::wgmma_probe_kernel<true>) != cudaSuccess ||
+      cudaFuncGetAttributes(&without, kernel::wgmma_probe_kernel<false>) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }
-  return attr.sharedSizeBytes == 32;
+  return with.sharedSizeBytes >= without.sharedSizeBytes + 2048;
 }
 
 /// The wgmma kernel's launch parameters for p (filter, x, bias left null), or tiles == 0 when it cannot
@@ -56,17 +58,33 @@ kernel::wgmma_conv_params wgmma_plan(const conv2d_problem& p) {
     k.tw_log2 = tw_log2, k.th = th;
     k.tiles_p = (k.P + th - 1) / th, k.tiles_q = (k.Q + tw - 1) / tw;
     k.kt = (k.C + Policy::block_c - 1) / Policy::block_c;
-    k.ph = th + k.R - 1, k.pw = tw + k.S - 1, k.rp = k.pw;
-    // channel stride: fragment loads of a warp read channels t (tf32) or 2t (16-bit pairs) at 8
-    // consecutive pixels g: conflict-free when cs = 8 or 24 (mod 32), resp. 4 or 12 (mod 16)
-    std::int64_t cs = static_cast<std::int64_t>(k.ph) * k.rp;
-    while (Policy::is_tf32 ? (cs % 32 != 8 && cs % 32 != 24) : (cs % 16 != 4 && cs % 16 != 12)) ++cs;
+    k.ph = th + k.R - 1, k.pw = tw + k.S - 1;
+    // TMA box (rp x bh per channel; rp a multiple of 4 for 16-byte rows): the channel stride cs = rp * bh
+    // must make the fragment loads of a warp (channels t (tf32) or 2t (16-bit pairs) at 8 consecutive
+    // pixels g) hit 32 distinct banks: cs = 8 or 24 (mod 32), resp. 4 or 12 (mod 16).
+    auto conflict_free = [](std::int64_t cs) {
+      return Policy::is_tf32 ? (cs % 32 == 8 || cs % 32 == 24) : (cs % 16 == 4 || cs % 16 == 12);
+    };
+    k.col_shift = static_cast<std::int32_t>((4 - p.pad_w % 4) % 4);
+    std::int64_t rp = (k.pw + k.col_shift + 3) / 4 * 4, bh = k.ph;
+    while (!conflict_free(rp * bh)) {
+      if (bh < k.ph + 7) {
+        ++bh;
+      } else {
+        rp += 4, bh = k.ph;
+      }
+    }
+    const std::int64_t cs = rp * bh;
     const std::int64_t b_bytes = std::int64_t(Policy::parts) * p.R * p.S * Policy::block_n * Policy::block_c *
                                  Policy::filter_elem_bytes;
-    const std::int64_t stage = (b_bytes + Policy::block_c * cs * 4 + 127) / 128 * 128;
-    const std::int64_t smem = Policy::stages * stage + sizeof(kernel::wgmma_reduce_storage<Policy, Op>);
-    if (smem > static_cast<std::int64_t>(max_smem_per_block) || !wgmma_available()) return k;
-    k.cs = static_cast<std::int32_t>(cs), k.b_bytes = static_cast<std::int32_t>(b_bytes);
+    const std::int64_t a_bytes = Policy::block_c * cs * 4;
+    const std::int64_t stage = (b_bytes + a_bytes + 127) / 128 * 128;
+    const std::int64_t smem = Policy::stages * stage + sizeof(kernel::wgmma_tail_storage<Policy, Op>);
+    if (smem > static_cast<std::int64_t>(max_smem_per_block) || rp > 256 || bh > 256 || p.W % 4 != 0 ||
+        !wgmma_available())
+      return k;
+    k.rp = static_cast<std::int32_t>(rp), k.bh = static_cast<std::int32_t>(bh), k.cs = static_cast<std::int32_t>(cs);
+    k.a_bytes = static_cast<std::int32_t>(a_bytes), k.b_bytes = static_cast<std::int32_t>(b_bytes);
     k.stage_bytes = static_cast<std::int32_t>(stage);
     k.tiles = p.N * k.tiles_p * k.tiles_q;
     return k;
@@ -76,7 +94,37 @@ kernel::wgmma_conv_params wgmma_plan(const conv2d_problem& p) {
 /// Dynamic shared memory of the wgmma kernel for plan k.
 template <class Policy, class Op>
 std::size_t wgmma_smem_bytes(const kernel::wgmma_conv_params& k) {
-  return static_cast<std::size_t>(Policy::stages) * k.stage_bytes + sizeof(kernel::wgmma_reduce_storage<Policy, Op>);
+  return static_cast<std::size_t>(Policy::stages) * k.stage_bytes + sizeof(kernel::wgmma_tail_storage<Policy, Op>);
+}
+
+/// The TMA descriptor of x (NCHW fp32, dims W, H, C, N innermost first) with box (rp, bh, block_c, 1) and
+/// zero fill outside the tensor, encoded with the driver's cuTensorMapEncodeTiled (found through the
+/// runtime, so nothing links libcuda). False if the driver lacks it or refuses the map.
+template <class Policy>
+bool make_x_tensor_map(CUtensorMap& map, const float* x, const kernel::wgmma_conv_params& k) {
+  using encode_fn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static const encode_fn encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      fn = nullptr;
+    }
+    return reinterpret_cast<encode_fn>(fn);
+  }();
+  if (!encode) return false;
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(k.W), static_cast<cuuint64_t>(k.H), static_cast<cuuint64_t>(k.C),
+                              static_cast<cuuint64_t>(k.N)};
+  const cuuint64_t strides[3] = {dims[0] * 4, dims[0] * dims[1] * 4, dims[0] * dims[1] * dims[2] * 4};
+  const cuuint32_t box[4] = {static_cast<cuuint32_t>(k.rp), static_cast<cuuint32_t>(k.bh),
+                             static_cast<cuuint32_t>(Policy::block_c), 1};
+  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
+  return encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(x), dims, strides, box, elem_strides,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 /// Packed filter bytes of plan k (zero when the wgmma kernel does not serve the problem).
@@ -160,7 +208,9 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
   static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
   const kernel::wgmma_conv_params plan = detail::wgmma_plan<Policy, T, Op>(p);
-  if (plan.tiles == 0) return conv2d_reduce<typename Policy::fallback>(p, x, w, bias, y, indices, op, epi, stream);
+  // TMA reads x from a 16-byte aligned base: any other x (legal for float) takes the fallback too
+  if (plan.tiles == 0 || reinterpret_cast<std::uintptr_t>(x) % 16 != 0)
+    return conv2d_reduce<typename Policy::fallback>(p, x, w, bias, y, indices, op, epi, stream);
   if constexpr (std::is_same_v<T, float>) {
     if constexpr (!Op::has_index) {
       if (indices) return status::indices_not_supported;
@@ -184,8 +234,10 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
       return status::cuda_error;
     kernel::wgmma_conv_params k = plan;
     k.x = x, k.filter = packed, k.bias = bias;
+    CUtensorMap x_map;
+    if (!detail::make_x_tensor_map<Policy>(x_map, x, k)) return status::cuda_error;
     const std::int64_t grid = plan.tiles < sms ? plan.tiles : sms;
-    kern<<<static_cast<unsigned>(grid), Policy::threads, smem, stream>>>(k, op, epi, y, indices);
+    kern<<<static_cast<unsigned>(grid), Policy::threads, smem, stream>>>(x_map, k, op, epi, y, indices);
     return detail::launch_status();
   } else {
     return status::success;  // unreachable: plan.tiles == 0 for T != float

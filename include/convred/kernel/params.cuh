@@ -85,9 +85,9 @@ conv_params<T> make_conv_params(const conv2d_problem& p, const T* x, const T* w,
 /// @brief Parameter block of the packed-filter wgmma kernel (conv2d_reduce_wgmma_kernel): NCHW fp32 x,
 /// groups 1, stride 1, dilation 1, K <= 128 (device::packed_filter_bytes decides). A tile is a `th` x
 /// 2^tw_log2 rectangle of output pixels of one image (256 pixels); tiles run q fastest, then p, then n.
-/// Shared-memory stage: the packed filter slice (b_bytes) then the input patch, `block_c` channels of
-/// `ph` rows x `pw` columns, row pitch `rp` floats, channel stride `cs` floats (padded so the fragment
-/// loads of a warp hit 32 distinct banks).
+/// Shared-memory stage: the packed filter slice (b_bytes) then the input patch as the TMA box writes it,
+/// `block_c` channels of `bh` rows x `rp` columns (the (ph x pw) patch and some unused rows/columns, sized
+/// so that the channel stride cs = bh * rp makes the fragment loads of a warp hit 32 distinct banks).
 struct wgmma_conv_params {
   const float* x = nullptr;       ///< input (N,C,H,W), NCHW fp32
   const void* filter = nullptr;   ///< packed filter (device::pack_filter), 16-byte aligned
@@ -131,10 +131,16 @@ struct wgmma_conv_params {
   /// @var pw
   /// @brief patch columns, TW + S - 1
   /// @var rp
-  /// @brief patch row pitch in floats
+  /// @brief patch row pitch in floats: the TMA box width (>= pw, a multiple of 4)
+  /// @var bh
+  /// @brief TMA box height (>= ph)
   /// @var cs
-  /// @brief patch channel stride in floats
-  std::int32_t ph = 0, pw = 0, rp = 0, cs = 0;
+  /// @brief patch channel stride in floats, rp * bh
+  std::int32_t ph = 0, pw = 0, rp = 0, bh = 0, cs = 0;
+  std::int32_t a_bytes = 0;  ///< patch bytes per stage: block_c * cs * 4
+  /// columns between the TMA box's first column and the patch's (q0 - pad_w): TMA needs the box to start
+  /// at a 16-byte aligned address, so the box starts at q0 - pad_w - col_shift, a multiple of 4 (q0 is)
+  std::int32_t col_shift = 0;
   /// @var b_bytes
   /// @brief packed filter bytes per stage: parts * R*S * 128 * block_c * element bytes
   /// @var stage_bytes

@@ -65,6 +65,18 @@ __device__ __forceinline__ void fence_proxy_async() {
 #endif
 }
 
+/// @brief `setmaxnreg.inc` / `.dec`: this warpgroup's registers per thread become `Regs` (a multiple of 8 in
+/// [24, 256]); every warp of the warpgroup must execute it.
+template <int Regs, bool Increase>
+__device__ __forceinline__ void set_max_registers() {
+#if CONVRED_HAS_WGMMA
+  if constexpr (Increase)
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs));
+  else
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs));
+#endif
+}
+
 /// @brief d += A(64x8, tf32, registers) * B(8x128, tf32, shared K-major), fp32 accumulate
 /// (`wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32`). Asynchronous: see commit() / wait().
 __device__ __forceinline__ void mma_tf32_m64n128k8(float (&d)[64], const std::uint32_t (&a)[4], std::uint64_t desc_b) {
