@@ -145,9 +145,9 @@ struct conv_mainloop_wgmma {
 
   /// Issues, commits and (leaving this batch in flight) waits for the previous batch of one tap, then
   /// reads the next tap's fragments into the other buffer.
-  template <int B>
+  template <int B, class Release>
   __device__ void step(float (&d)[2][64], frags (&f)[2], std::uint64_t desc, std::uint64_t desc_small, bool more,
-                       const float* patch, int next_off, int cs) const {
+                       const float* patch, int next_off, int cs, Release& release) const {
     warpgroup::fence();
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt) {
@@ -159,13 +159,17 @@ struct conv_mainloop_wgmma {
     }
     warpgroup::commit();
     warpgroup::wait<1>();
+    release();  // every batch before this one has completed
     if (more) load(patch, next_off, cs, f[B ^ 1]);
   }
 
   /// Accumulates one staged (filter slice, patch) pair into d. `parity` selects the fragment buffer of
   /// the next tap and persists across stages (the last batch of a stage may still be in flight).
+  /// `release()` is called after each tap's wait, when every earlier batch (the previous stage's last
+  /// one included) has completed: the caller frees the previous stage's slot on its first call.
+  template <class Release>
   __device__ void run_stage(const unsigned char* stage, float (&d)[2][64], frags (&f)[2], int& parity,
-                            const kernel::wgmma_conv_params& p) const {
+                            const kernel::wgmma_conv_params& p, Release&& release) const {
     const float* patch = reinterpret_cast<const float*>(stage + p.b_bytes);
     const std::uint64_t desc0 = warpgroup::make_smem_desc(stage, 128, 256);
     const std::uint64_t desc_small0 = desc0 + ((static_cast<std::uint64_t>(p.R * p.S) * tap_bytes) >> 4);
@@ -181,9 +185,9 @@ struct conv_mainloop_wgmma {
       const int next_off = r * p.rp + s;
       const std::uint64_t adv = (static_cast<std::uint64_t>(tap) * tap_bytes) >> 4;
       if (parity)
-        step<1>(d, f, desc0 + adv, desc_small0 + adv, more, patch, next_off, cs);
+        step<1>(d, f, desc0 + adv, desc_small0 + adv, more, patch, next_off, cs, release);
       else
-        step<0>(d, f, desc0 + adv, desc_small0 + adv, more, patch, next_off, cs);
+        step<0>(d, f, desc0 + adv, desc_small0 + adv, more, patch, next_off, cs, release);
       parity ^= 1;
     }
   }

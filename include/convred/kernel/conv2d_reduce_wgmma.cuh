@@ -139,9 +139,11 @@ __global__ void __launch_bounds__(Policy::threads, 1)
     for (int kt = 0; kt < prm.kt; ++kt) {
       convred::detail::mbarrier_wait(&tail.full[slot], phase);
       mainloop::fence_acc(d);
-      ml.run_stage(smem + slot * prm.stage_bytes, d, f, parity, prm);
-      // only this stage's last batch may still be in flight: the previous stage's slot is free
-      if (prev_slot >= 0) convred::detail::mbarrier_arrive(&tail.empty[prev_slot]);
+      // the previous stage's slot is freed as soon as its last wgmma batch has completed (first tap)
+      ml.run_stage(smem + slot * prm.stage_bytes, d, f, parity, prm, [&]() {
+        if (prev_slot >= 0) convred::detail::mbarrier_arrive(&tail.empty[prev_slot]);
+        prev_slot = -1;
+      });
       prev_slot = slot;
       if (++slot == S) slot = 0, phase ^= 1;
     }
