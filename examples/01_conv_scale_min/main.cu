@@ -40,6 +40,7 @@
 #include <vector>
 
 #include <convred/device/conv2d_reduce.cuh>
+#include <convred/device/conv2d_reduce_packed.cuh>
 #include <convred/functional.cuh>
 #include <convred/numeric.cuh>
 #include <convred/problem.cuh>
@@ -102,6 +103,19 @@ std::int64_t dtype_bytes(dtype_kind d) { return d == dtype_kind::f64 ? 8 : d == 
 
 bool is_index_op(op_kind o) { return o == op_kind::argmin || o == op_kind::argmax; }
 
+/// --math: exact (default) or a tensor-core precision through the packed-filter path.
+enum class math_kind { ieee, tf32, tf32x3, bf16, fp16 };
+const char* math_label(math_kind m) {
+  switch (m) {
+    case math_kind::ieee: return "ieee";
+    case math_kind::tf32: return "tf32";
+    case math_kind::tf32x3: return "tf32x3";
+    case math_kind::bf16: return "bf16";
+    case math_kind::fp16: return "fp16";
+  }
+  return "?";
+}
+
 struct options {
   convred::conv2d_problem p;  ///< the problem (seed case by default, see make_default)
   // Which sizes were given on the command line: input files must agree with them.
@@ -109,6 +123,7 @@ struct options {
        set_groups = false;
   op_kind op = op_kind::min;
   dtype_kind dtype = dtype_kind::f32;
+  math_kind math = math_kind::ieee;
   double scale = 2.0;
   bool bias = true;
   int iters = 50;
@@ -150,6 +165,10 @@ void print_help() {
       "  --dtype T           element type of x, W, b, y: float (default), double, half, bf16.\n"
       "                      Math: exact fp32 FMA (fp64 for double); half/bf16 are converted to fp32 on load.\n"
       "                      (PyTorch's default conv2d on GPUs uses TF32, which is less accurate.)\n"
+      "  --math M            ieee (default: exact fp32 FMA, conv2d_reduce), or a tensor-core precision run\n"
+      "                      through the packed-filter path (pack_filter once, then conv2d_reduce_packed;\n"
+      "                      wgmma on sm_90a, else the mma.sync fallback): tf32, tf32x3, bf16, fp16.\n"
+      "                      Tolerance vs float64: tf32 1e-3, tf32x3 1e-5, bf16/fp16 1e-2. --dtype float only\n"
       "  --scale S           epilogue scale factor, applied in fp32 as epilogue::scale<float> (2.0)\n"
       "  --no-bias           no bias term\n"
       "\n"
@@ -286,6 +305,14 @@ options parse_args(int argc, char** argv, bool& help) {
       else if (v == "half" || v == "fp16" || v == "float16") o.dtype = dtype_kind::f16;
       else if (v == "bf16" || v == "bfloat16") o.dtype = dtype_kind::bf16;
       else throw usage_error("--dtype must be float, double, half or bf16, got '" + v + "'");
+    } else if (key == "--math") {
+      const std::string v = value();
+      if (v == "ieee") o.math = math_kind::ieee;
+      else if (v == "tf32") o.math = math_kind::tf32;
+      else if (v == "tf32x3") o.math = math_kind::tf32x3;
+      else if (v == "bf16") o.math = math_kind::bf16;
+      else if (v == "fp16") o.math = math_kind::fp16;
+      else throw usage_error("--math must be ieee, tf32, tf32x3, bf16 or fp16, got '" + v + "'");
     } else if (key == "--scale") o.scale = parse_real(key, value());
     else if (key == "--no-bias") flag(), o.bias = false;
     else if (key == "--iters") o.iters = parse_count(key, value());
@@ -554,9 +581,11 @@ std::vector<std::int64_t> choose_pixels(const convred::conv2d_problem& p, std::i
 constexpr double kFloor = 8.0;
 
 template <class T>
-double tolerance() {
+double tolerance(math_kind m = math_kind::ieee) {
+  if (m == math_kind::tf32) return 1e-3;  // DESIGN.md's bounds for the tensor-core precisions
+  if (m == math_kind::bf16 || m == math_kind::fp16) return 1e-2;
   if constexpr (std::is_same_v<T, double>) return 1e-12;
-  else if constexpr (std::is_same_v<T, float>) return 1e-5;
+  else if constexpr (std::is_same_v<T, float>) return 1e-5;  // also tf32x3
   else return 1e-2;
 }
 
@@ -630,10 +659,14 @@ int run(const options& o) {
               static_cast<double>(epi.s), o.bias ? ", bias" : ", no bias");
   std::printf("computes : y = %s  ->  y (%lld, 1, %lld, %lld)%s\n", torch_expression<Op>().c_str(), (long long)p.N,
               (long long)P, (long long)Q, has_index ? " + int64 indices" : "");
-  std::printf("math     : ieee (exact %s FMA; %s); PyTorch's default conv2d uses TF32 instead\n",
-              std::is_same_v<T, double> ? "fp64" : "fp32",
-              std::is_same_v<T, double> || std::is_same_v<T, float> ? "no conversions"
-                                                                    : "16-bit inputs converted to fp32 on load");
+  if (o.math == math_kind::ieee)
+    std::printf("math     : ieee (exact %s FMA; %s); PyTorch's default conv2d uses TF32 instead\n",
+                std::is_same_v<T, double> ? "fp64" : "fp32",
+                std::is_same_v<T, double> || std::is_same_v<T, float> ? "no conversions"
+                                                                      : "16-bit inputs converted to fp32 on load");
+  else
+    std::printf("math     : %s tensor cores, fp32 accumulation (packed filter, conv2d_reduce_packed)\n",
+                math_label(o.math));
   std::fflush(stdout);
 
   // ---- host inputs (logical NCHW, then reordered for NHWC) ----
@@ -693,7 +726,66 @@ int run(const options& o) {
   std::int64_t* pidx = has_index ? thrust::raw_pointer_cast(didx.data()) : nullptr;
 
   stream_guard stream;
-  auto launch = [&]() { return convred::device::conv2d_reduce(p, px, pw, pb, py, pidx, Op{}, epi, stream.s); };
+  // --math other than ieee: the filter is packed once (its own, separately timed step), then every run is
+  // conv2d_reduce_packed (wgmma where the device and the problem allow, the mma.sync fallback otherwise).
+  thrust::device_vector<unsigned char> packed;
+  auto packed_launch = [&](auto policy) {
+    using Pol = decltype(policy);
+    return convred::device::conv2d_reduce_packed<Pol>(p, px, pw, thrust::raw_pointer_cast(packed.data()), pb, py, pidx,
+                                                      Op{}, epi, stream.s);
+  };
+  auto pack = [&](auto policy) {
+    using Pol = decltype(policy);
+    const std::size_t bytes = convred::device::packed_filter_bytes<Pol, T>(p);
+    packed.resize(bytes > 0 ? bytes : 16);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    cudaEvent_t e0, e1;
+    CHECK_CUDA(cudaEventCreate(&e0));
+    CHECK_CUDA(cudaEventCreate(&e1));
+    CHECK_CUDA(cudaEventRecord(e0, stream.s));
+    const convred::status st =
+        convred::device::pack_filter<Pol>(p, pw, thrust::raw_pointer_cast(packed.data()), packed.size(), stream.s);
+    CHECK_CUDA(cudaEventRecord(e1, stream.s));
+    CHECK_CUDA(cudaEventSynchronize(e1));
+    float t = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&t, e0, e1));
+    CHECK_CUDA(cudaEventDestroy(e0));
+    CHECK_CUDA(cudaEventDestroy(e1));
+    std::printf("packing  : %s; pack_filter %s, %.3f ms (once per filter, not in the times below)\n",
+                bytes > 0 ? "wgmma kernel (sm_90a)" : "not served by the wgmma kernel: mma.sync fallback on W",
+                convred::to_string(st), static_cast<double>(t));
+    return st;
+  };
+  using wg_tf32 = convred::default_wgmma_policy<convred::math::tf32>::type;
+  using wg_tf32x3 = convred::default_wgmma_policy<convred::math::tf32x3>::type;
+  using wg_bf16 = convred::default_wgmma_policy<convred::math::bf16>::type;
+  using wg_fp16 = convred::default_wgmma_policy<convred::math::fp16>::type;
+  if constexpr (std::is_same_v<T, float>) {
+    convred::status st = convred::status::success;
+    switch (o.math) {
+      case math_kind::ieee: break;
+      case math_kind::tf32: st = pack(wg_tf32{}); break;
+      case math_kind::tf32x3: st = pack(wg_tf32x3{}); break;
+      case math_kind::bf16: st = pack(wg_bf16{}); break;
+      case math_kind::fp16: st = pack(wg_fp16{}); break;
+    }
+    if (st != convred::status::success) {
+      std::printf("Failed\n");
+      return 1;
+    }
+  }
+  auto launch = [&]() {
+    if constexpr (std::is_same_v<T, float>) {
+      switch (o.math) {
+        case math_kind::ieee: break;
+        case math_kind::tf32: return packed_launch(wg_tf32{});
+        case math_kind::tf32x3: return packed_launch(wg_tf32x3{});
+        case math_kind::bf16: return packed_launch(wg_bf16{});
+        case math_kind::fp16: return packed_launch(wg_fp16{});
+      }
+    }
+    return convred::device::conv2d_reduce(p, px, pw, pb, py, pidx, Op{}, epi, stream.s);
+  };
   auto launch_checked = [&](const char* which) {
     const convred::status st = launch();
     if (st != convred::status::success) {
@@ -830,7 +922,7 @@ int run(const options& o) {
   });
   const double ref_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  const double tol = tolerance<T>(), u = unit_roundoff<T>();
+  const double tol = tolerance<T>(o.math), u = unit_roundoff<T>();
   double sum_e2 = 0, sum_r2 = 0, sum_m2 = 0, max_abs = 0, max_rel = 0, worst_ratio = 0;
   double max_gap = 0, worst_gap_ratio = 0;
   std::int64_t bad = 0, worst_px = -1, nan_mismatch = 0, idx_differs = 0, idx_wrong = 0;
@@ -984,6 +1076,8 @@ int main(int argc, char** argv) {
                     "): " + convred::to_string(st),
                 false);
   if (o.p.N < 1) return fail("the batch must hold at least one image (--n >= 1)", true);
+  if (o.math != math_kind::ieee && o.dtype != dtype_kind::f32)
+    return fail(std::string("--math ") + math_label(o.math) + " runs with --dtype float only", true);
 
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
