@@ -813,7 +813,7 @@ void run_case(case_result& cr, runner& rn, const options& o, cudnn_env* env) {
     r.tol = tolerance_for<Math>();
     poison_y();
     rn.run(cr, r, [&]() {
-      check_status(convred::device::conv2d_reduce_packed<Pol>(p, x.p, w.p, packed.p, b.p, y.p, nullptr, convred::op::min{},
+      check_status(convred::device::conv2d_reduce_packed<Pol>(p, x.p, w.p, packed.p, bytes, b.p, y.p, nullptr, convred::op::min{},
                                                               convred::epilogue::scale<float>{kScale}, nullptr),
                    std::string("conv2d_reduce_packed<wgmma ") + math_name<Math>() + ">");
     }, check_y);

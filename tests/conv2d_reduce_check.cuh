@@ -222,8 +222,9 @@ void check_fused(const std::string& name, const conv2d_problem& p, const host_da
     thrust::device_vector<unsigned char> packed(bytes);
     void* pk = bytes ? static_cast<void*>(raw(packed)) : nullptr;
     REQUIRE(convred::device::pack_filter<Policy>(p, craw(dw), pk, bytes) == status::success);
-    s = convred::device::conv2d_reduce_packed<Policy>(p, craw(dx), craw(dw), pk, dbias, raw(dy),
+    s = convred::device::conv2d_reduce_packed<Policy>(p, craw(dx), craw(dw), pk, bytes, dbias, raw(dy),
                                                       Op::has_index ? raw(di) : nullptr, op, de);
+    INFO("status: " << std::string(convred::to_string(s)));
     REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   } else {
     s = convred::device::conv2d_reduce<Policy>(p, craw(dx), craw(dw), dbias, raw(dy), Op::has_index ? raw(di) : nullptr,

@@ -97,22 +97,57 @@ TEST_CASE("pack_filter / conv2d_reduce_packed: argument errors") {
   using P = wg<math::tf32>;
   const conv2d_problem p = make_problem(1, 4, 8, 8, 8, 3, 3, 1, 1);
   const std::size_t bytes = convred::device::packed_filter_bytes<P, float>(p);
+  if (on_hopper()) REQUIRE(bytes > 0);
   if (bytes == 0) return;  // no wgmma kernel on this device: nothing to pack
+  conv2d_problem empty = p;
+  empty.N = 0;
+  CHECK(convred::device::packed_filter_bytes<P, float>(empty) == bytes);  // independent of N
   thrust::device_vector<float> w(static_cast<std::size_t>(p.w_elements()), 1.f), x(static_cast<std::size_t>(p.x_elements()), 1.f);
   thrust::device_vector<unsigned char> packed(bytes + 16);
   thrust::device_vector<float> y(static_cast<std::size_t>(p.y_elements()));
+  thrust::device_vector<std::int64_t> idx(static_cast<std::size_t>(p.y_elements()));
   CHECK(convred::device::pack_filter<P>(p, craw(w), nullptr, bytes) == status::null_pointer);
   CHECK(convred::device::pack_filter<P>(p, craw(w), raw(packed) + 4, bytes) == status::misaligned_pointer);
   CHECK(convred::device::pack_filter<P>(p, craw(w), raw(packed), bytes - 16) == status::invalid_argument);
   CHECK(convred::device::pack_filter<P>(p, craw(w), static_cast<void*>(raw(w)), bytes) == status::overlapping_buffers);
   REQUIRE(convred::device::pack_filter<P>(p, craw(w), raw(packed), bytes) == status::success);
-  CHECK(convred::device::conv2d_reduce_packed<P>(p, craw(x), craw(w), nullptr, nullptr, raw(y), nullptr, op::min{}) ==
-        status::null_pointer);
-  CHECK(convred::device::conv2d_reduce_packed<P>(p, craw(x), craw(w), raw(packed) + 8, nullptr, raw(y), nullptr,
-                                                 op::min{}) == status::misaligned_pointer);
-  CHECK(convred::device::conv2d_reduce_packed<P>(p, craw(x), craw(w), raw(packed), nullptr,
-                                                 reinterpret_cast<float*>(raw(packed)), nullptr,
-                                                 op::min{}) == status::overlapping_buffers);
+  auto run = [&](const void* pk, std::size_t n, float* out, std::int64_t* ind) {
+    return convred::device::conv2d_reduce_packed<P>(p, craw(x), craw(w), pk, n, nullptr, out, ind, op::min{});
+  };
+  CHECK(run(nullptr, bytes, raw(y), nullptr) == status::null_pointer);
+  CHECK(run(raw(packed) + 8, bytes, raw(y), nullptr) == status::misaligned_pointer);
+  CHECK(run(raw(packed), bytes - 16, raw(y), nullptr) == status::invalid_argument);  // e.g. packed for a smaller C
+  CHECK(run(raw(packed), bytes, reinterpret_cast<float*>(raw(packed)), nullptr) == status::overlapping_buffers);
+  CHECK(run(raw(packed), bytes, raw(y), raw(idx)) == status::indices_not_supported);
+  CHECK(convred::device::conv2d_reduce_packed<P>(empty, craw(x), craw(w), nullptr, 0, nullptr, static_cast<float*>(nullptr), nullptr,
+                                                 op::min{}) == status::success);  // N = 0: nothing to do
   CHECK(cudaDeviceSynchronize() == cudaSuccess);
+}
+
+TEST_CASE("conv2d_reduce_packed: x not 16-byte aligned takes the fallback, same answer") {
+  require_gpu();
+  using P = wg<math::tf32>;
+  const conv2d_problem p = make_problem(2, 5, 9, 12, 17, 3, 3, 1, 1);
+  const auto d = make_data<float>(p, 4242, data_kind::integer);  // exact in every math
+  std::vector<float> xs(d.x.size() + 1, 0.f);
+  std::copy(d.x.begin(), d.x.end(), xs.begin() + 1);
+  auto dx = test::to_device(xs);
+  auto dw = test::to_device(d.w);
+  auto db = test::to_device(d.b);
+  const std::size_t bytes = convred::device::packed_filter_bytes<P, float>(p);
+  thrust::device_vector<unsigned char> packed(bytes > 0 ? bytes : 16);
+  REQUIRE(convred::device::pack_filter<P>(p, craw(dw), raw(packed), packed.size()) == status::success);
+  thrust::device_vector<float> y(static_cast<std::size_t>(p.y_elements()));
+  test::poison(y);
+  REQUIRE(convred::device::conv2d_reduce_packed<P>(p, craw(dx) + 1, craw(dw), raw(packed), packed.size(), craw(db),
+                                                   raw(y), nullptr, op::max{}) == status::success);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  std::vector<double> ref(static_cast<std::size_t>(p.y_elements()));
+  convred::reference::conv2d_reduce(p, d.x.data(), d.w.data(), d.b.data(), ref.data(), nullptr, op::max{},
+                                    epi::identity{});
+  const auto got = test::to_host(y);
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) bad += static_cast<double>(got[i]) != ref[i];
+  CHECK(bad == 0);
 }
 }

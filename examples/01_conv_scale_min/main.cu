@@ -731,7 +731,7 @@ int run(const options& o) {
   thrust::device_vector<unsigned char> packed;
   auto packed_launch = [&](auto policy) {
     using Pol = decltype(policy);
-    return convred::device::conv2d_reduce_packed<Pol>(p, px, pw, thrust::raw_pointer_cast(packed.data()), pb, py, pidx,
+    return convred::device::conv2d_reduce_packed<Pol>(p, px, pw, thrust::raw_pointer_cast(packed.data()), packed.size(), pb, py, pidx,
                                                       Op{}, epi, stream.s);
   };
   auto pack = [&](auto policy) {

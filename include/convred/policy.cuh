@@ -13,12 +13,15 @@ namespace math {
 /// float64 reference to ~1e-6 relative (fp32). Note: PyTorch's default conv2d math on Ampere and later
 /// is TF32 (torch.backends.cudnn.allow_tf32 = True), which is less accurate (~1e-4).
 struct ieee {};
-/// TF32 tensor cores (mma.sync m16n8k8): x and w rounded to TF32 (10-bit mantissa) with
-/// round-to-nearest (cvt.rna, as cuDNN's TF32 convolutions), fp32 accumulation. ~1e-4 relative.
+/// TF32 tensor cores: x and w rounded to TF32 (10-bit mantissa) with round-to-nearest (as cuDNN's TF32
+/// convolutions: ties away from zero, cvt.rna, in the mma.sync m16n8k8 kernels; ties to even, cvt.rn, in
+/// the sm_90a wgmma kernel), fp32 accumulation. ~1e-4 relative.
 struct tf32 {};
 /// 3xTF32 on tensor cores: each operand split as big = tf32(v), small = tf32(v - big), and
 /// a*b ~= a_big*b_big + a_big*b_small + a_small*b_big (three mma.sync per product; the dropped
-/// small*small term is below fp32 rounding). fp32-level accuracy (~1e-6 relative) at tensor-core speed.
+/// small*small term is below fp32 rounding). fp32-level accuracy at tensor-core speed: ~2e-7 relative
+/// (mma.sync kernels, which promote each stage's sum with an IEEE add) and ~4e-6 (wgmma kernel, seed
+/// case), both within DESIGN.md's 1e-5.
 /// As CUTLASS's 3xTF32 "fast accurate" GEMMs (NVIDIA, CUTLASS examples 27/28).
 struct tf32x3 {};
 /// bfloat16 tensor cores (mma.sync m16n8k16): operands converted to bf16 (round to nearest even) on
@@ -130,15 +133,16 @@ struct default_simt_policy<double> {
 /// (device::conv2d_reduce_packed): `wgmma.mma_async` with the input patch in registers and the packed
 /// filter in shared memory.
 ///
-/// A block (persistent: one per SM, looping over tiles) of two consumer warpgroups and one producer warp
-/// computes 256 output pixels (a TH x TW rectangle of one image) by all K <= 128 output channels. Per
+/// A block (persistent: one per SM, looping over tiles) of two consumer warpgroups and a producer
+/// warpgroup (one thread of it issues the copies; setmaxnreg leaves it 40 registers) computes 256 output pixels (a TH x TW rectangle of one image) by all K <= 128 output channels. Per
 /// stage the producer copies, with TMA, `block_c` input channels of the input patch ((TH+R-1) x (TW+S-1)
 /// pixels each, fp32 as given, zero outside the image: each x element is loaded once per tile, not R*S
 /// times as in im2col) and, with a bulk copy, the matching R*S x 128 x block_c slice of the packed
 /// filter, signalling an mbarrier; each consumer warpgroup then issues, for every
 /// filter tap (r,s), two m64n128 wgmmas (its 128 pixels) whose A fragments are read from the patch at
 /// offset (r,s) and converted on chip (TF32 round-to-nearest-even, the 3xTF32 split, or bf16/fp16).
-/// `Stages` shared-memory stages, each released (an mbarrier) as soon as its wgmmas have completed.
+/// `Stages` shared-memory stages; a stage's slot is released (an mbarrier) when the first wgmma batch
+/// of the next stage has been waited for, i.e. when the stage's own last batch has completed.
 /// `fallback` is the mma.sync policy used where this kernel cannot serve a problem (see
 /// device::packed_filter_bytes).
 template <class Math, int Stages = 4>
@@ -167,9 +171,9 @@ struct wgmma_policy {
   static_assert(Stages >= 2, "wgmma_policy: at least two stages");
 };
 
-/// @brief Default wgmma policy of a math tag: as many stages as fit the seed problem's 3x3 filter in
-/// shared memory: 4 for tf32 (48 KB each), 3 for bf16/fp16 (62 KB: 16 channels per stage), 2 for tf32x3
-/// (85 KB: the filter twice).
+/// @brief Default wgmma policy of a math tag: as many stages as fit a 3x3 filter in shared memory
+/// (seed problem: 4 for tf32, 49.8 KB each; 3 for bf16/fp16, 66.3 KB: 16 channels per stage; 2 for
+/// tf32x3, 85.8 KB: the filter twice).
 template <class Math>
 struct default_wgmma_policy {
   using type = wgmma_policy<Math, std::is_same_v<Math, math::tf32> ? 4 : 3>;  ///< the default wgmma_policy for Math

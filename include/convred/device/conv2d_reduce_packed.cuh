@@ -22,34 +22,57 @@ namespace convred::device {
 
 namespace detail {
 
-/// True if the current device runs sm_90a code of this translation unit (compute capability 9.0 and an
-/// sm_90a image: see kernel::wgmma_probe_kernel). Clears the error it may cause.
+/// True if the current device runs sm_90a code (compute capability 9.0 and an sm_90a image of
+/// kernel::wgmma_probe_kernel, a template shared by every translation unit of the program: build all of
+/// them that use this path with the same architectures). A CUDA error pending from the caller's own
+/// work is left alone; one caused here (no device) is cleared.
 inline bool wgmma_available() {
   int dev = 0, major = 0, minor = 0;
-  cudaFuncAttributes with{}, without{};
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess || major != 9 || minor != 0 ||
-      cudaFuncGetAttributes(&with, kernel::wgmma_probe_kernel<true>) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+    cudaGetLastError();  // ours: no usable device
+    return false;
+  }
+  if (major != 9 || minor != 0) return false;
+  cudaFuncAttributes with{}, without{};
+  if (cudaFuncGetAttributes(&with, kernel::wgmma_probe_kernel<true>) != cudaSuccess ||
       cudaFuncGetAttributes(&without, kernel::wgmma_probe_kernel<false>) != cudaSuccess) {
-    cudaGetLastError();
+    cudaGetLastError();  // ours: no image for this device
     return false;
   }
   return with.sharedSizeBytes >= without.sharedSizeBytes + 2048;
 }
 
-/// The wgmma kernel's launch parameters for p (filter, x, bias left null), or tiles == 0 when it cannot
-/// serve p: T not float, NHWC, groups != 1, stride or dilation != 1, K > 128, an operand stage set larger
-/// than the shared memory, or a device without sm_90a code.
+/// Whether the wgmma kernel serves a problem, and its launch parameters (filter, x, bias left null).
+struct wgmma_plan_t {
+  bool served = false;            ///< false: conv2d_reduce_packed runs Policy::fallback on w
+  kernel::wgmma_conv_params k;    ///< launch parameters (when served)
+};
+
+/// Shared memory after the stages: the reduction state of Op or of argmin (the largest standard state),
+/// whichever is larger, so that whether a problem is served does not depend on the standard op.
+template <class Policy, class Op>
+constexpr std::size_t wgmma_tail_bytes() {
+  const std::size_t a = sizeof(kernel::wgmma_tail_storage<Policy, Op>);
+  const std::size_t b = sizeof(kernel::wgmma_tail_storage<Policy, op::argmin>);
+  return a > b ? a : b;
+}
+
+/// The wgmma kernel's plan for p: not served for T other than float, NHWC x, groups != 1, stride or
+/// dilation != 1, K > 128, W not a multiple of 4 (TMA rows are 16-byte multiples), N >= 2^31 or one image
+/// of 2^40 bytes or more (TMA coordinates and strides), operand stages larger than the shared memory, or
+/// a device without sm_90a code. Independent of N otherwise (N = 0 is served, with no tiles).
 template <class Policy, class T, class Op>
-kernel::wgmma_conv_params wgmma_plan(const conv2d_problem& p) {
-  kernel::wgmma_conv_params k;
+wgmma_plan_t wgmma_plan(const conv2d_problem& p) {
+  wgmma_plan_t plan;
+  kernel::wgmma_conv_params& k = plan.k;
   if constexpr (!std::is_same_v<T, float>) {
-    return k;
+    return plan;
   } else {
     if (validate(p, sizeof(T)) != status::success || p.x_layout != layout::nchw || p.groups != 1 || p.stride_h != 1 ||
         p.stride_w != 1 || p.dil_h != 1 || p.dil_w != 1 || p.K > Policy::block_n || p.P() <= 0 || p.Q() <= 0 ||
-        p.H >= (1 << 30) || p.W >= (1 << 30) || p.C >= (1 << 30))
-      return k;
+        p.W % 4 != 0 || p.N > 0x7fffffff || p.C * p.H * p.W * 4 >= (std::int64_t(1) << 40))
+      return plan;
     const int tw_log2 = p.Q() <= 16 ? 4 : 5, tw = 1 << tw_log2, th = Policy::block_m / tw;
     k.N = p.N, k.C = static_cast<std::int32_t>(p.C), k.H = static_cast<std::int32_t>(p.H), k.W = static_cast<std::int32_t>(p.W);
     k.K = static_cast<std::int32_t>(p.K), k.P = static_cast<std::int32_t>(p.P()), k.Q = static_cast<std::int32_t>(p.Q());
@@ -79,22 +102,21 @@ kernel::wgmma_conv_params wgmma_plan(const conv2d_problem& p) {
                                  Policy::filter_elem_bytes;
     const std::int64_t a_bytes = Policy::block_c * cs * 4;
     const std::int64_t stage = (b_bytes + a_bytes + 127) / 128 * 128;
-    const std::int64_t smem = Policy::stages * stage + sizeof(kernel::wgmma_tail_storage<Policy, Op>);
-    if (smem > static_cast<std::int64_t>(max_smem_per_block) || rp > 256 || bh > 256 || p.W % 4 != 0 ||
-        !wgmma_available())
-      return k;
+    const std::int64_t smem = Policy::stages * stage + static_cast<std::int64_t>(wgmma_tail_bytes<Policy, Op>());
+    if (smem > static_cast<std::int64_t>(max_smem_per_block) || rp > 256 || bh > 256 || !wgmma_available()) return plan;
     k.rp = static_cast<std::int32_t>(rp), k.bh = static_cast<std::int32_t>(bh), k.cs = static_cast<std::int32_t>(cs);
     k.a_bytes = static_cast<std::int32_t>(a_bytes), k.b_bytes = static_cast<std::int32_t>(b_bytes);
     k.stage_bytes = static_cast<std::int32_t>(stage);
     k.tiles = p.N * k.tiles_p * k.tiles_q;
-    return k;
+    plan.served = true;
+    return plan;
   }
 }
 
 /// Dynamic shared memory of the wgmma kernel for plan k.
 template <class Policy, class Op>
 std::size_t wgmma_smem_bytes(const kernel::wgmma_conv_params& k) {
-  return static_cast<std::size_t>(Policy::stages) * k.stage_bytes + sizeof(kernel::wgmma_tail_storage<Policy, Op>);
+  return static_cast<std::size_t>(Policy::stages) * k.stage_bytes + wgmma_tail_bytes<Policy, Op>();
 }
 
 /// The TMA descriptor of x (NCHW fp32, dims W, H, C, N innermost first) with box (rp, bh, block_c, 1) and
@@ -108,9 +130,13 @@ bool make_x_tensor_map(CUtensorMap& map, const float* x, const kernel::wgmma_con
   static const encode_fn encode = [] {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
+#if CUDART_VERSION >= 12050
+    const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q);
+#else
+    const cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &q);
+#endif
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) {
+      if (e != cudaSuccess) cudaGetLastError();  // ours
       fn = nullptr;
     }
     return reinterpret_cast<encode_fn>(fn);
@@ -127,10 +153,9 @@ bool make_x_tensor_map(CUtensorMap& map, const float* x, const kernel::wgmma_con
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-/// Packed filter bytes of plan k (zero when the wgmma kernel does not serve the problem).
-template <class Policy>
-std::size_t packed_bytes(const kernel::wgmma_conv_params& k) {
-  return k.tiles > 0 ? static_cast<std::size_t>(k.kt) * static_cast<std::size_t>(k.b_bytes) : 0;
+/// Packed filter bytes of a plan (zero when the wgmma kernel does not serve the problem).
+inline std::size_t packed_bytes(const wgmma_plan_t& plan) {
+  return plan.served ? static_cast<std::size_t>(plan.k.kt) * static_cast<std::size_t>(plan.k.b_bytes) : 0;
 }
 
 }  // namespace detail
@@ -139,16 +164,18 @@ std::size_t packed_bytes(const kernel::wgmma_conv_params& k) {
 ///
 /// Zero when the wgmma kernel cannot serve p (then conv2d_reduce_packed runs `Policy::fallback`, the
 /// mma.sync tensor-core kernel with the same math, on the KCRS weights w, and needs no packed filter).
-/// The wgmma kernel serves: T = float, NCHW x, groups 1, stride 1, dilation 1, K <= 128, any C, H, W,
-/// R, S and padding whose operand stages fit in shared memory (R*S <= 9 with the default stages), on a
-/// compute capability 9.0 device running an sm_90a image. Size: ceil(C/block_c) * parts * R*S * 128 *
-/// block_c * (4 bytes for tf32/tf32x3, 2 for bf16/fp16); the seed problem (C = 64, 3x3): 294,912 bytes
-/// for tf32, 589,824 for tf32x3, 147,456 for bf16/fp16.
+/// The wgmma kernel serves: T = float, NCHW x (16-byte aligned, else the call falls back), W a multiple
+/// of 4, groups 1, stride 1, dilation 1, K <= 128, N < 2^31, and R, S, padding and output width whose
+/// operand stages fit in shared memory (every 3x3, 3x1, 1x3 and 1x1 filter with the default policies),
+/// on a compute capability 9.0 device running an sm_90a image. The answer does not depend on N or on the
+/// reduction op. Size: ceil(C/block_c) * parts * R*S * 128 * block_c * (4 bytes for tf32/tf32x3, 2 for
+/// bf16/fp16); the seed problem (C = 64, 3x3): 294,912 bytes for tf32, 589,824 for tf32x3, 147,456 for
+/// bf16/fp16.
 /// @tparam Policy a wgmma_policy (or default_wgmma_policy<Math>::type)
 /// @tparam T element type of x and w (only float is served by the wgmma kernel)
 template <class Policy, class T>
 std::size_t packed_filter_bytes(const conv2d_problem& p) {
-  return detail::packed_bytes<Policy>(detail::wgmma_plan<Policy, T, op::min>(p));
+  return detail::packed_bytes(detail::wgmma_plan<Policy, T, op::argmin>(p));
 }
 
 /// @brief Packs the KCRS weights w (K, C, R, S) into `packed` for conv2d_reduce_packed: a separate,
@@ -157,21 +184,22 @@ std::size_t packed_filter_bytes(const conv2d_problem& p) {
 /// The packed image is the wgmma kernel's shared-memory layout (kernel::pack_filter_kernel): per stage of
 /// block_c input channels, per filter tap, a 128 x block_c slice in K-major core matrices, converted once to
 /// the math's operand type (tf32 round-to-nearest-even, 3xTF32 big + small, bf16, fp16). w is not modified.
-/// @param p      the problem the filter will be used with (packing depends on C, K, R, S and the device)
+/// @param p      the problem the filter will be used with (see packed_filter_bytes for what it depends on)
 /// @param w      device pointer, K*C*R*S elements, KCRS contiguous
 /// @param packed device pointer to `bytes` bytes, 16-byte aligned (cudaMalloc gives 256)
 /// @param bytes  size of `packed`, at least packed_filter_bytes<Policy, T>(p)
 /// @return status::success (also when packed_filter_bytes is 0: nothing to do, packed may be null);
 ///   validate(p)'s codes; null_pointer (w or packed null); misaligned_pointer (packed not 16-byte
 ///   aligned, w not aligned to T); invalid_argument (bytes too small); overlapping_buffers (packed overlaps
-///   w); no_device; cuda_error (launch failed).
+///   w); cuda_error (launch failed).
 template <class Policy, class T>
 status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_t bytes, cudaStream_t stream = nullptr) {
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
-  const kernel::wgmma_conv_params k = detail::wgmma_plan<Policy, T, op::min>(p);
-  const std::size_t need = detail::packed_bytes<Policy>(k);
+  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p);
+  const std::size_t need = detail::packed_bytes(plan);
   if (need == 0) return status::success;
   if constexpr (std::is_same_v<T, float>) {
+    const kernel::wgmma_conv_params& k = plan.k;
     if (!w || !packed) return status::null_pointer;
     if (!detail::aligned(w) || reinterpret_cast<std::uintptr_t>(packed) % 16 != 0) return status::misaligned_pointer;
     if (bytes < need) return status::invalid_argument;
@@ -192,55 +220,60 @@ status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_
 /// (wgmma), with a filter packed by pack_filter. Same semantics, arguments and errors as conv2d_reduce
 /// (y[n,0,p,q] = Op over k of e(bias[k] + conv2d(x, w)[n,k,p,q], k); PyTorch's conv2d), plus `packed`.
 ///
-/// When packed_filter_bytes<Policy, T>(p) is 0 this is conv2d_reduce<Policy::fallback> on w (packed is
-/// ignored and may be null). Otherwise `packed` must hold pack_filter's output for this p and these
-/// weights (not checked beyond null and alignment: a stale filter gives a wrong answer) and one
-/// persistent block per SM runs conv2d_reduce_wgmma_kernel: each 256-pixel tile's input patch is read
-/// once per tile (not per filter tap), converted on chip, multiplied with wgmma (fp32 accumulation), and
-/// reduced across channels in registers; the (N,K,P,Q) conv output never leaves the chip.
+/// When packed_filter_bytes<Policy, T>(p) is 0, or x is not 16-byte aligned, this is
+/// conv2d_reduce<Policy::fallback> on w (packed is ignored and may be null). Otherwise `packed` must hold
+/// pack_filter's output for this problem and these weights, in a buffer of `packed_bytes` >=
+/// packed_filter_bytes bytes (checked: a too small buffer is refused; its contents are not checked: a
+/// filter packed for other weights gives a wrong answer), and one persistent block per SM runs
+/// conv2d_reduce_wgmma_kernel: each 256-pixel tile's input patch is read once per tile (not per filter
+/// tap), converted on chip, multiplied with wgmma (fp32 accumulation), and reduced across channels in
+/// registers; the (N,K,P,Q) conv output never leaves the chip.
 /// Math: Policy::math (README "Precision"): tf32 (round to nearest even), tf32x3, bf16 or fp16 operands.
-/// @return as conv2d_reduce; also null_pointer when packed is needed and null, misaligned_pointer when it
-///   is not 16-byte aligned.
+/// @return as conv2d_reduce; also null_pointer (packed needed and null), misaligned_pointer (packed not
+///   16-byte aligned), invalid_argument (packed_bytes smaller than packed_filter_bytes).
 template <class Policy, class T, class Op, class Epilogue = epilogue::identity>
 status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, const void* packed,
-                            const nondeduced_t<T>* bias, T* y, std::int64_t* indices, Op op = {}, Epilogue epi = {},
-                            cudaStream_t stream = nullptr) {
+                            std::size_t packed_bytes, const nondeduced_t<T>* bias, T* y, std::int64_t* indices,
+                            Op op = {}, Epilogue epi = {}, cudaStream_t stream = nullptr) {
   static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
-  const kernel::wgmma_conv_params plan = detail::wgmma_plan<Policy, T, Op>(p);
+  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, Op>(p);
+  auto fallback = [&] { return conv2d_reduce<typename Policy::fallback>(p, x, w, bias, y, indices, op, epi, stream); };
   // TMA reads x from a 16-byte aligned base: any other x (legal for float) takes the fallback too
-  if (plan.tiles == 0 || reinterpret_cast<std::uintptr_t>(x) % 16 != 0)
-    return conv2d_reduce<typename Policy::fallback>(p, x, w, bias, y, indices, op, epi, stream);
+  if (!plan.served || reinterpret_cast<std::uintptr_t>(x) % 16 != 0) return fallback();
   if constexpr (std::is_same_v<T, float>) {
     if constexpr (!Op::has_index) {
       if (indices) return status::indices_not_supported;
     }
     const std::int64_t ny = p.y_elements();
+    if (ny == 0) return status::success;
+    const std::size_t need = detail::packed_bytes(plan);
     if (!x || !w || !packed || (!y && !indices)) return status::null_pointer;
-    if (!detail::aligned(x) || !detail::aligned(w) || !detail::aligned(bias) || !detail::aligned(y) ||
-        !detail::aligned(indices) || reinterpret_cast<std::uintptr_t>(packed) % 16 != 0)
+    if (!detail::aligned(w) || !detail::aligned(bias) || !detail::aligned(y) || !detail::aligned(indices) ||
+        reinterpret_cast<std::uintptr_t>(packed) % 16 != 0)
       return status::misaligned_pointer;
+    if (packed_bytes < need) return status::invalid_argument;
     const detail::span in[] = {
         detail::make_span(x, p.x_elements()), detail::make_span(w, p.w_elements()),
         detail::make_span(bias, bias ? p.K : 0),
-        detail::make_span(static_cast<const unsigned char*>(packed), static_cast<std::int64_t>(detail::packed_bytes<Policy>(plan)))};
+        detail::make_span(static_cast<const unsigned char*>(packed), static_cast<std::int64_t>(need))};
     const detail::span out[] = {detail::make_span(y, y ? ny : 0), detail::make_span(indices, indices ? ny : 0)};
     if (detail::any_overlap(in, out)) return status::overlapping_buffers;
+    kernel::wgmma_conv_params k = plan.k;
+    k.x = x, k.filter = packed, k.bias = bias;
+    CUtensorMap x_map;
+    if (!detail::make_x_tensor_map<Policy>(x_map, x, k)) return fallback();  // the driver refused the map
     auto kern = kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue>;
-    const std::size_t smem = detail::wgmma_smem_bytes<Policy, Op>(plan);
+    const std::size_t smem = detail::wgmma_smem_bytes<Policy, Op>(k);
     if (status s = detail::check_device(kern, smem); s != status::success) return s;
     int dev = 0, sms = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
       return status::cuda_error;
-    kernel::wgmma_conv_params k = plan;
-    k.x = x, k.filter = packed, k.bias = bias;
-    CUtensorMap x_map;
-    if (!detail::make_x_tensor_map<Policy>(x_map, x, k)) return status::cuda_error;
-    const std::int64_t grid = plan.tiles < sms ? plan.tiles : sms;
+    const std::int64_t grid = k.tiles < sms ? k.tiles : sms;
     kern<<<static_cast<unsigned>(grid), Policy::threads, smem, stream>>>(x_map, k, op, epi, y, indices);
     return detail::launch_status();
   } else {
-    return status::success;  // unreachable: plan.tiles == 0 for T != float
+    return fallback();  // unreachable: only float is served
   }
 }
 

@@ -138,8 +138,9 @@ struct wgmma_conv_params {
   /// @brief patch channel stride in floats, rp * bh
   std::int32_t ph = 0, pw = 0, rp = 0, bh = 0, cs = 0;
   std::int32_t a_bytes = 0;  ///< patch bytes per stage: block_c * cs * 4
-  /// columns between the TMA box's first column and the patch's (q0 - pad_w): TMA needs the box to start
-  /// at a 16-byte aligned address, so the box starts at q0 - pad_w - col_shift, a multiple of 4 (q0 is)
+  /// columns between the TMA box's first column and the patch's (q0 - pad_w): the box starts at
+  /// q0 - pad_w - col_shift, a multiple of 4 (q0 is), i.e. at a 16-byte aligned address (measured: a box
+  /// starting at column -1 stopped the kernel with an illegal-instruction error on the H200)
   std::int32_t col_shift = 0;
   /// @var b_bytes
   /// @brief packed filter bytes per stage: parts * R*S * 128 * block_c * element bytes
