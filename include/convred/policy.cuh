@@ -157,6 +157,7 @@ struct wgmma_policy {
   static constexpr int consumer_registers = 232;
   static constexpr int stages = Stages;        ///< shared-memory stages
   static constexpr bool tensor_core = true;    ///< tensor-core math
+  /// tf32 or tf32x3 (one fp32 operand per k), else bf16/fp16 (pairs)
   static constexpr bool is_tf32 = std::is_same_v<Math, convred::math::tf32> || std::is_same_v<Math, convred::math::tf32x3>;
   /// wgmma depth: 8 for tf32/tf32x3 (m64n128k8), 16 for bf16/fp16 (m64n128k16); also the input channels
   /// per stage (one wgmma per filter tap and m64 tile)

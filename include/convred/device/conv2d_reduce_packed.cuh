@@ -188,6 +188,7 @@ std::size_t packed_filter_bytes(const conv2d_problem& p) {
 /// @param w      device pointer, K*C*R*S elements, KCRS contiguous
 /// @param packed device pointer to `bytes` bytes, 16-byte aligned (cudaMalloc gives 256)
 /// @param bytes  size of `packed`, at least packed_filter_bytes<Policy, T>(p)
+/// @param stream CUDA stream the packing kernel is launched on (asynchronous)
 /// @return status::success (also when packed_filter_bytes is 0: nothing to do, packed may be null);
 ///   validate(p)'s codes; null_pointer (w or packed null); misaligned_pointer (packed not 16-byte
 ///   aligned, w not aligned to T); invalid_argument (bytes too small); overlapping_buffers (packed overlaps

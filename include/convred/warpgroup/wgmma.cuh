@@ -19,6 +19,8 @@
 
 #include <cstdint>
 
+/// @def CONVRED_HAS_WGMMA
+/// 1 in device code compiled for sm_90a (wgmma, setmaxnreg available), else 0.
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define CONVRED_HAS_WGMMA 1
 #else
