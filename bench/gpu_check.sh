@@ -7,7 +7,8 @@
 #
 # Steps: configure (Release, Ninja, sm_90a, in build-gpu/, CONVRED_PTXAS_VERBOSE=ON), build (everything,
 # all cores; the examples' and benchmarks' ptxas -v report -> $OUT/ptxas.txt), gpu (nvidia-smi -L), tests (convred_tests,
-# every suite incl. gpu), example (examples/01_conv_scale_min on the seed case), photos (example 01 on a
+# every suite incl. gpu), example (examples/01_conv_scale_min on the seed case, exact and with --math
+# tf32 / tf32x3 / bf16 / fp16), photos (example 01 on a
 # batch of real photographs vs float64 and PyTorch: examples/01_conv_scale_min/real_photos.py), sanitizer
 # (compute-sanitizer memcheck, racecheck, synccheck, initcheck on convred_tests --test-case='*sanitizer*'),
 # bench (every executable in build-gpu/bench/; conv_reduce_bench writes bench_results.json, then
@@ -123,7 +124,14 @@ step_example() {
     echo "not built: $ex"
     return 1
   fi
-  "$ex"
+  local rc=0 m
+  "$ex" || rc=$?
+  # the tensor-core precisions through the packed-filter (wgmma) path, each verified against float64
+  for m in tf32 tf32x3 bf16 fp16; do
+    echo "--- $ex --math $m"
+    "$ex" --math "$m" || rc=$?
+  done
+  return "$rc"
 }
 
 step_photos() {
