@@ -69,10 +69,12 @@
 #include <convred/device/channel_reduce.cuh>
 #include <convred/device/conv2d_reduce.cuh>
 #include <convred/functional.cuh>
-#include <convred/policy.cuh>
 #include <convred/device/conv2d_reduce_packed.cuh>
+#include <convred/policy.cuh>
 #include <convred/problem.cuh>
 #include <convred/reference/conv2d.hpp>
+
+#include "../examples/common/cuda_check.hpp"  // shared with the examples
 #include <convred/status.cuh>
 
 namespace {
@@ -95,12 +97,6 @@ struct usage_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-void check_cuda(cudaError_t e, const char* call, const char* file, int line) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string("CUDA error ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) +
-                             ") in " + call + " at " + file + ":" + std::to_string(line));
-}
-#define CHECK_CUDA(call) check_cuda((call), #call, __FILE__, __LINE__)
 
 /// Throws on a convred status other than success, naming the call (and the CUDA error for cuda_error).
 void check_status(convred::status s, const std::string& what) {
@@ -762,21 +758,29 @@ void run_case(case_result& cr, runner& rn, const options& o, cudnn_env* env) {
   }
 
   // --- convred fused, every math policy -----------------------------------------------------------------
-  auto fused_row = [&](auto math_tag, convred::layout l) {
+  // A row of a convred variant with math Math: a pipeline (times y, compared with cuDNN) or a part of one.
+  auto convred_row = [&](auto math_tag, std::string variant, const char* family, const char* layout, bool pipeline) {
     using Math = decltype(math_tag);
     row r;
-    r.variant = std::string("convred fused ") + math_name<Math>() + (l == convred::layout::nhwc ? " nhwc" : "");
-    r.family = "convred-fused";
+    r.variant = std::move(variant);
+    r.family = family;
     r.math = math_name<Math>();
-    r.layout = l == convred::layout::nhwc ? "nhwc" : "nchw";
+    r.layout = layout;
     r.precision_class = class_for<Math>();
-    r.pipeline = true;
-    r.flops = flops;
+    r.pipeline = pipeline;
+    r.flops = pipeline ? flops : 0;
     r.ceiling_tflops = ceiling_for<Math>();
     r.tol = tolerance_for<Math>();
+    return r;
+  };
+  auto fused_row = [&](auto math_tag, convred::layout l) {
+    using Math = decltype(math_tag);
+    const bool nhwc = l == convred::layout::nhwc;
+    row r = convred_row(math_tag, std::string("convred fused ") + math_name<Math>() + (nhwc ? " nhwc" : ""),
+                        "convred-fused", nhwc ? "nhwc" : "nchw", true);
     convred::conv2d_problem pl = p;
     pl.x_layout = l;
-    const float* xin = l == convred::layout::nhwc ? x_nhwc.p : x.p;
+    const float* xin = nhwc ? x_nhwc.p : x.p;
     poison_y();  // before the checked run (inside f it would be timed)
     rn.run(cr, r, [&, pl, xin]() { fused<Math>(pl, xin, w.p, b.p, y.p); }, check_y);
   };
@@ -787,36 +791,20 @@ void run_case(case_result& cr, runner& rn, const options& o, cudnn_env* env) {
     const std::size_t bytes = convred::device::packed_filter_bytes<Pol, float>(p);
     dbuf<unsigned char> packed(bytes > 0 ? bytes : 16);
     const std::string served = bytes > 0 ? "" : " (mma.sync fallback)";
-    {
-      row r;
-      r.variant = std::string("convred pack_filter ") + math_name<Math>() + served;
-      r.family = "convred-pack";
-      r.math = math_name<Math>();
-      r.layout = "kcrs";
-      r.precision_class = class_for<Math>();
-      r.flops = 0;
-      r.ceiling_tflops = ceiling_for<Math>();
-      r.tol = tolerance_for<Math>();
-      rn.run(cr, r, [&]() {
-        check_status(convred::device::pack_filter<Pol>(p, w.p, packed.p, bytes, nullptr), "pack_filter");
-      }, nullptr);
-    }
-    row r;
-    r.variant = std::string("convred fused wgmma ") + math_name<Math>() + served;
-    r.family = "convred-fused";
-    r.math = math_name<Math>();
-    r.layout = "nchw";
-    r.precision_class = class_for<Math>();
-    r.pipeline = true;
-    r.flops = flops;
-    r.ceiling_tflops = ceiling_for<Math>();
-    r.tol = tolerance_for<Math>();
+    rn.run(cr, convred_row(math_tag, std::string("convred pack_filter ") + math_name<Math>() + served, "convred-pack",
+                           "kcrs", false),
+           [&]() { check_status(convred::device::pack_filter<Pol>(p, w.p, packed.p, bytes, nullptr), "pack_filter"); },
+           nullptr);
     poison_y();
-    rn.run(cr, r, [&]() {
-      check_status(convred::device::conv2d_reduce_packed<Pol>(p, x.p, w.p, packed.p, bytes, b.p, y.p, nullptr, convred::op::min{},
-                                                              convred::epilogue::scale<float>{kScale}, nullptr),
-                   std::string("conv2d_reduce_packed<wgmma ") + math_name<Math>() + ">");
-    }, check_y);
+    rn.run(cr, convred_row(math_tag, std::string("convred fused wgmma ") + math_name<Math>() + served, "convred-fused",
+                           "nchw", true),
+           [&]() {
+             check_status(convred::device::conv2d_reduce_packed<Pol>(p, x.p, w.p, packed.p, bytes, b.p, y.p, nullptr,
+                                                                     convred::op::min{},
+                                                                     convred::epilogue::scale<float>{kScale}, nullptr),
+                          std::string("conv2d_reduce_packed<wgmma ") + math_name<Math>() + ">");
+           },
+           check_y);
   };
   packed_row(convred::math::tf32{});
   packed_row(convred::math::tf32x3{});

@@ -47,6 +47,7 @@
 #include <convred/reference/conv2d.hpp>
 #include <convred/status.cuh>
 
+#include "../common/cuda_check.hpp"
 #include "../common/npy.hpp"
 
 namespace {
@@ -62,13 +63,6 @@ struct usage_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Throws if a CUDA runtime call failed, naming the call and the place.
-void check_cuda(cudaError_t e, const char* call, const char* file, int line) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string("CUDA error ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) +
-                             ") in " + call + " at " + file + ":" + std::to_string(line));
-}
-#define CHECK_CUDA(call) check_cuda((call), #call, __FILE__, __LINE__)
 
 // ------------------------------------------------------------------------------------------------------
 // Options

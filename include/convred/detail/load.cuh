@@ -63,13 +63,6 @@ __device__ __forceinline__ void cp_async_or_zero(T* dst, const T* src, bool pred
   }
 }
 
-/// @brief Asynchronous global -> shared copy of 16 bytes (`cp.async.cg`, bypassing L1), both addresses
-/// 16-byte aligned. Completes at `cp_async_wait<N>()` for its commit group.
-__device__ __forceinline__ void cp_async_16(void* dst, const void* src) {
-  const auto d = static_cast<std::uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
-}
-
 /// @brief Closes the group of this thread's cp.async copies issued since the last commit.
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 

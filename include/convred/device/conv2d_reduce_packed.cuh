@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -27,26 +28,39 @@ namespace detail {
 /// them that use this path with the same architectures). A CUDA error pending from the caller's own
 /// work is left alone; one caused here (no device) is cleared.
 inline bool wgmma_available() {
-  int dev = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
     cudaGetLastError();  // ours: no usable device
     return false;
   }
-  if (major != 9 || minor != 0) return false;
-  cudaFuncAttributes with{}, without{};
-  if (cudaFuncGetAttributes(&with, kernel::wgmma_probe_kernel<true>) != cudaSuccess ||
-      cudaFuncGetAttributes(&without, kernel::wgmma_probe_kernel<false>) != cudaSuccess) {
-    cudaGetLastError();  // ours: no image for this device
+  // the answer per device is fixed for the process: asked once (0 unknown, 1 yes, 2 no)
+  static std::atomic<signed char> known[64];
+  if (dev >= 0 && dev < 64 && known[dev].load(std::memory_order_relaxed) != 0) return known[dev] == 1;
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+    cudaGetLastError();  // ours
     return false;
   }
-  return with.sharedSizeBytes >= without.sharedSizeBytes + 2048;
+  bool yes = false;
+  if (major == 9 && minor == 0) {
+    cudaFuncAttributes with{}, without{};
+    if (cudaFuncGetAttributes(&with, kernel::wgmma_probe_kernel<true>) != cudaSuccess ||
+        cudaFuncGetAttributes(&without, kernel::wgmma_probe_kernel<false>) != cudaSuccess) {
+      cudaGetLastError();  // ours: no image for this device
+      return false;
+    }
+    yes = with.sharedSizeBytes >= without.sharedSizeBytes + 2048;
+  }
+  if (dev >= 0 && dev < 64) known[dev].store(yes ? 1 : 2, std::memory_order_relaxed);
+  return yes;
 }
 
 /// Whether the wgmma kernel serves a problem, and its launch parameters (filter, x, bias left null).
 struct wgmma_plan_t {
   bool served = false;            ///< false: conv2d_reduce_packed runs Policy::fallback on w
   kernel::wgmma_conv_params k;    ///< launch parameters (when served)
+  std::size_t smem_bytes = 0;     ///< dynamic shared memory: the stages, then the reduction and mbarriers
 };
 
 /// Shared memory after the stages: the reduction state of Op or of argmin (the largest standard state),
@@ -81,7 +95,7 @@ wgmma_plan_t wgmma_plan(const conv2d_problem& p) {
     k.tw_log2 = tw_log2, k.th = th;
     k.tiles_p = (k.P + th - 1) / th, k.tiles_q = (k.Q + tw - 1) / tw;
     k.kt = (k.C + Policy::block_c - 1) / Policy::block_c;
-    k.ph = th + k.R - 1, k.pw = tw + k.S - 1;
+    const std::int64_t ph = th + k.R - 1, pw = tw + k.S - 1;  // patch rows and columns
     // TMA box (rp x bh per channel; rp a multiple of 4 for 16-byte rows): the channel stride cs = rp * bh
     // must make the fragment loads of a warp (channels t (tf32) or 2t (16-bit pairs) at 8 consecutive
     // pixels g) hit 32 distinct banks: cs = 8 or 24 (mod 32), resp. 4 or 12 (mod 16).
@@ -89,12 +103,12 @@ wgmma_plan_t wgmma_plan(const conv2d_problem& p) {
       return Policy::is_tf32 ? (cs % 32 == 8 || cs % 32 == 24) : (cs % 16 == 4 || cs % 16 == 12);
     };
     k.col_shift = static_cast<std::int32_t>((4 - p.pad_w % 4) % 4);
-    std::int64_t rp = (k.pw + k.col_shift + 3) / 4 * 4, bh = k.ph;
+    std::int64_t rp = (pw + k.col_shift + 3) / 4 * 4, bh = ph;
     while (!conflict_free(rp * bh)) {
-      if (bh < k.ph + 7) {
+      if (bh < ph + 7) {
         ++bh;
       } else {
-        rp += 4, bh = k.ph;
+        rp += 4, bh = ph;
       }
     }
     const std::int64_t cs = rp * bh;
@@ -108,15 +122,10 @@ wgmma_plan_t wgmma_plan(const conv2d_problem& p) {
     k.a_bytes = static_cast<std::int32_t>(a_bytes), k.b_bytes = static_cast<std::int32_t>(b_bytes);
     k.stage_bytes = static_cast<std::int32_t>(stage);
     k.tiles = p.N * k.tiles_p * k.tiles_q;
+    plan.smem_bytes = static_cast<std::size_t>(smem);
     plan.served = true;
     return plan;
   }
-}
-
-/// Dynamic shared memory of the wgmma kernel for plan k.
-template <class Policy, class Op>
-std::size_t wgmma_smem_bytes(const kernel::wgmma_conv_params& k) {
-  return static_cast<std::size_t>(Policy::stages) * k.stage_bytes + wgmma_tail_bytes<Policy, Op>();
 }
 
 /// The TMA descriptor of x (NCHW fp32, dims W, H, C, N innermost first) with box (rp, bh, block_c, 1) and
@@ -230,6 +239,11 @@ status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_
 /// tap), converted on chip, multiplied with wgmma (fp32 accumulation), and reduced across channels in
 /// registers; the (N,K,P,Q) conv output never leaves the chip.
 /// Math: Policy::math (README "Precision"): tf32 (round to nearest even), tf32x3, bf16 or fp16 operands.
+/// @param packed       device pointer to pack_filter's output (16-byte aligned), or nullptr when
+///   packed_filter_bytes<Policy, T>(p) is 0
+/// @param packed_bytes size of the `packed` buffer in bytes
+/// The other parameters, x (N,C,H,W) NCHW, w (K,C,R,S), bias (K) or nullptr, y (N,1,P,Q), indices
+/// (N,1,P,Q) int64 or nullptr, op, epi and stream, are those of conv2d_reduce.
 /// @return as conv2d_reduce; also null_pointer (packed needed and null), misaligned_pointer (packed not
 ///   16-byte aligned), invalid_argument (packed_bytes smaller than packed_filter_bytes).
 template <class Policy, class T, class Op, class Epilogue = epilogue::identity>
@@ -265,7 +279,7 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
     CUtensorMap x_map;
     if (!detail::make_x_tensor_map<Policy>(x_map, x, k)) return fallback();  // the driver refused the map
     auto kern = kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue>;
-    const std::size_t smem = detail::wgmma_smem_bytes<Policy, Op>(k);
+    const std::size_t smem = plan.smem_bytes;
     if (status s = detail::check_device(kern, smem); s != status::success) return s;
     int dev = 0, sms = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)

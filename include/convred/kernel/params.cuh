@@ -86,7 +86,7 @@ conv_params<T> make_conv_params(const conv2d_problem& p, const T* x, const T* w,
 /// groups 1, stride 1, dilation 1, K <= 128 (device::packed_filter_bytes decides). A tile is a `th` x
 /// 2^tw_log2 rectangle of output pixels of one image (256 pixels); tiles run q fastest, then p, then n.
 /// Shared-memory stage: the packed filter slice (b_bytes) then the input patch as the TMA box writes it,
-/// `block_c` channels of `bh` rows x `rp` columns (the (ph x pw) patch and some unused rows/columns, sized
+/// `block_c` channels of `bh` rows x `rp` columns (the (TH+R-1) x (TW+S-1) patch and some unused rows/columns, sized
 /// so that the channel stride cs = bh * rp makes the fragment loads of a warp hit 32 distinct banks).
 struct wgmma_conv_params {
   const float* x = nullptr;       ///< input (N,C,H,W), NCHW fp32
@@ -126,17 +126,13 @@ struct wgmma_conv_params {
   /// @brief tiles across the output, ceil(Q / TW)
   std::int32_t tw_log2 = 0, th = 0, tiles_p = 0, tiles_q = 0;
   std::int32_t kt = 0;  ///< stages per tile: ceil(C / block_c)
-  /// @var ph
-  /// @brief patch rows, TH + R - 1
-  /// @var pw
-  /// @brief patch columns, TW + S - 1
   /// @var rp
-  /// @brief patch row pitch in floats: the TMA box width (>= pw, a multiple of 4)
+  /// @brief patch row pitch in floats: the TMA box width (>= TW + S - 1 + col_shift, a multiple of 4)
   /// @var bh
-  /// @brief TMA box height (>= ph)
+  /// @brief TMA box height (>= TH + R - 1)
   /// @var cs
   /// @brief patch channel stride in floats, rp * bh
-  std::int32_t ph = 0, pw = 0, rp = 0, bh = 0, cs = 0;
+  std::int32_t rp = 0, bh = 0, cs = 0;
   std::int32_t a_bytes = 0;  ///< patch bytes per stage: block_c * cs * 4
   /// columns between the TMA box's first column and the patch's (q0 - pad_w): the box starts at
   /// q0 - pad_w - col_shift, a multiple of 4 (q0 is), i.e. at a 16-byte aligned address (measured: a box
