@@ -239,11 +239,18 @@ status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_
 /// tap), converted on chip, multiplied with wgmma (fp32 accumulation), and reduced across channels in
 /// registers; the (N,K,P,Q) conv output never leaves the chip.
 /// Math: Policy::math (README "Precision"): tf32 (round to nearest even), tf32x3, bf16 or fp16 operands.
+/// @param p            problem (conv2d_problem; PyTorch's conv2d semantics)
+/// @param x            device pointer, (N,C,H,W) elements of T in p.x_layout (the wgmma kernel: NCHW float)
+/// @param w            device pointer, (K, C/groups, R, S) elements (KCRS), used by the fallback
 /// @param packed       device pointer to pack_filter's output (16-byte aligned), or nullptr when
 ///   packed_filter_bytes<Policy, T>(p) is 0
 /// @param packed_bytes size of the `packed` buffer in bytes
-/// The other parameters, x (N,C,H,W) NCHW, w (K,C,R,S), bias (K) or nullptr, y (N,1,P,Q), indices
-/// (N,1,P,Q) int64 or nullptr, op, epi and stream, are those of conv2d_reduce.
+/// @param bias         device pointer to K elements, or nullptr for no bias
+/// @param y            device pointer, N*P*Q elements of T; may be nullptr only for index ops with indices
+/// @param indices      device pointer, N*P*Q int64 (argmin / argmax); must be nullptr for other ops
+/// @param op           reduction op (functional.cuh)
+/// @param epi          epilogue `V e(V, int k)` or `V e(V)`, run on the device in fp32
+/// @param stream       CUDA stream (asynchronous; nothing is synchronised)
 /// @return as conv2d_reduce; also null_pointer (packed needed and null), misaligned_pointer (packed not
 ///   16-byte aligned), invalid_argument (packed_bytes smaller than packed_filter_bytes).
 template <class Policy, class T, class Op, class Epilogue = epilogue::identity>
