@@ -10,6 +10,9 @@ as PyTorch runs it:
   - "torch eager fp32"     eager, allow_tf32 = False (strict fp32: cuDNN FMA kernels)
   - "torch eager bf16"     eager under torch.autocast("cuda", dtype=torch.bfloat16) (the cast of x is timed)
   - "torch.compile tf32"   torch.compile(default mode, dynamic=False), allow_tf32 = True; compile time untimed
+  - "torch.compile bf16 autocast" / "fp16 autocast": torch.compile of the model under torch.autocast
+  - "torch.compile bf16 model+x" / "fp16 model+x": torch.compile with x, W and b already in bf16 / fp16
+    (the conversion untimed): the fastest 16-bit peers
 and checks each against a float64 reference on sampled output pixels (the corners, edge midpoints and
 centre of up to 4 images, the rest random), as the C++ benchmark does.
 
@@ -204,7 +207,22 @@ def measure(args):
     def model(x, W, b, stride, pad):
         return torch.min(F.conv2d(x, W, b, stride=stride, padding=pad) * SCALE, dim=1, keepdim=True)[0]
 
+    def model_autocast_bf16(x, W, b, stride, pad):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            return model(x, W, b, stride, pad)
+
+    def model_autocast_fp16(x, W, b, stride, pad):
+        with torch.autocast("cuda", dtype=torch.float16):
+            return model(x, W, b, stride, pad)
+
     compiled = torch.compile(model, dynamic=False) if not args.no_compile else None
+    # the fastest peers of the 16-bit maths: torch.compile under autocast, and with model and x already in
+    # bf16 / fp16 (the conversion untimed)
+    compiled_ac = {} if args.no_compile else {
+        "bf16": torch.compile(model_autocast_bf16, dynamic=False),
+        "fp16": torch.compile(model_autocast_fp16, dynamic=False)}
+    compiled_native = {} if args.no_compile else {
+        "bf16": torch.compile(model, dynamic=False), "fp16": torch.compile(model, dynamic=False)}
     failures = 0
     cases = []
     for name in args.cases:
@@ -240,6 +258,13 @@ def measure(args):
         if compiled is not None:
             variants.append(("torch.compile tf32", "pytorch-compile", "tf32", True,
                              lambda: compiled(x, W, b, st, pad), CEIL_TF32))
+            for lo, dt in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
+                ac = compiled_ac[lo]
+                variants.append(("torch.compile %s autocast" % lo, "pytorch-compile", "bf16", True,
+                                 (lambda ac=ac: ac(x, W, b, st, pad)), CEIL_BF16))
+                xl, Wl, bl, nat = x.to(dt), W.to(dt), b.to(dt), compiled_native[lo]
+                variants.append(("torch.compile %s model+x" % lo, "pytorch-compile", "bf16", True,
+                                 (lambda nat=nat, xl=xl, Wl=Wl, bl=bl: nat(xl, Wl, bl, st, pad)), CEIL_BF16))
         rows = []
         for vname, family, cls, tf32, fn, ceil in variants:
             r = {"variant": vname, "family": family, "source": "pytorch", "math": cls, "layout": "nchw",

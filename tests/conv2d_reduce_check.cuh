@@ -498,3 +498,68 @@ void check_epilogues(std::uint64_t& seed) {
 }
 
 }  // namespace convred_test_fused
+
+namespace convred_test_fused {
+
+/// Non-finite operands under a tensor-core policy (every math, the mma.sync and the packed wgmma paths):
+/// +inf, -inf and NaN in x, in w and in the bias, with integer-valued data elsewhere, so that every result
+/// is exact: values (inf * w = +-inf, inf * 0 = NaN, inf - inf = NaN, NaN propagates) and argmin / argmax
+/// indices (the first NaN channel) must equal the float64 reference. Ops min, argmin, argmax and mean with
+/// a scale epilogue of either sign, and sum. Also the 1x1 reproducer of the 3xTF32 split fault: C = 1,
+/// K = 3, x = +inf everywhere, w = [1, 2, 3] (then negated; then w = 0: NaN). `lays` are the layouts to try.
+template <class Policy>
+void check_nonfinite(const std::string& label, std::uint64_t seed, std::initializer_list<layout> lays) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  opts o;
+  o.exact = true;
+  o.nan_expected = true;
+  auto all_ops = [&](const std::string& name, const conv2d_problem& p, const host_data<float>& d) {
+    INFO("case: " << name << " " << describe(p));
+    check_fused<Policy>(name + " min", p, d, op::min{}, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+    check_fused<Policy>(name + " argmin", p, d, op::argmin{}, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+    check_fused<Policy>(name + " argmax", p, d, op::argmax{}, epi::scale<float>{-1.5f}, epi::scale<float>{-1.5f}, o);
+    check_fused<Policy>(name + " mean", p, d, op::mean{}, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+    check_fused<Policy>(name + " sum", p, d, op::sum{}, epi::identity{}, epi::identity{}, o);
+  };
+  for (layout lay : lays) {
+    // the reproducer: every x = +inf, 1x1, C = 1
+    {
+      const conv2d_problem p = make_problem(1, 1, 4, 8, 3, 1, 1, 0, 0, 1, 1, 1, 1, 1, lay);
+      host_data<float> d = make_data<float>(p, ++seed, data_kind::integer);
+      std::fill(d.x.begin(), d.x.end(), static_cast<float>(inf));
+      std::fill(d.b.begin(), d.b.end(), 0.f);
+      d.w = {1.f, 2.f, 3.f};
+      all_ops(label + " x=+inf w=[1,2,3]", p, d);
+      d.w = {-1.f, -2.f, -3.f};
+      all_ops(label + " x=+inf w=-[1,2,3]", p, d);
+      d.w = {1.f, 0.f, -3.f};
+      all_ops(label + " x=+inf w=[1,0,-3]", p, d);
+    }
+    // channels [+inf, NaN, -inf, +inf, finite...] at every pixel through the bias: argmin / argmax = 1
+    {
+      const conv2d_problem p = make_problem(2, 3, 5, 8, 6, 1, 1, 0, 0, 1, 1, 1, 1, 1, lay);
+      host_data<float> d = make_data<float>(p, ++seed, data_kind::integer);
+      d.b[0] = static_cast<float>(inf), d.b[1] = static_cast<float>(nan), d.b[2] = static_cast<float>(-inf);
+      d.b[3] = static_cast<float>(inf);
+      all_ops(label + " bias [inf,NaN,-inf,inf]", p, d);
+    }
+    // 3x3 with padding: infinities and NaN scattered in x, then in w too (some w are 0: NaN)
+    {
+      const conv2d_problem p = make_problem(2, 5, 9, 12, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, lay);
+      host_data<float> d = make_data<float>(p, ++seed, data_kind::integer);
+      d.x[static_cast<std::size_t>(convred::reference::x_offset(p, 0, 1, 4, 4))] = static_cast<float>(inf);
+      d.x[static_cast<std::size_t>(convred::reference::x_offset(p, 0, 2, 4, 6))] = static_cast<float>(-inf);
+      d.x[static_cast<std::size_t>(convred::reference::x_offset(p, 1, 4, 8, 11))] = static_cast<float>(-inf);
+      d.x[static_cast<std::size_t>(convred::reference::x_offset(p, 1, 0, 2, 9))] = static_cast<float>(nan);
+      all_ops(label + " inf/NaN in x", p, d);
+      d.w[static_cast<std::size_t>(7 * p.gemm_k() + 4)] = static_cast<float>(inf);    // channel 7
+      d.w[static_cast<std::size_t>(20 * p.gemm_k() + 13)] = static_cast<float>(-inf);  // channel 20
+      d.w[static_cast<std::size_t>(30 * p.gemm_k() + 40)] = static_cast<float>(nan);   // channel 30
+      all_ops(label + " inf/NaN in x and w", p, d);
+      d.b[2] = static_cast<float>(-inf), d.b[25] = static_cast<float>(nan);
+      all_ops(label + " inf/NaN in x, w and bias", p, d);
+    }
+  }
+}
+
+}  // namespace convred_test_fused

@@ -78,6 +78,14 @@ TEST_CASE("conv2d_reduce tensor cores: tf32x3 vs float64 (<= 1e-5)") { all_for_m
 TEST_CASE("conv2d_reduce tensor cores: bf16 vs float64 (<= 1e-2)") { all_for_math<math::bf16>("bf16", 300); }
 TEST_CASE("conv2d_reduce tensor cores: fp16 vs float64 (<= 1e-2)") { all_for_math<math::fp16>("fp16", 400); }
 
+TEST_CASE("conv2d_reduce tensor cores: +-inf and NaN in x, w and bias, exact under every math") {
+  require_gpu();
+  check_nonfinite<default_policy_for<math::tf32>>("tc tf32", 30000, {layout::nchw, layout::nhwc});
+  check_nonfinite<default_policy_for<math::tf32x3>>("tc tf32x3", 31000, {layout::nchw, layout::nhwc});
+  check_nonfinite<default_policy_for<math::bf16>>("tc bf16", 32000, {layout::nchw, layout::nhwc});
+  check_nonfinite<default_policy_for<math::fp16>>("tc fp16", 33000, {layout::nchw, layout::nhwc});
+}
+
 TEST_CASE("conv2d_reduce tensor cores sanitizer: small tf32x3 and bf16, groups, NHWC, K tail") {
   require_gpu();
   const conv2d_problem p = make_problem(1, 6, 7, 9, 10, 3, 3, 1, 1, 2, 1, 1, 1, 2, layout::nhwc);

@@ -85,6 +85,14 @@ TEST_CASE("conv2d_reduce_packed wgmma: bf16 vs float64 (<= 1e-2)") { sweep<wg<ma
 TEST_CASE("conv2d_reduce_packed wgmma: fp16 vs float64 (<= 1e-2)") { sweep<wg<math::fp16>>("wgmma fp16", 900); }
 TEST_CASE("conv2d_reduce_packed wgmma: 2 stages, tf32") { sweep<wgmma_policy<math::tf32, 2>>("wgmma tf32 S2", 1000); }
 
+TEST_CASE("conv2d_reduce_packed wgmma: +-inf and NaN in x, w and bias, exact under every math") {
+  require_gpu();
+  check_nonfinite<wg<math::tf32>>("wgmma tf32", 34000, {layout::nchw});
+  check_nonfinite<wg<math::tf32x3>>("wgmma tf32x3", 35000, {layout::nchw});
+  check_nonfinite<wg<math::bf16>>("wgmma bf16", 36000, {layout::nchw});
+  check_nonfinite<wg<math::fp16>>("wgmma fp16", 37000, {layout::nchw});
+}
+
 TEST_CASE("conv2d_reduce_packed wgmma sanitizer: tf32 and bf16, padding, K tail, partial tiles") {
   require_gpu();
   const conv2d_problem p = make_problem(1, 10, 9, 20, 40, 3, 3, 1, 1);

@@ -130,37 +130,39 @@ struct default_simt_policy<double> {
 };
 
 /// @brief Hopper (sm_90a) warpgroup-MMA policy of the packed-filter fused kernel
-/// (device::conv2d_reduce_packed): `wgmma.mma_async` with the input patch in registers and the packed
-/// filter in shared memory.
+/// (device::conv2d_reduce_packed): `wgmma.mma_async` with both operands in shared memory.
 ///
 /// A block (persistent: one per SM, looping over tiles) of two consumer warpgroups and a producer
-/// warpgroup (one thread of it issues the copies; setmaxnreg leaves it 40 registers) computes 256 output pixels (a TH x TW rectangle of one image) by all K <= 128 output channels. Per
-/// stage the producer copies, with TMA, `block_c` input channels of the input patch ((TH+R-1) x (TW+S-1)
-/// pixels each, fp32 as given, zero outside the image: each x element is loaded once per tile, not R*S
-/// times as in im2col) and, with a bulk copy, the matching R*S x 128 x block_c slice of the packed
-/// filter, signalling an mbarrier; each consumer warpgroup then issues, for every
-/// filter tap (r,s), two m64n128 wgmmas (its 128 pixels) whose A fragments are read from the patch at
-/// offset (r,s) and converted on chip (TF32 round-to-nearest-even, the 3xTF32 split, or bf16/fp16).
-/// `Stages` shared-memory stages; a stage's slot is released (an mbarrier) when the first wgmma batch
-/// of the next stage has been waited for, i.e. when the stage's own last batch has completed.
-/// `fallback` is the mma.sync policy used where this kernel cannot serve a problem (see
-/// device::packed_filter_bytes).
-template <class Math, int Stages = 4>
+/// warpgroup computes 4 x 64 output pixels (rows x columns of one image) by all K <= 128 output channels.
+/// Per stage of `block_c` input channels, one producer thread copies with TMA the input patch
+/// ((4+R-1) x (64+S-1) pixels, fp32 as given, zero outside the image: each x element is loaded once per
+/// tile, not R*S times as in im2col) into one of `RawStages` raw buffers, and with a bulk copy the stage's
+/// R*S x 128 x block_c slice of the packed filter; the other three producer warps convert the raw patch
+/// once (TF32 round-to-nearest-even, the 3xTF32 split, bf16 or fp16) into pixel-major planes
+/// (block::conv_patch_loader); each consumer warpgroup then issues, as one commit group, an m64n128 wgmma
+/// per filter tap and output row with the A descriptor shifted by the tap (block::conv_mainloop_wgmma).
+/// `Stages` operand stages, synchronised by mbarriers. `fallback` is the mma.sync policy used where this
+/// kernel cannot serve a problem (see device::packed_filter_bytes).
+template <class Math, int Stages = 3, int RawStages = 2>
 struct wgmma_policy {
   using math = Math;                           ///< precision tag (tf32, tf32x3, bf16 or fp16)
-  static constexpr int block_m = 256;          ///< output pixels per tile (GEMM_M)
+  static constexpr int tile_h = 4;             ///< output rows per tile
+  static constexpr int tile_w = 64;            ///< output columns per tile (one m64 wgmma row segment)
+  static constexpr int block_m = tile_h * tile_w;  ///< output pixels per tile (GEMM_M)
   static constexpr int block_n = 128;          ///< output channels per tile (GEMM_N): K <= 128
   static constexpr int consumer_threads = 256; ///< two warpgroups (wgmma, epilogue, reduction)
-  static constexpr int threads = 384;          ///< the consumers and a producer warpgroup (one thread issues TMA copies)
-  /// registers per consumer thread after `setmaxnreg` (the producer warpgroup drops to 40): 2*128*232 +
-  /// 128*40 <= 65536
-  static constexpr int consumer_registers = 232;
-  static constexpr int stages = Stages;        ///< shared-memory stages
+  static constexpr int threads = 384;          ///< the consumers and a producer warpgroup
+  /// registers per consumer thread after `setmaxnreg` (the 128 accumulators and the epilogue)
+  static constexpr int consumer_registers = 224;
+  /// registers per producer thread after `setmaxnreg`: 2*128*224 + 128*56 <= 65536
+  static constexpr int producer_registers = 56;
+  static constexpr int stages = Stages;        ///< operand stages (filter slice + planes)
+  static constexpr int raw_stages = RawStages; ///< raw patch buffers (TMA destination)
   static constexpr bool tensor_core = true;    ///< tensor-core math
   /// tf32 or tf32x3 (one fp32 operand per k), else bf16/fp16 (pairs)
   static constexpr bool is_tf32 = std::is_same_v<Math, convred::math::tf32> || std::is_same_v<Math, convred::math::tf32x3>;
   /// wgmma depth: 8 for tf32/tf32x3 (m64n128k8), 16 for bf16/fp16 (m64n128k16); also the input channels
-  /// per stage (one wgmma per filter tap and m64 tile)
+  /// per stage (one wgmma per filter tap and output row)
   static constexpr int block_c = is_tf32 ? 8 : 16;
   /// packed filter parts: 2 for tf32x3 (big and small), else 1
   static constexpr int parts = std::is_same_v<Math, convred::math::tf32x3> ? 2 : 1;
@@ -169,20 +171,21 @@ struct wgmma_policy {
   static_assert(std::is_same_v<Math, convred::math::tf32> || std::is_same_v<Math, convred::math::tf32x3> ||
                     std::is_same_v<Math, convred::math::bf16> || std::is_same_v<Math, convred::math::fp16>,
                 "wgmma_policy: math must be tf32, tf32x3, bf16 or fp16");
-  static_assert(Stages >= 2, "wgmma_policy: at least two stages");
+  static_assert(Stages >= 2, "wgmma_policy: at least two operand stages");
+  static_assert(RawStages >= 1, "wgmma_policy: at least one raw patch buffer");
 };
 
 /// @brief Default wgmma policy of a math tag: as many stages as fit a 3x3 filter in shared memory
-/// (seed problem: 4 for tf32, 49.8 KB each; 3 for bf16/fp16, 66.3 KB: 16 channels per stage; 2 for
-/// tf32x3, 85.8 KB: the filter twice).
+/// (seed problem: 3 operand stages of 49.5 KB and 2 raw buffers of 13.5 KB (tf32) or 27 KB (bf16/fp16,
+/// 16 channels per stage); tf32x3: 2 operand stages of 96.8 KB (filter and planes twice) and 1 raw buffer).
 template <class Math>
 struct default_wgmma_policy {
-  using type = wgmma_policy<Math, std::is_same_v<Math, math::tf32> ? 4 : 3>;  ///< the default wgmma_policy for Math
+  using type = wgmma_policy<Math, 3, 2>;  ///< the default wgmma_policy for Math
 };
-/// @brief Default 3xTF32 wgmma policy: 2 stages.
+/// @brief Default 3xTF32 wgmma policy: 2 operand stages, 1 raw buffer.
 template <>
 struct default_wgmma_policy<math::tf32x3> {
-  using type = wgmma_policy<math::tf32x3, 2>;  ///< the default wgmma_policy for tf32x3
+  using type = wgmma_policy<math::tf32x3, 2, 1>;  ///< the default wgmma_policy for tf32x3
 };
 
 /// @brief Tag meaning "choose the default policy" in device entry points: the exact SIMT policy

@@ -87,40 +87,35 @@ wgmma_plan_t wgmma_plan(const conv2d_problem& p) {
         p.stride_w != 1 || p.dil_h != 1 || p.dil_w != 1 || p.K > Policy::block_n || p.P() <= 0 || p.Q() <= 0 ||
         p.W % 4 != 0 || p.N > 0x7fffffff || p.C * p.H * p.W * 4 >= (std::int64_t(1) << 40))
       return plan;
-    const int tw_log2 = p.Q() <= 16 ? 4 : 5, tw = 1 << tw_log2, th = Policy::block_m / tw;
+    constexpr int TH = Policy::tile_h, TW = Policy::tile_w, E = 16 / Policy::filter_elem_bytes;
     k.N = p.N, k.C = static_cast<std::int32_t>(p.C), k.H = static_cast<std::int32_t>(p.H), k.W = static_cast<std::int32_t>(p.W);
     k.K = static_cast<std::int32_t>(p.K), k.P = static_cast<std::int32_t>(p.P()), k.Q = static_cast<std::int32_t>(p.Q());
     k.R = static_cast<std::int32_t>(p.R), k.S = static_cast<std::int32_t>(p.S);
     k.pad_h = static_cast<std::int32_t>(p.pad_h), k.pad_w = static_cast<std::int32_t>(p.pad_w);
-    k.tw_log2 = tw_log2, k.th = th;
-    k.tiles_p = (k.P + th - 1) / th, k.tiles_q = (k.Q + tw - 1) / tw;
+    k.tiles_p = (k.P + TH - 1) / TH, k.tiles_q = (k.Q + TW - 1) / TW;
     k.kt = (k.C + Policy::block_c - 1) / Policy::block_c;
-    const std::int64_t ph = th + k.R - 1, pw = tw + k.S - 1;  // patch rows and columns
-    // TMA box (rp x bh per channel; rp a multiple of 4 for 16-byte rows): the channel stride cs = rp * bh
-    // must make the fragment loads of a warp (channels t (tf32) or 2t (16-bit pairs) at 8 consecutive
-    // pixels g) hit 32 distinct banks: cs = 8 or 24 (mod 32), resp. 4 or 12 (mod 16).
-    auto conflict_free = [](std::int64_t cs) {
-      return Policy::is_tf32 ? (cs % 32 == 8 || cs % 32 == 24) : (cs % 16 == 4 || cs % 16 == 12);
-    };
+    const std::int64_t ph = TH + p.R - 1, pw = TW + p.S - 1;  // patch rows and columns
+    // TMA box (rp x ph per channel; rp a multiple of 4 for 16-byte rows), starting col_shift columns left
+    // of the patch so that its first column is 16-byte aligned
     k.col_shift = static_cast<std::int32_t>((4 - p.pad_w % 4) % 4);
-    std::int64_t rp = (pw + k.col_shift + 3) / 4 * 4, bh = ph;
-    while (!conflict_free(rp * bh)) {
-      if (bh < ph + 7) {
-        ++bh;
-      } else {
-        rp += 4, bh = ph;
-      }
-    }
-    const std::int64_t cs = rp * bh;
+    const std::int64_t rp = (pw + k.col_shift + 3) / 4 * 4;
+    const std::int64_t raw_copy = std::int64_t(Policy::block_c) * ph * rp * 4;
+    const std::int64_t raw_bytes = (raw_copy + 127) / 128 * 128;
+    const std::int64_t plane = ph * pw * 16, part = plane * (Policy::block_c / E);
     const std::int64_t b_bytes = std::int64_t(Policy::parts) * p.R * p.S * Policy::block_n * Policy::block_c *
                                  Policy::filter_elem_bytes;
-    const std::int64_t a_bytes = Policy::block_c * cs * 4;
-    const std::int64_t stage = (b_bytes + a_bytes + 127) / 128 * 128;
-    const std::int64_t smem = Policy::stages * stage + static_cast<std::int64_t>(wgmma_tail_bytes<Policy, Op>());
-    if (smem > static_cast<std::int64_t>(max_smem_per_block) || rp > 256 || bh > 256 || !wgmma_available()) return plan;
-    k.rp = static_cast<std::int32_t>(rp), k.bh = static_cast<std::int32_t>(bh), k.cs = static_cast<std::int32_t>(cs);
-    k.a_bytes = static_cast<std::int32_t>(a_bytes), k.b_bytes = static_cast<std::int32_t>(b_bytes);
-    k.stage_bytes = static_cast<std::int32_t>(stage);
+    const std::int64_t stage = (b_bytes + Policy::parts * part + 127) / 128 * 128;
+    const std::int64_t smem = Policy::stages * stage + Policy::raw_stages * raw_bytes +
+                              static_cast<std::int64_t>(wgmma_tail_bytes<Policy, Op>());
+    // rp and ph: TMA box dimensions are at most 256; the A descriptor's plane stride (LBO) is < 2^18 bytes
+    if (smem > static_cast<std::int64_t>(max_smem_per_block) || rp > 256 || ph > 256 || !wgmma_available()) return plan;
+    k.rp = static_cast<std::int32_t>(rp), k.bh = static_cast<std::int32_t>(ph);
+    k.ph = static_cast<std::int32_t>(ph), k.pw = static_cast<std::int32_t>(pw);
+    k.raw_copy_bytes = static_cast<std::int32_t>(raw_copy), k.raw_bytes = static_cast<std::int32_t>(raw_bytes);
+    k.plane_bytes = static_cast<std::int32_t>(plane), k.part_bytes = static_cast<std::int32_t>(part);
+    k.b_bytes = static_cast<std::int32_t>(b_bytes), k.stage_bytes = static_cast<std::int32_t>(stage);
+    k.div_pix = convred::detail::fast_divmod(static_cast<std::int32_t>(ph * pw));
+    k.div_pw = convred::detail::fast_divmod(static_cast<std::int32_t>(pw));
     k.tiles = p.N * k.tiles_p * k.tiles_q;
     plan.smem_bytes = static_cast<std::size_t>(smem);
     plan.served = true;
@@ -235,8 +230,9 @@ status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_
 /// pack_filter's output for this problem and these weights, in a buffer of `packed_bytes` >=
 /// packed_filter_bytes bytes (checked: a too small buffer is refused; its contents are not checked: a
 /// filter packed for other weights gives a wrong answer), and one persistent block per SM runs
-/// conv2d_reduce_wgmma_kernel: each 256-pixel tile's input patch is read once per tile (not per filter
-/// tap), converted on chip, multiplied with wgmma (fp32 accumulation), and reduced across channels in
+/// conv2d_reduce_wgmma_kernel: each 4 x 64-pixel tile's input patch is read once per tile (not per filter
+/// tap), converted once on chip into pixel-major planes, multiplied with wgmma with both operands in shared
+/// memory (fp32 accumulation; each filter tap a shifted A descriptor), and reduced across channels in
 /// registers; the (N,K,P,Q) conv output never leaves the chip.
 /// Math: Policy::math (README "Precision"): tf32 (round to nearest even), tf32x3, bf16 or fp16 operands.
 /// @param p            problem (conv2d_problem; PyTorch's conv2d semantics)

@@ -12,6 +12,7 @@
 
 #include "../block/conv_mainloop_wgmma.cuh"
 #include "../block/conv_patch_loader.cuh"
+#include "../warp/mma.cuh"
 #include "../block/reduce_epilogue.cuh"
 #include "../detail/tma.cuh"
 #include "../functional.cuh"
@@ -50,8 +51,11 @@ __global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict
   const int r = tap / S, s = tap % S;
   const float v = (n < K && c < C) ? w[((static_cast<std::int64_t>(n) * C + c) * R + r) * S + s] : 0.f;
   if constexpr (Policy::is_tf32) {
-    const std::uint32_t big = block::conv_mainloop_wgmma<Policy>::tf32_rn(v);
-    const std::uint32_t small = block::conv_mainloop_wgmma<Policy>::tf32_rn(v - __uint_as_float(big));
+    std::uint32_t big, small;
+    if constexpr (Policy::parts == 2)
+      warp::split_tf32(v, big, small);  // 3xTF32 (safe for +-inf and NaN)
+    else
+      big = warp::to_tf32(v), small = 0;
     static_cast<std::uint32_t*>(out)[i] = part == 0 ? big : small;
   } else if constexpr (std::is_same_v<typename Policy::math, math::bf16>) {
     static_cast<__nv_bfloat16*>(out)[i] = __float2bfloat16_rn(v);
@@ -60,21 +64,47 @@ __global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict
   }
 }
 
-/// @brief Shared memory of conv2d_reduce_wgmma_kernel after its `stages` operand stages (dynamic): the
-/// reduction's storage and the stages' full / empty mbarriers.
+/// @brief Shared memory of conv2d_reduce_wgmma_kernel after its operand stages and raw patch buffers
+/// (dynamic): the reduction's storage and the mbarriers.
 template <class Policy, class Op>
 struct wgmma_tail_storage {
   /// the reduction's shared memory
   typename block::reduce_epilogue<block::conv_mainloop_wgmma<Policy>, Op>::TempStorage reduce;
-  std::uint64_t full[Policy::stages];   ///< stage s landed (producer arrive + TMA transactions)
-  std::uint64_t empty[Policy::stages];  ///< stage s consumed (every consumer thread arrives)
+  std::uint64_t full[Policy::stages];           ///< operand stage s ready (filter bytes + transform warps)
+  std::uint64_t empty[Policy::stages];          ///< operand stage s consumed (every consumer thread)
+  std::uint64_t raw_full[Policy::raw_stages];   ///< raw buffer landed (TMA bytes)
+  std::uint64_t raw_empty[Policy::raw_stages];  ///< raw buffer read (every transform thread)
 };
 
-/// @brief Persistent fused kernel: block b computes tiles b, b + gridDim.x, ... Warpgroup 2 is the
-/// producer (its registers released with setmaxnreg): one thread copies each stage with TMA (block::conv_patch_loader) as soon as its slot is released, so
-/// the copies run ahead across tile boundaries. Warps 0-7 (two warpgroups) consume: per stage,
-/// conv_mainloop_wgmma; per tile, the epilogue e(acc + bias[k], k) and the reduction across the K channels
-/// in registers and with cub::WarpReduce (block::reduce_epilogue); y and indices written once.
+/// @brief A position in a ring of `N` buffers: the slot and the phase parity of its mbarriers (flips each
+/// time the ring wraps). Producers wait for a slot's release with `phase ^ 1`, consumers for its fill
+/// with `phase`; `count` says how many positions came before (the first N fills need no release).
+template <int N>
+struct pipeline_state {
+  int slot = 0;             ///< buffer index
+  std::uint32_t phase = 0;  ///< parity of the slot's current mbarrier phase
+  std::int64_t count = 0;   ///< positions passed so far
+  /// Moves to the next buffer.
+  __device__ void advance() {
+    ++count;
+    if (++slot == N) slot = 0, phase ^= 1;
+  }
+  /// Waits until the slot's previous contents were released on `bars[slot]` (no wait for the first N).
+  __device__ void wait_free(std::uint64_t* bars) const {
+    if (count >= N) convred::detail::mbarrier_wait(&bars[slot], phase ^ 1);
+  }
+  /// Waits until the slot was filled (its `bars[slot]` phase completed).
+  __device__ void wait_full(std::uint64_t* bars) const { convred::detail::mbarrier_wait(&bars[slot], phase); }
+};
+
+/// @brief Persistent fused kernel: block b computes tiles b, b + gridDim.x, ... of 4 x 64 output pixels.
+/// Warpgroup 2 produces (its registers lowered with setmaxnreg): its first thread issues, per stage, the
+/// TMA copy of the raw input patch and the bulk copy of the packed filter slice (block::conv_patch_loader),
+/// running ahead across tile boundaries as buffers are released; its other three warps convert each raw
+/// patch into the stage's planes. Warpgroups 0-1 consume: per stage one commit group of wgmmas
+/// (block::conv_mainloop_wgmma), released when the next stage's group is issued and the stage's own has
+/// completed; per tile, the epilogue e(acc + bias[k], k) and the reduction across the K channels in
+/// registers and with cub::WarpReduce (block::reduce_epilogue); y and indices written once.
 /// Synchronisation is by mbarriers only (no block-wide barrier after the set-up).
 template <class Policy, class Op, class Epilogue>
 __global__ void __launch_bounds__(Policy::threads, 1)
@@ -83,41 +113,58 @@ __global__ void __launch_bounds__(Policy::threads, 1)
 #if CONVRED_HAS_WGMMA
   using mainloop = block::conv_mainloop_wgmma<Policy>;
   using loader = block::conv_patch_loader<Policy>;
-  using epilogue_t = block::reduce_epilogue<mainloop, Op>;
-  constexpr int S = Policy::stages;
+  constexpr int S = Policy::stages, SR = Policy::raw_stages, TW = Policy::tile_w, TH = Policy::tile_h;
+  constexpr int transform_threads = 96;  // producer warps 1-3
   extern __shared__ __align__(128) unsigned char smem[];
-  auto& tail = *reinterpret_cast<wgmma_tail_storage<Policy, Op>*>(smem + S * prm.stage_bytes);
+  unsigned char* raw = smem + S * prm.stage_bytes;
+  auto& tail = *reinterpret_cast<wgmma_tail_storage<Policy, Op>*>(raw + SR * prm.raw_bytes);
   const int tid = static_cast<int>(threadIdx.x);
   if (tid == 0) {
     for (int s = 0; s < S; ++s) {
-      convred::detail::mbarrier_init(&tail.full[s], 1);
+      convred::detail::mbarrier_init(&tail.full[s], transform_threads + 1);
       convred::detail::mbarrier_init(&tail.empty[s], Policy::consumer_threads);
+    }
+    for (int s = 0; s < SR; ++s) {
+      convred::detail::mbarrier_init(&tail.raw_full[s], 1);
+      convred::detail::mbarrier_init(&tail.raw_empty[s], transform_threads);
     }
     convred::detail::mbarrier_init_fence();
   }
   __syncthreads();
-  const int tw_mask = (1 << prm.tw_log2) - 1;
   auto decode = [&](std::int64_t tile, std::int64_t& n, std::int64_t& tp, std::int64_t& tq) {
     tq = tile % prm.tiles_q;
     const std::int64_t rest = tile / prm.tiles_q;
     tp = rest % prm.tiles_p, n = rest / prm.tiles_p;
   };
+  pipeline_state<S> st;
+  pipeline_state<SR> rs;
 
-  if (tid >= Policy::consumer_threads) {  // producer warpgroup: one thread issues every copy
-    warpgroup::set_max_registers<40, false>();
-    if (tid == Policy::consumer_threads) {
-      int slot = 0;
-      std::uint32_t phase = 0;
-      std::int64_t st = 0;
+  if (tid >= Policy::consumer_threads) {  // producer warpgroup
+    warpgroup::set_max_registers<Policy::producer_registers, false>();
+    const int pt = tid - Policy::consumer_threads;
+    if (pt >= 32 || pt == 0) {
       for (std::int64_t tile = blockIdx.x; tile < prm.tiles; tile += gridDim.x) {
         std::int64_t n, tp, tq;
         decode(tile, n, tp, tq);
-        const int h0 = static_cast<int>(tp) * prm.th - prm.pad_h;
-        const int w0 = (static_cast<int>(tq) << prm.tw_log2) - prm.pad_w - prm.col_shift;
-        for (int kt = 0; kt < prm.kt; ++kt, ++st) {
-          if (st >= S) convred::detail::mbarrier_wait(&tail.empty[slot], phase ^ 1);
-          loader::load(smem + slot * prm.stage_bytes, &tail.full[slot], &x_map, prm, static_cast<int>(n), h0, w0, kt);
-          if (++slot == S) slot = 0, phase ^= 1;
+        const int h0 = static_cast<int>(tp) * TH - prm.pad_h;
+        const int w0 = static_cast<int>(tq) * TW - prm.pad_w - prm.col_shift;
+        for (int kt = 0; kt < prm.kt; ++kt, st.advance(), rs.advance()) {
+          unsigned char* stage = smem + st.slot * prm.stage_bytes;
+          unsigned char* rbuf = raw + rs.slot * prm.raw_bytes;
+          if (pt == 0) {  // the copy thread
+            rs.wait_free(tail.raw_empty);
+            loader::copy_patch(rbuf, &tail.raw_full[rs.slot], &x_map, prm, static_cast<int>(n), h0, w0,
+                               kt * Policy::block_c);
+            st.wait_free(tail.empty);
+            loader::copy_filter(stage, &tail.full[st.slot], prm, kt);
+          } else {  // the transform warps
+            rs.wait_full(tail.raw_full);
+            st.wait_free(tail.empty);
+            loader::to_planes(reinterpret_cast<const float*>(rbuf), stage + prm.b_bytes, prm, pt - 32,
+                              transform_threads);
+            convred::detail::mbarrier_arrive(&tail.raw_empty[rs.slot]);
+            convred::detail::mbarrier_arrive(&tail.full[st.slot]);
+          }
         }
       }
     }
@@ -125,33 +172,22 @@ __global__ void __launch_bounds__(Policy::threads, 1)
   }
 
   warpgroup::set_max_registers<Policy::consumer_registers, true>();
-  const mainloop ml(prm);
-  epilogue_t red(tail.reduce, op);
+  block::reduce_epilogue<mainloop, Op> red(tail.reduce, op);
   float d[2][64];
-#pragma unroll
-  for (int m = 0; m < 2; ++m)
-#pragma unroll
-    for (int i = 0; i < 64; ++i) d[m][i] = 0.f;
-  typename mainloop::frags f[2];
-  int parity = 0, slot = 0, prev_slot = -1;
-  std::uint32_t phase = 0;
+  int prev = -1;
   for (std::int64_t tile = blockIdx.x; tile < prm.tiles; tile += gridDim.x) {
-    for (int kt = 0; kt < prm.kt; ++kt) {
-      convred::detail::mbarrier_wait(&tail.full[slot], phase);
-      mainloop::fence_acc(d);
-      // the previous stage's slot is freed as soon as its last wgmma batch has completed (first tap)
-      ml.run_stage(smem + slot * prm.stage_bytes, d, f, parity, prm, [&]() {
-        if (prev_slot >= 0) convred::detail::mbarrier_arrive(&tail.empty[prev_slot]);
-        prev_slot = -1;
-      });
-      prev_slot = slot;
-      if (++slot == S) slot = 0, phase ^= 1;
+    for (int kt = 0; kt < prm.kt; ++kt, st.advance()) {
+      st.wait_full(tail.full);
+      mainloop::run_stage(smem + st.slot * prm.stage_bytes, d, kt == 0, prm);
+      warpgroup::wait<1>();  // the previous stage's group has completed: release its slot
+      if (prev >= 0) convred::detail::mbarrier_arrive(&tail.empty[prev]);
+      prev = st.slot;
     }
     warpgroup::wait<0>();
     mainloop::fence_acc(d);
-    convred::detail::mbarrier_arrive(&tail.empty[prev_slot]);
-    prev_slot = -1;
-    // tile complete: epilogue + reduction, then start the next tile from zero
+    convred::detail::mbarrier_arrive(&tail.empty[prev]);
+    prev = -1;
+    // tile complete: epilogue + reduction
     float acc[mainloop::TM][mainloop::TN];
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
@@ -162,15 +198,11 @@ __global__ void __launch_bounds__(Policy::threads, 1)
     red.accumulate(acc, prm.bias, epi, 0, prm.K, mainloop::tile_n, true);
     std::int64_t n, tp, tq;
     decode(tile, n, tp, tq);
-    const std::int64_t p0 = tp * prm.th, q0 = tq << prm.tw_log2;
+    const std::int64_t p0 = tp * TH, q0 = tq * TW;
     red.store(y, indices, prm.K, mainloop::tile_m, [&](int px) {
-      const std::int64_t p = p0 + (px >> prm.tw_log2), q = q0 + (px & tw_mask);
+      const std::int64_t p = p0 + px / TW, q = q0 + px % TW;
       return p < prm.P && q < prm.Q ? (n * prm.P + p) * prm.Q + q : std::int64_t(-1);
     });
-#pragma unroll
-    for (int m = 0; m < 2; ++m)
-#pragma unroll
-      for (int i = 0; i < 64; ++i) d[m][i] = 0.f;
   }
 #else
   (void)x_map, (void)prm, (void)op, (void)epi, (void)y, (void)indices;

@@ -83,11 +83,11 @@ conv_params<T> make_conv_params(const conv2d_problem& p, const T* x, const T* w,
 }
 
 /// @brief Parameter block of the packed-filter wgmma kernel (conv2d_reduce_wgmma_kernel): NCHW fp32 x,
-/// groups 1, stride 1, dilation 1, K <= 128 (device::packed_filter_bytes decides). A tile is a `th` x
-/// 2^tw_log2 rectangle of output pixels of one image (256 pixels); tiles run q fastest, then p, then n.
-/// Shared-memory stage: the packed filter slice (b_bytes) then the input patch as the TMA box writes it,
-/// `block_c` channels of `bh` rows x `rp` columns (the (TH+R-1) x (TW+S-1) patch and some unused rows/columns, sized
-/// so that the channel stride cs = bh * rp makes the fragment loads of a warp hit 32 distinct banks).
+/// groups 1, stride 1, dilation 1, K <= 128 (device::packed_filter_bytes decides). A tile is 4 x 64
+/// output pixels (rows x columns) of one image; tiles run q fastest, then p, then n.
+/// Shared memory: `stages` operand stages of stage_bytes (the packed filter slice, b_bytes, then the
+/// planes of the input patch: parts x part_bytes, see block::conv_patch_loader), then `raw_stages` raw
+/// patch buffers of raw_bytes (the TMA box: block_c channels of bh rows x rp columns), then the tail.
 struct wgmma_conv_params {
   const float* x = nullptr;       ///< input (N,C,H,W), NCHW fp32
   const void* filter = nullptr;   ///< packed filter (device::pack_filter), 16-byte aligned
@@ -116,33 +116,43 @@ struct wgmma_conv_params {
   /// @var pad_w
   /// @brief zero padding columns
   std::int32_t R = 0, S = 0, pad_h = 0, pad_w = 0;
-  /// @var tw_log2
-  /// @brief log2 of the tile width TW (output columns)
-  /// @var th
-  /// @brief tile height TH (output rows), 256 / TW
   /// @var tiles_p
-  /// @brief tiles down the output, ceil(P / TH)
+  /// @brief tiles down the output, ceil(P / 4)
   /// @var tiles_q
-  /// @brief tiles across the output, ceil(Q / TW)
-  std::int32_t tw_log2 = 0, th = 0, tiles_p = 0, tiles_q = 0;
-  std::int32_t kt = 0;  ///< stages per tile: ceil(C / block_c)
+  /// @brief tiles across the output, ceil(Q / 64)
+  /// @var kt
+  /// @brief stages per tile: ceil(C / block_c)
+  std::int32_t tiles_p = 0, tiles_q = 0, kt = 0;
   /// @var rp
-  /// @brief patch row pitch in floats: the TMA box width (>= TW + S - 1 + col_shift, a multiple of 4)
+  /// @brief raw patch row pitch in floats: the TMA box width (>= pw + col_shift, a multiple of 4)
   /// @var bh
-  /// @brief TMA box height (>= TH + R - 1)
-  /// @var cs
-  /// @brief patch channel stride in floats, rp * bh
-  std::int32_t rp = 0, bh = 0, cs = 0;
-  std::int32_t a_bytes = 0;  ///< patch bytes per stage: block_c * cs * 4
-  /// columns between the TMA box's first column and the patch's (q0 - pad_w): the box starts at
-  /// q0 - pad_w - col_shift, a multiple of 4 (q0 is), i.e. at a 16-byte aligned address (measured: a box
-  /// starting at column -1 stopped the kernel with an illegal-instruction error on the H200)
-  std::int32_t col_shift = 0;
+  /// @brief raw patch rows: the TMA box height, ph
+  /// @var col_shift
+  /// @brief columns between the TMA box's first column and the patch's (q0 - pad_w): the box starts at
+  /// q0 - pad_w - col_shift, a multiple of 4, i.e. at a 16-byte aligned address (measured: a box starting
+  /// at column -1 stopped the kernel with an illegal-instruction error on the H200)
+  std::int32_t rp = 0, bh = 0, col_shift = 0;
+  /// @var ph
+  /// @brief patch rows, 4 + R - 1
+  /// @var pw
+  /// @brief patch columns, 64 + S - 1: the plane row pitch in 16-byte pixels
+  std::int32_t ph = 0, pw = 0;
+  /// @var raw_copy_bytes
+  /// @brief bytes one TMA box writes: block_c * bh * rp * 4
+  /// @var raw_bytes
+  /// @brief shared-memory bytes per raw buffer, raw_copy_bytes rounded up to 128
+  /// @var plane_bytes
+  /// @brief bytes of one plane (E channels of the patch): ph * pw * 16
+  /// @var part_bytes
+  /// @brief bytes of one set of planes (block_c channels, the big or the small parts): block_c / E planes
+  std::int32_t raw_copy_bytes = 0, raw_bytes = 0, plane_bytes = 0, part_bytes = 0;
   /// @var b_bytes
   /// @brief packed filter bytes per stage: parts * R*S * 128 * block_c * element bytes
   /// @var stage_bytes
-  /// @brief shared-memory bytes per stage (filter slice + patch), a multiple of 128
+  /// @brief shared-memory bytes per operand stage (filter slice + planes), a multiple of 128
   std::int32_t b_bytes = 0, stage_bytes = 0;
+  detail::fast_divmod div_pix;  ///< divides by ph * pw (plane item -> plane, pixel)
+  detail::fast_divmod div_pw;   ///< divides by pw (pixel -> row, column)
 };
 
 }  // namespace convred::kernel

@@ -13,17 +13,42 @@
 
 namespace convred::warp {
 
-/// @brief fp32 -> TF32 (as a 32-bit pattern), round to nearest, ties away from zero (cvt.rna.tf32.f32).
+/// @brief fp32 -> TF32 (as a 32-bit pattern), round to nearest: ties to even on sm_90+ (`cvt.rn.tf32.f32`,
+/// as cuDNN converts), ties away from zero below (`cvt.rna.tf32.f32`, the only rounding sm_80 offers).
+/// The one TF32 conversion of the library (mma.sync and wgmma paths, filter packing).
 __device__ __forceinline__ std::uint32_t to_tf32(float x) {
   std::uint32_t r;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm("cvt.rn.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+#else
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+#endif
   return r;
 }
 
-/// @brief 3xTF32 split: big = tf32(x), small = tf32(x - big), so x ~= big + small to ~2^-22 relative.
+/// @brief 3xTF32 split of x into two TF32 values, x ~= big + small (to ~2^-21 relative), such that the
+/// three products of 3xTF32, a_small*b_big + a_big*b_small + a_big*b_big, give IEEE's x*w for every
+/// non-finite operand too (PyTorch's semantics: inf*w = +-inf, inf*0 = NaN, NaN propagates):
+/// - finite x: big = x truncated to TF32 (toward zero), small = TF32(x - big) rounded to nearest. Both
+///   carry x's sign and small is nonzero whenever x is (for x exactly representable in TF32, big is moved
+///   one TF32 step toward zero and small is that step), so a small part never meets an infinite big part
+///   of the other operand as 0 * inf = NaN, nor with the opposite sign as inf - inf = NaN.
+/// - x = +-inf or NaN: big = x, small = copysign(1, x): the cross term small*w_big is +-inf or finite with
+///   the sign of x*w, and the finite junk it adds vanishes beside the infinite big product.
+/// The naive split (big = round(x), small = round(x - big)) gives inf - inf = NaN for infinite x. For
+/// |x| < 2^-114 the small part can round to zero (TF32's smallest subnormal step is 2^-136): an error
+/// below 2^-136 |w|, and NaN instead of +-inf if such an x meets an infinite w.
 __device__ __forceinline__ void split_tf32(float x, std::uint32_t& big, std::uint32_t& small) {
-  big = to_tf32(x);
-  small = to_tf32(x - __uint_as_float(big));
+  const std::uint32_t bits = __float_as_uint(x);
+  if ((bits & 0x7f800000u) == 0x7f800000u) {  // +-inf or NaN
+    big = bits;
+    small = (bits & 0x80000000u) | 0x3f800000u;  // copysign(1, x)
+    return;
+  }
+  std::uint32_t b = bits & 0xffffe000u;  // toward zero: same sign as x, |b| <= |x|
+  if (b == bits && (bits & 0x7fffe000u) != 0) b -= 0x2000u;  // exact in TF32: one step toward zero
+  big = b;
+  small = to_tf32(x - __uint_as_float(b));  // exact difference, same sign as x; nonzero unless x == 0
 }
 
 /// @brief Packs two fp32 into bf16x2 (round to nearest even): `lo` in the low half (lower k).
