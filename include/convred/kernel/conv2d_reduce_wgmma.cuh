@@ -160,8 +160,10 @@ __global__ void __launch_bounds__(Policy::threads, 1)
           } else {  // the transform warps
             rs.wait_full(tail.raw_full);
             st.wait_free(tail.empty);
+#ifndef CONVRED_EXP_NOTRANSFORM
             loader::to_planes(reinterpret_cast<const float*>(rbuf), stage + prm.b_bytes, prm, pt - 32,
                               transform_threads);
+#endif
             convred::detail::mbarrier_arrive(&tail.raw_empty[rs.slot]);
             convred::detail::mbarrier_arrive(&tail.full[st.slot]);
           }
@@ -178,7 +180,11 @@ __global__ void __launch_bounds__(Policy::threads, 1)
   for (std::int64_t tile = blockIdx.x; tile < prm.tiles; tile += gridDim.x) {
     for (int kt = 0; kt < prm.kt; ++kt, st.advance()) {
       st.wait_full(tail.full);
+#ifndef CONVRED_EXP_NOMMA
       mainloop::run_stage(smem + st.slot * prm.stage_bytes, d, kt == 0, prm);
+#else
+      if (kt == 0) for (int i = 0; i < 64; ++i) d[0][i] = d[1][i] = 0.f;
+#endif
       warpgroup::wait<1>();  // the previous stage's group has completed: release its slot
       if (prev >= 0) convred::detail::mbarrier_arrive(&tail.empty[prev]);
       prev = st.slot;

@@ -26,29 +26,24 @@ __device__ __forceinline__ std::uint32_t to_tf32(float x) {
   return r;
 }
 
-/// @brief 3xTF32 split of x into two TF32 values, x ~= big + small (to ~2^-21 relative), such that the
-/// three products of 3xTF32, a_small*b_big + a_big*b_small + a_big*b_big, give IEEE's x*w for every
-/// non-finite operand too (PyTorch's semantics: inf*w = +-inf, inf*0 = NaN, NaN propagates):
-/// - finite x: big = x truncated to TF32 (toward zero), small = TF32(x - big) rounded to nearest. Both
-///   carry x's sign and small is nonzero whenever x is (for x exactly representable in TF32, big is moved
-///   one TF32 step toward zero and small is that step), so a small part never meets an infinite big part
-///   of the other operand as 0 * inf = NaN, nor with the opposite sign as inf - inf = NaN.
-/// - x = +-inf or NaN: big = x, small = copysign(1, x): the cross term small*w_big is +-inf or finite with
-///   the sign of x*w, and the finite junk it adds vanishes beside the infinite big product.
-/// The naive split (big = round(x), small = round(x - big)) gives inf - inf = NaN for infinite x. For
-/// |x| < 2^-114 the small part can round to zero (TF32's smallest subnormal step is 2^-136): an error
-/// below 2^-136 |w|, and NaN instead of +-inf if such an x meets an infinite w.
+/// @brief 3xTF32 split of x into two TF32 values, x ~= big + small to ~2^-22 relative (finite x: big =
+/// TF32(x), small = TF32(x - big), the split of CUTLASS's 3xTF32), arranged so that the three products of
+/// 3xTF32, a.small * b.big + a.big * b.small + a.big * b.big, also give IEEE's x * w for non-finite
+/// operands (PyTorch's semantics: inf * w = +-inf by sign, inf * 0 = NaN, NaN propagates). For x = +-inf or
+/// NaN: big = copysign(1, x), small = x. Then an infinity meets the other operand's big part (nonzero
+/// with the other operand's sign unless that operand is 0, where inf * 0 = NaN is right) or its infinity,
+/// never a zero small part, and the finite products beside it only add finite values. The naive split
+/// (small = x - big = inf - inf) gives NaN for every infinite x. A nonzero |w| < 2^-136 rounds to big = 0:
+/// then an infinite x times it gives NaN where IEEE gives +-inf.
 __device__ __forceinline__ void split_tf32(float x, std::uint32_t& big, std::uint32_t& small) {
   const std::uint32_t bits = __float_as_uint(x);
   if ((bits & 0x7f800000u) == 0x7f800000u) {  // +-inf or NaN
-    big = bits;
-    small = (bits & 0x80000000u) | 0x3f800000u;  // copysign(1, x)
+    big = (bits & 0x80000000u) | 0x3f800000u;  // copysign(1, x)
+    small = bits;
     return;
   }
-  std::uint32_t b = bits & 0xffffe000u;  // toward zero: same sign as x, |b| <= |x|
-  if (b == bits && (bits & 0x7fffe000u) != 0) b -= 0x2000u;  // exact in TF32: one step toward zero
-  big = b;
-  small = to_tf32(x - __uint_as_float(b));  // exact difference, same sign as x; nonzero unless x == 0
+  big = to_tf32(x);
+  small = to_tf32(x - __uint_as_float(big));
 }
 
 /// @brief Packs two fp32 into bf16x2 (round to nearest even): `lo` in the low half (lower k).
