@@ -66,8 +66,23 @@ struct conv_mainloop_wgmma {
   /// Issues the wgmmas of one staged (filter slice, planes) pair into d as one commit group (not waited
   /// for). `stage` holds the filter slice (b_bytes) then the planes (parts x part_bytes). `first`: the
   /// first stage of a tile, whose first wgmma per row overwrites d (scale-d = 0) instead of adding.
+  /// 3x3 and 1x1 filters run a fully unrolled tap loop (no loop-carried accumulators for ptxas to fence).
   __device__ static void run_stage(const unsigned char* stage, float (&d)[2][64], bool first,
                                    const kernel::wgmma_conv_params& p) {
+    if (p.R == 3 && p.S == 3)
+      issue<3, 3>(stage, d, first, p);
+    else if (p.R == 1 && p.S == 1)
+      issue<1, 1>(stage, d, first, p);
+    else
+      issue<0, 0>(stage, d, first, p);
+  }
+
+ private:
+  /// run_stage for an R x S filter known at compile time (FR, FS > 0) or at run time (FR = FS = 0).
+  template <int FR, int FS>
+  __device__ static void issue(const unsigned char* stage, float (&d)[2][64], bool first,
+                               const kernel::wgmma_conv_params& p) {
+    const int R = FR > 0 ? FR : p.R, S = FS > 0 ? FS : p.S;
     const unsigned char* planes = stage + p.b_bytes;
     const int row0 = 2 * (static_cast<int>(threadIdx.x) / 128);
     // A: K-major no-swizzle, core matrices 8 pixels x 16 bytes: LBO = one plane (the next E channels),
@@ -75,12 +90,14 @@ struct conv_mainloop_wgmma {
     const std::uint64_t a0 = warpgroup::make_smem_desc(planes + row0 * p.pw * 16, p.plane_bytes, 128);
     const std::uint64_t b0 = warpgroup::make_smem_desc(stage, 128, 256);
     const std::uint64_t a_small = static_cast<std::uint64_t>(p.part_bytes) >> 4;
-    const std::uint64_t b_small = (static_cast<std::uint64_t>(p.R * p.S) * tap_bytes) >> 4;
+    const std::uint64_t b_small = (static_cast<std::uint64_t>(R * S) * tap_bytes) >> 4;
     const std::uint64_t row_step = static_cast<std::uint64_t>(p.pw);  // one patch row, in 16-byte units
     warpgroup::fence();
-    int tap = 0;
-    for (int r = 0; r < p.R; ++r)
-      for (int s = 0; s < p.S; ++s, ++tap) {
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int s = 0; s < S; ++s) {
+        const int tap = r * S + s;
         const std::uint64_t b = b0 + ((static_cast<std::uint64_t>(tap) * tap_bytes) >> 4);
         const std::uint64_t a = a0 + static_cast<std::uint64_t>(r) * row_step + static_cast<std::uint64_t>(s);
         const bool acc = !(first && tap == 0);

@@ -54,43 +54,56 @@ struct conv_patch_loader {
   }
 
   /// Rewrites the raw patch as planes (see the struct), work shared by `nthreads` threads of which this is
-  /// `t`; ends with the fence that makes the planes visible to wgmma (the async proxy).
-  __device__ static void to_planes(const float* raw, unsigned char* planes, const kernel::wgmma_conv_params& p, int t,
-                                   int nthreads) {
-    const int pix_count = p.ph * p.pw, items = (BC / E) * pix_count;
-    for (int it = t; it < items; it += nthreads) {
-      std::int32_t j, pix, row, col;
-      p.div_pix.divmod(it, j, pix);
-      p.div_pw.divmod(pix, row, col);
-      const float* src = raw + (j * E * p.bh + row) * p.rp + col + p.col_shift;
-      const int cstride = p.bh * p.rp;
-      float v[E];
+  /// `t`; ends with the fence that makes the planes visible to wgmma (the async proxy). Each thread loads
+  /// the E channels of `batch` plane pixels before converting and storing them, so that their
+  /// shared-memory latencies overlap.
+  __device__ static void to_planes(const float* __restrict__ raw, unsigned char* __restrict__ planes,
+                                   const kernel::wgmma_conv_params& p, int t, int nthreads) {
+    constexpr int batch = 3;
+    const int items = (BC / E) * p.ph * p.pw, cstride = p.bh * p.rp;
+    for (int it0 = t; it0 < items; it0 += batch * nthreads) {
+      float v[batch][E];
 #pragma unroll
-      for (int e = 0; e < E; ++e) v[e] = src[e * cstride];
-      uint4 big, small;
-      if constexpr (is_tf32) {
-        std::uint32_t b[4], s[4];
+      for (int u = 0; u < batch; ++u) {
+        const int it = it0 + u * nthreads;
+        std::int32_t j, pix, row, col;
+        p.div_pix.divmod(it < items ? it : 0, j, pix);
+        p.div_pw.divmod(pix, row, col);
+        const float* src = raw + (j * E * p.bh + row) * p.rp + col + p.col_shift;
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          if constexpr (x3)
-            warp::split_tf32(v[e], b[e], s[e]);
-          else
-            b[e] = warp::to_tf32(v[e]);
-        }
-        big = make_uint4(b[0], b[1], b[2], b[3]);
-        if constexpr (x3) small = make_uint4(s[0], s[1], s[2], s[3]);
-      } else if constexpr (std::is_same_v<typename Policy::math, math::bf16>) {
-        big = make_uint4(warp::pack_bf16x2(v[0], v[1]), warp::pack_bf16x2(v[2], v[3]), warp::pack_bf16x2(v[4], v[5]),
-                         warp::pack_bf16x2(v[6], v[7]));
-      } else {
-        big = make_uint4(warp::pack_f16x2(v[0], v[1]), warp::pack_f16x2(v[2], v[3]), warp::pack_f16x2(v[4], v[5]),
-                         warp::pack_f16x2(v[6], v[7]));
+        for (int e = 0; e < E; ++e) v[u][e] = src[e * cstride];
       }
-      unsigned char* dst = planes + static_cast<std::int64_t>(it) * 16;
-      *reinterpret_cast<uint4*>(dst) = big;
-      if constexpr (x3) *reinterpret_cast<uint4*>(dst + p.part_bytes) = small;
+#pragma unroll
+      for (int u = 0; u < batch; ++u) {
+        const int it = it0 + u * nthreads;
+        if (it < items) store(v[u], planes + static_cast<std::int64_t>(it) * 16, p.part_bytes);
+      }
     }
     warpgroup::fence_proxy_async();
+  }
+
+ private:
+  /// Converts the E channels of one plane pixel and stores them (16 bytes at dst; for 3xTF32 the small
+  /// parts 16 bytes at dst + part_bytes).
+  __device__ static void store(const float (&v)[E], unsigned char* dst, int part_bytes) {
+    if constexpr (is_tf32) {
+      std::uint32_t b[4], s[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if constexpr (x3)
+          warp::split_tf32(v[e], b[e], s[e]);
+        else
+          b[e] = warp::to_tf32(v[e]);
+      }
+      *reinterpret_cast<uint4*>(dst) = make_uint4(b[0], b[1], b[2], b[3]);
+      if constexpr (x3) *reinterpret_cast<uint4*>(dst + part_bytes) = make_uint4(s[0], s[1], s[2], s[3]);
+    } else if constexpr (std::is_same_v<typename Policy::math, math::bf16>) {
+      *reinterpret_cast<uint4*>(dst) = make_uint4(warp::pack_bf16x2(v[0], v[1]), warp::pack_bf16x2(v[2], v[3]),
+                                                  warp::pack_bf16x2(v[4], v[5]), warp::pack_bf16x2(v[6], v[7]));
+    } else {
+      *reinterpret_cast<uint4*>(dst) = make_uint4(warp::pack_f16x2(v[0], v[1]), warp::pack_f16x2(v[2], v[3]),
+                                                  warp::pack_f16x2(v[4], v[5]), warp::pack_f16x2(v[6], v[7]));
+    }
   }
 };
 

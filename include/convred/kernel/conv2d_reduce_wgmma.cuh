@@ -98,10 +98,10 @@ struct pipeline_state {
 };
 
 /// @brief Persistent fused kernel: block b computes tiles b, b + gridDim.x, ... of 4 x 64 output pixels.
-/// Warpgroup 2 produces (its registers lowered with setmaxnreg): its first thread issues, per stage, the
-/// TMA copy of the raw input patch and the bulk copy of the packed filter slice (block::conv_patch_loader),
-/// running ahead across tile boundaries as buffers are released; its other three warps convert each raw
-/// patch into the stage's planes. Warpgroups 0-1 consume: per stage one commit group of wgmmas
+/// Warpgroup 2 produces (its registers lowered with setmaxnreg): per stage, one thread issues the TMA
+/// copy of the raw input patch and another the bulk copy of the packed filter slice
+/// (block::conv_patch_loader), each running ahead across tile boundaries as its buffers are released; the
+/// other three warps convert each raw patch into the stage's planes. Warpgroups 0-1 consume: per stage one commit group of wgmmas
 /// (block::conv_mainloop_wgmma), released when the next stage's group is issued and the stage's own has
 /// completed; per tile, the epilogue e(acc + bias[k], k) and the reduction across the K channels in
 /// registers and with cub::WarpReduce (block::reduce_epilogue); y and indices written once.
@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(Policy::threads, 1)
   if (tid >= Policy::consumer_threads) {  // producer warpgroup
     warpgroup::set_max_registers<Policy::producer_registers, false>();
     const int pt = tid - Policy::consumer_threads;
-    if (pt >= 32 || pt == 0) {
+    if (pt < 2 || pt >= 32) {
       for (std::int64_t tile = blockIdx.x; tile < prm.tiles; tile += gridDim.x) {
         std::int64_t n, tp, tq;
         decode(tile, n, tp, tq);
@@ -151,10 +151,11 @@ __global__ void __launch_bounds__(Policy::threads, 1)
         for (int kt = 0; kt < prm.kt; ++kt, st.advance(), rs.advance()) {
           unsigned char* stage = smem + st.slot * prm.stage_bytes;
           unsigned char* rbuf = raw + rs.slot * prm.raw_bytes;
-          if (pt == 0) {  // the copy thread
+          if (pt == 0) {  // the patch copier: runs up to raw_stages ahead of the transform
             rs.wait_free(tail.raw_empty);
             loader::copy_patch(rbuf, &tail.raw_full[rs.slot], &x_map, prm, static_cast<int>(n), h0, w0,
                                kt * Policy::block_c);
+          } else if (pt == 1) {  // the filter copier: as soon as the consumers release the stage
             st.wait_free(tail.empty);
             loader::copy_filter(stage, &tail.full[st.slot], prm, kt);
           } else {  // the transform warps
