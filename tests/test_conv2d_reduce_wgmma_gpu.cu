@@ -28,9 +28,10 @@ bool on_hopper() {
 }
 
 /// Shapes the wgmma kernel serves (NCHW fp32, W a multiple of 4): odd C (channel tails inside a stage),
-/// K in {1, 17, 33, 100, 128}, 1x1 / 3x3 / 3x1 / 1x3, padding 0-3 (TMA box starts shifted to 16-byte
-/// alignment), narrow (TW 16) and wide (TW 32) outputs with partial tiles, and one problem with more
-/// tiles than SMs (several tiles per persistent block, the pipeline crossing tile boundaries).
+/// K in {1, 17, 33, 100, 128}, 1x1 / 3x3 / 3x1 / 1x3 (unrolled and run-time tap loops), padding 0-3 (TMA
+/// box starts shifted to 16-byte alignment), outputs narrower and wider than the 64-column tile with
+/// partial tiles, and one problem with more tiles than SMs (several tiles per persistent block, the
+/// pipeline crossing tile boundaries).
 std::vector<conv2d_problem> wgmma_shapes() {
   return {
       make_problem(2, 7, 11, 16, 33, 3, 3, 1, 1),    //
@@ -39,7 +40,9 @@ std::vector<conv2d_problem> wgmma_shapes() {
       make_problem(3, 33, 7, 8, 128, 3, 1, 1, 0),    //
       make_problem(2, 17, 20, 40, 100, 1, 3, 0, 2),  //
       make_problem(1, 65, 12, 12, 65, 3, 3, 0, 0),   //
-      make_problem(8, 9, 70, 72, 128, 3, 3, 0, 0),   // 216 tiles
+      make_problem(1, 12, 7, 132, 40, 3, 3, 1, 1),   // Q = 132: three column tiles, the last of 4 columns
+      make_problem(2, 3, 9, 20, 9, 2, 2, 1, 1),      // 2x2: the run-time tap loop
+      make_problem(8, 9, 70, 72, 128, 3, 3, 0, 0),   // 272 tiles
   };
 }
 
