@@ -55,7 +55,7 @@ struct conv_mainloop {
   loader ld;  ///< the operand loader (shared memory, parameters and this thread's decoded pixel)
 
   /// Decodes this thread's load pixel for the block tile starting at GEMM_M row m0.
-  __device__ conv_mainloop(TempStorage& s, const kernel::conv_params<T>& p, std::int64_t m0) : ld(s, p, m0) {}
+  __device__ conv_mainloop(TempStorage& s, const conv_params<T>& p, std::int64_t m0) : ld(s, p, m0) {}
 
   /// Loads 4 consecutive compute values from 16-byte (float) / 32-byte (double) aligned shared memory.
   __device__ static void load4(const V* src, V* dst) {

@@ -69,7 +69,7 @@ struct conv_mainloop_tc {
   loader ld;  ///< the operand loader (shared memory, parameters and this thread's decoded pixel)
 
   /// Decodes this thread's load pixel for the block tile starting at GEMM_M row m0.
-  __device__ conv_mainloop_tc(TempStorage& s, const kernel::conv_params<T>& p, std::int64_t m0) : ld(s, p, m0) {}
+  __device__ conv_mainloop_tc(TempStorage& s, const conv_params<T>& p, std::int64_t m0) : ld(s, p, m0) {}
 
   /// This thread's lane in its warp, 0..31 (g = lane / 4 and t = lane % 4 in the mma fragments).
   __device__ static int lane() { return static_cast<int>(threadIdx.x) % 32; }

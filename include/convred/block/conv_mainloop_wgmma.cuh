@@ -3,14 +3,89 @@
 /// memory, A (the input patch planes) read at a shifted descriptor per filter tap, B the packed filter.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
-#include "../kernel/params.cuh"
+#include "../detail/fast_divmod.cuh"
 #include "../policy.cuh"
+#include "../problem.cuh"
 #include "../warpgroup/wgmma.cuh"
 
 namespace convred::block {
+
+/// @brief Parameter block of the packed-filter wgmma kernel (kernel::conv2d_reduce_wgmma_kernel): NCHW fp32 x,
+/// groups 1, stride 1, dilation 1, K <= 128 (conv_mainloop_wgmma::make_params decides). A tile is 4 x 64
+/// output pixels (rows x columns) of one image; tiles run q fastest, then p, then n.
+/// Shared memory: `stages` operand stages of stage_bytes (the packed filter slice, b_bytes, then the
+/// planes of the input patch: parts x part_bytes, see block::conv_patch_loader), then `raw_stages` raw
+/// patch buffers of raw_bytes (the TMA box: block_c channels of bh rows x rp columns), then the tail.
+struct wgmma_conv_params {
+  const float* x = nullptr;       ///< input (N,C,H,W), NCHW fp32
+  const void* filter = nullptr;   ///< packed filter (device::pack_filter), 16-byte aligned
+  const float* bias = nullptr;    ///< bias (K) or nullptr
+  std::int64_t N = 0;             ///< batch
+  std::int64_t tiles = 0;         ///< N * tiles_p * tiles_q
+  /// @var C
+  /// @brief input channels
+  /// @var H
+  /// @brief input height
+  /// @var W
+  /// @brief input width
+  /// @var K
+  /// @brief output channels (<= 128)
+  /// @var P
+  /// @brief output height
+  /// @var Q
+  /// @brief output width
+  std::int32_t C = 0, H = 0, W = 0, K = 0, P = 0, Q = 0;
+  /// @var R
+  /// @brief kernel height
+  /// @var S
+  /// @brief kernel width
+  /// @var pad_h
+  /// @brief zero padding rows
+  /// @var pad_w
+  /// @brief zero padding columns
+  std::int32_t R = 0, S = 0, pad_h = 0, pad_w = 0;
+  /// @var tiles_p
+  /// @brief tiles down the output, ceil(P / 4)
+  /// @var tiles_q
+  /// @brief tiles across the output, ceil(Q / 64)
+  /// @var kt
+  /// @brief stages per tile: ceil(C / block_c)
+  std::int32_t tiles_p = 0, tiles_q = 0, kt = 0;
+  /// @var rp
+  /// @brief raw patch row pitch in floats: the TMA box width (>= pw + col_shift, a multiple of 4)
+  /// @var bh
+  /// @brief raw patch rows: the TMA box height, ph
+  /// @var col_shift
+  /// @brief columns between the TMA box's first column and the patch's (q0 - pad_w): the box starts at
+  /// q0 - pad_w - col_shift, a multiple of 4, i.e. at a 16-byte aligned address (measured: a box starting
+  /// at column -1 stopped the kernel with an illegal-instruction error on the H200)
+  std::int32_t rp = 0, bh = 0, col_shift = 0;
+  /// @var ph
+  /// @brief patch rows, 4 + R - 1
+  /// @var pw
+  /// @brief patch columns, 64 + S - 1: the plane row pitch in 16-byte pixels
+  std::int32_t ph = 0, pw = 0;
+  /// @var raw_copy_bytes
+  /// @brief bytes one TMA box writes: block_c * bh * rp * 4
+  /// @var raw_bytes
+  /// @brief shared-memory bytes per raw buffer, raw_copy_bytes rounded up to 128
+  /// @var plane_bytes
+  /// @brief bytes of one plane (E channels of the patch): ph * pw * 16
+  /// @var part_bytes
+  /// @brief bytes of one set of planes (block_c channels, the big or the small parts): block_c / E planes
+  std::int32_t raw_copy_bytes = 0, raw_bytes = 0, plane_bytes = 0, part_bytes = 0;
+  /// @var b_bytes
+  /// @brief packed filter bytes per stage: parts * R*S * 128 * block_c * element bytes
+  /// @var stage_bytes
+  /// @brief shared-memory bytes per operand stage (filter slice + planes), a multiple of 128
+  std::int32_t b_bytes = 0, stage_bytes = 0;
+  convred::detail::fast_divmod div_pix;  ///< divides by ph * pw (plane item -> plane, pixel)
+  convred::detail::fast_divmod div_pw;   ///< divides by pw (pixel -> row, column)
+};
 
 /// @brief Accumulates one stage of a 4 x 64 pixel x 128-channel tile on tensor cores with wgmma.
 ///
@@ -63,12 +138,58 @@ struct conv_mainloop_wgmma {
       for (int i = 0; i < 64; ++i) fence_operand(d[m][i]);
   }
 
+  /// @brief The mainloop's can-implement check and parameter construction (host): whether the kernel
+  /// serves p and, if so, its parameters (x, filter, bias left null) and dynamic shared memory (operand
+  /// stages, raw buffers, then `tail_bytes` of reduction state and barriers), which must not exceed
+  /// `max_smem`. Not served: NHWC x, groups != 1, stride or dilation != 1, K > 128, W not a multiple of 4
+  /// (TMA rows are 16-byte multiples), N >= 2^31 or one image of 2^40 bytes or more (TMA coordinates and
+  /// strides), stages larger than the shared memory. p must be valid (convred::validate). Independent of N
+  /// otherwise (N = 0 is served, with no tiles).
+  static bool make_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,
+                          wgmma_conv_params& k, std::size_t& smem_bytes) {
+    if (p.x_layout != layout::nchw || p.groups != 1 || p.stride_h != 1 || p.stride_w != 1 || p.dil_h != 1 ||
+        p.dil_w != 1 || p.K > Policy::block_n || p.P() <= 0 || p.Q() <= 0 || p.W % 4 != 0 || p.N > 0x7fffffff ||
+        p.C * p.H * p.W * 4 >= (std::int64_t(1) << 40))
+      return false;
+    constexpr int TH = Policy::tile_h, TW = Policy::tile_w, E = 16 / Policy::filter_elem_bytes;
+    k.N = p.N, k.C = static_cast<std::int32_t>(p.C), k.H = static_cast<std::int32_t>(p.H), k.W = static_cast<std::int32_t>(p.W);
+    k.K = static_cast<std::int32_t>(p.K), k.P = static_cast<std::int32_t>(p.P()), k.Q = static_cast<std::int32_t>(p.Q());
+    k.R = static_cast<std::int32_t>(p.R), k.S = static_cast<std::int32_t>(p.S);
+    k.pad_h = static_cast<std::int32_t>(p.pad_h), k.pad_w = static_cast<std::int32_t>(p.pad_w);
+    k.tiles_p = (k.P + TH - 1) / TH, k.tiles_q = (k.Q + TW - 1) / TW;
+    k.kt = (k.C + Policy::block_c - 1) / Policy::block_c;
+    const std::int64_t ph = TH + p.R - 1, pw = TW + p.S - 1;  // patch rows and columns
+    // TMA box (rp x ph per channel; rp a multiple of 4 for 16-byte rows), starting col_shift columns left
+    // of the patch so that its first column is 16-byte aligned
+    k.col_shift = static_cast<std::int32_t>((4 - p.pad_w % 4) % 4);
+    const std::int64_t rp = (pw + k.col_shift + 3) / 4 * 4;
+    const std::int64_t raw_copy = std::int64_t(Policy::block_c) * ph * rp * 4;
+    const std::int64_t raw_bytes = (raw_copy + 127) / 128 * 128;
+    const std::int64_t plane = ph * pw * 16, part = plane * (Policy::block_c / E);
+    const std::int64_t b_bytes = std::int64_t(Policy::parts) * p.R * p.S * Policy::block_n * Policy::block_c *
+                                 Policy::filter_elem_bytes;
+    const std::int64_t stage = (b_bytes + Policy::parts * part + 127) / 128 * 128;
+    const std::int64_t smem = Policy::stages * stage + Policy::raw_stages * raw_bytes + static_cast<std::int64_t>(tail_bytes);
+    // rp and ph: TMA box dimensions are at most 256
+    if (smem > static_cast<std::int64_t>(max_smem) || rp > 256 || ph > 256) return false;
+    k.rp = static_cast<std::int32_t>(rp), k.bh = static_cast<std::int32_t>(ph);
+    k.ph = static_cast<std::int32_t>(ph), k.pw = static_cast<std::int32_t>(pw);
+    k.raw_copy_bytes = static_cast<std::int32_t>(raw_copy), k.raw_bytes = static_cast<std::int32_t>(raw_bytes);
+    k.plane_bytes = static_cast<std::int32_t>(plane), k.part_bytes = static_cast<std::int32_t>(part);
+    k.b_bytes = static_cast<std::int32_t>(b_bytes), k.stage_bytes = static_cast<std::int32_t>(stage);
+    k.div_pix = convred::detail::fast_divmod(static_cast<std::int32_t>(ph * pw));
+    k.div_pw = convred::detail::fast_divmod(static_cast<std::int32_t>(pw));
+    k.tiles = p.N * k.tiles_p * k.tiles_q;
+    smem_bytes = static_cast<std::size_t>(smem);
+    return true;
+  }
+
   /// Issues the wgmmas of one staged (filter slice, planes) pair into d as one commit group (not waited
   /// for). `stage` holds the filter slice (b_bytes) then the planes (parts x part_bytes). `first`: the
   /// first stage of a tile, whose first wgmma per row overwrites d (scale-d = 0) instead of adding.
   /// 3x3 and 1x1 filters run a fully unrolled tap loop (no loop-carried accumulators for ptxas to fence).
   __device__ static void run_stage(const unsigned char* stage, float (&d)[2][64], bool first,
-                                   const kernel::wgmma_conv_params& p) {
+                                   const wgmma_conv_params& p) {
     if (p.R == 3 && p.S == 3)
       issue<3, 3>(stage, d, first, p);
     else if (p.R == 1 && p.S == 1)
@@ -81,7 +202,7 @@ struct conv_mainloop_wgmma {
   /// run_stage for an R x S filter known at compile time (FR, FS > 0) or at run time (FR = FS = 0).
   template <int FR, int FS>
   __device__ static void issue(const unsigned char* stage, float (&d)[2][64], bool first,
-                               const kernel::wgmma_conv_params& p) {
+                               const wgmma_conv_params& p) {
     const int R = FR > 0 ? FR : p.R, S = FS > 0 ? FS : p.S;
     const unsigned char* planes = stage + p.b_bytes;
     const int row0 = 2 * (static_cast<int>(threadIdx.x) / 128);

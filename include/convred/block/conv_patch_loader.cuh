@@ -11,7 +11,7 @@
 #include <type_traits>
 
 #include "../detail/tma.cuh"
-#include "../kernel/params.cuh"
+#include "conv_mainloop_wgmma.cuh"
 #include "../warp/mma.cuh"
 #include "../warpgroup/wgmma.cuh"
 
@@ -40,14 +40,14 @@ struct conv_patch_loader {
   /// Copies channels [c0, c0 + block_c) of the patch at (n, h0, w0) into `raw` (128-byte aligned); `bar`
   /// (armed here with the bytes) completes when they have landed.
   __device__ static void copy_patch(unsigned char* raw, std::uint64_t* bar, const void* x_map,
-                                    const kernel::wgmma_conv_params& p, int n, int h0, int w0, int c0) {
+                                    const wgmma_conv_params& p, int n, int h0, int w0, int c0) {
     convred::detail::mbarrier_arrive_expect_tx(bar, static_cast<std::uint32_t>(p.raw_copy_bytes));
     convred::detail::tma_load_4d(raw, x_map, w0, h0, c0, n, bar);
   }
 
   /// Copies stage `kt`'s packed filter slice into `b` (16-byte aligned); `bar` is armed with its bytes and
   /// this thread's arrival.
-  __device__ static void copy_filter(unsigned char* b, std::uint64_t* bar, const kernel::wgmma_conv_params& p, int kt) {
+  __device__ static void copy_filter(unsigned char* b, std::uint64_t* bar, const wgmma_conv_params& p, int kt) {
     convred::detail::mbarrier_arrive_expect_tx(bar, static_cast<std::uint32_t>(p.b_bytes));
     const auto* src = static_cast<const unsigned char*>(p.filter) + static_cast<std::int64_t>(kt) * p.b_bytes;
     convred::detail::bulk_copy_g2s(b, src, static_cast<std::uint32_t>(p.b_bytes), bar);
@@ -58,7 +58,7 @@ struct conv_patch_loader {
   /// the E channels of `batch` plane pixels before converting and storing them, so that their
   /// shared-memory latencies overlap.
   __device__ static void to_planes(const float* __restrict__ raw, unsigned char* __restrict__ planes,
-                                   const kernel::wgmma_conv_params& p, int t, int nthreads) {
+                                   const wgmma_conv_params& p, int t, int nthreads) {
     constexpr int batch = 3;
     const int items = (BC / E) * p.ph * p.pw, cstride = p.bh * p.rp;
     for (int it0 = t; it0 < items; it0 += batch * nthreads) {

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "../detail/load.cuh"
-#include "../kernel/params.cuh"
+#include "conv_params.cuh"
 #include "../numeric.cuh"
 
 namespace convred::block {
@@ -95,7 +95,7 @@ struct conv_tile_loader {
   static constexpr std::int32_t invalid_coord = -(1 << 30);  ///< fails every bounds check (validated sizes)
 
   TempStorage& smem;                  ///< the block's shared memory (caller-placed)
-  const kernel::conv_params<T>& prm;  ///< the kernel parameters (referenced, not copied)
+  const block::conv_params<T>& prm;  ///< the kernel parameters (referenced, not copied)
   // This thread's im2col row (pixel) for the A loads.
   /// @var a_h0
   /// @brief input row of the top-left tap of this thread's pixel (p*stride_h - pad_h); invalid_coord
@@ -104,7 +104,7 @@ struct conv_tile_loader {
   std::int64_t a_off;       ///< x offset of (n, channel 0, a_h0, a_w0) in x's layout (in elements)
 
   /// Decodes the pixel this thread loads for block tile starting at GEMM_M row m0.
-  __device__ conv_tile_loader(TempStorage& s, const kernel::conv_params<T>& p, std::int64_t m0) : smem(s), prm(p) {
+  __device__ conv_tile_loader(TempStorage& s, const block::conv_params<T>& p, std::int64_t m0) : smem(s), prm(p) {
     const std::int64_t m = m0 + static_cast<int>(threadIdx.x) % BM;
     const bool valid = m < p.M;
     const std::int64_t mm = valid ? m : 0;

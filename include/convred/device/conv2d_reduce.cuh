@@ -70,7 +70,7 @@ status conv2d_reduce(const conv2d_problem& p, const T* x, const T* w, const nond
                 "convred: this policy needs more shared memory than a block can have (227 KB on sm_90, 163 KB on "
                 "sm_80): use fewer stages or a smaller BlockK / tile");
   if (status s = detail::check_device(kern, smem); s != status::success) return s;
-  kern<<<static_cast<unsigned>(blocks), policy::threads, smem, stream>>>(kernel::make_conv_params(p, x, w, bias), op,
+  kern<<<static_cast<unsigned>(blocks), policy::threads, smem, stream>>>(block::make_conv_params(p, x, w, bias), op,
                                                                        epi, y, indices);
   return detail::launch_status();
 }
@@ -103,7 +103,7 @@ status conv2d(const conv2d_problem& p, const T* x, const T* w, const nondeduced_
                 "convred: this policy needs more shared memory than a block can have: use fewer stages or a "
                 "smaller BlockK / tile");
   if (status s = detail::check_device(kern, smem); s != status::success) return s;
-  kern<<<static_cast<unsigned>(blocks), policy::threads, smem, stream>>>(kernel::make_conv_params(p, x, w, bias), epi,
+  kern<<<static_cast<unsigned>(blocks), policy::threads, smem, stream>>>(block::make_conv_params(p, x, w, bias), epi,
                                                                        out);
   return detail::launch_status();
 }

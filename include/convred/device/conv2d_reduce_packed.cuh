@@ -59,7 +59,7 @@ inline bool wgmma_available() {
 /// Whether the wgmma kernel serves a problem, and its launch parameters (filter, x, bias left null).
 struct wgmma_plan_t {
   bool served = false;            ///< false: conv2d_reduce_packed runs Policy::fallback on w
-  kernel::wgmma_conv_params k;    ///< launch parameters (when served)
+  block::wgmma_conv_params k;    ///< launch parameters (when served)
   std::size_t smem_bytes = 0;     ///< dynamic shared memory: the stages, then the reduction and mbarriers
 };
 
@@ -72,52 +72,19 @@ constexpr std::size_t wgmma_tail_bytes() {
   return a > b ? a : b;
 }
 
-/// The wgmma kernel's plan for p: not served for T other than float, NHWC x, groups != 1, stride or
-/// dilation != 1, K > 128, W not a multiple of 4 (TMA rows are 16-byte multiples), N >= 2^31 or one image
-/// of 2^40 bytes or more (TMA coordinates and strides), operand stages larger than the shared memory, or
-/// a device without sm_90a code. Independent of N otherwise (N = 0 is served, with no tiles).
+/// The wgmma kernel's plan for p: not served for T other than float, an invalid problem, a problem the
+/// mainloop does not implement (block::conv_mainloop_wgmma::make_params), or a device without sm_90a code.
 template <class Policy, class T, class Op>
 wgmma_plan_t wgmma_plan(const conv2d_problem& p) {
   wgmma_plan_t plan;
-  kernel::wgmma_conv_params& k = plan.k;
   if constexpr (!std::is_same_v<T, float>) {
     return plan;
   } else {
-    if (validate(p, sizeof(T)) != status::success || p.x_layout != layout::nchw || p.groups != 1 || p.stride_h != 1 ||
-        p.stride_w != 1 || p.dil_h != 1 || p.dil_w != 1 || p.K > Policy::block_n || p.P() <= 0 || p.Q() <= 0 ||
-        p.W % 4 != 0 || p.N > 0x7fffffff || p.C * p.H * p.W * 4 >= (std::int64_t(1) << 40))
+    if (validate(p, sizeof(T)) != status::success ||
+        !block::conv_mainloop_wgmma<Policy>::make_params(p, wgmma_tail_bytes<Policy, Op>(), max_smem_per_block, plan.k,
+                                                         plan.smem_bytes) ||
+        !wgmma_available())
       return plan;
-    constexpr int TH = Policy::tile_h, TW = Policy::tile_w, E = 16 / Policy::filter_elem_bytes;
-    k.N = p.N, k.C = static_cast<std::int32_t>(p.C), k.H = static_cast<std::int32_t>(p.H), k.W = static_cast<std::int32_t>(p.W);
-    k.K = static_cast<std::int32_t>(p.K), k.P = static_cast<std::int32_t>(p.P()), k.Q = static_cast<std::int32_t>(p.Q());
-    k.R = static_cast<std::int32_t>(p.R), k.S = static_cast<std::int32_t>(p.S);
-    k.pad_h = static_cast<std::int32_t>(p.pad_h), k.pad_w = static_cast<std::int32_t>(p.pad_w);
-    k.tiles_p = (k.P + TH - 1) / TH, k.tiles_q = (k.Q + TW - 1) / TW;
-    k.kt = (k.C + Policy::block_c - 1) / Policy::block_c;
-    const std::int64_t ph = TH + p.R - 1, pw = TW + p.S - 1;  // patch rows and columns
-    // TMA box (rp x ph per channel; rp a multiple of 4 for 16-byte rows), starting col_shift columns left
-    // of the patch so that its first column is 16-byte aligned
-    k.col_shift = static_cast<std::int32_t>((4 - p.pad_w % 4) % 4);
-    const std::int64_t rp = (pw + k.col_shift + 3) / 4 * 4;
-    const std::int64_t raw_copy = std::int64_t(Policy::block_c) * ph * rp * 4;
-    const std::int64_t raw_bytes = (raw_copy + 127) / 128 * 128;
-    const std::int64_t plane = ph * pw * 16, part = plane * (Policy::block_c / E);
-    const std::int64_t b_bytes = std::int64_t(Policy::parts) * p.R * p.S * Policy::block_n * Policy::block_c *
-                                 Policy::filter_elem_bytes;
-    const std::int64_t stage = (b_bytes + Policy::parts * part + 127) / 128 * 128;
-    const std::int64_t smem = Policy::stages * stage + Policy::raw_stages * raw_bytes +
-                              static_cast<std::int64_t>(wgmma_tail_bytes<Policy, Op>());
-    // rp and ph: TMA box dimensions are at most 256; the A descriptor's plane stride (LBO) is < 2^18 bytes
-    if (smem > static_cast<std::int64_t>(max_smem_per_block) || rp > 256 || ph > 256 || !wgmma_available()) return plan;
-    k.rp = static_cast<std::int32_t>(rp), k.bh = static_cast<std::int32_t>(ph);
-    k.ph = static_cast<std::int32_t>(ph), k.pw = static_cast<std::int32_t>(pw);
-    k.raw_copy_bytes = static_cast<std::int32_t>(raw_copy), k.raw_bytes = static_cast<std::int32_t>(raw_bytes);
-    k.plane_bytes = static_cast<std::int32_t>(plane), k.part_bytes = static_cast<std::int32_t>(part);
-    k.b_bytes = static_cast<std::int32_t>(b_bytes), k.stage_bytes = static_cast<std::int32_t>(stage);
-    k.div_pix = convred::detail::fast_divmod(static_cast<std::int32_t>(ph * pw));
-    k.div_pw = convred::detail::fast_divmod(static_cast<std::int32_t>(pw));
-    k.tiles = p.N * k.tiles_p * k.tiles_q;
-    plan.smem_bytes = static_cast<std::size_t>(smem);
     plan.served = true;
     return plan;
   }
@@ -127,7 +94,7 @@ wgmma_plan_t wgmma_plan(const conv2d_problem& p) {
 /// zero fill outside the tensor, encoded with the driver's cuTensorMapEncodeTiled (found through the
 /// runtime, so nothing links libcuda). False if the driver lacks it or refuses the map.
 template <class Policy>
-bool make_x_tensor_map(CUtensorMap& map, const float* x, const kernel::wgmma_conv_params& k) {
+bool make_x_tensor_map(CUtensorMap& map, const float* x, const block::wgmma_conv_params& k) {
   using encode_fn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                                  const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
                                  CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
@@ -204,7 +171,7 @@ status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_
   const std::size_t need = detail::packed_bytes(plan);
   if (need == 0) return status::success;
   if constexpr (std::is_same_v<T, float>) {
-    const kernel::wgmma_conv_params& k = plan.k;
+    const block::wgmma_conv_params& k = plan.k;
     if (!w || !packed) return status::null_pointer;
     if (!detail::aligned(w) || reinterpret_cast<std::uintptr_t>(packed) % 16 != 0) return status::misaligned_pointer;
     if (bytes < need) return status::invalid_argument;
@@ -277,7 +244,7 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
         detail::make_span(static_cast<const unsigned char*>(packed), static_cast<std::int64_t>(need))};
     const detail::span out[] = {detail::make_span(y, y ? ny : 0), detail::make_span(indices, indices ? ny : 0)};
     if (detail::any_overlap(in, out)) return status::overlapping_buffers;
-    kernel::wgmma_conv_params k = plan.k;
+    block::wgmma_conv_params k = plan.k;
     k.x = x, k.filter = packed, k.bias = bias;
     CUtensorMap x_map;
     if (!detail::make_x_tensor_map<Policy>(x_map, x, k)) return fallback();  // the driver refused the map

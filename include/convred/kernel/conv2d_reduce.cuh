@@ -9,7 +9,7 @@
 #include "../block/conv_mainloop_tc.cuh"
 #include "../block/reduce_epilogue.cuh"
 #include "../functional.cuh"
-#include "params.cuh"
+#include "../block/conv_params.cuh"
 
 namespace convred::kernel {
 
@@ -30,7 +30,7 @@ struct conv2d_reduce_smem {
 /// channel groups and write y / indices. The (N,K,P,Q) conv output never leaves the chip.
 template <class Policy, class T, class Op, class Epilogue>
 __global__ void __launch_bounds__(Policy::threads, Policy::min_blocks_per_sm)
-    conv2d_reduce_kernel(const conv_params<T> prm, Op op, Epilogue epi, T* y, std::int64_t* indices) {
+    conv2d_reduce_kernel(const block::conv_params<T> prm, Op op, Epilogue epi, T* y, std::int64_t* indices) {
   using mainloop = mainloop_t<Policy, T>;
   using V = typename mainloop::V;
   using epilogue_t = block::reduce_epilogue<mainloop, Op>;
@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(Policy::threads, Policy::min_blocks_per_sm)
 /// One block per BlockM output pixels; each block loops over every group and BlockN-channel tile.
 template <class Policy, class T, class Epilogue>
 __global__ void __launch_bounds__(Policy::threads, Policy::min_blocks_per_sm)
-    conv2d_kernel(const conv_params<T> prm, Epilogue epi, T* out) {
+    conv2d_kernel(const block::conv_params<T> prm, Epilogue epi, T* out) {
   using mainloop = mainloop_t<Policy, T>;
   using V = typename mainloop::V;
   extern __shared__ __align__(16) unsigned char smem_raw[];

@@ -16,7 +16,6 @@
 #include "../block/reduce_epilogue.cuh"
 #include "../detail/tma.cuh"
 #include "../functional.cuh"
-#include "params.cuh"
 
 namespace convred::kernel {
 
@@ -108,7 +107,7 @@ struct pipeline_state {
 /// Synchronisation is by mbarriers only (no block-wide barrier after the set-up).
 template <class Policy, class Op, class Epilogue>
 __global__ void __launch_bounds__(Policy::threads, 1)
-    conv2d_reduce_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const wgmma_conv_params prm, Op op,
+    conv2d_reduce_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const block::wgmma_conv_params prm, Op op,
                                Epilogue epi, float* y, std::int64_t* indices) {
 #if CONVRED_HAS_WGMMA
   using mainloop = block::conv_mainloop_wgmma<Policy>;
