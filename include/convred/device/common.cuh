@@ -58,12 +58,24 @@ inline bool is_no_device_error(cudaError_t e) {
          e == cudaErrorInvalidDeviceFunction;
 }
 
-/// status::no_device if there is no usable CUDA device or no kernel image for it (that error is cleared);
-/// status::cuda_error for any other CUDA failure (left pending for the caller); raises the kernel's
+/// The check made before any launch: status::cuda_error if a CUDA error is already pending on this thread
+/// (cudaPeekAtLastError; it is left pending for the caller, and nothing is launched on top of an unread
+/// error, so a cuda_error status always means that nothing was launched), else success. A pending
+/// no-device error (is_no_device_error: no device, no driver, no kernel image; sticky on a machine without
+/// a driver) is not counted here: the caller's check_device then reports status::no_device.
+inline status pending_status() {
+  const cudaError_t e = cudaPeekAtLastError();
+  return e == cudaSuccess || is_no_device_error(e) ? status::success : status::cuda_error;
+}
+
+/// pending_status() if a CUDA error is already pending (nothing done); status::no_device if there is no
+/// usable CUDA device or no kernel image for it (that error is cleared); status::cuda_error for any other
+/// CUDA failure (left pending for the caller); raises the kernel's
 /// dynamic shared-memory limit to `smem_bytes` when above the 48 KB default (status::cuda_error if the
 /// device cannot give that much, e.g. more than 163 KB on sm_80).
 template <class Kernel>
 status check_device(Kernel* k, std::size_t smem_bytes = 0) {
+  if (status s = pending_status(); s != status::success) return s;
   int dev = 0;
   cudaFuncAttributes attr;
   cudaError_t e = cudaGetDevice(&dev);
@@ -78,7 +90,9 @@ status check_device(Kernel* k, std::size_t smem_bytes = 0) {
   return status::cuda_error;
 }
 
-/// Status of a launch just made: success unless a CUDA error is pending (which is left for the caller).
+/// Status of a launch just made: success unless a CUDA error is pending (left for the caller). Called
+/// right after check_device, which returned success only with no error pending, so a pending error here
+/// is the launch's own: the kernel was not enqueued.
 inline status launch_status() { return cudaPeekAtLastError() == cudaSuccess ? status::success : status::cuda_error; }
 
 }  // namespace convred::device::detail

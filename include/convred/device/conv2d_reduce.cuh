@@ -38,7 +38,8 @@ namespace convred::device {
 /// @return status::success after a launch (or for N = 0, with no launch); otherwise the first problem
 ///   found, with nothing launched: any code of validate(conv2d_problem), null_pointer, misaligned_pointer
 ///   (a pointer not aligned to its element type: refused, there is no fallback), indices_not_supported,
-///   overlapping_buffers, no_device (no device or no kernel image for it), cuda_error (launch failed).
+///   overlapping_buffers, no_device (no device or no kernel image for it), cuda_error (a CUDA error was
+///   already pending before the launch, or the launch failed; nothing launched, the error left pending).
 /// Math: the policy's (README "Precision"): by default exact fp32 FMA for float/__half/__nv_bfloat16
 /// inputs (widened to fp32 on load) and fp64 for double (math::ieee); tensor-core policies take float,
 /// __half and __nv_bfloat16. Inputs are never modified; an epilogue's own device arrays (e.g.
