@@ -373,6 +373,17 @@ TEST_CASE("fuzz: reproducer lines round-trip; generated cases are valid and inst
   const auto cases = sanitizer_cases();
   CHECK(cases.size() >= 100);
   CHECK(combos().size() >= 50);
+  for (const fcase& c : cases) {
+    CAPTURE(to_string(c));
+    CHECK(supported(c.e, c.t, c.m, c.o));
+  }
+  for (const fcase& k : combos()) {  // every instantiated combination is in the sanitizer run
+    const bool found = std::any_of(cases.begin(), cases.end(), [&](const fcase& c) {
+      return c.e == k.e && c.t == k.t && c.m == k.m && c.o == k.o;
+    });
+    CAPTURE(to_string(k));
+    CHECK(found);
+  }
   g.tf32x3_inf = false;
   for (std::uint64_t s = 1; s <= 300; ++s) {
     const fcase c = generate(s, g);
@@ -405,7 +416,7 @@ TEST_CASE("fuzz: tf32x3 with +-inf inputs (3xTF32 big/small split; CONVRED_FUZZ_
   g.t = elem::f32;
   std::uint64_t seed = 0x7F3300;
   for (entry e : {entry::fused, entry::packed, entry::conv2d})
-    for (opk o : {opk::argmin, opk::max, opk::mean}) {
+    for (opk o : {opk::argmin, opk::max, opk::mean, opk::min}) {  // conv2d: min stands for "no op"
       if (!supported(e, elem::f32, mathk::tf32x3, o)) continue;
       g.e = e, g.o = o;
       for (int i = 0; i < 6; ++i) cases.push_back(generate(++seed, g));
