@@ -171,4 +171,37 @@ TEST_CASE("entry points without a GPU: valid arguments give no_device") {
   CHECK(device::conv2d(small(), X, Wt, B, Y) == status::no_device);
   cudaGetLastError();
 }
+
+TEST_CASE("device::detail::check_buffers: alignment, overlap (outputs only), grid, in that order") {
+  using namespace convred::device::detail;
+  using convred::status;
+  const float* x = fake<const float>(0x100000);
+  float* y = fake<float>(0x200000);
+  std::int64_t* i = fake<std::int64_t>(0x300000);
+  {
+    const buffer_arg a[] = {input(x, 100), output(y, 100), output(i, 100)};
+    CHECK(check_buffers(a) == status::success);
+    CHECK(check_buffers(a, 0x7fffffff) == status::success);
+    CHECK(check_buffers(a, std::int64_t(0x7fffffff) + 1) == status::size_overflow);
+  }
+  {  // an output inside an input; two outputs sharing one byte; inputs overlapping each other are fine
+    const buffer_arg a[] = {input(x, 100), output(fake<float>(0x100000 + 396), 1)};
+    CHECK(check_buffers(a) == status::overlapping_buffers);
+    const buffer_arg b[] = {input(x, 100), output(fake<float>(0x100000 + 400), 1)};
+    CHECK(check_buffers(b) == status::success);  // adjacent, not overlapping
+    const buffer_arg c[] = {output(y, 2), output(fake<std::int64_t>(0x200000), 1)};
+    CHECK(check_buffers(c) == status::overlapping_buffers);
+    const buffer_arg d[] = {input(x, 100), input(x + 10, 100), output(y, 4)};
+    CHECK(check_buffers(d) == status::success);
+  }
+  {  // misaligned first, before overlap and grid; null pointers and empty ranges are neither
+    const buffer_arg a[] = {input(fake<const float>(0x100002), 100), output(fake<float>(0x100000), 100)};
+    CHECK(check_buffers(a, std::int64_t(1) << 40) == status::misaligned_pointer);
+    const buffer_arg b[] = {input(static_cast<const float*>(nullptr), 100), output(y, 0),
+                            output(static_cast<std::int64_t*>(nullptr), 5)};
+    CHECK(check_buffers(b) == status::success);
+    const buffer_arg c[] = {{fake<const void>(0x400008), 64, 1, 16, true}};  // a 16-byte requirement
+    CHECK(check_buffers(c) == status::misaligned_pointer);
+  }
+}
 }

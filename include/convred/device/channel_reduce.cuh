@@ -217,10 +217,9 @@ status channel_reduce(const channel_reduce_problem& p, const T* x, T* y, std::in
   const std::int64_t ny = p.y_elements();
   if (ny == 0) return status::success;
   if (!x || (!y && !indices)) return status::null_pointer;
-  if (!detail::aligned(x) || !detail::aligned(y) || !detail::aligned(indices)) return status::misaligned_pointer;
-  const detail::span in[] = {detail::make_span(x, p.x_elements())};
-  const detail::span out[] = {detail::make_span(y, y ? ny : 0), detail::make_span(indices, indices ? ny : 0)};
-  if (detail::any_overlap(in, out)) return status::overlapping_buffers;
+  const detail::buffer_arg args[] = {detail::input(x, p.x_elements()), detail::output(y, ny),
+                                     detail::output(indices, ny)};
+  if (status s = detail::check_buffers(args); s != status::success) return s;  // the grid is checked below
   // A CUDA error left pending by the caller: launch nothing, leave it pending (check_device says the same).
   if (status s = detail::pending_status(); s != status::success) return s;
   int sm_count = 0, threads_per_sm = 0;
