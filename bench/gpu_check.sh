@@ -10,7 +10,9 @@
 # every suite incl. gpu), example (examples/01_conv_scale_min on the seed case, exact and with --math
 # tf32 / tf32x3 / bf16 / fp16), photos (example 01 on a
 # batch of real photographs vs float64 and PyTorch: examples/01_conv_scale_min/real_photos.py), sanitizer
-# (compute-sanitizer memcheck, racecheck, synccheck, initcheck on convred_tests --test-case='*sanitizer*'),
+# (bench/sanitize.sh: compute-sanitizer memcheck, racecheck, synccheck, initcheck on convred_tests
+# --test-case='*sanitizer*', >= 100 small problems over every kernel), fuzz (bench/fuzz.sh: FUZZ_N=3000
+# time-seeded differential fuzz problems vs float64; FUZZ_SEED repeats a run),
 # bench (every executable in build-gpu/bench/; conv_reduce_bench writes bench_results.json, then
 # bench/pytorch_baseline.py adds the PyTorch rows: bench_combined.json, bench_results.png; all in the log
 # folder; BENCH_PYTORCH=0 skips the Python part). Each step's log is teed to $OUT/<step>.log (or
@@ -26,7 +28,7 @@ LOGS=${OUT:-$BUILD/logs}
 mkdir -p "$LOGS"
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 
-ALL_STEPS=(configure build gpu tests example photos sanitizer bench)
+ALL_STEPS=(configure build gpu tests example photos sanitizer fuzz bench)
 if [ $# -gt 0 ]; then STEPS=("$@"); else STEPS=("${ALL_STEPS[@]}"); fi
 
 NAMES=()
@@ -143,28 +145,12 @@ step_photos() {
   python3 "$script" --binary "$ex" --out "$BUILD/real_input"
 }
 
-# compute-sanitizer on a small filter; zero matching test cases counts as a failure.
-sanitize() {
-  local tool=$1 log="$LOGS/sanitizer_$1.log" rc t
-  t=$(date +%s)
-  echo "--- compute-sanitizer --tool $tool"
-  compute-sanitizer --tool "$tool" --error-exitcode 99 "$BUILD/tests/convred_tests" --test-case='*sanitizer*' \
-    >"$log" 2>&1
-  rc=$?
-  tail -n 15 "$log"
-  if grep -qE 'test cases: +0 \|' "$log"; then
-    echo "no test case matches '*sanitizer*'"
-    [ "$rc" -ne 0 ] || rc=98
-  fi
-  record "  sanitizer $tool" "$rc" "$(($(date +%s) - t))"
-  return $rc
-}
+# compute-sanitizer (memcheck, racecheck, synccheck, initcheck) over every kernel and path: bench/sanitize.sh
+# (the '*sanitizer*' test cases, incl. the fuzzer's >= 100 small problems); per-tool counts in its output.
+step_sanitizer() { BUILD="$BUILD" LOGS="$LOGS" bash bench/sanitize.sh; }
 
-step_sanitizer() {
-  local rc=0
-  for tool in memcheck racecheck synccheck initcheck; do sanitize "$tool" || rc=1; done
-  return $rc
-}
+# A time-seeded differential fuzz run of FUZZ_N (default 3000) problems: bench/fuzz.sh (FUZZ_SEED to repeat one).
+step_fuzz() { BUILD="$BUILD" bash bench/fuzz.sh "${FUZZ_N:-3000}" ${FUZZ_SEED:+"$FUZZ_SEED"}; }
 
 step_bench() {
   local rc=0 found=0 b d ldp=${LD_LIBRARY_PATH:-}
@@ -198,7 +184,7 @@ step_bench() {
 
 for s in "${STEPS[@]}"; do
   case "$s" in
-    configure | build | gpu | tests | example | photos | sanitizer | bench) run_step "$s" "step_$s" ;;
+    configure | build | gpu | tests | example | photos | sanitizer | fuzz | bench) run_step "$s" "step_$s" ;;
     *) echo "unknown step '$s' (steps: ${ALL_STEPS[*]})"; record "$s" 2 0 ;;
   esac
 done

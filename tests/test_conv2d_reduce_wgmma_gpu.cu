@@ -119,7 +119,7 @@ TEST_CASE("pack_filter / conv2d_reduce_packed: argument errors") {
   thrust::device_vector<std::int64_t> idx(static_cast<std::size_t>(p.y_elements()));
   CHECK(convred::device::pack_filter<P>(p, craw(w), nullptr, bytes) == status::null_pointer);
   CHECK(convred::device::pack_filter<P>(p, craw(w), raw(packed) + 4, bytes) == status::misaligned_pointer);
-  CHECK(convred::device::pack_filter<P>(p, craw(w), raw(packed), bytes - 16) == status::invalid_argument);
+  CHECK(convred::device::pack_filter<P>(p, craw(w), raw(packed), bytes - 16) == status::workspace_too_small);
   CHECK(convred::device::pack_filter<P>(p, craw(w), static_cast<void*>(raw(w)), bytes) == status::overlapping_buffers);
   REQUIRE(convred::device::pack_filter<P>(p, craw(w), raw(packed), bytes) == status::success);
   auto run = [&](const void* pk, std::size_t n, float* out, std::int64_t* ind) {
@@ -127,7 +127,7 @@ TEST_CASE("pack_filter / conv2d_reduce_packed: argument errors") {
   };
   CHECK(run(nullptr, bytes, raw(y), nullptr) == status::null_pointer);
   CHECK(run(raw(packed) + 8, bytes, raw(y), nullptr) == status::misaligned_pointer);
-  CHECK(run(raw(packed), bytes - 16, raw(y), nullptr) == status::invalid_argument);  // e.g. packed for a smaller C
+  CHECK(run(raw(packed), bytes - 16, raw(y), nullptr) == status::workspace_too_small);  // e.g. packed for a smaller C
   CHECK(run(raw(packed), bytes, reinterpret_cast<float*>(raw(packed)), nullptr) == status::overlapping_buffers);
   CHECK(run(raw(packed), bytes, raw(y), raw(idx)) == status::indices_not_supported);
   CHECK(convred::device::conv2d_reduce_packed<P>(empty, craw(x), craw(w), nullptr, 0, nullptr, static_cast<float*>(nullptr), nullptr,

@@ -6,10 +6,19 @@ namespace convred {
 
 /// @brief Result of a convred host call. Host entry points never throw; they return one of these.
 ///
-/// Every code other than `success` means nothing was launched and nothing was written, except
-/// `cuda_error`, which means a CUDA call made while preparing the launch, or the launch itself, failed
-/// (or a CUDA error was already pending on this thread): convred does not clear it, so the caller reads
-/// it with `cudaGetLastError()` as usual.
+/// `success` means the call's kernel was enqueued on the stream (or there was no work, e.g. N = 0).
+/// Every other code, `cuda_error` included, means this call enqueued nothing and wrote nothing:
+/// - the argument codes (`null_pointer` ... `invalid_argument`, `workspace_too_small`) are found on the
+///   host, before any CUDA call;
+/// - `cuda_error`: either a CUDA error was already pending on this thread when the call was about to
+///   launch (checked with `cudaPeekAtLastError()` before the launch: nothing is launched and the error is
+///   left pending), or a CUDA call preparing the launch failed, or the launch itself was refused (an
+///   error of `<<<...>>>` means the kernel was not enqueued). convred does not clear such an error: the
+///   caller reads it with `cudaGetLastError()` as usual. (A pending no-device error, e.g. the sticky
+///   "insufficient driver" of a machine without a GPU driver, gives `no_device` instead.)
+///
+/// A status never reports what happens while the kernel runs: faults during the (asynchronous) execution
+/// surface at a later synchronising CUDA call, as for any kernel.
 enum class status : int {
   success = 0,             ///< Work was launched (or there was no work, e.g. N = 0).
   null_pointer,            ///< A pointer that the call needs (x, w, y, ...) is null.
@@ -26,7 +35,8 @@ enum class status : int {
   overlapping_buffers,     ///< An output overlaps an input or another output.
   invalid_argument,        ///< Any other invalid argument (e.g. a scalar parameter out of range).
   no_device,               ///< No CUDA device, or the current device is older than the kernel needs.
-  cuda_error               ///< A CUDA runtime call or the kernel launch failed.
+  cuda_error,              ///< A CUDA error was pending before the launch, or a CUDA call or the launch failed.
+  workspace_too_small      ///< A caller-provided workspace (the packed filter) is smaller than the call needs.
 };
 
 /// @brief Human-readable name and explanation of a status code (static storage, never null).
@@ -49,7 +59,11 @@ inline const char* to_string(status s) noexcept {
     case status::overlapping_buffers: return "overlapping_buffers: an output overlaps an input or another output";
     case status::invalid_argument: return "invalid_argument";
     case status::no_device: return "no_device: no CUDA device, or the device is older than the kernel needs";
-    case status::cuda_error: return "cuda_error: a CUDA call or the kernel launch failed (see cudaGetLastError())";
+    case status::cuda_error:
+      return "cuda_error: a CUDA error was pending before the launch, or a CUDA call or the launch failed; nothing "
+             "was launched (see cudaGetLastError())";
+    case status::workspace_too_small:
+      return "workspace_too_small: the packed-filter buffer is smaller than packed_filter_bytes() for this problem";
   }
   return "unknown status";
 }

@@ -144,14 +144,17 @@ auto channel_reduce_kernel_for(const channel_reduce_plan& plan)
   return nullptr;
 }
 
-/// Number of SMs and resident threads per SM of the current device; (0, 0) if unknown.
+/// Number of SMs and resident threads per SM of the current device; (0, 0) if unknown. Called only when
+/// pending_status() is success, so an error raised here is its own (or a no-device one) and is cleared;
+/// check_device then reports the cause (e.g. no_device) when it asks the device again.
 inline void device_shape(int& sm_count, int& threads_per_sm) {
   int dev = 0;
   sm_count = threads_per_sm = 0;
   if (cudaGetDevice(&dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev) != cudaSuccess) {
-    sm_count = threads_per_sm = 0;  // check_device reports the error (and clears it only if it is ours)
+    sm_count = threads_per_sm = 0;
+    cudaGetLastError();  // ours (nothing was pending before)
   }
 }
 
@@ -189,8 +192,9 @@ inline void device_shape(int& sm_count, int& threads_per_sm) {
 ///   found, in this order, with nothing launched and nothing written: any code of
 ///   validate(channel_reduce_problem), indices_not_supported, null_pointer, misaligned_pointer (a pointer not
 ///   aligned to its element type), overlapping_buffers (y or indices overlaps x or each other), size_overflow
-///   (grid above 2^31 - 1 blocks), no_device (no device, or no kernel image for it), cuda_error (the launch
-///   failed; the CUDA error is left to cudaGetLastError's caller as usual).
+///   (grid above 2^31 - 1 blocks), no_device (no device, or no kernel image for it), cuda_error (a CUDA
+///   error was already pending before the launch, or the launch failed: nothing was launched; the CUDA
+///   error is left to cudaGetLastError's caller as usual).
 /// Inputs are never modified.
 template <class Policy = default_policy, class T, class Op, class Epilogue = epilogue::identity>
 status channel_reduce(const channel_reduce_problem& p, const T* x, T* y, std::int64_t* indices, Op op = {},
@@ -213,10 +217,11 @@ status channel_reduce(const channel_reduce_problem& p, const T* x, T* y, std::in
   const std::int64_t ny = p.y_elements();
   if (ny == 0) return status::success;
   if (!x || (!y && !indices)) return status::null_pointer;
-  if (!detail::aligned(x) || !detail::aligned(y) || !detail::aligned(indices)) return status::misaligned_pointer;
-  const detail::span in[] = {detail::make_span(x, p.x_elements())};
-  const detail::span out[] = {detail::make_span(y, y ? ny : 0), detail::make_span(indices, indices ? ny : 0)};
-  if (detail::any_overlap(in, out)) return status::overlapping_buffers;
+  const detail::buffer_arg args[] = {detail::input(x, p.x_elements()), detail::output(y, ny),
+                                     detail::output(indices, ny)};
+  if (status s = detail::check_buffers(args); s != status::success) return s;  // the grid is checked below
+  // A CUDA error left pending by the caller: launch nothing, leave it pending (check_device says the same).
+  if (status s = detail::pending_status(); s != status::success) return s;
   int sm_count = 0, threads_per_sm = 0;
   detail::device_shape(sm_count, threads_per_sm);  // (0, 0) without a device: check_device reports it below
   const channel_reduce_plan plan = make_channel_reduce_plan<policy>(p, x, sm_count, threads_per_sm);

@@ -51,6 +51,48 @@ bool any_overlap(const span (&in)[NI], const span (&out)[NO]) {
   return false;
 }
 
+/// @brief One pointer argument of an entry point, for check_buffers: its byte range, the alignment it
+/// needs, and whether the call writes it.
+struct buffer_arg {
+  const void* p;        ///< the pointer (may be null: null checks are the entry point's own)
+  std::int64_t count;   ///< elements (0 for a null or empty buffer)
+  std::size_t size;     ///< bytes per element
+  std::size_t align;    ///< required alignment in bytes
+  bool output;          ///< written by the call
+};
+
+/// An input buffer of n elements of T (aligned to alignof(T)); null p gives an empty range.
+template <class T>
+buffer_arg input(const T* p, std::int64_t n) {
+  return {p, p ? n : 0, sizeof(T), alignof(T), false};
+}
+/// An output buffer of n elements of T (aligned to alignof(T)); null p gives an empty range.
+template <class T>
+buffer_arg output(const T* p, std::int64_t n) {
+  return {p, p ? n : 0, sizeof(T), alignof(T), true};
+}
+
+/// The pointer and grid checks every entry point makes, in this order: misaligned_pointer (a non-null
+/// pointer not aligned as required), overlapping_buffers (an output sharing a byte with an input or
+/// another output; inputs may overlap each other), size_overflow (`blocks` above 2^31 - 1, the 1-D grid
+/// limit); else success. Null pointers are the caller's check (which may be null differs per entry point).
+template <std::size_t N>
+status check_buffers(const buffer_arg (&b)[N], std::int64_t blocks = 0) {
+  for (const buffer_arg& a : b)
+    if (reinterpret_cast<std::uintptr_t>(a.p) % a.align != 0) return status::misaligned_pointer;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (!b[i].output) continue;
+    const span o = make_span(static_cast<const unsigned char*>(b[i].p), b[i].count * static_cast<std::int64_t>(b[i].size));
+    for (std::size_t j = 0; j < N; ++j) {
+      if (j == i || (b[j].output && j < i)) continue;  // each pair of outputs once
+      const span x = make_span(static_cast<const unsigned char*>(b[j].p), b[j].count * static_cast<std::int64_t>(b[j].size));
+      if (overlap(o, x)) return status::overlapping_buffers;
+    }
+  }
+  if (blocks > 0x7fffffff) return status::size_overflow;
+  return status::success;
+}
+
 /// True for the errors that mean "this machine cannot run the kernel": no device, a driver older than
 /// the runtime, or no kernel image for the device's architecture.
 inline bool is_no_device_error(cudaError_t e) {
@@ -58,12 +100,24 @@ inline bool is_no_device_error(cudaError_t e) {
          e == cudaErrorInvalidDeviceFunction;
 }
 
-/// status::no_device if there is no usable CUDA device or no kernel image for it (that error is cleared);
-/// status::cuda_error for any other CUDA failure (left pending for the caller); raises the kernel's
+/// The check made before any launch: status::cuda_error if a CUDA error is already pending on this thread
+/// (cudaPeekAtLastError; it is left pending for the caller, and nothing is launched on top of an unread
+/// error, so a cuda_error status always means that nothing was launched), else success. A pending
+/// no-device error (is_no_device_error: no device, no driver, no kernel image; sticky on a machine without
+/// a driver) is not counted here: the caller's check_device then reports status::no_device.
+inline status pending_status() {
+  const cudaError_t e = cudaPeekAtLastError();
+  return e == cudaSuccess || is_no_device_error(e) ? status::success : status::cuda_error;
+}
+
+/// pending_status() if a CUDA error is already pending (nothing done); status::no_device if there is no
+/// usable CUDA device or no kernel image for it (that error is cleared); status::cuda_error for any other
+/// CUDA failure (left pending for the caller); raises the kernel's
 /// dynamic shared-memory limit to `smem_bytes` when above the 48 KB default (status::cuda_error if the
 /// device cannot give that much, e.g. more than 163 KB on sm_80).
 template <class Kernel>
 status check_device(Kernel* k, std::size_t smem_bytes = 0) {
+  if (status s = pending_status(); s != status::success) return s;
   int dev = 0;
   cudaFuncAttributes attr;
   cudaError_t e = cudaGetDevice(&dev);
@@ -78,7 +132,9 @@ status check_device(Kernel* k, std::size_t smem_bytes = 0) {
   return status::cuda_error;
 }
 
-/// Status of a launch just made: success unless a CUDA error is pending (which is left for the caller).
+/// Status of a launch just made: success unless a CUDA error is pending (left for the caller). Called
+/// right after check_device, which returned success only with no error pending, so a pending error here
+/// is the launch's own: the kernel was not enqueued.
 inline status launch_status() { return cudaPeekAtLastError() == cudaSuccess ? status::success : status::cuda_error; }
 
 }  // namespace convred::device::detail

@@ -38,7 +38,8 @@ namespace convred::device {
 /// @return status::success after a launch (or for N = 0, with no launch); otherwise the first problem
 ///   found, with nothing launched: any code of validate(conv2d_problem), null_pointer, misaligned_pointer
 ///   (a pointer not aligned to its element type: refused, there is no fallback), indices_not_supported,
-///   overlapping_buffers, no_device (no device or no kernel image for it), cuda_error (launch failed).
+///   overlapping_buffers, no_device (no device or no kernel image for it), cuda_error (a CUDA error was
+///   already pending before the launch, or the launch failed; nothing launched, the error left pending).
 /// Math: the policy's (README "Precision"): by default exact fp32 FMA for float/__half/__nv_bfloat16
 /// inputs (widened to fp32 on load) and fp64 for double (math::ieee); tensor-core policies take float,
 /// __half and __nv_bfloat16. Inputs are never modified; an epilogue's own device arrays (e.g.
@@ -55,15 +56,10 @@ status conv2d_reduce(const conv2d_problem& p, const T* x, const T* w, const nond
   const std::int64_t ny = p.y_elements();
   if (ny == 0) return status::success;
   if (!x || !w || (!y && !indices)) return status::null_pointer;
-  if (!detail::aligned(x) || !detail::aligned(w) || !detail::aligned(bias) || !detail::aligned(y) ||
-      !detail::aligned(indices))
-    return status::misaligned_pointer;
-  const detail::span in[] = {detail::make_span(x, p.x_elements()), detail::make_span(w, p.w_elements()),
-                             detail::make_span(bias, bias ? p.K : 0)};
-  const detail::span out[] = {detail::make_span(y, y ? ny : 0), detail::make_span(indices, indices ? ny : 0)};
-  if (detail::any_overlap(in, out)) return status::overlapping_buffers;
   const std::int64_t blocks = (p.gemm_m() + policy::block_m - 1) / policy::block_m;
-  if (blocks > 0x7fffffff) return status::size_overflow;
+  const detail::buffer_arg args[] = {detail::input(x, p.x_elements()), detail::input(w, p.w_elements()),
+                                     detail::input(bias, p.K), detail::output(y, ny), detail::output(indices, ny)};
+  if (status s = detail::check_buffers(args, blocks); s != status::success) return s;
   auto kern = kernel::conv2d_reduce_kernel<policy, T, Op, Epilogue>;
   constexpr std::size_t smem = sizeof(kernel::conv2d_reduce_smem<policy, T, Op>);
   static_assert(smem <= detail::max_smem_per_block,
@@ -89,14 +85,10 @@ status conv2d(const conv2d_problem& p, const T* x, const T* w, const nondeduced_
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
   if (p.out_elements() == 0) return status::success;
   if (!x || !w || !out) return status::null_pointer;
-  if (!detail::aligned(x) || !detail::aligned(w) || !detail::aligned(bias) || !detail::aligned(out))
-    return status::misaligned_pointer;
-  const detail::span in[] = {detail::make_span(x, p.x_elements()), detail::make_span(w, p.w_elements()),
-                             detail::make_span(bias, bias ? p.K : 0)};
-  const detail::span outs[] = {detail::make_span(out, p.out_elements())};
-  if (detail::any_overlap(in, outs)) return status::overlapping_buffers;
   const std::int64_t blocks = (p.gemm_m() + policy::block_m - 1) / policy::block_m;
-  if (blocks > 0x7fffffff) return status::size_overflow;
+  const detail::buffer_arg args[] = {detail::input(x, p.x_elements()), detail::input(w, p.w_elements()),
+                                     detail::input(bias, p.K), detail::output(out, p.out_elements())};
+  if (status s = detail::check_buffers(args, blocks); s != status::success) return s;
   auto kern = kernel::conv2d_kernel<policy, T, Epilogue>;
   constexpr std::size_t smem = sizeof(typename kernel::mainloop_t<policy, T>::TempStorage);
   static_assert(smem <= detail::max_smem_per_block,

@@ -162,11 +162,12 @@ std::size_t packed_filter_bytes(const conv2d_problem& p) {
 /// @param stream CUDA stream the packing kernel is launched on (asynchronous)
 /// @return status::success (also when packed_filter_bytes is 0: nothing to do, packed may be null);
 ///   validate(p)'s codes; null_pointer (w or packed null); misaligned_pointer (packed not 16-byte
-///   aligned, w not aligned to T); invalid_argument (bytes too small); overlapping_buffers (packed overlaps
-///   w); cuda_error (launch failed).
+///   aligned, w not aligned to T); workspace_too_small (bytes too small); overlapping_buffers (packed overlaps
+///   w); cuda_error (a CUDA error was pending on entry, or the launch failed: nothing launched).
 template <class Policy, class T>
 status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_t bytes, cudaStream_t stream = nullptr) {
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
+  if (status s = detail::pending_status(); s != status::success) return s;  // the caller's error, left pending
   const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p);
   const std::size_t need = detail::packed_bytes(plan);
   if (need == 0) return status::success;
@@ -174,7 +175,7 @@ status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_
     const block::wgmma_conv_params& k = plan.k;
     if (!w || !packed) return status::null_pointer;
     if (!detail::aligned(w) || reinterpret_cast<std::uintptr_t>(packed) % 16 != 0) return status::misaligned_pointer;
-    if (bytes < need) return status::invalid_argument;
+    if (bytes < need) return status::workspace_too_small;
     const detail::span in[] = {detail::make_span(w, p.w_elements())};
     const detail::span out[] = {detail::make_span(static_cast<const unsigned char*>(packed), static_cast<std::int64_t>(need))};
     if (detail::any_overlap(in, out)) return status::overlapping_buffers;
@@ -215,13 +216,14 @@ status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_
 /// @param epi          epilogue `V e(V, int k)` or `V e(V)`, run on the device in fp32
 /// @param stream       CUDA stream (asynchronous; nothing is synchronised)
 /// @return as conv2d_reduce; also null_pointer (packed needed and null), misaligned_pointer (packed not
-///   16-byte aligned), invalid_argument (packed_bytes smaller than packed_filter_bytes).
+///   16-byte aligned), workspace_too_small (packed_bytes smaller than packed_filter_bytes).
 template <class Policy, class T, class Op, class Epilogue = epilogue::identity>
 status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, const void* packed,
                             std::size_t packed_bytes, const nondeduced_t<T>* bias, T* y, std::int64_t* indices,
                             Op op = {}, Epilogue epi = {}, cudaStream_t stream = nullptr) {
   static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
+  if (status s = detail::pending_status(); p.y_elements() > 0 && s != status::success) return s;  // caller's error
   const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, Op>(p);
   auto fallback = [&] { return conv2d_reduce<typename Policy::fallback>(p, x, w, bias, y, indices, op, epi, stream); };
   // TMA reads x from a 16-byte aligned base: any other x (legal for float) takes the fallback too
@@ -237,7 +239,7 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
     if (!detail::aligned(w) || !detail::aligned(bias) || !detail::aligned(y) || !detail::aligned(indices) ||
         reinterpret_cast<std::uintptr_t>(packed) % 16 != 0)
       return status::misaligned_pointer;
-    if (packed_bytes < need) return status::invalid_argument;
+    if (packed_bytes < need) return status::workspace_too_small;
     const detail::span in[] = {
         detail::make_span(x, p.x_elements()), detail::make_span(w, p.w_elements()),
         detail::make_span(bias, bias ? p.K : 0),

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Time-seeded differential fuzz run: CONVRED_FUZZ_N random problems (default 3000) over every entry point
+# (fused conv2d_reduce SIMT / mma.sync, full conv2d, channel_reduce, the packed wgmma path), each checked
+# against the float64 reference (tests/fuzz.cuh), on all host threads.
+#
+#   bash bench/fuzz.sh [N] [SEED]          # BUILD=build-gpu by default; SEED defaults to the time
+#   CONVRED_FUZZ_TF32X3_INF=0 bash bench/fuzz.sh     # exclude tf32x3 with +-inf inputs (known fault class)
+#
+# Every failure prints a one-line reproducer and (for the first CONVRED_FUZZ_SHRINK=5) a shrunk one;
+# re-run one with:  CONVRED_FUZZ_REPRO='<line>' $BUILD/tests/convred_tests --test-case='fuzz repro*'
+# The last line is "FUZZ RESULT: seed=... cases=... failures=... seconds=...". Exit status: the tests'.
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+BUILD=${BUILD:-build-gpu}
+BIN="$BUILD/tests/convred_tests"
+N=${1:-${CONVRED_FUZZ_N:-3000}}
+SEED=${2:-${CONVRED_FUZZ_SEED:-$(date +%s)}}
+if [ ! -x "$BIN" ]; then
+  echo "fuzz.sh: $BIN not built"
+  exit 1
+fi
+CONVRED_FUZZ_N=$N CONVRED_FUZZ_SEED=$SEED "$BIN" --test-case='fuzz random*'
+rc=$?
+echo "fuzz.sh: N=$N SEED=$SEED rc=$rc"
+exit $rc

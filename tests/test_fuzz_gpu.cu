@@ -1,0 +1,489 @@
+// The differential fuzzer's driver (fuzz.cuh): random cases over every entry point, checked against the
+// float64 reference, with one-line reproducers and greedy shrinking of failures.
+//
+// GPU suite:
+// - "fuzz: fixed seeds ..."          400 cases from fixed seeds (tf32x3 with +-inf has its own case).
+// - "fuzz: tf32x3 with +-inf ..."    the known 3xTF32 fault class (inf - inf in the big/small split);
+//                                    CONVRED_FUZZ_TF32X3_INF=0 skips it (and excludes it from random runs).
+// - "fuzz random: ..."               CONVRED_FUZZ_N cases from CONVRED_FUZZ_SEED (default: the time); runs
+//                                    nothing unless CONVRED_FUZZ_N is set (bench/fuzz.sh sets it).
+// - "fuzz sanitizer: ..."            >= 100 small cases covering every kernel and path, for compute-sanitizer
+//                                    (bench/sanitize.sh); prints the kernels it covered.
+// - "fuzz determinism: ..."          every path: bitwise-identical y and indices over 4 launches, 2 streams.
+// - "fuzz repro: ..."                runs CONVRED_FUZZ_REPRO='<line>' (a reproducer printed by a failure).
+// Host suite: the reproducer line round-trips, generated cases are valid and instantiated.
+// CONVRED_FUZZ_THREADS: host threads running cases (default: hardware threads, at most 16).
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "fuzz.cuh"
+
+namespace convred::fuzz {
+namespace {
+
+/// What the generator may produce.
+struct gen_opts {
+  bool small = false;       ///< tiny problems (sanitizer runs)
+  bool tf32x3_inf = false;  ///< allow +-inf inputs with math tf32x3 (the known fault class)
+  bool force_combo = false; ///< use entry/t/m/o below instead of drawing them
+  entry e = entry::fused;
+  elem t = elem::f32;
+  mathk m = mathk::ieee;
+  opk o = opk::min;
+  bool force_inf = false;   ///< inject at least one infinity
+};
+
+/// All supported (entry, type, math, op) combinations.
+std::vector<fcase> combos() {
+  std::vector<fcase> v;
+  for (int e = 0; e < 4; ++e)
+    for (int t = 0; t < 4; ++t)
+      for (int m = 0; m < 5; ++m)
+        for (int o = 0; o < 7; ++o)
+          if (supported(static_cast<entry>(e), static_cast<elem>(t), static_cast<mathk>(m), static_cast<opk>(o))) {
+            fcase c;
+            c.e = static_cast<entry>(e), c.t = static_cast<elem>(t), c.m = static_cast<mathk>(m), c.o = static_cast<opk>(o);
+            v.push_back(c);
+          }
+  return v;
+}
+
+std::size_t elem_bytes(elem t) {
+  const std::size_t b[] = {4, 8, 2, 2};
+  return b[static_cast<int>(t)];
+}
+
+/// True if a case is valid (the entry point must succeed) and cheap enough for the reference.
+bool valid(const fcase& c, bool small) {
+  const conv2d_problem& p = c.p;
+  if (c.e == entry::channel) {
+    channel_reduce_problem cp;
+    cp.N = p.N, cp.C = p.C, cp.H = p.H, cp.W = p.W, cp.x_layout = p.x_layout;
+    if (validate(cp, static_cast<std::int64_t>(elem_bytes(c.t))) != status::success) return false;
+    return cp.x_elements() <= (small ? 80'000 : 400'000);
+  }
+  if (validate(p, static_cast<std::int64_t>(elem_bytes(c.t))) != status::success) return false;
+  if (c.e == entry::packed && c.t != elem::f32) return false;
+  const double cost = double(p.out_elements()) * double(p.gemm_k() + 1);
+  return cost <= (small ? 1.5e5 : 4e6) && p.x_elements() <= 2'000'000;
+}
+
+/// A random case from a seed (deterministic).
+fcase generate(std::uint64_t seed, const gen_opts& g) {
+  std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ull + 12345);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen); };
+  auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(gen) < p; };
+  fcase c;
+  if (g.force_combo) {
+    c.e = g.e, c.t = g.t, c.m = g.m, c.o = g.o;
+  } else {
+    const double r = std::uniform_real_distribution<double>(0, 1)(gen);
+    const entry e = r < 0.4 ? entry::fused : r < 0.6 ? entry::packed : r < 0.75 ? entry::conv2d : entry::channel;
+    std::vector<fcase> all;
+    for (const fcase& k : combos())
+      if (k.e == e) all.push_back(k);
+    const fcase& k = all[static_cast<std::size_t>(pick(0, static_cast<std::int64_t>(all.size()) - 1))];
+    c.e = k.e, c.t = k.t, c.m = k.m, c.o = k.o;
+  }
+  const bool small = g.small;
+  for (int attempt = 0;; ++attempt) {
+    conv2d_problem& p = c.p;
+    p = conv2d_problem{};
+    if (c.e == entry::channel) {
+      const int regime = static_cast<int>(pick(0, small ? 3 : 4));
+      p.N = pick(1, 3), p.C = pick(1, 40), p.H = pick(1, 20), p.W = pick(1, 20);
+      if (regime == 1) {  // many channels, few pixels: the pixel (block-per-pixel) kernel
+        p.N = 1, p.C = pick(500, small ? 560 : 1100), p.H = pick(1, 6), p.W = pick(1, 8);
+      } else if (regime == 2) {  // vector-friendly: H*W (NCHW) or C (NHWC) a multiple of 8
+        p.H = pick(1, 6) * 2, p.W = pick(1, 8) * 4, p.C = pick(1, 12) * 8;
+      } else if (regime == 3) {  // channel counts around 2^k
+        const std::int64_t base = std::int64_t(1) << pick(0, 8);
+        p.C = std::max<std::int64_t>(1, base + pick(-1, 1));
+      } else if (regime == 4) {  // many pixels (NHWC: 4 lanes per pixel), few channels
+        p.N = pick(1, 2), p.H = pick(130, 190), p.W = pick(130, 190), p.C = pick(1, 6);
+      }
+      p.x_layout = chance(0.5) ? layout::nhwc : layout::nchw;
+      p.K = 1;
+    } else {
+      const int regime = c.e == entry::packed && chance(0.75) ? 2 : static_cast<int>(pick(0, 1));
+      if (regime == 0) {  // random small shapes, groups, stride, dilation
+        p.N = pick(1, 3);
+        p.groups = chance(0.3) ? pick(2, 4) : 1;
+        p.C = pick(1, small ? 4 : 9) * p.groups;
+        p.K = pick(1, small ? 12 : 40) * p.groups;
+        p.H = pick(1, small ? 10 : 20), p.W = pick(1, small ? 10 : 20);
+        p.R = pick(1, 5), p.S = pick(1, 5);
+        p.pad_h = pick(0, 2), p.pad_w = pick(0, 2);
+        p.stride_h = pick(1, 3), p.stride_w = pick(1, 3);
+        p.dil_h = pick(1, 2), p.dil_w = pick(1, 2);
+      } else {  // sizes at and around tile boundaries (GEMM_M, K, GEMM_K), or shapes the wgmma kernel serves
+        const std::int64_t Ks[] = {1, 7, 8, 9, 16, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257};
+        const std::int64_t Ms[] = {31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513};
+        const std::int64_t Cs[] = {1, 3, 4, 7, 8, 9, 15, 16, 17, 32, 33};
+        p.K = Ks[pick(0, small ? 9 : 16)];
+        p.C = Cs[pick(0, small ? 6 : 10)];
+        p.R = chance(0.5) ? 3 : pick(1, 3), p.S = chance(0.5) ? 3 : pick(1, 3);
+        p.pad_h = pick(0, p.R / 2 + 1), p.pad_w = pick(0, p.S / 2 + 1);
+        p.N = pick(1, 2);
+        const std::int64_t M = small ? Ms[pick(0, 8)] : Ms[pick(0, 14)];
+        std::int64_t Q = regime == 2 ? pick(1, 10) * 4 : pick(1, 40);
+        std::int64_t P = std::max<std::int64_t>(1, (M + p.N * Q - 1) / (p.N * Q));
+        if (regime == 2) {  // NCHW float, W % 4 == 0, groups 1, stride 1, dilation 1, K <= 128 (mostly)
+          if (p.K > 128 && chance(0.8)) p.K = 128;
+          p.W = Q - 1 + p.S - 2 * p.pad_w;
+          p.W = std::max<std::int64_t>(4, (p.W + 3) / 4 * 4);
+        } else {
+          p.W = std::max<std::int64_t>(1, Q - 1 + p.S - 2 * p.pad_w);
+        }
+        p.H = std::max<std::int64_t>(1, P - 1 + p.R - 2 * p.pad_h);
+      }
+      p.x_layout = regime != 2 && chance(0.5) ? layout::nhwc : layout::nchw;
+    }
+    if (!small && chance(0.01)) p.N = 0;  // empty work: success, nothing written
+    if (valid(c, small)) break;
+    if (attempt > 200) {  // fall back to a tiny valid problem
+      p = conv2d_problem{};
+      p.N = 1, p.C = 2, p.H = 5, p.W = 8, p.K = c.e == entry::channel ? 1 : 3, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1;
+      break;
+    }
+  }
+  const float scales[] = {1.0f, 2.0f, -1.5f, 0.5f, -1.0f, 0.0f, 3.25f};
+  c.scale = scales[pick(0, 6)];
+  c.pcs = chance(0.4);
+  c.bias = chance(0.75);
+  auto off = [&](bool vec_ok) { return chance(0.5) ? 0 : static_cast<int>(vec_ok && chance(0.3) ? 4 : 2 * pick(0, 3) + 1); };
+  c.off_x = c.e == entry::packed && chance(0.6) ? 0 : off(true);
+  c.off_w = off(false), c.off_b = off(false), c.off_y = off(false), c.off_i = off(false);
+  c.integer = chance(0.4);
+  if (chance(0.35) || g.force_inf) {
+    do {
+      c.n_nan = chance(0.5) ? static_cast<int>(pick(1, 2)) : 0;
+      c.n_inf = chance(0.5) ? static_cast<int>(pick(1, 3)) : 0;
+      c.n_zero = chance(0.5) ? static_cast<int>(pick(1, 4)) : 0;
+      c.n_huge = chance(0.4) ? static_cast<int>(pick(1, 2)) : 0;
+      if (g.force_inf && c.n_inf == 0) c.n_inf = static_cast<int>(pick(1, 3));
+    } while (c.n_nan + c.n_inf + c.n_zero + c.n_huge == 0);
+  }
+  if (c.m == mathk::tf32x3 && !g.tf32x3_inf) c.n_inf = 0;
+  c.seed = seed;
+  return c;
+}
+
+/// Simpler variants of a case, for greedy shrinking (invalid ones are filtered by the caller).
+std::vector<fcase> simpler(const fcase& c) {
+  std::vector<fcase> v;
+  auto add = [&](auto f) {
+    fcase d = c;
+    f(d);
+    if (to_string(d) != to_string(c)) v.push_back(d);
+  };
+  conv2d_problem q = c.p;
+  const std::int64_t g = q.groups;
+  add([](fcase& d) { d.p.N = std::min<std::int64_t>(d.p.N, 1); });
+  add([](fcase& d) { d.p.N -= d.p.N > 1; });
+  add([](fcase& d) { d.p.groups = 1; });
+  add([&](fcase& d) { d.p.C = std::max<std::int64_t>(1, q.C / g / 2) * g; });
+  add([&](fcase& d) { d.p.C = std::max<std::int64_t>(g, q.C - g); });
+  add([&](fcase& d) { d.p.K = std::max<std::int64_t>(1, q.K / g / 2) * g; });
+  add([&](fcase& d) { d.p.K = std::max<std::int64_t>(g, q.K - g); });
+  add([](fcase& d) { d.p.H = std::max<std::int64_t>(1, d.p.H / 2); });
+  add([](fcase& d) { d.p.H -= d.p.H > 1; });
+  add([](fcase& d) { d.p.W = std::max<std::int64_t>(1, d.p.W / 2); });
+  add([](fcase& d) { d.p.W -= d.p.W > 1; });
+  add([](fcase& d) { d.p.W -= d.p.W > 4 ? 4 : 0; });
+  add([](fcase& d) { d.p.R = 1; });
+  add([](fcase& d) { d.p.R -= d.p.R > 1; });
+  add([](fcase& d) { d.p.S = 1; });
+  add([](fcase& d) { d.p.S -= d.p.S > 1; });
+  add([](fcase& d) { d.p.pad_h = 0, d.p.pad_w = 0; });
+  add([](fcase& d) { d.p.pad_h -= d.p.pad_h > 0; });
+  add([](fcase& d) { d.p.pad_w -= d.p.pad_w > 0; });
+  add([](fcase& d) { d.p.stride_h = d.p.stride_w = 1; });
+  add([](fcase& d) { d.p.dil_h = d.p.dil_w = 1; });
+  add([](fcase& d) { d.p.x_layout = layout::nchw; });
+  add([](fcase& d) { d.off_x = d.off_w = d.off_b = d.off_y = d.off_i = 0; });
+  add([](fcase& d) { d.bias = false; });
+  add([](fcase& d) { d.pcs = false; });
+  add([](fcase& d) { d.scale = d.scale == 0.0f ? 0.0f : 1.0f; });
+  add([](fcase& d) { d.n_nan = 0; });
+  add([](fcase& d) { d.n_inf = d.n_inf > 1 ? 1 : 0; });
+  add([](fcase& d) { d.n_zero = 0; });
+  add([](fcase& d) { d.n_huge = 0; });
+  return v;
+}
+
+/// Greedy shrinking: repeatedly takes the first simpler variant that still fails, up to `budget` runs.
+fcase shrink(fcase c, result& last, int budget, int& tries) {
+  tries = 0;
+  for (bool progress = true; progress && tries < budget;) {
+    progress = false;
+    for (const fcase& d : simpler(c)) {
+      if (!valid(d, false) || !supported(d.e, d.t, d.m, d.o)) continue;
+      if (++tries > budget) break;
+      const result r = run(d);
+      if (!r.ok) {
+        c = d, last = r, progress = true;
+        break;
+      }
+    }
+  }
+  return c;
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+/// Host threads running cases: CONVRED_FUZZ_THREADS, else the hardware threads (at most 16).
+int thread_count() {
+  const int hw = static_cast<int>(std::thread::hardware_concurrency());
+  return std::max(1, env_int("CONVRED_FUZZ_THREADS", std::min(16, hw > 0 ? hw : 1)));
+}
+
+/// Summary of a batch.
+struct batch {
+  std::size_t failures = 0;
+  std::map<std::string, int> kernels;  ///< coverage: kernel label -> cases
+  double seconds = 0;
+};
+
+/// Runs cases on thread_count() threads; prints every failure with its reproducer, shrinks the first
+/// `shrink_max` failures and prints the shrunk reproducer.
+batch run_batch(const std::vector<fcase>& cases, const run_opts& ro, int shrink_max = 3) {
+  batch b;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<result> res(cases.size());
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i; (i = next++) < cases.size();) res[i] = run(cases[i], ro);
+  };
+  std::vector<std::thread> pool;
+  const int nt = std::min<int>(thread_count(), static_cast<int>(cases.size()));
+  for (int t = 1; t < nt; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  int shrunk = 0;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    ++b.kernels[res[i].kernel.empty() ? std::string("(none)") : res[i].kernel];
+    if (res[i].ok) continue;
+    ++b.failures;
+    std::printf("FUZZ FAIL [%s]: %s\n  repro: CONVRED_FUZZ_REPRO='%s'\n", res[i].kernel.c_str(), res[i].why.c_str(),
+                to_string(cases[i]).c_str());
+    if (shrunk++ < shrink_max) {
+      result last = res[i];
+      int tries = 0;
+      const fcase s = shrink(cases[i], last, 150, tries);
+      std::printf("  shrunk (%d runs) [%s]: %s\n  repro: CONVRED_FUZZ_REPRO='%s'\n", tries, last.kernel.c_str(),
+                  last.why.c_str(), to_string(s).c_str());
+    }
+    std::fflush(stdout);
+  }
+  b.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return b;
+}
+
+void print_coverage(const char* title, const batch& b, std::size_t n) {
+  std::printf("%s: %zu cases, %zu failures, %.1f s, %zu kernels/paths covered:\n", title, n, b.failures, b.seconds,
+              b.kernels.size());
+  for (const auto& [k, count] : b.kernels) std::printf("  %5d  %s\n", count, k.c_str());
+  std::fflush(stdout);
+}
+
+bool tf32x3_inf_enabled() { return env_int("CONVRED_FUZZ_TF32X3_INF", 1) != 0; }
+
+/// The cases of the sanitizer run: every supported combination twice (small, fixed seeds), then shapes
+/// that force each channel_reduce kernel, the wgmma kernel with and without padding, odd offsets.
+std::vector<fcase> sanitizer_cases() {
+  std::vector<fcase> v;
+  gen_opts g;
+  g.small = true;
+  g.force_combo = true;
+  std::uint64_t seed = 9000;
+  for (const fcase& k : combos())
+    for (int rep = 0; rep < 2; ++rep) {
+      g.e = k.e, g.t = k.t, g.m = k.m, g.o = k.o;
+      v.push_back(generate(++seed, g));
+    }
+  // channel_reduce: each kernel of the plan, on float min and argmax
+  auto chan = [&](opk o, std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, layout l, int off) {
+    fcase c;
+    c.e = entry::channel, c.t = elem::f32, c.o = o;
+    c.p.N = N, c.p.C = C, c.p.H = H, c.p.W = W, c.p.K = 1, c.p.x_layout = l;
+    c.off_x = off, c.off_y = 3, c.off_i = 1, c.pcs = true, c.scale = -1.5f, c.seed = ++seed;
+    v.push_back(c);
+  };
+  for (opk o : {opk::min, opk::argmax}) {
+    chan(o, 2, 9, 4, 8, layout::nchw, 0);      // nchw_vector
+    chan(o, 2, 9, 5, 7, layout::nchw, 1);      // nchw_scalar
+    chan(o, 1, 64, 3, 4, layout::nchw, 0);     // nchw, channel slices
+    chan(o, 2, 16, 3, 5, layout::nhwc, 0);     // nhwc_vector, 32 lanes
+    chan(o, 2, 13, 3, 5, layout::nhwc, 3);     // nhwc_scalar, 32 lanes
+    chan(o, 1, 520, 2, 3, layout::nchw, 0);    // pixel kernel
+    chan(o, 1, 520, 2, 3, layout::nhwc, 1);    // pixel kernel, NHWC
+    chan(o, 1, 4, 190, 190, layout::nhwc, 0);  // nhwc_vector, 4 lanes (many pixels)
+    chan(o, 1, 3, 190, 190, layout::nhwc, 0);  // nhwc_scalar, 4 lanes
+  }
+  // packed: wgmma-served shapes (NCHW float, W % 4 == 0), padding 0 and 1, a K tail, odd C
+  for (mathk m : {mathk::tf32, mathk::tf32x3, mathk::bf16, mathk::fp16}) {
+    fcase c;
+    c.e = entry::packed, c.t = elem::f32, c.m = m;
+    c.o = m == mathk::bf16 ? opk::argmax : opk::argmin;
+    c.p.N = 1, c.p.C = 5, c.p.H = 7, c.p.W = 12, c.p.K = 20, c.p.R = 3, c.p.S = 3, c.p.pad_h = 1, c.p.pad_w = 1;
+    c.off_y = 1, c.off_i = 3, c.seed = ++seed;
+    v.push_back(c);
+    c.p.pad_h = c.p.pad_w = 0, c.p.C = 9, c.p.K = 33, c.seed = ++seed, c.integer = true;
+    v.push_back(c);
+  }
+  return v;
+}
+
+}  // namespace
+}  // namespace convred::fuzz
+
+using namespace convred::fuzz;
+
+TEST_SUITE("host") {
+TEST_CASE("fuzz: reproducer lines round-trip; generated cases are valid and instantiated") {
+  gen_opts g;
+  g.tf32x3_inf = true;
+  for (std::uint64_t s = 1; s <= 300; ++s) {
+    g.small = s % 3 == 0;
+    const fcase c = generate(s, g);
+    const std::string line = to_string(c);
+    CAPTURE(line);
+    fcase back;
+    REQUIRE(parse(line, back));
+    CHECK(to_string(back) == line);
+    CHECK(supported(c.e, c.t, c.m, c.o));
+    CHECK(valid(c, g.small));
+    CHECK(to_string(generate(s, g)) == line);  // deterministic in the seed
+  }
+  fcase bad;
+  CHECK_FALSE(parse("entry=fused bogus=1", bad));
+  CHECK_FALSE(parse("op=median", bad));
+  // the sanitizer list covers every supported combination and has at least 100 cases
+  const auto cases = sanitizer_cases();
+  CHECK(cases.size() >= 100);
+  CHECK(combos().size() >= 50);
+  for (const fcase& c : cases) {
+    CAPTURE(to_string(c));
+    CHECK(supported(c.e, c.t, c.m, c.o));
+  }
+  for (const fcase& k : combos()) {  // every instantiated combination is in the sanitizer run
+    const bool found = std::any_of(cases.begin(), cases.end(), [&](const fcase& c) {
+      return c.e == k.e && c.t == k.t && c.m == k.m && c.o == k.o;
+    });
+    CAPTURE(to_string(k));
+    CHECK(found);
+  }
+  g.tf32x3_inf = false;
+  for (std::uint64_t s = 1; s <= 300; ++s) {
+    const fcase c = generate(s, g);
+    if (c.m == mathk::tf32x3) CHECK(c.n_inf == 0);
+  }
+}
+}
+
+TEST_SUITE("gpu") {
+TEST_CASE("fuzz: fixed seeds, every entry point vs float64 (400 cases)") {
+  std::vector<fcase> cases;
+  gen_opts g;  // tf32x3 with +-inf: its own test case below
+  for (std::uint64_t s = 1; s <= 400; ++s) cases.push_back(generate(0xF00D0000 + s, g));
+  const batch b = run_batch(cases, {});
+  print_coverage("fuzz fixed seeds", b, cases.size());
+  CHECK(b.failures == 0);
+}
+
+TEST_CASE("fuzz: tf32x3 with +-inf inputs (3xTF32 big/small split; CONVRED_FUZZ_TF32X3_INF=0 skips)") {
+  if (!tf32x3_inf_enabled()) {
+    MESSAGE("CONVRED_FUZZ_TF32X3_INF=0: the tf32x3 + infinity cases are skipped (known fault class)");
+    return;
+  }
+  std::vector<fcase> cases;
+  gen_opts g;
+  g.tf32x3_inf = true;
+  g.force_combo = true;
+  g.force_inf = true;
+  g.m = mathk::tf32x3;
+  g.t = elem::f32;
+  std::uint64_t seed = 0x7F3300;
+  for (entry e : {entry::fused, entry::packed, entry::conv2d})
+    for (opk o : {opk::argmin, opk::max, opk::mean, opk::min}) {  // conv2d: min stands for "no op"
+      if (!supported(e, elem::f32, mathk::tf32x3, o)) continue;
+      g.e = e, g.o = o;
+      for (int i = 0; i < 6; ++i) cases.push_back(generate(++seed, g));
+    }
+  const batch b = run_batch(cases, {});
+  print_coverage("fuzz tf32x3 + inf", b, cases.size());
+  CHECK(b.failures == 0);
+}
+
+TEST_CASE("fuzz random: CONVRED_FUZZ_N cases from CONVRED_FUZZ_SEED (default: the time)") {
+  const int n = env_int("CONVRED_FUZZ_N", 0);
+  if (n <= 0) {
+    MESSAGE("CONVRED_FUZZ_N not set: no random fuzz run (bench/fuzz.sh runs one)");
+    return;
+  }
+  const char* sv = std::getenv("CONVRED_FUZZ_SEED");
+  const std::uint64_t seed =
+      sv && *sv ? std::strtoull(sv, nullptr, 0)
+                : static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  gen_opts g;
+  g.tf32x3_inf = tf32x3_inf_enabled();
+  std::vector<fcase> cases;
+  for (int i = 0; i < n; ++i) cases.push_back(generate(seed * 1000003ull + static_cast<std::uint64_t>(i), g));
+  std::printf("fuzz random: seed %llu, %d cases, tf32x3 with +-inf %s, %d threads\n", static_cast<unsigned long long>(seed),
+              n, g.tf32x3_inf ? "included" : "excluded (CONVRED_FUZZ_TF32X3_INF=0)", thread_count());
+  const batch b = run_batch(cases, {}, env_int("CONVRED_FUZZ_SHRINK", 5));
+  print_coverage("fuzz random", b, cases.size());
+  std::printf("FUZZ RESULT: seed=%llu cases=%d failures=%zu seconds=%.1f\n", static_cast<unsigned long long>(seed), n,
+              b.failures, b.seconds);
+  CHECK(b.failures == 0);
+}
+
+TEST_CASE("fuzz sanitizer: >= 100 small cases over every kernel and path") {
+  const auto cases = sanitizer_cases();
+  const batch b = run_batch(cases, {}, 1);
+  print_coverage("fuzz sanitizer", b, cases.size());
+  CHECK(cases.size() >= 100);
+  CHECK(b.failures == 0);
+}
+
+TEST_CASE("fuzz determinism: every path gives bitwise-identical y and indices (4 launches, 2 streams)") {
+  std::vector<fcase> cases;
+  gen_opts g;
+  g.force_combo = true;
+  std::uint64_t seed = 0xDE7000;
+  for (const fcase& k : combos())
+    for (int rep = 0; rep < 2; ++rep) {
+      g.e = k.e, g.t = k.t, g.m = k.m, g.o = k.o;
+      cases.push_back(generate(++seed, g));
+    }
+  run_opts ro;
+  ro.determinism = true;
+  const batch b = run_batch(cases, ro);
+  print_coverage("fuzz determinism", b, cases.size());
+  CHECK(b.failures == 0);
+}
+
+TEST_CASE("fuzz repro: CONVRED_FUZZ_REPRO='<line>' (a reproducer printed by a failure)") {
+  const char* line = std::getenv("CONVRED_FUZZ_REPRO");
+  if (!line || !*line) {
+    MESSAGE("CONVRED_FUZZ_REPRO not set: nothing to reproduce");
+    return;
+  }
+  fcase c;
+  REQUIRE_MESSAGE(parse(line, c), "cannot parse CONVRED_FUZZ_REPRO");
+  const batch b = run_batch({c}, {}, env_int("CONVRED_FUZZ_SHRINK", 1));
+  print_coverage("fuzz repro", b, 1);
+  CHECK(b.failures == 0);
+}
+}
