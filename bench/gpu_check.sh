@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one script for the GPU machine (H200; see shared/GPU.md). From the repository root:
+# The one script for the GPU machine (an H200 with the CUDA Toolkit). From the repository root:
 #
 #   bash bench/gpu_check.sh                 # every step
 #   bash bench/gpu_check.sh build           # only some steps (build-gpu/ is reused between calls), e.g.
