@@ -32,11 +32,11 @@
 #include <convred/device/conv2d_reduce_packed.cuh>
 #include <convred/reference/conv2d.hpp>
 
-#include "common/cli.hpp"
-#include "common/cuda_check.hpp"
-#include "common/host_data.hpp"
-#include "common/npy.hpp"
-#include "common/verify.hpp"
+#include "../common/cli.hpp"
+#include "../common/cuda_check.hpp"
+#include "../common/host_data.hpp"
+#include "../common/npy.hpp"
+#include "../common/verify.hpp"
 
 namespace {
 

@@ -31,10 +31,10 @@
 #include <convred/device/conv2d_reduce.cuh>
 #include <convred/reference/conv2d.hpp>
 
-#include "common/cli.hpp"
-#include "common/cuda_check.hpp"
-#include "common/host_data.hpp"
-#include "common/verify.hpp"
+#include "../common/cli.hpp"
+#include "../common/cuda_check.hpp"
+#include "../common/host_data.hpp"
+#include "../common/verify.hpp"
 
 namespace ex = convred_examples;
 

@@ -34,10 +34,10 @@
 #include <convred/problem.cuh>
 #include <convred/reference/conv2d.hpp>
 
-#include "common/cli.hpp"
-#include "common/cuda_check.hpp"
-#include "common/host_data.hpp"
-#include "common/verify.hpp"
+#include "../common/cli.hpp"
+#include "../common/cuda_check.hpp"
+#include "../common/host_data.hpp"
+#include "../common/verify.hpp"
 
 namespace ex = convred_examples;
 

@@ -148,7 +148,7 @@ struct value_check {
   bool norm_ok() const { return std::sqrt(sum_e2) <= tol * std::sqrt(sum_r2) + kFloor * u * std::sqrt(sum_m2); }
   /// Every value and the norm within their bounds.
   bool ok() const { return checked > 0 && bad == 0 && nonfinite_mismatch == 0 && norm_ok(); }
-  /// Prints the error summary ("error : ...", "bound : ...") with `prefix` before each line's label.
+  /// Prints two summary lines: `what` (the label of the first line), then "bound".
   void print(const char* what) const {
     std::printf("%-9s: %lld values vs float64: max |y-ref| %.3e, max rel %.3e, ||y-ref||/||ref|| %.3e\n", what,
                 (long long)checked, max_abs, max_rel, rel_norm());
