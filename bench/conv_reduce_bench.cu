@@ -19,7 +19,7 @@
 ///   reference convred::reference::conv2d_reduce_at. y is poisoned (NaN) before the checked run, so an
 ///   unwritten pixel shows as a non-finite error.
 /// - TFLOP/s = 2*N*P*Q*K*(C/groups)*R*S / t (direct-convolution FLOPs, also for cuDNN's Winograd/FFT);
-///   % of ceiling against the rates measured on the H200 (DESIGN.md): FFMA 50.5, TF32 394, 3xTF32 394/3,
+///   % of ceiling against the rates measured on the H200 (docs/performance.md): FFMA 50.5, TF32 394, 3xTF32 394/3,
 ///   BF16/FP16 756 TFLOP/s; the standalone reduction against the 4.18 TB/s device-copy bandwidth.
 /// - cuDNN (optional, CONVRED_HAVE_CUDNN=1): legacy cudnnConvolutionForward with the algorithm chosen by
 ///   cudnnFindConvolutionForwardAlgorithmEx (workspace: the largest any algorithm asks for, capped by
@@ -32,7 +32,7 @@
 ///   than cudnnAddTensor (an extra read+write of the whole output) or cudnnConvolutionBiasActivationForward
 ///   (which restricts the algorithm to IMPLICIT_PRECOMP_GEMM). Rows "conv only" time the convolution alone.
 ///
-/// Exit code: 0 every variant ran and every convred variant met its DESIGN.md tolerance; 1 a failure (a
+/// Exit code: 0 every variant ran and every convred variant met its tolerance (docs/tolerances.md); 1 a failure (a
 /// status, CUDA or cuDNN error, or a convred error above tolerance; all are printed); 2 no usable CUDA device;
 /// 3 bad command line.
 
@@ -45,7 +45,6 @@
 #endif
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -74,6 +73,7 @@
 #include <convred/problem.cuh>
 #include <convred/reference/conv2d.hpp>
 
+#include "../examples/common/cli.hpp"         // command-line helpers shared with the examples
 #include "../examples/common/cuda_check.hpp"  // shared with the examples
 #include <convred/status.cuh>
 
@@ -81,7 +81,7 @@ namespace {
 
 constexpr const char* kProg = "conv_reduce_bench";
 
-// Ceilings measured on the H200 (DESIGN.md, "The numbers").
+// Ceilings measured on the H200 (docs/performance.md).
 constexpr double kFfmaTflops = 50.5;
 constexpr double kTf32Tflops = 394.0;
 constexpr double kBf16Tflops = 756.0;  // also FP16
@@ -93,9 +93,8 @@ const double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Errors
 // ------------------------------------------------------------------------------------------------------
 
-struct usage_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using convred_examples::parse_int;
+using convred_examples::usage_error;
 
 
 /// Throws on a convred status other than success, naming the call (and the CUDA error for cuda_error).
@@ -700,7 +699,7 @@ struct runner {
       // Above tolerance fails the run for convred's own variants; for cuDNN it is only flagged.
       if (r.over_tol && r.family.rfind("convred", 0) == 0) {
         ++failures;
-        r.error = "relative error above the DESIGN.md tolerance";
+        r.error = "relative error above the tolerance (docs/tolerances.md)";
       }
     } catch (const std::exception& e) {
       r.error = e.what();
@@ -1030,7 +1029,7 @@ void print_table(const std::vector<case_result>& res) {
   std::printf(
       "TFLOP/s = 2*N*P*Q*K*C*R*S / median; %%ceil vs measured H200 rates: FFMA %.1f (ieee, cuDNN fp32), TF32 %.0f "
       "(tf32, unfused, cuDNN tf32), 3xTF32 %.1f (tf32x3), BF16/FP16 %.0f; channel_reduce vs %.2f TB/s.\n"
-      "rel err = ||y - ref|| / ||ref|| vs float64 on sampled pixels ('!' above the DESIGN.md tolerance).\n"
+      "rel err = ||y - ref|| / ||ref|| vs float64 on sampled pixels ('!' above the tolerance of docs/tolerances.md).\n"
       "x best = best cuDNN conv+reduce median / median; x same = the same against the best cuDNN of the same class "
       "(fp32 strict for ieee/tf32x3, TF32 for tf32/bf16/fp16/unfused).\n"
       "cuDNN: conv without bias, then convred channel_reduce with epilogue (v + b[k]) * 2.\n",
@@ -1143,39 +1142,17 @@ void print_help() {
       kProg, BENCH_HAVE_CUDNN ? "yes" : "no (configure with cuDNN found, e.g. -DCUDNN_ROOT=...)");
 }
 
-long long parse_int(const std::string& key, const std::string& v, long long lo, long long hi) {
-  char* end = nullptr;
-  errno = 0;
-  const long long r = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || errno == ERANGE || end == v.c_str() || *end != '\0' || r < lo || r > hi)
-    throw usage_error(key + ": '" + v + "' is not an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                      "]");
-  return r;
-}
-
 options parse_args(int argc, char** argv, bool& help) {
   options o;
   help = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i], val;
-    bool has_val = false;
-    if (a == "-h" || a == "--help") {
+  for (convred_examples::arg_reader r(argc, argv); r.next();) {
+    const std::string& a = r.key();
+    auto value = [&]() { return r.value(); };
+    auto flag = [&]() { r.flag(); };
+    if (r.help()) {
       help = true;
       return o;
     }
-    if (const auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      val = a.substr(eq + 1);
-      a = a.substr(0, eq);
-      has_val = true;
-    }
-    auto value = [&]() -> std::string {
-      if (has_val) return val;
-      if (i + 1 >= argc) throw usage_error(a + " needs a value");
-      return argv[++i];
-    };
-    auto flag = [&]() {
-      if (has_val) throw usage_error(a + " takes no value");
-    };
     if (a == "--cases") {
       o.cases.clear();
       std::stringstream ss(value());
@@ -1212,7 +1189,7 @@ options parse_args(int argc, char** argv, bool& help) {
       if (v.empty() || *end != '\0' || !(o.cudnn_ws_gb >= 0) || o.cudnn_ws_gb > 1024)
         throw usage_error("--cudnn-ws-gb: '" + v + "' is not a size in GiB in [0, 1024]");
     } else {
-      throw usage_error("unknown option '" + a + "'");
+      r.unknown();
     }
   }
   return o;

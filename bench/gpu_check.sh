@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one script for the GPU machine (H200; see shared/GPU.md). From the repository root:
+# The one script for the GPU machine (an H200 with the CUDA Toolkit). From the repository root:
 #
 #   bash bench/gpu_check.sh                 # every step
 #   bash bench/gpu_check.sh build           # only some steps (build-gpu/ is reused between calls), e.g.
@@ -8,7 +8,7 @@
 # Steps: configure (Release, Ninja, sm_90a, in build-gpu/, CONVRED_PTXAS_VERBOSE=ON), build (everything,
 # all cores; the examples' and benchmarks' ptxas -v report -> $OUT/ptxas.txt), gpu (nvidia-smi -L), tests (convred_tests,
 # every suite incl. gpu), example (examples/01_conv_scale_min on the seed case, exact and with --math
-# tf32 / tf32x3 / bf16 / fp16), photos (example 01 on a
+# tf32 / tf32x3 / bf16 / fp16; then examples 02, 03 and 04), photos (example 01 on a
 # batch of real photographs vs float64 and PyTorch: examples/01_conv_scale_min/real_photos.py), sanitizer
 # (bench/sanitize.sh: compute-sanitizer memcheck, racecheck, synccheck, initcheck on convred_tests
 # --test-case='*sanitizer*', >= 100 small problems over every kernel), fuzz (bench/fuzz.sh: FUZZ_N=3000
@@ -132,6 +132,12 @@ step_example() {
   for m in tf32 tf32x3 bf16 fp16; do
     echo "--- $ex --math $m"
     "$ex" --math "$m" || rc=$?
+  done
+  # examples 02-04 (small problems, fresh random data each run, each prints Passed or Failed)
+  local e
+  for e in 02_custom_op_half 03_channel_reduce_thrust 04_custom_kernel; do
+    echo "--- $BUILD/examples/$e"
+    if [ -x "$BUILD/examples/$e" ]; then "$BUILD/examples/$e" || rc=$?; else echo "not built"; rc=1; fi
   done
   return "$rc"
 }

@@ -48,14 +48,14 @@ CASES = {
 }
 CASE_ORDER = ["seed", "resnet3x3", "stem7x7", "proj1x1"]
 
-# Ceilings measured on the H200 (DESIGN.md), TFLOP/s.
+# Ceilings measured on the H200 (docs/performance.md), TFLOP/s.
 CEIL_FFMA = 50.5
 CEIL_TF32 = 394.0
 CEIL_BF16 = 756.0
 SCALE = 2.0
 SPIN_CYCLES = 1_000_000  # ~0.5 ms at the H200's ~2 GHz: torch.cuda._sleep before each timed run
 
-# Tolerances of DESIGN.md for relative norm error vs float64 (flagged, not fatal, for PyTorch).
+# Tolerances of docs/tolerances.md for relative norm error vs float64 (flagged, not fatal, for PyTorch).
 TOL = {"tf32": 1e-3, "fp32": 1e-5, "bf16": 1e-2}
 
 
@@ -371,7 +371,7 @@ def markdown(combined):
     lines.append("Median of timed runs (CUDA events, L2 flushed before each). TFLOP/s = 2*N*P*Q*K*C*R*S / t; "
                  "%% ceiling vs the H200's measured FFMA %.1f / TF32 %.0f (3xTF32 %.0f) / BF16 %.0f TFLOP/s "
                  "(channel_reduce: vs 4.18 TB/s). rel err = ||y-ref||/||ref|| vs float64 on sampled pixels, "
-                 "'!' above the DESIGN.md tolerance. x eager / x compile = torch eager tf32 (or torch.compile) "
+                 "'!' above the docs/tolerances.md tolerance. x eager / x compile = torch eager tf32 (or torch.compile) "
                  "median / this median. Italic rows are parts of a pipeline (conv only, reduction only)."
                  % (CEIL_FFMA, CEIL_TF32, CEIL_TF32 / 3, CEIL_BF16))
     return "\n".join(lines)

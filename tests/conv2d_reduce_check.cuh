@@ -10,7 +10,7 @@
 /// device, poison the outputs (NaN / INT64_MIN), call the device API, require status::success, copy back,
 /// require every element written and the inputs unmodified, and compare with the float64 reference
 /// (reference::conv2d_reduce): exactly for integer-valued data (ties, NaN, infinities), else within the
-/// tolerances of DESIGN.md: ‖y−ref‖/‖ref‖ ≤ tol::ieee<T>() and, per pixel, |y−ref| ≤ the accumulation
+/// tolerances of docs/tolerances.md: ‖y−ref‖/‖ref‖ ≤ tol::ieee<T>() and, per pixel, |y−ref| ≤ the accumulation
 /// bound acc_tol·(gain·(Σ|x·w|+|b|) + |v|) of the channels involved plus T's final rounding.
 /// For argmin/argmax on real data the reference value at the returned index must be within twice that
 /// bound of the reference extreme. Test cases named "*sanitizer*" are small, for compute-sanitizer;
@@ -74,7 +74,7 @@ constexpr agg agg_of() {
   else return agg::extreme;
 }
 
-/// Relative accumulation tolerance of one conv output (per Σ|x·w|+|b|): DESIGN.md's 1e-5 for fp32
+/// Relative accumulation tolerance of one conv output (per Σ|x·w|+|b|): docs/tolerances.md's 1e-5 for fp32
 /// compute (float, half, bf16); for double, fp64 accumulation over ≤ 10^4 terms is good to ~1e-12.
 template <class T>
 constexpr double acc_tol() {
@@ -85,7 +85,7 @@ constexpr double acc_tol() {
 template <class Policy, class T>
 using math_of = typename convred::detail::resolve_policy_t<Policy, T>::math;
 
-/// DESIGN.md's bound for a math tag (relative to Σ|x·w|+|b| per output, and in relative norm):
+/// docs/tolerances.md's bound for a math tag (relative to Σ|x·w|+|b| per output, and in relative norm):
 /// tf32 1e-3, tf32x3 1e-5, bf16 / fp16 1e-2; math::ieee keeps acc_tol / tol::ieee<T>.
 template <class Math>
 constexpr double math_tol() {
@@ -109,7 +109,7 @@ template <class Policy, class T>
 constexpr double acc_tol_for() {
   return std::max(acc_tol<T>(), math_tol<math_of<Policy, T>>());
 }
-/// Relative-norm tolerance of a policy on T (never looser than DESIGN.md's bound for its math).
+/// Relative-norm tolerance of a policy on T (never looser than docs/tolerances.md's bound for its math).
 template <class Policy, class T>
 constexpr double rel_tol_for() {
   return std::max(test::tol::ieee<T>(), math_tol<math_of<Policy, T>>());

@@ -3,7 +3,7 @@
 //
 // Every GPU check: fresh random data (never zeros), outputs poisoned first (NaN for y, or a finite
 // sentinel where NaN results are expected; INT64_MIN for indices) and every element checked written.
-// Tolerances (DESIGN.md): selection ops (min, max, argmin, argmax, the user max_abs) are exact with an exact
+// Tolerances (docs/tolerances.md): selection ops (min, max, argmin, argmax, the user max_abs) are exact with an exact
 // epilogue (identity, powers of two, integers) and otherwise within tol::ieee<T>() * |ref| elementwise (for
 // 16-bit T the only error is the final rounding of y to T: inputs are exact in fp32); accumulating ops (sum,
 // mean, the user sum_sq) within tol::ieee<T>() in relative norm. Indices exact where the epilogue is exact,

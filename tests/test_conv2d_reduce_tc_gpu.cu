@@ -1,5 +1,5 @@
 // GPU tests of the fused conv2d -> epilogue -> channel reduction on tensor cores (tc_policy: math::tf32,
-// tf32x3, bf16, fp16), against the float64 reference with DESIGN.md's tolerance for each math
+// tf32x3, bf16, fp16), against the float64 reference with docs/tolerances.md's tolerance for each math
 // (conv2d_reduce_check.cuh). Inputs float, __half and __nv_bfloat16 (16-bit inputs are widened on chip).
 #include "conv2d_reduce_check.cuh"
 

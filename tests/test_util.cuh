@@ -15,7 +15,7 @@
 ///   `for_each_type(f)` (f called with a value of each element type).
 /// - `mix64`: the splitmix64 finalizer, for hash-generated data (host and device).
 /// - Comparisons against float64 references: `rel_norm_error` (NaN-aware ‖got−ref‖₂/‖ref‖₂),
-///   `count_nan`, `is_poison`, and the tolerances of DESIGN.md as constexpr (`tol::...`).
+///   `count_nan`, `is_poison`, and the tolerances of docs/tolerances.md as constexpr (`tol::...`).
 ///
 /// Header-only and `inline` throughout: included by several test translation units. It does not
 /// define a doctest main (tests/main.cu does).
@@ -278,10 +278,10 @@ void for_each_type(F&& f) {
   f(__nv_bfloat16{});
 }
 
-/// @brief Tolerances of DESIGN.md ("Tests and the GPU"): relative-norm error vs float64 by math precision.
+/// @brief Tolerances of docs/tolerances.md: relative-norm error vs float64 by math precision.
 namespace tol {
 inline constexpr double ieee_fp32 = 1e-5;    ///< math::ieee on float (FFMA)
-inline constexpr double ieee_double = 1e-5;  ///< math::ieee on double (DFMA); DESIGN.md's bound, far from tight
+inline constexpr double ieee_double = 1e-5;  ///< math::ieee on double (DFMA); docs/tolerances.md's bound, far from tight
 inline constexpr double tf32x3 = 1e-5;       ///< 3xTF32 split on tensor cores
 inline constexpr double tf32 = 1e-3;         ///< TF32 tensor cores (cuDNN's default conv math)
 inline constexpr double bf16 = 1e-2;         ///< bf16 inputs / outputs, fp32 accumulation
@@ -302,7 +302,7 @@ constexpr double unit_roundoff() {
 /// @brief Relative-norm tolerance for math::ieee with element type T. float and double: 1e-5. For
 /// __half / __nv_bfloat16 the inputs are exact in fp32 and accumulation is fp32, so only the final
 /// rounding of y to T matters: 2 unit roundoffs of T plus the fp32 bound (half ~2e-3, bf16 ~8e-3),
-/// stricter than DESIGN.md's 1e-2 and never looser.
+/// stricter than docs/tolerances.md's 1e-2 and never looser.
 template <class T>
 constexpr double ieee() {
   if constexpr (std::is_same_v<T, float>) {
@@ -313,7 +313,7 @@ constexpr double ieee() {
     return 2 * unit_roundoff<T>() + ieee_fp32;
   }
 }
-static_assert(ieee<__half>() <= fp16 && ieee<__nv_bfloat16>() <= bf16, "never looser than DESIGN.md");
+static_assert(ieee<__half>() <= fp16 && ieee<__nv_bfloat16>() <= bf16, "never looser than docs/tolerances.md");
 }  // namespace tol
 
 }  // namespace convred::test

@@ -30,9 +30,9 @@ import os
 import subprocess
 import sys
 
-import numpy as np
-import torch
-import torch.nn.functional as F
+# NumPy, PyTorch and scikit-image are imported in main(), after the arguments are parsed, so that --help
+# works on a machine without them.
+np = torch = F = None
 
 # RGB photographs bundled with scikit-image (no download), then grayscale ones (replicated to RGB) for
 # batches larger than the RGB set.
@@ -111,6 +111,16 @@ def main():
     args, extra = ap.parse_known_args()
     if extra and extra[0] == "--":
         extra = extra[1:]
+
+    global np, torch, F
+    try:
+        import numpy as np
+        import torch
+        import torch.nn.functional as F
+        import skimage  # noqa: F401  (used by load_photo / to_square)
+    except ImportError as e:
+        sys.exit(f"real_photos.py: needs NumPy, PyTorch and scikit-image ({e}); "
+                 "e.g. pip install numpy torch scikit-image")
 
     cuda = torch.cuda.is_available()
     dev = torch.device("cuda" if cuda else "cpu")

@@ -8,7 +8,8 @@
 /// for 2-D and higher, truncated or oversized files, a file that is not `.npy`) is refused with an
 /// `npy::error` whose message names the file and says what is wrong and how to fix it.
 ///
-/// - `npy::read_header(path)`: only the header (dtype, shape), cheap even for a multi-GB file.
+/// - `npy::read_header(path)`: only the header (dtype, shape), cheap even for a multi-GB file;
+///   `npy::check_file(path)` also checks that the file size matches the header (no data read).
 /// - `npy::load<T>(path)`: header and data, converted to T. T is `float`, `double`, `npy::float16`
 ///   (raw IEEE binary16 bits) or `std::int64_t`. Floating dtypes convert to any floating T (widening is
 ///   exact; narrowing rounds to nearest even); int64 loads only as `std::int64_t` (no silent
@@ -437,6 +438,32 @@ inline header read_header(const std::string& path) {
   return detail::read_header(in, path);
 }
 
+namespace detail {
+/// Throws unless the file (size `file_size`) holds exactly the data its header `h` describes.
+inline void check_size(const std::string& path, const header& h, std::uint64_t file_size) {
+  const std::uint64_t bytes = static_cast<std::uint64_t>(h.count()) * itemsize(h.type);
+  if (file_size < h.data_offset + bytes)
+    throw error(path + ": truncated: shape " + shape_string(h.shape) + " of " + name(h.type) + " needs " +
+                std::to_string(bytes) + " data bytes, the file has " +
+                std::to_string(file_size > h.data_offset ? file_size - h.data_offset : 0));
+  if (file_size > h.data_offset + bytes)
+    throw error(path + ": " + std::to_string(file_size - h.data_offset - bytes) +
+                " unexpected bytes after the data (not a single-array .npy file?)");
+}
+}  // namespace detail
+
+/// @brief Reads the header of a `.npy` file and checks, without reading the data, that the file holds
+/// exactly the data the header describes (neither truncated nor followed by extra bytes). Throws npy::error.
+inline header check_file(const std::string& path) {
+  detail::require_little_endian_host(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw error(path + ": cannot open for reading");
+  const header h = detail::read_header(in, path);
+  in.seekg(0, std::ios::end);
+  detail::check_size(path, h, static_cast<std::uint64_t>(in.tellg()));
+  return h;
+}
+
 /// @brief Loads a `.npy` file, converting its elements to T (float, double, npy::float16, std::int64_t).
 ///
 /// Floating files convert to any floating T (widening exact, narrowing rounds to nearest even); int64
@@ -455,13 +482,7 @@ array<T> load(const std::string& path) {
   const std::int64_t count = h.count();
   const std::uint64_t bytes = static_cast<std::uint64_t>(count) * itemsize(h.type);
   in.seekg(0, std::ios::end);
-  const std::uint64_t file_size = static_cast<std::uint64_t>(in.tellg());
-  if (file_size < h.data_offset + bytes)
-    throw error(path + ": truncated: shape " + shape_string(h.shape) + " of " + name(h.type) + " needs " +
-                std::to_string(bytes) + " data bytes, the file has " + std::to_string(file_size - h.data_offset));
-  if (file_size > h.data_offset + bytes)
-    throw error(path + ": " + std::to_string(file_size - h.data_offset - bytes) +
-                " unexpected bytes after the data (not a single-array .npy file?)");
+  detail::check_size(path, h, static_cast<std::uint64_t>(in.tellg()));
   in.seekg(static_cast<std::streamoff>(h.data_offset), std::ios::beg);
 
   array<T> a;

@@ -2,6 +2,8 @@
 /// @brief Umbrella header: everything public in convred.
 #pragma once
 
+#include "version.cuh"
+
 #include "functional.cuh"
 #include "numeric.cuh"
 #include "policy.cuh"

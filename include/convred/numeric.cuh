@@ -2,6 +2,8 @@
 /// @brief Element types, their compute (accumulation) types and conversions, usable on host and device.
 #pragma once
 
+#include "arch.cuh"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

@@ -21,7 +21,7 @@ struct tf32 {};
 /// a*b ~= a_big*b_big + a_big*b_small + a_small*b_big (three mma.sync per product; the dropped
 /// small*small term is below fp32 rounding). fp32-level accuracy at tensor-core speed: ~2e-7 relative
 /// (mma.sync kernels, which promote each stage's sum with an IEEE add) and ~4e-6 (wgmma kernel, seed
-/// case), both within DESIGN.md's 1e-5.
+/// case), both within the 1e-5 tolerance of docs/tolerances.md.
 /// As CUTLASS's 3xTF32 "fast accurate" GEMMs (NVIDIA, CUTLASS examples 27/28).
 struct tf32x3 {};
 /// bfloat16 tensor cores (mma.sync m16n8k16): operands converted to bf16 (round to nearest even) on

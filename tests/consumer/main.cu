@@ -4,6 +4,7 @@
 #include <convred/convred.cuh>
 
 #include <cstdio>
+#include <string>
 
 int main() {
   int failures = 0;
@@ -14,6 +15,20 @@ int main() {
       ++failures;
     }
   };
+
+  // The version macros (convred/version.cuh, included by the umbrella header) and, with find_package, the
+  // package version CMake reported: they must agree.
+  const std::string version = std::to_string(CONVRED_VERSION_MAJOR) + "." + std::to_string(CONVRED_VERSION_MINOR) +
+                              "." + std::to_string(CONVRED_VERSION_PATCH);
+  static_assert(CONVRED_VERSION == CONVRED_VERSION_MAJOR * 100000 + CONVRED_VERSION_MINOR * 100 + CONVRED_VERSION_PATCH,
+                "CONVRED_VERSION encodes MAJOR.MINOR.PATCH");
+  std::printf("convred %s (CONVRED_VERSION %d)\n", version.c_str(), CONVRED_VERSION);
+#ifdef CONSUMER_PACKAGE_VERSION
+  if (version != CONSUMER_PACKAGE_VERSION) {
+    std::printf("  package version %s differs from the headers' %s\n", CONSUMER_PACKAGE_VERSION, version.c_str());
+    ++failures;
+  }
+#endif
 
   // The seed case: x (64, 64, 256, 256), W (128, 64, 3, 3) -> y (64, 1, 254, 254).
   convred::conv2d_problem p;

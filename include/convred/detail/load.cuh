@@ -5,6 +5,8 @@
 /// staged im2col loads had been moved to the end of the mainloop iteration).
 #pragma once
 
+#include "../arch.cuh"
+
 #include <cstdint>
 #include <cstring>
 

@@ -9,6 +9,8 @@
 /// - C/D (both): c0=(g,2t) c1=(g,2t+1) c2=(g+8,2t) c3=(g+8,2t+1), fp32.
 #pragma once
 
+#include "../arch.cuh"
+
 #include <cstdint>
 
 namespace convred::warp {
