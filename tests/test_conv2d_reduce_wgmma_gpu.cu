@@ -1,5 +1,5 @@
 // GPU tests of the Hopper packed-filter path (device::pack_filter + device::conv2d_reduce_packed with
-// wgmma_policy: tf32, tf32x3, bf16, fp16) against the float64 reference with DESIGN.md's tolerance for
+// wgmma_policy: tf32, tf32x3, bf16, fp16) against the float64 reference with the documented tolerance for
 // each math (conv2d_reduce_check.cuh), on shapes the wgmma kernel serves (asserted on an sm_90a device)
 // and on shapes it hands to the mma.sync fallback.
 #include "conv2d_reduce_check.cuh"

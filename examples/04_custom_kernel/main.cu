@@ -30,7 +30,7 @@
 #include <convred/block/conv_mainloop.cuh>
 #include <convred/block/reduce_epilogue.cuh>
 #include <convred/functional.cuh>
-#include <convred/kernel/params.cuh>
+#include <convred/block/conv_params.cuh>
 #include <convred/problem.cuh>
 #include <convred/reference/conv2d.hpp>
 
@@ -67,7 +67,7 @@ struct relu {
 /// states (kept in shared memory between tiles); the final store writes each pixel's max to
 /// out[n, slot, p, q] of an (N, out_channels, P, Q) tensor.
 __global__ void __launch_bounds__(my_tile_policy::threads)
-    conv_relu_max_into_slot(const convred::kernel::conv_params<float> prm, float* out, int out_channels, int slot) {
+    conv_relu_max_into_slot(const convred::block::conv_params<float> prm, float* out, int out_channels, int slot) {
   using mainloop = convred::block::conv_mainloop<my_tile_policy, float>;
   using epilogue = convred::block::reduce_epilogue<mainloop, convred::op::max>;
   // The pieces take caller-placed shared memory (CUB's TempStorage convention); here it is static.
@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
     const float sentinel = -12345.0f;
     thrust::device_vector<float> out(static_cast<std::size_t>(p.N * out_channels * PQ), sentinel);
     // The parameter block the library's own kernels take (sizes, strides, fast divisors), from the problem.
-    const auto prm = convred::kernel::make_conv_params(p, thrust::raw_pointer_cast(dx.data()),
+    const auto prm = convred::block::make_conv_params(p, thrust::raw_pointer_cast(dx.data()),
                                                        thrust::raw_pointer_cast(dw.data()),
                                                        thrust::raw_pointer_cast(db.data()));
     const unsigned blocks = static_cast<unsigned>((p.gemm_m() + my_tile_policy::block_m - 1) / my_tile_policy::block_m);
