@@ -39,6 +39,8 @@ for tool in $TOOLS; do
   hazards=$(grep -oE 'RACECHECK SUMMARY: [0-9]+ hazard' "$log" | tail -1 | grep -oE '[0-9]+' || true)
   cases=$(grep -oE 'test cases: +[0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || true)
   failed=$(grep -oE 'test cases: +[0-9]+ \| +[0-9]+ passed \| +[0-9]+ failed' "$log" | tail -1 | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+' || true)
+  # racecheck prints no ERROR SUMMARY: its errors are in "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)"
+  [ -n "$errors" ] || errors=$(grep -oE 'RACECHECK SUMMARY: .*\(([0-9]+) errors' "$log" | tail -1 | grep -oE '\([0-9]+' | tr -d '(' || true)
   [ -n "$errors" ] || errors="?"
   [ -n "$hazards" ] || hazards="-"
   tail -n 6 "$log"
