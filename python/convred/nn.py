@@ -64,8 +64,9 @@ class Conv2dReduce(nn.Module):
         self.scale, self.reduce, self.math, self.return_indices = float(scale), reduce, math, return_indices
         kw = {"device": device, "dtype": dtype}
         self.weight = nn.Parameter(torch.empty((out_channels, in_channels // groups) + self.kernel_size, **kw))
-        self.bias = nn.Parameter(torch.empty(out_channels, **kw)) if bias else None
-        if not bias:
+        if bias:
+            self.bias = nn.Parameter(torch.empty(out_channels, **kw))
+        else:
             self.register_parameter("bias", None)
         self.reset_parameters()
         self._packed = None  # (key, uint8 tensor): not a buffer, so the state_dict keys stay nn.Conv2d's
