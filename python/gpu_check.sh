@@ -27,6 +27,13 @@ nvidia-smi -L 2>/dev/null || echo "(no nvidia-smi)"
 nvcc --version | tail -1
 $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'gpus', torch.cuda.device_count())"
 
+NVCC_MAJOR=$(nvcc --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
+TORCH_MAJOR=$($PY -c "import torch; print((torch.version.cuda or '0').split('.')[0])")
+if [ "$NVCC_MAJOR" != "$TORCH_MAJOR" ]; then
+  echo "[gpu_check] WARNING: nvcc is CUDA $NVCC_MAJOR, torch is built with CUDA $TORCH_MAJOR: building with CONVRED_ALLOW_CUDA_MISMATCH=1 (python/setup.py says why)"
+  export CONVRED_ALLOW_CUDA_MISMATCH=1
+fi
+
 note "build (CONVRED_CUDA_ARCH=$CONVRED_CUDA_ARCH, MAX_JOBS=$MAX_JOBS)"
 t=$(date +%s)
 rm -rf "$WORK/site"

@@ -7,12 +7,31 @@ ABI); an isolated build would download another torch. Environment:
   CONVRED_CUDA_ARCH   architectures, ';' or ',' separated (default "90a;80": Hopper's wgmma path and
                       Ampere+ mma.sync; e.g. "90a" alone halves the compile time)
   MAX_JOBS            parallel compiler processes (ninja), as usual for torch extensions
+  CONVRED_ALLOW_CUDA_MISMATCH=1
+                      build even when nvcc's CUDA major version differs from torch.version.cuda's
+                      (torch.utils.cpp_extension refuses that by default). Only the kernels' .cu files
+                      are compiled by nvcc and they include no torch header; the extension then loads
+                      nvcc's libcudart next to torch's, which works when the driver supports both
+                      (streams are driver handles shared by both runtimes). Prefer a matching pair:
+                      torch 2.11 from PyPI is built with CUDA 13.0.
 The headers come from ../include (this package is built from the repository's own headers).
 """
 import os
 
 from setuptools import setup
+import torch.utils.cpp_extension as _cpp_ext
 from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CUDAExtension
+
+if os.environ.get("CONVRED_ALLOW_CUDA_MISMATCH") == "1":
+    _strict_check = _cpp_ext._check_cuda_version
+
+    def _lenient_check(compiler_name, compiler_version):
+        try:
+            _strict_check(compiler_name, compiler_version)
+        except RuntimeError as e:
+            print(f"convred setup.py: CONVRED_ALLOW_CUDA_MISMATCH=1: going on despite: {e}")
+
+    _cpp_ext._check_cuda_version = _lenient_check
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INCLUDE = os.path.normpath(os.path.join(HERE, "..", "include"))

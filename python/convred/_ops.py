@@ -248,7 +248,9 @@ def kernel_name(x: torch.Tensor, weight: torch.Tensor, stride: IntPair = 1, padd
 
     Returns one of ``"wgmma-<math> ..."`` (Hopper packed-filter kernel), ``"mma.sync-<math> ..."``
     (tensor-core kernel), ``"simt-fp32 ..."`` / ``"simt-fp64 ..."`` (exact math) or
-    ``"cpu-reference ..."``. Queries the current CUDA device for CUDA tensors.
+    ``"cpu-reference ..."``. Queries the current CUDA device for CUDA tensors. Arguments as
+    :func:`conv2d_reduce` (x and weight: (N, C, H, W) and (K, C/groups, R, S)); raises ValueError /
+    TypeError naming a bad one.
     """
     code = torch.ops.convred.kernel_code(x, weight, _pair(stride, "stride"), _pair(padding, "padding"),
                                          _pair(dilation, "dilation"), groups, math)

@@ -151,6 +151,10 @@ class Conv2dReduce(nn.Module):
         return packed if packed.numel() > 0 else None
 
     def forward(self, x: torch.Tensor):
+        """x (N, C, H, W), contiguous or channels_last, the module's dtype and device -> (N, 1, P, Q): values
+        in x's dtype (min, max, sum, mean), int64 indices (argmin, argmax), or (values, indices) for min/max
+        with return_indices. Raises ValueError / TypeError naming the bad argument (see
+        convred.conv2d_reduce)."""
         w = self._weight()
         args = (list(self.stride), list(self.padding), list(self.dilation), self.groups, self.scale,
                 self.reduce, self.math)
