@@ -35,7 +35,7 @@ class Net(nn.Module):
 
 
 def shard(t, rank, world):
-    return t[rank::world]
+    return t[rank::world].contiguous()
 
 
 def main():
@@ -44,16 +44,21 @@ def main():
     ap.add_argument("--math", default="tf32")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--batch", type=int, default=32, help="global batch (a multiple of the world size)")
+    ap.add_argument("--cpu", action="store_true", help="gloo on CPU processes (the CPU reference kernel): "
+                    "checks the example's own logic on a machine without GPUs")
     a = ap.parse_args()
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # no NVLink multicast
-    dist.init_process_group("nccl")
+    dist.init_process_group("gloo" if a.cpu else "nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
     local = int(os.environ.get("LOCAL_RANK", rank))
-    torch.cuda.set_device(local)
-    dev = torch.device("cuda", local)
+    if a.cpu:
+        dev = torch.device("cpu")
+    else:
+        torch.cuda.set_device(local)
+        dev = torch.device("cuda", local)
     torch.manual_seed(0)
     model = Net(a.math).to(dev)
-    ddp = DDP(model, device_ids=[local])
+    ddp = DDP(model) if a.cpu else DDP(model, device_ids=[local])
     if rank == 0:
         print(f"world {world}; kernel: {model.features.kernel_for(torch.rand(2, 16, 32, 32, device=dev))}")
 
@@ -91,7 +96,7 @@ def main():
         failed = not ok.item()
         model.zero_grad(set_to_none=True)
 
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     g = torch.Generator().manual_seed(2)
     for step in range(a.steps):
         x = torch.rand(a.batch, 16, 32, 32, generator=g).to(dev)
