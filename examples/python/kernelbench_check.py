@@ -50,19 +50,26 @@ def main():
     ap.add_argument("--correct-trials", type=int, default=5, help="correctness trials (KernelBench: 5)")
     ap.add_argument("--batch", type=int, default=sm.batch_size)
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile timing")
+    ap.add_argument("--smoke-cpu", action="store_true",
+                    help="check this script's logic on the CPU (CPU reference kernel, 2 x 64 x 32 x 32, no timing)")
     a = ap.parse_args()
-    if not torch.cuda.is_available():
+    sm.batch_size = a.batch
+    if a.smoke_cpu:
+        dev = torch.device("cpu")
+        sm.batch_size, sm.height, sm.width = 2, 32, 32
+    elif not torch.cuda.is_available():
         print("kernelbench_check: no CUDA device")
         return 2
-    sm.batch_size = a.batch
+    else:
+        dev = torch.device("cuda")
     torch.backends.cudnn.allow_tf32 = True  # PyTorch's default for convolutions: the reference is TF32
     torch.backends.cuda.matmul.allow_tf32 = False
-    dev = torch.device("cuda")
     torch.manual_seed(42)
     ref_model = sm.Model(*sm.get_init_inputs()).to(dev).eval()
     maths = [m for m in a.maths.split(",") if m]
     news = {m: sm.ModelNew.from_model(ref_model, math=m).eval() for m in maths}
-    print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}; x "
+    name = "cpu" if a.smoke_cpu else torch.cuda.get_device_name()
+    print(f"device: {name}; torch {torch.__version__}; x "
           f"({sm.batch_size}, {sm.in_channels}, {sm.height}, {sm.width}) fp32 NCHW")
     for m, model in news.items():
         x0 = torch.rand(2, sm.in_channels, 16, 16, device=dev)
@@ -100,6 +107,11 @@ def main():
         print(f"  convred math={m:7s} {verdict} ({ok[m]}/{a.correct_trials})  max|diff| {max_diff[m]:.2e}  "
               f"error vs float64 {err64[m]:.2e}")
 
+    passed = [m for m in maths if ok[m] == a.correct_trials]
+    if a.smoke_cpu:
+        print(f"\nKernelBench-correct maths: {', '.join(passed) if passed else 'none'} (CPU smoke run, no timing)")
+        return 0
+
     # --- timing
     torch.manual_seed(42)
     x = sm.get_inputs()[0].to(dev)
@@ -117,7 +129,6 @@ def main():
         if comp:
             extra += f", vs torch.compile {comp / ms:.2f}x"
         print(f"  {name:32s} {ms:8.3f} ms{extra}")
-    passed = [m for m in maths if ok[m] == a.correct_trials]
     print(f"\nKernelBench-correct maths: {', '.join(passed) if passed else 'none'}")
     return 0
 
