@@ -47,7 +47,7 @@ GENCODE = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in ARCHS]
 # one translation unit per (dtype, math): 4 instantiations each (ops argmin, argmax, sum, mean), so that
 # ninja spreads them over the cores
 CU = ["f32_ieee", "f32_tf32", "f32_tf32x3", "f32_bf16", "f32_fp16", "f64"] + [
-    f"{t}_{m}" for t in ("f16", "bf16") for m in ("ieee", "tf32", "bf16", "fp16")]
+    f"{t}_{m}" for t in ("f16", "bf16") for m in ("ieee", "bf16", "fp16")]
 # binding.cpp (host compiler) includes convred's problem.cuh, which uses libcu++ (<cuda/std/...>): CUDA 13
 # keeps the CCCL headers in include/cccl, which nvcc adds by itself and the host compiler does not
 CCCL = [d for d in [os.path.join(CUDA_HOME or "", "include", "cccl")] if CUDA_HOME and os.path.isdir(d)]

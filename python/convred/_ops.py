@@ -221,7 +221,9 @@ def conv2d_reduce(
             indices (int64); ``"sum"``/``"mean"`` -> values (accumulated in fp32, fp64 for float64).
         math: ``"ieee"`` (exact fp32 FMA; fp64 for float64), ``"tf32"`` (PyTorch's default conv math),
             ``"tf32x3"`` (fp32-level accuracy on tensor cores), ``"bf16"``, ``"fp16"`` (operands rounded
-            on chip, fp32 accumulation). See README "Precision".
+            on chip, fp32 accumulation). See README "Precision". For float16 / bfloat16 x, tf32 and tf32x3
+            run the x-dtype's own tensor-core kernel: its operands are exact in TF32 and in their own type
+            alike, so the products are the same (:func:`kernel_name` says so).
 
     Returns:
         values (N, 1, P, Q) in x's dtype, contiguous; indices (N, 1, P, Q) int64 (min/max/argmin/argmax).
@@ -254,7 +256,9 @@ def kernel_name(x: torch.Tensor, weight: torch.Tensor, stride: IntPair = 1, padd
     """
     code = torch.ops.convred.kernel_code(x, weight, _pair(stride, "stride"), _pair(padding, "padding"),
                                          _pair(dilation, "dilation"), groups, math)
-    m = "tf32" if (math == "tf32x3" and x.dtype in (torch.float16, torch.bfloat16)) else math
+    m = math
+    if math in ("tf32", "tf32x3") and x.dtype in (torch.float16, torch.bfloat16):
+        m = "fp16" if x.dtype == torch.float16 else "bf16"  # same exact operands (binding.cpp, launch)
     return {
         0: "cpu-reference (ATen conv2d + reduction, exact)",
         1: "simt-fp32 (exact fp32 FMA, conv2d_reduce)",

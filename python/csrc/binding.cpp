@@ -187,17 +187,17 @@ int launch(const at::Tensor& x, const checked& c, launch_args& a) {
     case at::kHalf:
       switch (c.math) {
         case math_kind::ieee: return launch_f16_ieee(c.reduce, a);
-        case math_kind::tf32:
-        case math_kind::tf32x3: return launch_f16_tf32(c.reduce, a);  // exact in TF32: same result
         case math_kind::bf16: return launch_f16_bf16(c.reduce, a);
+        case math_kind::tf32:    // float16 operands are exact in TF32 and in fp16 alike: the fp16 kernel
+        case math_kind::tf32x3:  // multiplies the same exact operands (fp32 accumulation) at twice the depth
         case math_kind::fp16: return launch_f16_fp16(c.reduce, a);
       }
       break;
     case at::kBFloat16:
       switch (c.math) {
         case math_kind::ieee: return launch_bf16_ieee(c.reduce, a);
-        case math_kind::tf32:
-        case math_kind::tf32x3: return launch_bf16_tf32(c.reduce, a);  // exact in TF32: same result
+        case math_kind::tf32:    // bfloat16 operands are exact in TF32 and in bf16 alike: the bf16 kernel
+        case math_kind::tf32x3:  // multiplies the same exact operands (fp32 accumulation)
         case math_kind::bf16: return launch_bf16_bf16(c.reduce, a);
         case math_kind::fp16: return launch_bf16_fp16(c.reduce, a);
       }

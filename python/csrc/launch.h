@@ -41,14 +41,13 @@ int launch_f32_tf32(reduce_kind r, const launch_args& a);    // packed path (wgm
 int launch_f32_tf32x3(reduce_kind r, const launch_args& a);  // ditto
 int launch_f32_bf16(reduce_kind r, const launch_args& a);    // ditto
 int launch_f32_fp16(reduce_kind r, const launch_args& a);    // ditto
-// 16-bit x: ieee (SIMT, widened to fp32), tf32, bf16, fp16 (mma.sync); math tf32x3 runs the tf32 kernel
-// (16-bit values are exact in TF32, so the 3xTF32 small parts are zero)
+// 16-bit x: ieee (SIMT, widened to fp32), bf16, fp16 (mma.sync). Maths tf32 and tf32x3 run the kernel of
+// x's own 16-bit type: 16-bit values are exact in TF32 and in their own type, so both multiply the same
+// exact operands with fp32 accumulation (3xTF32's small parts would be zero)
 int launch_f16_ieee(reduce_kind r, const launch_args& a);
-int launch_f16_tf32(reduce_kind r, const launch_args& a);
 int launch_f16_bf16(reduce_kind r, const launch_args& a);
 int launch_f16_fp16(reduce_kind r, const launch_args& a);
 int launch_bf16_ieee(reduce_kind r, const launch_args& a);
-int launch_bf16_tf32(reduce_kind r, const launch_args& a);
 int launch_bf16_bf16(reduce_kind r, const launch_args& a);
 int launch_bf16_fp16(reduce_kind r, const launch_args& a);
 int launch_f64(reduce_kind r, const launch_args& a);                // ieee (fp64 FMA)

@@ -1,6 +1,0 @@
-#include "dispatch.cuh"
-namespace convred_ext {
-int launch_f16_tf32(reduce_kind r, const launch_args& a) {
-  return run_plain<convred::default_policy_for<convred::math::tf32>, __half>(r, a);
-}
-}  // namespace convred_ext
