@@ -57,6 +57,7 @@ $PY -c "import convred, torch; print('convred from', convred.__file__)"
 
 note "pytest"
 t=$(date +%s)
+$PY -c "import pytest" 2>/dev/null || echo "[gpu_check] pytest is not installed for $PY (pip install pytest): the next step fails"
 $PY -m pytest -v -rs python/tests --junitxml="$LOGS/pytest-junit.xml" -p no:cacheprovider 2>&1 | tee "$LOGS/pytest.log"
 rc=${PIPESTATUS[0]}
 # exit 5 = no test collected: a failure here
