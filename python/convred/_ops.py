@@ -1,0 +1,268 @@
+"""Fake (meta) kernels, autograd and the functional API of the convred operators.
+
+The operators themselves (schemas, CUDA and CPU kernels) are defined in C++ (csrc/binding.cpp) with
+TORCH_LIBRARY; loading the shared library ``convred/_C*.so`` (torch.ops.load_library, below) registers
+them as ``torch.ops.convred.*``.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Tuple, Union
+
+import importlib.util
+
+import torch
+
+
+def _load_library():
+    spec = importlib.util.find_spec("convred._C")
+    if spec is None or spec.origin is None:
+        raise ImportError("convred: the compiled extension convred/_C*.so is missing: build it with "
+                          "`pip install --no-build-isolation ./python` (README, section Python)")
+    torch.ops.load_library(spec.origin)
+
+
+_load_library()
+
+REDUCES = ("min", "max", "sum", "mean", "argmin", "argmax")
+MATHS = ("ieee", "tf32", "tf32x3", "bf16", "fp16")
+DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+_OP = "convred.conv2d_reduce"
+
+IntPair = Union[int, Sequence[int]]
+
+
+def _pair(v: IntPair, name: str) -> list:
+    if isinstance(v, int):
+        return [v, v]
+    v = list(v)
+    if len(v) != 2:
+        raise ValueError(f"{_OP}: argument '{name}' must have 2 elements, got {len(v)}")
+    return v
+
+
+def _out_size(size, pad, dil, k, stride):
+    return (size + 2 * pad - dil * (k - 1) - 1) // stride + 1
+
+
+def check_args(x, weight, bias, stride, padding, dilation, groups, reduce, math):
+    """The operator's argument checks (the same rules, messages and exception types as the C++ kernels'
+    ``check_args``), used by the fake kernels. Returns the output spatial size (P, Q)."""
+    if reduce not in REDUCES:
+        raise ValueError(f"{_OP}: argument 'reduce' must be one of {', '.join(REDUCES)}, got '{reduce}'")
+    if math not in MATHS:
+        raise ValueError(f"{_OP}: argument 'math' must be one of {', '.join(MATHS)}, got '{math}'")
+    if x.dtype not in DTYPES:
+        raise TypeError(f"{_OP}: argument 'x' must be float32, float16, bfloat16 or float64, got {x.dtype}")
+    if x.dim() != 4:
+        raise ValueError(f"{_OP}: argument 'x' must be 4-D (N, C, H, W), got {x.dim()}-D")
+    if not (x.is_contiguous() or x.is_contiguous(memory_format=torch.channels_last)):
+        raise ValueError(f"{_OP}: argument 'x' must be contiguous (NCHW) or channels_last contiguous (NHWC)")
+    if weight.dtype != x.dtype:
+        raise TypeError(f"{_OP}: argument 'weight' must have x's dtype {x.dtype}, got {weight.dtype}")
+    if weight.device != x.device:
+        raise ValueError(f"{_OP}: argument 'weight' must be on x's device {x.device}, got {weight.device}")
+    if weight.dim() != 4:
+        raise ValueError(f"{_OP}: argument 'weight' must be 4-D (K, C/groups, R, S), got {weight.dim()}-D")
+    if not weight.is_contiguous():
+        raise ValueError(f"{_OP}: argument 'weight' must be contiguous (K, C/groups, R, S)")
+    if groups < 1:
+        raise ValueError(f"{_OP}: argument 'groups' must be >= 1, got {groups}")
+    for name, v, lo in (("stride", stride, 1), ("padding", padding, 0), ("dilation", dilation, 1)):
+        if len(v) != 2:
+            raise ValueError(f"{_OP}: argument '{name}' must have 2 elements, got {len(v)}")
+        if v[0] < lo or v[1] < lo:
+            raise ValueError(f"{_OP}: argument '{name}' must be >= {lo}, got {list(v)}")
+    N, C, H, W = x.shape
+    K, Cg, R, S = weight.shape
+    if C < 1 or H < 1 or W < 1:
+        raise ValueError(f"{_OP}: argument 'x' must have C, H, W >= 1, got {list(x.shape)}")
+    if K < 1 or R < 1 or S < 1:
+        raise ValueError(f"{_OP}: argument 'weight' must have K, R, S >= 1, got {list(weight.shape)}")
+    if C % groups != 0 or K % groups != 0:
+        raise ValueError(f"{_OP}: argument 'groups' ({groups}) must divide x's channels ({C}) and weight's "
+                         f"output channels ({K})")
+    if Cg * groups != C:
+        raise ValueError(f"{_OP}: argument 'weight' must have C/groups = {C // groups} input channels, got {Cg}")
+    if bias is not None:
+        if bias.dtype != x.dtype:
+            raise TypeError(f"{_OP}: argument 'bias' must have x's dtype {x.dtype}, got {bias.dtype}")
+        if bias.device != x.device:
+            raise ValueError(f"{_OP}: argument 'bias' must be on x's device {x.device}, got {bias.device}")
+        if bias.dim() != 1 or bias.shape[0] != K:
+            raise ValueError(f"{_OP}: argument 'bias' must have shape ({K}), got {list(bias.shape)}")
+        if not bias.is_contiguous():
+            raise ValueError(f"{_OP}: argument 'bias' must be contiguous")
+    if x.dtype == torch.float64 and math != "ieee":
+        raise ValueError(f"{_OP}: argument 'math' must be 'ieee' for float64 x (tensor cores take 32- and "
+                         f"16-bit inputs), got '{math}'")
+    P = _out_size(H, padding[0], dilation[0], R, stride[0])
+    Q = _out_size(W, padding[1], dilation[1], S, stride[1])
+    if P < 1 or Q < 1:
+        raise ValueError(f"{_OP}: arguments 'weight', 'padding', 'dilation': the dilated kernel is larger than "
+                         f"the padded input (output size {P} x {Q})")
+    return N, P, Q
+
+
+def _fake_outputs(x, reduce, N, P, Q):
+    y = x.new_empty((N, 1, P, Q))
+    if reduce in ("sum", "mean"):
+        return y, x.new_empty((0,), dtype=torch.int64)
+    return y, x.new_empty((N, 1, P, Q), dtype=torch.int64)
+
+
+@torch.library.register_fake("convred::conv2d_reduce")
+def _conv2d_reduce_fake(x, weight, bias, stride, padding, dilation, groups, scale, reduce, math):
+    N, P, Q = check_args(x, weight, bias, stride, padding, dilation, groups, reduce, math)
+    return _fake_outputs(x, reduce, N, P, Q)
+
+
+@torch.library.register_fake("convred::conv2d_reduce_packed")
+def _conv2d_reduce_packed_fake(x, weight, packed, bias, stride, padding, dilation, groups, scale, reduce, math):
+    N, P, Q = check_args(x, weight, bias, stride, padding, dilation, groups, reduce, math)
+    if packed.dtype != torch.uint8:
+        raise TypeError(f"{_OP}: argument 'packed' must be uint8, got {packed.dtype}")
+    if packed.dim() != 1:
+        raise ValueError(f"{_OP}: argument 'packed' must be a contiguous 1-D uint8 tensor (pack_filter's output)")
+    return _fake_outputs(x, reduce, N, P, Q)
+
+
+@torch.library.register_fake("convred::pack_filter")
+def _pack_filter_fake(weight, x_shape, stride, padding, dilation, groups, math):
+    # the size depends on the device (0 where the wgmma kernel does not serve the problem): data-dependent
+    ctx = torch.library.get_ctx()
+    n = ctx.new_dynamic_size()
+    return weight.new_empty((n,), dtype=torch.uint8)
+
+
+# ------------------------------------------------------------------------------------------ autograd
+def _setup_context(ctx, inputs, output):
+    x, weight, bias = inputs[0], inputs[1], inputs[-8]
+    stride, padding, dilation, groups, scale, reduce, math = inputs[-7:]
+    _, indices = output
+    ctx.save_for_backward(x, weight, indices if reduce not in ("sum", "mean") else None)
+    ctx.conf = (list(stride), list(padding), list(dilation), groups, scale, reduce, bias is not None)
+
+
+def _grad_conv_out(ctx, grad_values, x, weight, indices):
+    """dL/d(conv output), (N, K, P, Q): the epilogue's scale times the reduction's gradient."""
+    stride, padding, dilation, groups, scale, reduce, _ = ctx.conf
+    K = weight.shape[0]
+    g = grad_values * scale  # (N, 1, P, Q)
+    shape = (g.shape[0], K, g.shape[2], g.shape[3])
+    if reduce in ("sum", "mean"):
+        if reduce == "mean":
+            g = g / K
+        return g.expand(shape).contiguous()
+    # min / max / argmin / argmax: all of it to the selected channel (as torch.min(x, dim)'s backward)
+    return torch.zeros(shape, dtype=g.dtype, device=g.device).scatter_(1, indices, g)
+
+
+def _backward(ctx, grad_values, grad_indices):
+    x, weight, indices = ctx.saved_tensors
+    stride, padding, dilation, groups, scale, reduce, has_bias = ctx.conf
+    need_x, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+    need_b = has_bias and ctx.needs_input_grad[-8]
+    gx = gw = gb = None
+    if grad_values is not None and (need_x or need_w or need_b):
+        g = _grad_conv_out(ctx, grad_values, x, weight, indices)
+        if need_x:
+            gx = torch.nn.grad.conv2d_input(x.shape, weight, g, stride, padding, dilation, groups)
+        if need_w:
+            gw = torch.nn.grad.conv2d_weight(x, weight.shape, g, stride, padding, dilation, groups)
+        if need_b:
+            gb = g.sum(dim=(0, 2, 3))
+    return gx, gw, gb
+
+
+def _backward_plain(ctx, grad_values, grad_indices):
+    gx, gw, gb = _backward(ctx, grad_values, grad_indices)
+    return gx, gw, gb, None, None, None, None, None, None, None
+
+
+def _backward_packed(ctx, grad_values, grad_indices):
+    gx, gw, gb = _backward(ctx, grad_values, grad_indices)
+    return gx, gw, None, gb, None, None, None, None, None, None, None
+
+
+torch.library.register_autograd("convred::conv2d_reduce", _backward_plain, setup_context=_setup_context)
+torch.library.register_autograd("convred::conv2d_reduce_packed", _backward_packed, setup_context=_setup_context)
+
+
+# ------------------------------------------------------------------------------------------ functional
+def conv2d_reduce(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    stride: IntPair = 1,
+    padding: IntPair = 0,
+    dilation: IntPair = 1,
+    groups: int = 1,
+    scale: float = 1.0,
+    reduce: str = "min",
+    math: str = "ieee",
+) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+    """Fused ``reduce(conv2d(x, weight, bias, stride, padding, dilation, groups) * scale, dim=1, keepdim=True)``.
+
+    One kernel on CUDA tensors (the (N, K, P, Q) conv output never reaches memory), launched on the
+    current stream of x's device; on CPU tensors a reference built from ATen ops (exact; ``math`` is
+    checked and ignored). Differentiable in x, weight and bias (``reduce`` other than argmin/argmax
+    indices; see below). Works under ``torch.compile(fullgraph=True)``.
+
+    Args:
+        x: (N, C, H, W), contiguous NCHW or ``torch.channels_last``; float32, float16, bfloat16 or
+            float64 (float64 needs ``math="ieee"``).
+        weight: (K, C/groups, R, S), contiguous, x's dtype and device (``nn.Conv2d.weight``).
+        bias: (K,) in x's dtype and device, or None.
+        stride, padding, dilation: int or pair (as ``torch.nn.functional.conv2d``; padding >= 0, zero padding).
+        groups: divides C and K.
+        scale: multiplies the conv output (with its bias) before the reduction (fp32; fp64 for float64).
+        reduce: ``"min"``/``"max"`` -> ``(values, indices)`` as ``torch.min(t, dim=1, keepdim=True)``
+            (NaN propagates; lowest index among ties; ``-0.0 == +0.0``); ``"argmin"``/``"argmax"`` ->
+            indices (int64); ``"sum"``/``"mean"`` -> values (accumulated in fp32, fp64 for float64).
+        math: ``"ieee"`` (exact fp32 FMA; fp64 for float64), ``"tf32"`` (PyTorch's default conv math),
+            ``"tf32x3"`` (fp32-level accuracy on tensor cores), ``"bf16"``, ``"fp16"`` (operands rounded
+            on chip, fp32 accumulation). See README "Precision". For float16 / bfloat16 x, tf32 and tf32x3
+            run the x-dtype's own tensor-core kernel: its operands are exact in TF32 and in their own type
+            alike, so the products are the same (:func:`kernel_name` says so).
+
+    Returns:
+        values (N, 1, P, Q) in x's dtype, contiguous; indices (N, 1, P, Q) int64 (min/max/argmin/argmax).
+
+    Raises:
+        ValueError / TypeError naming the bad argument (device, dtype, rank, shape, layout, groups,
+        stride/padding/dilation, reduce, math); nothing is launched or written then.
+    """
+    if reduce not in REDUCES:
+        raise ValueError(f"{_OP}: argument 'reduce' must be one of {', '.join(REDUCES)}, got '{reduce}'")
+    values, indices = torch.ops.convred.conv2d_reduce(
+        x, weight, bias, _pair(stride, "stride"), _pair(padding, "padding"), _pair(dilation, "dilation"),
+        groups, float(scale), reduce, math)
+    if reduce in ("min", "max"):
+        return values, indices
+    if reduce in ("argmin", "argmax"):
+        return indices
+    return values
+
+
+def kernel_name(x: torch.Tensor, weight: torch.Tensor, stride: IntPair = 1, padding: IntPair = 0,
+                dilation: IntPair = 1, groups: int = 1, math: str = "ieee") -> str:
+    """Which kernel :func:`conv2d_reduce` runs for these arguments (the same checks; raises as it does).
+
+    Returns one of ``"wgmma-<math> ..."`` (Hopper packed-filter kernel), ``"mma.sync-<math> ..."``
+    (tensor-core kernel), ``"simt-fp32 ..."`` / ``"simt-fp64 ..."`` (exact math) or
+    ``"cpu-reference ..."``. Queries the current CUDA device for CUDA tensors. Arguments as
+    :func:`conv2d_reduce` (x and weight: (N, C, H, W) and (K, C/groups, R, S)); raises ValueError /
+    TypeError naming a bad one.
+    """
+    code = torch.ops.convred.kernel_code(x, weight, _pair(stride, "stride"), _pair(padding, "padding"),
+                                         _pair(dilation, "dilation"), groups, math)
+    m = math
+    if math in ("tf32", "tf32x3") and x.dtype in (torch.float16, torch.bfloat16):
+        m = "fp16" if x.dtype == torch.float16 else "bf16"  # same exact operands (binding.cpp, launch)
+    return {
+        0: "cpu-reference (ATen conv2d + reduction, exact)",
+        1: "simt-fp32 (exact fp32 FMA, conv2d_reduce)",
+        2: "simt-fp64 (exact fp64 FMA, conv2d_reduce)",
+        3: f"mma.sync-{m} (tensor cores, conv2d_reduce)",
+        4: f"wgmma-{m} (sm_90a packed filter, conv2d_reduce_packed)",
+    }[code]

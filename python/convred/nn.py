@@ -1,0 +1,175 @@
+"""``convred.nn.Conv2dReduce``: a drop-in for ``reduce(nn.Conv2d(...)(x) * scale, dim=1, keepdim=True)``."""
+from __future__ import annotations
+
+import math as _pymath
+from typing import Optional, Tuple, Union
+
+import torch
+from torch import nn
+
+from ._ops import MATHS, REDUCES, _pair, kernel_name
+
+__all__ = ["Conv2dReduce"]
+
+
+def _compiling() -> bool:
+    try:
+        return torch.compiler.is_compiling()
+    except AttributeError:  # torch < 2.3
+        return torch._dynamo.is_compiling()
+
+
+class Conv2dReduce(nn.Module):
+    """Conv2d (zero padding) -> ``* scale`` -> reduction across the output channels, fused in one kernel.
+
+    Parameters and ``state_dict`` keys are those of ``nn.Conv2d``: ``weight`` (K, C/groups, R, S) and
+    ``bias`` (K) or none, initialised as ``nn.Conv2d`` does, so a state_dict moves between the two.
+
+    On Hopper (sm_90a) with float32 NCHW input and a tensor-core ``math`` (tf32, tf32x3, bf16, fp16), the
+    filter is packed once for the wgmma kernel (``torch.ops.convred.pack_filter``) and cached; it is packed
+    again when the weight changes (its ``_version`` counter, e.g. after ``optimizer.step()`` or
+    ``load_state_dict``, or its ``data_ptr``, e.g. after ``.to()``), or the input's (C, H, W), device or
+    the math changes. Under ``torch.compile`` the forward calls the unpacked operator, which packs inside
+    the call (a few microseconds), so the graph holds no Python state. :meth:`kernel_for` says which
+    kernel runs.
+
+    Args:
+        in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device, dtype:
+            as ``nn.Conv2d`` (padding: int, pair, ``"valid"``, or ``"same"`` for stride 1 and odd
+            dilated kernel sizes; padding_mode is always ``"zeros"``).
+        scale: multiplies the conv output before the reduction.
+        reduce: ``min``, ``max``, ``sum``, ``mean``, ``argmin``, ``argmax`` (see ``convred.conv2d_reduce``).
+        math: ``ieee`` (exact, default), ``tf32``, ``tf32x3``, ``bf16``, ``fp16``.
+        return_indices: for min/max, return ``(values, indices)`` instead of values.
+
+    Shapes: x (N, C, H, W) contiguous or channels_last (float32, float16, bfloat16; float64 with ieee) ->
+    (N, 1, P, Q) values, or int64 indices for argmin/argmax.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, scale: float = 1.0, reduce: str = "min", math: str = "ieee",
+                 return_indices: bool = False, device=None, dtype=None):
+        super().__init__()
+        if reduce not in REDUCES:
+            raise ValueError(f"Conv2dReduce: argument 'reduce' must be one of {', '.join(REDUCES)}, got '{reduce}'")
+        if math not in MATHS:
+            raise ValueError(f"Conv2dReduce: argument 'math' must be one of {', '.join(MATHS)}, got '{math}'")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError("Conv2dReduce: argument 'groups' must divide in_channels and out_channels")
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = tuple(_pair(kernel_size, "kernel_size"))
+        self.stride = tuple(_pair(stride, "stride"))
+        self.dilation = tuple(_pair(dilation, "dilation"))
+        self.padding = self._resolve_padding(padding, self.kernel_size, self.stride, self.dilation)
+        self.scale, self.reduce, self.math, self.return_indices = float(scale), reduce, math, return_indices
+        kw = {"device": device, "dtype": dtype}
+        self.weight = nn.Parameter(torch.empty((out_channels, in_channels // groups) + self.kernel_size, **kw))
+        if bias:
+            self.bias = nn.Parameter(torch.empty(out_channels, **kw))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+        self._packed = None  # (key, uint8 tensor): not a buffer, so the state_dict keys stay nn.Conv2d's
+        self.pack_count = 0  # how many times the filter was packed (for tests and curiosity)
+
+    @staticmethod
+    def _resolve_padding(padding, kernel_size, stride, dilation) -> Tuple[int, int]:
+        if padding == "valid":
+            return (0, 0)
+        if padding == "same":
+            if stride != (1, 1):
+                raise ValueError("Conv2dReduce: padding='same' needs stride 1")
+            tot = [d * (k - 1) for d, k in zip(dilation, kernel_size)]
+            if any(t % 2 for t in tot):
+                raise ValueError("Conv2dReduce: padding='same' with an even dilated kernel size is asymmetric "
+                                 "(not supported: convred pads both sides equally)")
+            return (tot[0] // 2, tot[1] // 2)
+        return tuple(_pair(padding, "padding"))
+
+    def reset_parameters(self) -> None:
+        """nn.Conv2d's initialisation (Kaiming-uniform weight with a = sqrt(5), uniform bias)."""
+        nn.init.kaiming_uniform_(self.weight, a=_pymath.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.weight.shape[1] * self.weight.shape[2] * self.weight.shape[3]
+            if fan_in:
+                bound = 1 / _pymath.sqrt(fan_in)
+                nn.init.uniform_(self.bias, -bound, bound)
+
+    @classmethod
+    def from_conv(cls, conv: nn.Conv2d, scale: float = 1.0, reduce: str = "min", math: str = "ieee",
+                  return_indices: bool = False) -> "Conv2dReduce":
+        """A Conv2dReduce sharing ``conv``'s weight and bias Parameters (no copy: training either trains
+        both). ``conv.padding_mode`` must be ``"zeros"``. Raises ValueError otherwise."""
+        if not isinstance(conv, nn.Conv2d):
+            raise TypeError(f"Conv2dReduce.from_conv: argument 'conv' must be an nn.Conv2d, got {type(conv)}")
+        if conv.padding_mode != "zeros":
+            raise ValueError(f"Conv2dReduce.from_conv: argument 'conv' has padding_mode '{conv.padding_mode}'; "
+                             "only 'zeros' is supported")
+        m = cls.__new__(cls)
+        nn.Module.__init__(m)
+        m.in_channels, m.out_channels, m.groups = conv.in_channels, conv.out_channels, conv.groups
+        m.kernel_size, m.stride, m.dilation = tuple(conv.kernel_size), tuple(conv.stride), tuple(conv.dilation)
+        m.padding = cls._resolve_padding(conv.padding, m.kernel_size, m.stride, m.dilation)
+        if reduce not in REDUCES:
+            raise ValueError(f"Conv2dReduce: argument 'reduce' must be one of {', '.join(REDUCES)}, got '{reduce}'")
+        if math not in MATHS:
+            raise ValueError(f"Conv2dReduce: argument 'math' must be one of {', '.join(MATHS)}, got '{math}'")
+        m.scale, m.reduce, m.math, m.return_indices = float(scale), reduce, math, return_indices
+        m.weight = conv.weight
+        if conv.bias is not None:
+            m.bias = conv.bias
+        else:
+            m.register_parameter("bias", None)
+        m._packed = None
+        m.pack_count = 0
+        return m
+
+    def extra_repr(self) -> str:
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"padding={self.padding}, dilation={self.dilation}, groups={self.groups}, "
+                f"bias={self.bias is not None}, scale={self.scale}, reduce='{self.reduce}', math='{self.math}'")
+
+    def _weight(self) -> torch.Tensor:
+        # a model moved to channels_last has channels_last 4-D parameters: the kernels read KCRS
+        w = self.weight
+        return w if w.is_contiguous() else w.contiguous()
+
+    def _packed_for(self, x: torch.Tensor, w: torch.Tensor) -> Optional[torch.Tensor]:
+        """The cached packed filter for x (packing it if the key changed); None when not used."""
+        if not (x.is_cuda and x.dtype == torch.float32 and self.math != "ieee" and x.is_contiguous()):
+            return None
+        key = (self.weight.data_ptr(), self.weight._version, x.device, tuple(x.shape[1:]), self.math,
+               self.stride, self.padding, self.dilation, self.groups)
+        if self._packed is None or self._packed[0] != key:
+            with torch.no_grad():
+                packed = torch.ops.convred.pack_filter(w.detach(), list(x.shape), list(self.stride),
+                                                       list(self.padding), list(self.dilation), self.groups,
+                                                       self.math)
+            self._packed = (key, packed)
+            self.pack_count += 1
+        packed = self._packed[1]
+        return packed if packed.numel() > 0 else None
+
+    def forward(self, x: torch.Tensor):
+        """x (N, C, H, W), contiguous or channels_last, the module's dtype and device -> (N, 1, P, Q): values
+        in x's dtype (min, max, sum, mean), int64 indices (argmin, argmax), or (values, indices) for min/max
+        with return_indices. Raises ValueError / TypeError naming the bad argument (see
+        convred.conv2d_reduce)."""
+        w = self._weight()
+        args = (list(self.stride), list(self.padding), list(self.dilation), self.groups, self.scale,
+                self.reduce, self.math)
+        packed = None if _compiling() else self._packed_for(x, w)
+        if packed is not None:
+            values, indices = torch.ops.convred.conv2d_reduce_packed(x, w, packed, self.bias, *args)
+        else:
+            values, indices = torch.ops.convred.conv2d_reduce(x, w, self.bias, *args)
+        if self.reduce in ("argmin", "argmax"):
+            return indices
+        if self.reduce in ("min", "max") and self.return_indices:
+            return values, indices
+        return values
+
+    def kernel_for(self, x: torch.Tensor) -> str:
+        """Name of the kernel ``self(x)`` runs (e.g. ``"wgmma-tf32 (sm_90a packed filter, ...)"``,
+        ``"mma.sync-tf32 ..."``, ``"simt-fp32 ..."``, ``"cpu-reference ..."``); see convred.kernel_name."""
+        return kernel_name(x, self._weight(), self.stride, self.padding, self.dilation, self.groups, self.math)

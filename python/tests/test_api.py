@@ -1,0 +1,269 @@
+"""Device-independent tests: argument errors (C++ kernels and fake kernels), the CPU reference kernel,
+opcheck, gradcheck, torch.compile and the module, on CPU (and on CUDA too where one is present)."""
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import convred
+from reference import conv_ref, reduce_ref
+
+OP = torch.ops.convred.conv2d_reduce
+
+
+def args_of(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1, scale=1.0, reduce="min",
+            math="ieee"):
+    return (x, w, b, list(stride), list(padding), list(dilation), groups, scale, reduce, math)
+
+
+def good(device="cpu", dtype=torch.float32):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 4, 7, 8, generator=g, dtype=dtype).to(device)
+    w = torch.randn(6, 4, 3, 3, generator=g, dtype=dtype).to(device)
+    b = torch.randn(6, generator=g, dtype=dtype).to(device)
+    return x, w, b
+
+
+# (id, argument named in the message, exception type, function of (x, w, b) -> op args)
+BAD = [
+    ("x-dtype", "x", TypeError, lambda x, w, b: args_of(x.int(), w.int(), None)),
+    ("x-rank", "x", ValueError, lambda x, w, b: args_of(x[0], w, b)),
+    ("x-noncontig", "x", ValueError, lambda x, w, b: args_of(x.transpose(2, 3), w, b)),
+    ("x-empty-channels", "x", ValueError, lambda x, w, b: args_of(x[:, :0], w[:, :0], b)),
+    ("w-dtype", "weight", TypeError, lambda x, w, b: args_of(x, w.double(), b)),
+    ("w-rank", "weight", ValueError, lambda x, w, b: args_of(x, w[0], b)),
+    ("w-noncontig", "weight", ValueError, lambda x, w, b: args_of(x, w.transpose(2, 3), b)),
+    ("w-channels", "weight", ValueError, lambda x, w, b: args_of(x, w[:, :3].contiguous(), b)),
+    ("w-too-big", "weight", ValueError, lambda x, w, b: args_of(x[:, :, :2, :2].contiguous(), w, b)),
+    ("b-shape", "bias", ValueError, lambda x, w, b: args_of(x, w, b[:5])),
+    ("b-dtype", "bias", TypeError, lambda x, w, b: args_of(x, w, b.double())),
+    ("b-noncontig", "bias", ValueError, lambda x, w, b: args_of(x, w, torch.cat([b, b])[::2])),
+    ("stride-0", "stride", ValueError, lambda x, w, b: args_of(x, w, b, stride=(0, 1))),
+    ("stride-len", "stride", ValueError, lambda x, w, b: args_of(x, w, b, stride=(1, 1, 1))),
+    ("padding-neg", "padding", ValueError, lambda x, w, b: args_of(x, w, b, padding=(-1, 0))),
+    ("dilation-0", "dilation", ValueError, lambda x, w, b: args_of(x, w, b, dilation=(1, 0))),
+    ("groups-0", "groups", ValueError, lambda x, w, b: args_of(x, w, b, groups=0)),
+    ("groups-divide", "groups", ValueError, lambda x, w, b: args_of(x, w, b, groups=3)),
+    ("reduce", "reduce", ValueError, lambda x, w, b: args_of(x, w, b, reduce="median")),
+    ("math", "math", ValueError, lambda x, w, b: args_of(x, w, b, math="fp8")),
+    ("f64-math", "math", ValueError, lambda x, w, b: args_of(x.double(), w.double(), b.double(), math="tf32")),
+]
+
+
+def devices():
+    return ["cpu", pytest.param("cuda", marks=pytest.mark.gpu), "meta"]
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("case", BAD, ids=[c[0] for c in BAD])
+def test_bad_argument_names_it(device, case):
+    _, name, exc, make = case
+    x, w, b = good(device)
+    with pytest.raises(exc, match=f"'{name}'"):
+        OP(*make(x, w, b))
+
+
+@pytest.mark.gpu
+def test_bad_device_names_it():
+    x, w, b = good("cuda")
+    with pytest.raises(ValueError, match="'weight'"):
+        OP(*args_of(x, w.cpu(), b))
+    with pytest.raises(ValueError, match="'bias'"):
+        OP(*args_of(x, w, b.cpu()))
+    torch.cuda.synchronize()  # nothing pending
+
+
+def test_meta_and_cpu_errors_agree():
+    """The fake kernel (Python) and the C++ checks raise the same type with the same message."""
+    for _, _, _, make in BAD:
+        msgs = []
+        for device in ("cpu", "meta"):
+            x, w, b = good(device)
+            try:
+                OP(*make(x, w, b))
+                msgs.append(None)
+            except (ValueError, TypeError) as e:
+                msgs.append((type(e), re.search(r"arguments? '[^']+'(, '[^']+')*", str(e)).group(0)))
+        assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("reduce", convred.REDUCES)
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+def test_cpu_reference_matches_float64(reduce, layout):
+    x, w, b = good("cpu")
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=torch.channels_last)
+    vals, idx = OP(*args_of(x, w, b, stride=(1, 2), padding=(1, 0), scale=-1.5, reduce=reduce))
+    rv, ri = reduce_ref(conv_ref(x, w, b, (1, 2), (1, 0), (1, 1), 1, -1.5), reduce)
+    assert vals.shape == rv.shape and vals.dtype == x.dtype and vals.is_contiguous()
+    torch.testing.assert_close(vals.double(), rv, rtol=1e-5, atol=1e-5)
+    if ri is None:
+        assert idx.numel() == 0
+    else:
+        assert torch.equal(idx, ri)
+
+
+def test_empty_batch():
+    x, w, b = good("cpu")
+    vals, idx = OP(*args_of(x[:0], w, b))
+    assert vals.shape == (0, 1, 5, 6) and idx.shape == (0, 1, 5, 6)
+
+
+def test_functional_returns():
+    x, w, b = good("cpu")
+    v, i = convred.conv2d_reduce(x, w, b, scale=2.0, reduce="min")
+    ref = torch.min(F.conv2d(x, w, b) * 2.0, dim=1, keepdim=True)
+    torch.testing.assert_close(v, ref.values)
+    assert torch.equal(i, ref.indices)
+    assert torch.equal(convred.conv2d_reduce(x, w, b, scale=2.0, reduce="argmin"), ref.indices)
+    s = convred.conv2d_reduce(x, w, b, reduce="sum", padding=1)
+    assert s.shape == (2, 1, 7, 8)
+    with pytest.raises(ValueError, match="'stride'"):
+        convred.conv2d_reduce(x, w, b, stride=(1, 1, 1))
+
+
+OPCHECK_REDUCES = ["min", "max", "sum", "mean", "argmax"]
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("reduce", OPCHECK_REDUCES)
+def test_opcheck(device, reduce):
+    dtype = torch.float32
+    x, w, b = good(device, dtype)
+    x.requires_grad_(reduce != "argmax")
+    w.requires_grad_(reduce != "argmax")
+    torch.library.opcheck(OP, args_of(x, w, b, padding=(1, 1), scale=2.0, reduce=reduce))
+    xc = x.detach().contiguous(memory_format=torch.channels_last)
+    torch.library.opcheck(OP, args_of(xc, w.detach(), None, stride=(2, 1), reduce=reduce))
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_opcheck_packed(device):
+    x, w, b = good(device)
+    packed = torch.ops.convred.pack_filter(w, list(x.shape), [1, 1], [0, 0], [1, 1], 1, "tf32")
+    torch.library.opcheck(torch.ops.convred.conv2d_reduce_packed,
+                          (x, w, packed, b, [1, 1], [0, 0], [1, 1], 1, 2.0, "min", "tf32"))
+
+
+def gradcheck_inputs(device, reduce):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(2, 3, 6, 5, generator=g, dtype=torch.float64).to(device).requires_grad_()
+    w = torch.randn(4, 3, 3, 2, generator=g, dtype=torch.float64).to(device).requires_grad_()
+    b = torch.randn(4, generator=g, dtype=torch.float64).to(device).requires_grad_()
+    return x, w, b
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("reduce", ["min", "max", "sum", "mean", "argmin"])
+def test_gradcheck_float64(device, reduce):
+    x, w, b = gradcheck_inputs(device, reduce)
+
+    def f(x, w, b):
+        return OP(x, w, b, [1, 2], [1, 0], [1, 1], 1, -1.5, reduce, "ieee")[0]
+
+    assert torch.autograd.gradcheck(f, (x, w, b), eps=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_gradcheck_groups(device):
+    x, w, b = gradcheck_inputs(device, "min")
+    x = torch.randn(1, 4, 5, 5, dtype=torch.float64, device=device, requires_grad=True)
+    w = torch.randn(6, 2, 3, 3, dtype=torch.float64, device=device, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, w: OP(x, w, None, [1, 1], [1, 1], [2, 1], 2, 2.0, "max", "ieee")[0],
+                                    (x, w), eps=1e-6, atol=1e-6)
+
+
+def test_backward_matches_pytorch_min():
+    """The min gradient goes to the selected channel only, as torch.min(t, dim)'s."""
+    x, w, b = (t.requires_grad_() for t in good("cpu", torch.float64))
+    v, _ = convred.conv2d_reduce(x, w, b, scale=2.0, reduce="min", padding=1)
+    gy = torch.randn_like(v)
+    gx, gw, gb = torch.autograd.grad(v, (x, w, b), gy)
+    r = torch.min(F.conv2d(x, w, b, padding=1) * 2.0, dim=1, keepdim=True).values
+    rx, rw, rb = torch.autograd.grad(r, (x, w, b), gy)
+    torch.testing.assert_close((gx, gw, gb), (rx, rw, rb))
+
+
+class SeedLike(torch.nn.Module):
+    def __init__(self, math="ieee"):
+        super().__init__()
+        conv = torch.nn.Conv2d(4, 8, 3)
+        self.inner = convred.nn.Conv2dReduce.from_conv(conv, scale=2.0, reduce="min", math=math)
+
+    def forward(self, x):
+        return torch.relu(self.inner(x)) + 1.0
+
+
+@pytest.mark.parametrize("reduce", ["min", "sum"])
+def test_torch_compile_fullgraph_cpu(reduce):
+    torch._dynamo.reset()
+    m = SeedLike()
+    m.inner.reduce = reduce
+    x = torch.randn(2, 4, 9, 10, requires_grad=True)
+    eager = m(x)
+    compiled = torch.compile(m, fullgraph=True, backend="aot_eager")
+    out = compiled(x)
+    torch.testing.assert_close(out, eager)
+    out.sum().backward()
+    g = x.grad.clone()
+    x.grad = None
+    eager.sum().backward()
+    torch.testing.assert_close(g, x.grad)
+
+
+def test_torch_compile_dynamic_shapes_cpu():
+    torch._dynamo.reset()
+    m = SeedLike()
+    compiled = torch.compile(m, fullgraph=True, backend="aot_eager", dynamic=True)
+    for n, h in ((1, 8), (3, 11)):
+        x = torch.randn(n, 4, h, 9)
+        torch.testing.assert_close(compiled(x), m(x))
+
+
+def test_module_matches_conv2d_and_state_dict():
+    conv = torch.nn.Conv2d(4, 6, (3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2), bias=True)
+    m = convred.nn.Conv2dReduce.from_conv(conv, scale=-0.5, reduce="max")
+    assert list(m.state_dict().keys()) == list(conv.state_dict().keys()) == ["weight", "bias"]
+    assert m.weight is conv.weight and m.bias is conv.bias
+    x = torch.randn(2, 4, 9, 9)
+    torch.testing.assert_close(m(x), torch.amax(conv(x) * -0.5, dim=1, keepdim=True))
+    m2 = convred.nn.Conv2dReduce(4, 6, (3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2), scale=-0.5,
+                                 reduce="max")
+    assert [(k, v.shape) for k, v in m2.state_dict().items()] == [(k, v.shape) for k, v in conv.state_dict().items()]
+    m2.load_state_dict(conv.state_dict())
+    torch.testing.assert_close(m2(x), m(x))
+    conv.load_state_dict(m2.state_dict())
+    nb = convred.nn.Conv2dReduce(4, 6, 3, bias=False)
+    assert list(nb.state_dict().keys()) == ["weight"] and nb.bias is None
+    assert "cpu-reference" in m.kernel_for(x)
+
+
+def test_module_options():
+    conv = torch.nn.Conv2d(4, 6, 3, padding="same", bias=False)
+    m = convred.nn.Conv2dReduce.from_conv(conv, reduce="min", return_indices=True)
+    x = torch.randn(1, 4, 5, 5)
+    v, i = m(x)
+    r = torch.min(conv(x), dim=1, keepdim=True)
+    torch.testing.assert_close(v, r.values)
+    assert torch.equal(i, r.indices)
+    # a model converted to channels_last has channels_last weights: still served
+    m = m.to(memory_format=torch.channels_last)
+    v2, _ = m(x.contiguous(memory_format=torch.channels_last))
+    torch.testing.assert_close(v2, v)
+    with pytest.raises(ValueError, match="padding_mode"):
+        convred.nn.Conv2dReduce.from_conv(torch.nn.Conv2d(4, 6, 3, padding_mode="reflect"))
+    with pytest.raises(ValueError, match="'math'"):
+        convred.nn.Conv2dReduce.from_conv(conv, math="fp8")
+
+
+def test_module_trains():
+    torch.manual_seed(0)
+    m = convred.nn.Conv2dReduce(3, 5, 3, padding=1, scale=2.0, reduce="mean")
+    ref = torch.nn.Conv2d(3, 5, 3, padding=1)
+    ref.load_state_dict(m.state_dict())
+    x = torch.randn(2, 3, 6, 6)
+    for mod, out in ((m, m(x)), (ref, (ref(x) * 2.0).mean(1, keepdim=True))):
+        out.square().sum().backward()
+    torch.testing.assert_close(m.weight.grad, ref.weight.grad)
+    torch.testing.assert_close(m.bias.grad, ref.bias.grad)

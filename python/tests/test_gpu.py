@@ -1,0 +1,241 @@
+"""CUDA kernels against float64 references: every reduce x dtype x math, layouts, strides/padding/groups,
+NaN / ties / +-0 / +-inf, the packed (wgmma) path and its cache, streams, torch.compile with inductor.
+All marked `gpu` (skipped without a CUDA device); tensor-core maths need sm_80+."""
+import pytest
+import torch
+
+import convred
+from conftest import sm
+from reference import conv_ref, reduce_ref, rel_err, tol
+
+pytestmark = pytest.mark.gpu
+OP = torch.ops.convred.conv2d_reduce
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+
+
+def maths_for(dtype):
+    return ["ieee"] if dtype == torch.float64 else ["ieee", "tf32", "tf32x3", "bf16", "fp16"]
+
+
+# (dtype, math) pairs that run (float64 runs math ieee only; other maths are an error, tested in test_api)
+DTYPE_MATH = [pytest.param(d, m, id=f"{str(d).split('.')[-1]}-{m}") for d in DTYPES for m in maths_for(d)]
+# not tf32x3 in the special-value test: its split small = v - tf32(v) is inf - inf = NaN for an infinite
+# input, so +-inf inputs give NaN there (a property of 3xTF32, not checked here)
+DTYPE_MATH_SPECIAL = [p for p in DTYPE_MATH if p.values[1] != "tf32x3"]
+
+
+def need_tc(math):
+    if math != "ieee" and sm() < 80:
+        pytest.skip("tensor-core maths need compute capability 8.0+")
+
+
+def make(shape_x, shape_w, dtype, seed=0, bias=True, layout="nchw"):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(shape_x, generator=g, dtype=torch.float64).to(dtype)
+    w = ((torch.rand(shape_w, generator=g, dtype=torch.float64) - 0.5) * 0.2).to(dtype)
+    b = ((torch.rand(shape_w[0], generator=g, dtype=torch.float64) - 0.5) * 0.2).to(dtype) if bias else None
+    x = x.cuda()
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=torch.channels_last)
+    return x, w.cuda(), None if b is None else b.cuda()
+
+
+def check(x, w, b, stride, padding, dilation, groups, scale, reduce, math):
+    vals, idx = OP(x, w, b, list(stride), list(padding), list(dilation), groups, scale, reduce, math)
+    out = conv_ref(x, w, b, stride, padding, dilation, groups, scale)
+    rv, ri = reduce_ref(out, reduce)
+    assert vals.shape == rv.shape and vals.dtype == x.dtype and vals.device == x.device
+    err = rel_err(vals, rv)
+    assert err <= tol(math, x.dtype), f"rel err {err:.3g} > {tol(math, x.dtype):.3g}"
+    if ri is not None:
+        assert idx.shape == ri.shape and idx.dtype == torch.int64
+        # the chosen channel attains the extreme within the math's accuracy (near-ties may differ)
+        picked = out.gather(1, idx)
+        scale_ref = out.abs().amax().clamp_min(1e-30)
+        assert ((picked - rv).abs() / scale_ref).max().item() <= 4 * tol(math, x.dtype)
+        if math == "ieee" and x.dtype == torch.float64:
+            assert torch.equal(idx, ri)
+    else:
+        assert idx.numel() == 0
+    return vals, idx
+
+
+@pytest.mark.parametrize("dtype,math", DTYPE_MATH)
+@pytest.mark.parametrize("reduce", convred.REDUCES)
+def test_every_reduce_dtype_math(dtype, math, reduce):
+    need_tc(math)
+    x, w, b = make((2, 16, 12, 20), (24, 16, 3, 3), dtype)
+    check(x, w, b, (1, 1), (1, 1), (1, 1), 1, 2.0, reduce, math)
+
+
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+@pytest.mark.parametrize("math", ["ieee", "tf32", "tf32x3", "bf16", "fp16"])
+@pytest.mark.parametrize(
+    "geom",
+    [((1, 1), (0, 0), (1, 1), 1, (3, 3)), ((2, 1), (1, 2), (1, 1), 1, (3, 5)), ((1, 1), (2, 2), (2, 1), 1, (3, 3)),
+     ((1, 2), (0, 1), (1, 1), 4, (3, 3)), ((1, 1), (0, 0), (1, 1), 1, (1, 1))],
+    ids=["3x3", "stride-pad", "dilation", "groups4", "1x1"])
+def test_geometry_and_layout(layout, math, geom):
+    need_tc(math)
+    stride, padding, dilation, groups, (R, S) = geom
+    x, w, b = make((3, 8, 13, 16), (12, 8 // groups, R, S), torch.float32, seed=3, layout=layout)
+    check(x, w, b, stride, padding, dilation, groups, -1.5, "min", math)
+    check(x, w, None, stride, padding, dilation, groups, 1.0, "sum", math)
+
+
+@pytest.mark.parametrize("K", [1, 3, 33, 130])
+def test_odd_channel_counts(K):
+    x, w, b = make((2, 5, 9, 12), (K, 5, 3, 3), torch.float32, seed=K)
+    for math in ("ieee", "tf32"):
+        need_tc(math)
+        check(x, w, b, (1, 1), (1, 1), (1, 1), 1, 2.0, "argmax", math)
+
+
+def special_case(dtype, device="cuda"):
+    """Depthwise 1x1 conv with weight 1 and no bias: the conv output is x exactly, channel by channel."""
+    inf, nan = float("inf"), float("nan")
+    cols = [
+        [3.0, 1.0, 1.0, 2.0, 1.0],      # ties: lowest index (1)
+        [0.0, -0.0, 0.0, 1.0, 2.0],     # +-0 compare equal: index 0
+        [-0.0, 0.0, 1.0, 1.0, 2.0],     # index 0
+        [2.0, nan, 1.0, nan, -1.0],     # NaN propagates, first NaN's index (1)
+        [inf, inf, inf, inf, inf],      # all +inf: +inf, index 0 (the start value never leaks)
+        [-inf, 1.0, -inf, 2.0, 3.0],    # -inf: index 0
+        [1.0, 2.0, 3.0, 4.0, -inf],     # index 4
+        [nan, nan, 1.0, 2.0, 3.0],      # index 0
+    ]
+    x = torch.tensor(cols, dtype=torch.float64).t().reshape(1, 5, 1, len(cols))  # (N=1, C=5, H=1, W=8)
+    x = x.to(dtype).to(device)
+    w = torch.ones(5, 1, 1, 1, dtype=dtype, device=device)
+    return x, w
+
+
+@pytest.mark.parametrize("dtype,math", DTYPE_MATH_SPECIAL)
+@pytest.mark.parametrize("reduce", ["min", "max", "argmin", "argmax"])
+@pytest.mark.parametrize("scale", [1.0, -2.0])
+def test_nan_ties_zero_inf(dtype, math, reduce, scale):
+    need_tc(math)
+    x, w = special_case(dtype)
+    vals, idx = OP(x, w, None, [1, 1], [0, 0], [1, 1], 5, scale, reduce, math)
+    rv, ri = reduce_ref(x.double() * scale, reduce)
+    assert torch.equal(idx, ri), f"indices {idx.flatten().tolist()} != {ri.flatten().tolist()}"
+    same = (vals.double() == rv) | (vals.isnan() & rv.isnan())
+    assert bool(same.all()), f"values {vals.flatten().tolist()} != {rv.flatten().tolist()}"
+
+
+def test_sum_mean_inf_nan():
+    x, w = special_case(torch.float32)
+    for reduce in ("sum", "mean"):
+        vals, _ = OP(x, w, None, [1, 1], [0, 0], [1, 1], 5, 1.0, reduce, "ieee")
+        ref = x.double().sum(1, keepdim=True) / (5 if reduce == "mean" else 1)
+        assert torch.equal(vals.isnan(), ref.isnan())
+        ok = ~ref.isnan()
+        torch.testing.assert_close(vals.double()[ok], ref[ok])
+
+
+def test_matches_pytorch_seed_like():
+    """The seed model's expression, scaled down: convred tf32 / ieee vs torch.min(conv*2) in float64."""
+    torch.manual_seed(42)
+    conv = torch.nn.Conv2d(64, 128, 3).cuda()
+    x = torch.rand(2, 64, 64, 64, device="cuda")
+    ref = torch.min(torch.nn.functional.conv2d(x.double(), conv.weight.double(), conv.bias.double()) * 2.0, 1,
+                    keepdim=True).values
+    for math, bound in (("ieee", 1e-5), ("tf32x3", 1e-5), ("tf32", 1e-3), ("bf16", 1e-2), ("fp16", 1e-2)):
+        need_tc(math)
+        m = convred.nn.Conv2dReduce.from_conv(conv, scale=2.0, reduce="min", math=math)
+        with torch.no_grad():
+            y = m(x)
+        assert rel_err(y, ref) <= bound, (math, rel_err(y, ref))
+
+
+def test_module_packs_once_and_repacks_on_change():
+    need_tc("tf32")
+    conv = torch.nn.Conv2d(16, 32, 3).cuda()
+    m = convred.nn.Conv2dReduce.from_conv(conv, scale=2.0, reduce="min", math="tf32")
+    x = torch.rand(2, 16, 20, 24, device="cuda")
+    kernel = m.kernel_for(x)
+    if sm() == 90:
+        assert kernel.startswith("wgmma-tf32"), kernel
+    else:
+        assert kernel.startswith("mma.sync-tf32"), kernel
+    with torch.no_grad():
+        y1 = m(x)
+        m(x)
+        m(x)
+    served = kernel.startswith("wgmma")
+    assert m.pack_count == 1 or not served
+    ref = lambda: torch.min(conv(x).double() * 2.0, 1, keepdim=True).values  # noqa: E731
+    assert rel_err(y1, ref()) <= 1e-3
+    with torch.no_grad():
+        conv.weight.mul_(-1.0)  # in place: _version changes, data_ptr does not
+        y2 = m(x)
+    assert m.pack_count == (2 if served else m.pack_count)
+    assert rel_err(y2, ref()) <= 1e-3
+    x2 = torch.rand(1, 16, 12, 16, device="cuda")  # another input size: packed again
+    with torch.no_grad():
+        y3 = m(x2)
+    assert rel_err(y3, torch.min(conv(x2).double() * 2.0, 1, keepdim=True).values) <= 1e-3
+
+
+def test_packed_op_checks_size():
+    if sm() != 90:
+        pytest.skip("the wgmma packed path needs sm_90")
+    x, w, b = make((1, 16, 12, 16), (32, 16, 3, 3), torch.float32)
+    small = torch.empty(16, dtype=torch.uint8, device="cuda")
+    with pytest.raises(ValueError, match="'packed'"):
+        torch.ops.convred.conv2d_reduce_packed(x, w, small, b, [1, 1], [0, 0], [1, 1], 1, 1.0, "min", "tf32")
+
+
+def test_current_stream_and_device_guard():
+    x, w, b = make((2, 8, 16, 16), (16, 8, 3, 3), torch.float32)
+    s = torch.cuda.Stream()
+    ref, _ = OP(x, w, b, [1, 1], [1, 1], [1, 1], 1, 2.0, "min", "ieee")
+    with torch.cuda.stream(s):
+        y, _ = OP(x, w, b, [1, 1], [1, 1], [1, 1], 1, 2.0, "min", "ieee")
+    s.synchronize()
+    assert torch.equal(y, ref)
+    if torch.cuda.device_count() > 1:
+        x1, w1, b1 = x.to("cuda:1"), w.to("cuda:1"), b.to("cuda:1")
+        with torch.cuda.device(0):
+            y1, _ = OP(x1, w1, b1, [1, 1], [1, 1], [1, 1], 1, 2.0, "min", "ieee")
+        assert y1.device == torch.device("cuda:1")
+        assert torch.equal(y1.cpu(), ref.cpu())
+
+
+def test_misaligned_x_falls_back():
+    """x at an offset that is 4- but not 16-byte aligned: the packed path falls back, same answer."""
+    need_tc("tf32")
+    base = torch.rand(1 * 8 * 12 * 16 + 1, device="cuda")
+    x = base[1:].view(1, 8, 12, 16)
+    w = torch.rand(16, 8, 3, 3, device="cuda") - 0.5
+    assert "mma.sync" in convred.kernel_name(x, w, math="tf32")
+    check(x, w, None, (1, 1), (0, 0), (1, 1), 1, 1.0, "min", "tf32")
+
+
+@pytest.mark.parametrize("math", ["ieee", "tf32"])
+def test_torch_compile_inductor_fullgraph(math):
+    need_tc(math)
+    torch._dynamo.reset()
+    conv = torch.nn.Conv2d(16, 32, 3).cuda()
+    model = torch.nn.Sequential(convred.nn.Conv2dReduce.from_conv(conv, scale=2.0, reduce="min", math=math),
+                                torch.nn.ReLU())
+    x = torch.rand(2, 16, 20, 24, device="cuda")
+    with torch.no_grad():
+        eager = model(x)
+        compiled = torch.compile(model, fullgraph=True)(x)
+    torch.testing.assert_close(compiled, eager, rtol=0, atol=0)
+
+
+def test_backward_cuda_matches_pytorch():
+    x, w, b = make((2, 8, 10, 12), (16, 8, 3, 3), torch.float64)
+    for t in (x, w, b):
+        t.requires_grad_()
+    for reduce in ("min", "max", "sum", "mean"):
+        v, _ = OP(x, w, b, [1, 1], [1, 1], [1, 1], 1, 2.0, reduce, "ieee")
+        gy = torch.randn_like(v)
+        got = torch.autograd.grad(v, (x, w, b), gy)
+        out = torch.nn.functional.conv2d(x, w, b, padding=1) * 2.0
+        r = {"min": lambda: out.min(1, keepdim=True).values, "max": lambda: out.max(1, keepdim=True).values,
+             "sum": lambda: out.sum(1, keepdim=True), "mean": lambda: out.mean(1, keepdim=True)}[reduce]()
+        want = torch.autograd.grad(r, (x, w, b), gy)
+        torch.testing.assert_close(got, want)
