@@ -11,6 +11,8 @@
 // Per-operator ATen headers and no pybind11 (the library is loaded with torch.ops.load_library): the
 // host compile of this file is a fraction of what <torch/extension.h> costs.
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
+#include <string>
+
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/conv2d.h>
 #include <ATen/ops/empty.h>
@@ -65,6 +67,17 @@ namespace {
 
 constexpr const char* kOp = "convred.conv2d_reduce";
 
+// Integers in error messages are formatted here with std::to_string, never by c10::str's stream output:
+// on the H200 machine's PyTorch 2.11 build (Python 3.12) an error message with an integer argument
+// formatted by c10::str crashed the process (a segmentation fault while raising the ValueError), while
+// messages made only of strings raised cleanly.
+std::string istr(int64_t v) { return std::to_string(v); }
+std::string istr(c10::IntArrayRef v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
 reduce_kind parse_reduce(const std::string& s) {
   if (s == "min") return reduce_kind::min;
   if (s == "max") return reduce_kind::max;
@@ -88,8 +101,8 @@ math_kind parse_math(const std::string& s) {
 bool has_index(reduce_kind r) { return r != reduce_kind::sum && r != reduce_kind::mean; }
 
 void check_pair(c10::IntArrayRef v, const char* name, int64_t lo) {
-  TORCH_CHECK_VALUE(v.size() == 2, kOp, ": argument '", name, "' must have 2 elements, got ", v.size());
-  TORCH_CHECK_VALUE(v[0] >= lo && v[1] >= lo, kOp, ": argument '", name, "' must be >= ", lo, ", got ", v);
+  TORCH_CHECK_VALUE(v.size() == 2, kOp, ": argument '", name, "' must have 2 elements, got ", istr(static_cast<int64_t>(v.size())));
+  TORCH_CHECK_VALUE(v[0] >= lo && v[1] >= lo, kOp, ": argument '", name, "' must be >= ", istr(lo), ", got ", istr(v));
 }
 
 /// Everything the kernels need, checked (the same rules as convred/_ops.py's fake kernel).
@@ -110,7 +123,7 @@ checked check_args(const at::Tensor& x, const at::Tensor& weight, const c10::opt
   const auto dt = x.scalar_type();
   TORCH_CHECK_TYPE(dt == at::kFloat || dt == at::kHalf || dt == at::kBFloat16 || dt == at::kDouble, kOp,
                    ": argument 'x' must be float32, float16, bfloat16 or float64, got ", dt);
-  TORCH_CHECK_VALUE(x.dim() == 4, kOp, ": argument 'x' must be 4-D (N, C, H, W), got ", x.dim(), "-D");
+  TORCH_CHECK_VALUE(x.dim() == 4, kOp, ": argument 'x' must be 4-D (N, C, H, W), got ", istr(x.dim()), "-D");
   TORCH_CHECK_VALUE(x.is_contiguous() || x.is_contiguous(at::MemoryFormat::ChannelsLast), kOp,
                     ": argument 'x' must be contiguous (NCHW) or channels_last contiguous (NHWC)");
   TORCH_CHECK_TYPE(weight.scalar_type() == dt, kOp, ": argument 'weight' must have x's dtype ", dt, ", got ",
@@ -118,29 +131,29 @@ checked check_args(const at::Tensor& x, const at::Tensor& weight, const c10::opt
   TORCH_CHECK_VALUE(weight.device() == x.device(), kOp, ": argument 'weight' must be on x's device ", x.device(),
                     ", got ", weight.device());
   TORCH_CHECK_VALUE(weight.dim() == 4, kOp, ": argument 'weight' must be 4-D (K, C/groups, R, S), got ",
-                    weight.dim(), "-D");
+                    istr(weight.dim()), "-D");
   TORCH_CHECK_VALUE(weight.is_contiguous(), kOp, ": argument 'weight' must be contiguous (K, C/groups, R, S)");
-  TORCH_CHECK_VALUE(groups >= 1, kOp, ": argument 'groups' must be >= 1, got ", groups);
+  TORCH_CHECK_VALUE(groups >= 1, kOp, ": argument 'groups' must be >= 1, got ", istr(groups));
   check_pair(stride, "stride", 1);
   check_pair(padding, "padding", 0);
   check_pair(dilation, "dilation", 1);
   const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
   const int64_t K = weight.size(0), R = weight.size(2), S = weight.size(3);
-  TORCH_CHECK_VALUE(C >= 1 && H >= 1 && W >= 1, kOp, ": argument 'x' must have C, H, W >= 1, got ", x.sizes());
+  TORCH_CHECK_VALUE(C >= 1 && H >= 1 && W >= 1, kOp, ": argument 'x' must have C, H, W >= 1, got ", istr(x.sizes()));
   TORCH_CHECK_VALUE(K >= 1 && R >= 1 && S >= 1, kOp, ": argument 'weight' must have K, R, S >= 1, got ",
-                    weight.sizes());
-  TORCH_CHECK_VALUE(C % groups == 0 && K % groups == 0, kOp, ": argument 'groups' (", groups,
-                    ") must divide x's channels (", C, ") and weight's output channels (", K, ")");
-  TORCH_CHECK_VALUE(weight.size(1) * groups == C, kOp, ": argument 'weight' must have C/groups = ", C / groups,
-                    " input channels, got ", weight.size(1));
+                    istr(weight.sizes()));
+  TORCH_CHECK_VALUE(C % groups == 0 && K % groups == 0, kOp, ": argument 'groups' (", istr(groups),
+                    ") must divide x's channels (", istr(C), ") and weight's output channels (", istr(K), ")");
+  TORCH_CHECK_VALUE(weight.size(1) * groups == C, kOp, ": argument 'weight' must have C/groups = ", istr(C / groups),
+                    " input channels, got ", istr(weight.size(1)));
   if (bias.has_value() && bias->defined()) {
     const at::Tensor& b = *bias;
     TORCH_CHECK_TYPE(b.scalar_type() == dt, kOp, ": argument 'bias' must have x's dtype ", dt, ", got ",
                      b.scalar_type());
     TORCH_CHECK_VALUE(b.device() == x.device(), kOp, ": argument 'bias' must be on x's device ", x.device(),
                       ", got ", b.device());
-    TORCH_CHECK_VALUE(b.dim() == 1 && b.size(0) == K, kOp, ": argument 'bias' must have shape (", K, "), got ",
-                      b.sizes());
+    TORCH_CHECK_VALUE(b.dim() == 1 && b.size(0) == K, kOp, ": argument 'bias' must have shape (", istr(K), "), got ",
+                      istr(b.sizes()));
     TORCH_CHECK_VALUE(b.is_contiguous(), kOp, ": argument 'bias' must be contiguous");
   }
   TORCH_CHECK_VALUE(dt != at::kDouble || c.math == math_kind::ieee, kOp,
@@ -156,10 +169,10 @@ checked check_args(const at::Tensor& x, const at::Tensor& weight, const c10::opt
   TORCH_CHECK_VALUE(p.P() >= 1 && p.Q() >= 1, kOp,
                     ": arguments 'weight', 'padding', 'dilation': the dilated kernel is larger than the padded "
                     "input (output size ",
-                    p.P(), " x ", p.Q(), ")");
+                    istr(p.P()), " x ", istr(p.Q()), ")");
   const convred::status s = convred::validate(p, static_cast<int64_t>(x.element_size()));
-  TORCH_CHECK_VALUE(s == convred::status::success, kOp, ": arguments 'x', 'weight' (sizes ", x.sizes(), ", ",
-                    weight.sizes(), "): ", convred::to_string(s));
+  TORCH_CHECK_VALUE(s == convred::status::success, kOp, ": arguments 'x', 'weight' (sizes ", istr(x.sizes()), ", ",
+                    istr(weight.sizes()), "): ", convred::to_string(s));
   return c;
 }
 
@@ -250,7 +263,7 @@ std::tuple<at::Tensor, at::Tensor> run_cuda(const at::Tensor& x, const at::Tenso
   if (need > 0) {
     if (packed_in) {
       TORCH_CHECK_VALUE(static_cast<std::size_t>(packed_in->numel()) >= need, kOp,
-                        ": argument 'packed' has ", packed_in->numel(), " bytes, this problem needs ", need,
+                        ": argument 'packed' has ", istr(packed_in->numel()), " bytes, this problem needs ", std::to_string(need),
                         " (pack it with pack_filter for this weight, input shape and math)");
       a.packed = packed_in->data_ptr();
       a.packed_bytes = static_cast<std::size_t>(packed_in->numel());
@@ -306,7 +319,7 @@ checked check_pack_args(const at::Tensor& weight, c10::IntArrayRef x_shape, c10:
                         c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups,
                         const std::string& math) {
   TORCH_CHECK_VALUE(x_shape.size() == 4, "convred.pack_filter: argument 'x_shape' must have 4 elements (N, C, H, W), got ",
-                    x_shape.size());
+                    istr(static_cast<int64_t>(x_shape.size())));
   // check the problem through the operator's rules on a meta x of that shape
   const at::Tensor x = at::empty(x_shape, weight.options().device(at::kMeta));
   return check_args(x, weight.to(at::kMeta), c10::nullopt, stride, padding, dilation, groups, "min", math);
