@@ -158,23 +158,10 @@ bool run_and_check(const char* name, const convred::conv2d_problem& p, const std
 
 int main(int argc, char** argv) {
   std::uint64_t seed = ex::fresh_seed();
-  try {
-    for (ex::arg_reader a(argc, argv); a.next();) {
-      if (a.help()) {
-        std::printf("Usage: %s [--seed N]\nUser-defined epilogue (leaky ReLU) and reduction ops (max |v|, "
-                    "log-sum-exp) on __half through convred::device::conv2d_reduce, checked against float64.\n",
-                    argv[0]);
-        return 0;
-      } else if (a.key() == "--seed") {
-        seed = ex::parse_seed(a.key(), a.value());
-      } else {
-        a.unknown();
-      }
-    }
-  } catch (const ex::usage_error& e) {
-    std::fprintf(stderr, "%s: %s (see --help)\n", argv[0], e.what());
-    return ex::finish(false);
-  }
+  const char* about =
+      "User-defined epilogue (leaky ReLU) and reduction ops (max |v|, "
+      "log-sum-exp) on __half through convred::device::conv2d_reduce, checked against float64.";
+  if (const int rc = ex::parse_seed_only(argc, argv, about, seed); rc >= 0) return rc == 0 ? 0 : ex::finish(false);
 
   convred::conv2d_problem p;
   p.N = 2, p.C = 24, p.H = 33, p.W = 33, p.K = 40, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1;

@@ -99,22 +99,10 @@ bool reduce_and_check(const convred::channel_reduce_problem& p, const thrust::de
 
 int main(int argc, char** argv) {
   std::uint64_t seed = ex::fresh_seed();
-  try {
-    for (ex::arg_reader a(argc, argv); a.next();) {
-      if (a.help()) {
-        std::printf("Usage: %s [--seed N]\nconvred::device::channel_reduce (argmax, mean) of a tensor held in "
-                    "thrust::device_vector, NCHW and NHWC, checked against float64.\n", argv[0]);
-        return 0;
-      } else if (a.key() == "--seed") {
-        seed = ex::parse_seed(a.key(), a.value());
-      } else {
-        a.unknown();
-      }
-    }
-  } catch (const ex::usage_error& e) {
-    std::fprintf(stderr, "%s: %s (see --help)\n", argv[0], e.what());
-    return ex::finish(false);
-  }
+  const char* about =
+      "convred::device::channel_reduce (argmax, mean) of a tensor held in "
+      "thrust::device_vector, NCHW and NHWC, checked against float64.";
+  if (const int rc = ex::parse_seed_only(argc, argv, about, seed); rc >= 0) return rc == 0 ? 0 : ex::finish(false);
 
   convred::channel_reduce_problem p;
   p.N = 3, p.C = 37, p.H = 19, p.W = 23;

@@ -96,22 +96,10 @@ __global__ void __launch_bounds__(my_tile_policy::threads)
 
 int main(int argc, char** argv) {
   std::uint64_t seed = ex::fresh_seed();
-  try {
-    for (ex::arg_reader a(argc, argv); a.next();) {
-      if (a.help()) {
-        std::printf("Usage: %s [--seed N]\nA user kernel from convred's block pieces (conv_mainloop + "
-                    "reduce_epilogue + custom store), checked against float64.\n", argv[0]);
-        return 0;
-      } else if (a.key() == "--seed") {
-        seed = ex::parse_seed(a.key(), a.value());
-      } else {
-        a.unknown();
-      }
-    }
-  } catch (const ex::usage_error& e) {
-    std::fprintf(stderr, "%s: %s (see --help)\n", argv[0], e.what());
-    return ex::finish(false);
-  }
+  const char* about =
+      "A user kernel from convred's block pieces (conv_mainloop + "
+      "reduce_epilogue + custom store), checked against float64.";
+  if (const int rc = ex::parse_seed_only(argc, argv, about, seed); rc >= 0) return rc == 0 ? 0 : ex::finish(false);
 
   convred::conv2d_problem p;
   p.N = 2, p.C = 16, p.H = 21, p.W = 26, p.K = 48, p.R = 3, p.S = 3;

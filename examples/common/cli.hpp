@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -128,6 +129,28 @@ inline void require_writable_path(const std::string& option, const std::string& 
     throw usage_error(path + ": cannot write " + option + ": the folder '" + dir + "' is not writable");
   if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     throw usage_error(path + ": cannot write " + option + ": it is a folder");
+}
+
+/// The command line of the small examples: `--seed N` and `--help` (which prints "Usage: prog [--seed N]"
+/// and `about`). Returns -1 to go on (`seed` set when given), else the exit code to return at once: 0 after
+/// --help, 1 after a usage error (printed to stderr).
+inline int parse_seed_only(int argc, char** argv, const char* about, std::uint64_t& seed) {
+  try {
+    for (arg_reader a(argc, argv); a.next();) {
+      if (a.help()) {
+        std::printf("Usage: %s [--seed N]\n%s\n", argv[0], about);
+        return 0;
+      } else if (a.key() == "--seed") {
+        seed = parse_seed(a.key(), a.value());
+      } else {
+        a.unknown();
+      }
+    }
+  } catch (const usage_error& e) {
+    std::fprintf(stderr, "%s: %s (see --help)\n", argv[0], e.what());
+    return 1;
+  }
+  return -1;
 }
 
 }  // namespace convred_examples
