@@ -1,6 +1,6 @@
 /// @file conv2d_reduce_check.cuh
 /// @brief Shared machinery of the conv2d GPU tests: the fused conv2d_reduce tests (test_conv2d_reduce_gpu.cu,
-/// SIMT policies, and test_conv2d_reduce_tc_gpu.cu, tensor-core policies) and the full-output conv2d tests
+/// SIMT policies, and test_conv2d_reduce_mma_sync_gpu.cu, tensor-core policies) and the full-output conv2d tests
 /// (test_conv2d_gpu.cu, which uses the problem, data, poisoning and comparison helpers but not check_fused):
 /// data, poisoning, the float64 comparison.
 ///

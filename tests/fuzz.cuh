@@ -20,7 +20,7 @@
 /// repeated on the same stream and on two streams at once, and all outputs must be bitwise identical.
 ///
 /// The runners live in three translation units (test_fuzz_simt.cu: SIMT fused and full conv2d;
-/// test_fuzz_tc.cu: mma.sync fused and the packed path; test_fuzz_channel.cu: channel_reduce), each
+/// test_fuzz_mma_sync.cu: mma.sync fused and the packed path; test_fuzz_channel.cu: channel_reduce), each
 /// instantiating only the (type, math, op) combinations of `supported()`: few kernels, so they compile fast.
 #pragma once
 
@@ -646,7 +646,7 @@ result run_conv(const fcase& c, const run_opts& ro, bool full, Launch&& launch) 
 
 /// Fused conv2d_reduce with the SIMT policy (math ieee) or full-output conv2d (any math): test_fuzz_simt.cu.
 result run_simt_or_conv2d(const fcase& c, const run_opts& ro);
-/// Fused conv2d_reduce on mma.sync (tensor-core maths), and the packed path: test_fuzz_tc.cu.
+/// Fused conv2d_reduce on mma.sync (tensor-core maths), and the packed path: test_fuzz_mma_sync.cu.
 result run_tc(const fcase& c, const run_opts& ro);
 /// channel_reduce: test_fuzz_channel.cu.
 result run_channel(const fcase& c, const run_opts& ro);

@@ -7,7 +7,7 @@
 /// same pieces, the way a user who needs a different output would:
 ///   - `my_tile_policy`: a tile policy written as a plain type (64 pixels x 32 channels per block,
 ///     4 x 4 per thread, 128 threads, GEMM_K staged 8 deep in two stages) -- no convred template needed;
-///   - convred::block::conv_mainloop<my_tile_policy, float>: the exact-fp32 (SIMT) implicit-GEMM mainloop;
+///   - convred::block::conv_mainloop_simt<my_tile_policy, float>: the exact-fp32 (SIMT) implicit-GEMM mainloop;
 ///   - convred::block::reduce_epilogue: bias + epilogue + op::max fused into the register tile;
 ///   - a custom store: the reduced (N, 1, P, Q) map is written straight into channel `slot` of a larger
 ///     (N, out_channels, P, Q) tensor (e.g. the buffer of a later torch.cat), with no copy afterwards.
@@ -27,7 +27,7 @@
 #include <cstdio>
 #include <vector>
 
-#include <convred/block/conv_mainloop.cuh>
+#include <convred/block/conv_mainloop_simt.cuh>
 #include <convred/block/reduce_epilogue.cuh>
 #include <convred/functional.cuh>
 #include <convred/block/conv_params.cuh>
@@ -41,7 +41,7 @@
 
 namespace ex = convred_examples;
 
-/// A tile policy for block::conv_mainloop, written by hand: the members the SIMT mainloop reads.
+/// A tile policy for block::conv_mainloop_simt, written by hand: the members the SIMT mainloop reads.
 struct my_tile_policy {
   static constexpr int block_m = 64;                            // output pixels per block (GEMM_M tile)
   static constexpr int block_n = 32;                            // output channels per channel tile (GEMM_N)
@@ -68,7 +68,7 @@ struct relu {
 /// out[n, slot, p, q] of an (N, out_channels, P, Q) tensor.
 __global__ void __launch_bounds__(my_tile_policy::threads)
     conv_relu_max_into_slot(const convred::block::conv_params<float> prm, float* out, int out_channels, int slot) {
-  using mainloop = convred::block::conv_mainloop<my_tile_policy, float>;
+  using mainloop = convred::block::conv_mainloop_simt<my_tile_policy, float>;
   using epilogue = convred::block::reduce_epilogue<mainloop, convred::op::max>;
   // The pieces take caller-placed shared memory (CUB's TempStorage convention); here it is static.
   __shared__ struct {
@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(my_tile_policy::threads)
 int main(int argc, char** argv) {
   std::uint64_t seed = ex::fresh_seed();
   const char* about =
-      "A user kernel from convred's block pieces (conv_mainloop + "
+      "A user kernel from convred's block pieces (conv_mainloop_simt + "
       "reduce_epilogue + custom store), checked against float64.";
   if (const int rc = ex::parse_seed_only(argc, argv, about, seed); rc >= 0) return rc == 0 ? 0 : ex::finish(false);
 

@@ -13,7 +13,7 @@
 /// - device::pack_filter + device::conv2d_reduce_packed: the Hopper (sm_90a) wgmma path;
 /// - conv2d_problem / channel_reduce_problem and validate(): shapes and their checks;
 /// - op and epilogue: the reduction ops and epilogue functors (or your own types);
-/// - simt_policy, tc_policy, default_policy_for and the math tags: how a kernel computes;
+/// - simt_policy, mma_sync_policy, default_policy_for and the math tags: how a kernel computes;
 /// - status and to_string(): what an entry point returns;
 /// - reference: float64 host implementations of everything, for checking.
 /// The top-level headers (functional.cuh, numeric.cuh, policy.cuh, problem.cuh, status.cuh, version.cuh)

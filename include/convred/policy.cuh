@@ -79,7 +79,7 @@ struct simt_policy {
 /// (8 for tf32/tf32x3, 16 for bf16/fp16); BlockM a multiple of 32.
 template <class Math, int BlockM, int BlockN, int BlockK, int WarpsM, int WarpsN, int MinBlocksPerSM = 1,
           int Stages = 3>
-struct tc_policy {
+struct mma_sync_policy {
   using math = Math;                                        ///< precision tag
   static constexpr int block_m = BlockM;                    ///< output pixels per block (GEMM_M tile)
   static constexpr int block_n = BlockN;                    ///< output channels per block (GEMM_N tile)
@@ -94,7 +94,7 @@ struct tc_policy {
   static constexpr int mma_k = (std::is_same_v<Math, convred::math::tf32> || std::is_same_v<Math, convred::math::tf32x3>) ? 8 : 16;
   static_assert(std::is_same_v<Math, convred::math::tf32> || std::is_same_v<Math, convred::math::tf32x3> ||
                     std::is_same_v<Math, convred::math::bf16> || std::is_same_v<Math, convred::math::fp16>,
-                "tc_policy: math must be tf32, tf32x3, bf16 or fp16");
+                "mma_sync_policy: math must be tf32, tf32x3, bf16 or fp16");
   static_assert(BlockM % (16 * WarpsM) == 0 && BlockN % (8 * WarpsN) == 0, "warp tile must be a multiple of 16x8");
   static_assert(BlockK % mma_k == 0, "BlockK must be a multiple of the mma depth");
   static_assert(BlockM % 32 == 0 && BlockN % 32 == 0, "BlockM and BlockN must be multiples of 32");
@@ -104,14 +104,14 @@ struct tc_policy {
 /// (64 x 64 warp tiles), one block per SM, 3 cp.async stages: the fastest of the variants measured on the
 /// H200 seed case (bench/NOTES.md).
 template <class Math>
-struct default_tc_policy {
-  using type = tc_policy<Math, 256, 128, 32, 4, 2, 1, 3>;  ///< the default tc_policy for Math
+struct default_mma_sync_policy {
+  using type = mma_sync_policy<Math, 256, 128, 32, 4, 2, 1, 3>;  ///< the default mma_sync_policy for Math
 };
 /// @brief Default 3xTF32 policy: 128 x 128 x 32 with 2 x 4 warps (64 x 32 warp tiles), leaving
-/// registers for the per-stage accumulator that 3xTF32 promotes with IEEE adds (conv_mainloop_tc).
+/// registers for the per-stage accumulator that 3xTF32 promotes with IEEE adds (conv_mainloop_mma_sync).
 template <>
-struct default_tc_policy<math::tf32x3> {
-  using type = tc_policy<math::tf32x3, 128, 128, 32, 2, 4, 1, 3>;  ///< the default tc_policy for tf32x3
+struct default_mma_sync_policy<math::tf32x3> {
+  using type = mma_sync_policy<math::tf32x3, 128, 128, 32, 2, 4, 1, 3>;  ///< the default mma_sync_policy for tf32x3
 };
 
 /// @brief Default SIMT policy for element type T (float, __half, __nv_bfloat16: fp32 compute):
@@ -167,7 +167,7 @@ struct wgmma_policy {
   /// packed filter parts: 2 for tf32x3 (big and small), else 1
   static constexpr int parts = std::is_same_v<Math, convred::math::tf32x3> ? 2 : 1;
   static constexpr int filter_elem_bytes = is_tf32 ? 4 : 2;  ///< bytes per packed filter element
-  using fallback = typename default_tc_policy<Math>::type;   ///< policy where the wgmma kernel cannot serve
+  using fallback = typename default_mma_sync_policy<Math>::type;   ///< policy where the wgmma kernel cannot serve
   static_assert(std::is_same_v<Math, convred::math::tf32> || std::is_same_v<Math, convred::math::tf32x3> ||
                     std::is_same_v<Math, convred::math::bf16> || std::is_same_v<Math, convred::math::fp16>,
                 "wgmma_policy: math must be tf32, tf32x3, bf16 or fp16");
@@ -193,7 +193,7 @@ struct default_wgmma_policy<math::tf32x3> {
 struct default_policy {};
 
 /// @brief Tag choosing the default policy of a math tag (ieee: default_simt_policy<T>; tf32, tf32x3,
-/// bf16, fp16: default_tc_policy<Math>).
+/// bf16, fp16: default_mma_sync_policy<Math>).
 template <class Math>
 struct default_policy_for {};
 
@@ -212,7 +212,7 @@ struct resolve_policy<default_policy_for<math::ieee>, T> {
 };
 template <class Math, class T>
 struct resolve_policy<default_policy_for<Math>, T> {
-  using type = typename default_tc_policy<Math>::type;
+  using type = typename default_mma_sync_policy<Math>::type;
 };
 template <class Policy, class T>
 using resolve_policy_t = typename resolve_policy<Policy, T>::type;

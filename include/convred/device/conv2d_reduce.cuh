@@ -25,7 +25,7 @@ namespace convred::device {
 /// global memory: each block reduces its tile across channels in registers and with cub::WarpReduce.
 ///
 /// @tparam Policy tile policy: default_policy (exact SIMT, default_simt_policy<T>), default_policy_for<Math>
-///   (math::ieee, tf32, tf32x3, bf16, fp16), or a simt_policy<...> / tc_policy<...> of your own (policy.cuh).
+///   (math::ieee, tf32, tf32x3, bf16, fp16), or a simt_policy<...> / mma_sync_policy<...> of your own (policy.cuh).
 /// @param p        problem; x layout NCHW or NHWC (y is (N,1,P,Q), the same in either layout)
 /// @param x        device pointer, (N,C,H,W) elements of T (float, double, __half, __nv_bfloat16)
 /// @param w        device pointer, (K, C/groups, R, S) elements (PyTorch's KCRS), contiguous

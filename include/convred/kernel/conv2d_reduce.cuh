@@ -5,18 +5,18 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../block/conv_mainloop.cuh"
-#include "../block/conv_mainloop_tc.cuh"
+#include "../block/conv_mainloop_simt.cuh"
+#include "../block/conv_mainloop_mma_sync.cuh"
 #include "../block/reduce_epilogue.cuh"
 #include "../functional.cuh"
 #include "../block/conv_params.cuh"
 
 namespace convred::kernel {
 
-/// @brief The block mainloop a policy selects: conv_mainloop (SIMT, math::ieee) or conv_mainloop_tc.
+/// @brief The block mainloop a policy selects: conv_mainloop_simt (SIMT, math::ieee) or conv_mainloop_mma_sync.
 template <class Policy, class T>
-using mainloop_t = std::conditional_t<Policy::tensor_core, block::conv_mainloop_tc<Policy, T>,
-                                      block::conv_mainloop<Policy, T>>;
+using mainloop_t = std::conditional_t<Policy::tensor_core, block::conv_mainloop_mma_sync<Policy, T>,
+                                      block::conv_mainloop_simt<Policy, T>>;
 
 /// @brief Shared memory of conv2d_reduce_kernel (dynamic: its size may pass the 48 KB static limit).
 template <class Policy, class T, class Op>

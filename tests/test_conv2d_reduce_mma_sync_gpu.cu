@@ -1,11 +1,11 @@
-// GPU tests of the fused conv2d -> epilogue -> channel reduction on tensor cores (tc_policy: math::tf32,
+// GPU tests of the fused conv2d -> epilogue -> channel reduction on tensor cores (mma_sync_policy: math::tf32,
 // tf32x3, bf16, fp16), against the float64 reference with docs/tolerances.md's tolerance for each math
 // (conv2d_reduce_check.cuh). Inputs float, __half and __nv_bfloat16 (16-bit inputs are widened on chip).
 #include "conv2d_reduce_check.cuh"
 
 using namespace convred_test_fused;
 using convred::default_policy_for;
-using convred::tc_policy;
+using convred::mma_sync_policy;
 namespace math = convred::math;
 
 namespace {
@@ -13,7 +13,7 @@ namespace {
 /// A small tensor-core policy (64 x 32 tile, 2 x 2 warps, BlockK one mma deep) so that small problems
 /// cross many tiles and K = 65, 130 need several channel tiles.
 template <class Math>
-using small_tc = tc_policy<Math, 64, 32, (std::is_same_v<Math, math::tf32> || std::is_same_v<Math, math::tf32x3>) ? 8 : 16,
+using small_tc = mma_sync_policy<Math, 64, 32, (std::is_same_v<Math, math::tf32> || std::is_same_v<Math, math::tf32x3>) ? 8 : 16,
                            2, 2, 1, 2>;
 
 /// Shapes every math policy is checked on: odd sizes, K in {1, 3, 33, 65, 130}, 1x1 / 3x3 / 5x5 / 3x1,

@@ -1,4 +1,4 @@
-/// @file block/conv_mainloop.cuh
+/// @file block/conv_mainloop_simt.cuh
 /// @brief Block-level SIMT implicit-GEMM conv mainloop: one (BlockM pixels x BlockN channels) tile of
 /// conv2d accumulated in registers, GEMM_K staged through double-buffered shared memory.
 #pragma once
@@ -20,7 +20,7 @@ namespace convred::block {
 /// Usage: construct once per block tile (the constructor decodes this thread's pixel), then call `run`
 /// for each (group, channel tile); the caller places TempStorage in shared memory.
 template <class Policy, class T>
-struct conv_mainloop {
+struct conv_mainloop_simt {
   using V = compute_t<T>;  ///< compute/accumulator type
   /// @var BM
   /// @brief pixels per block tile (GEMM_M rows), Policy::block_m
@@ -55,7 +55,7 @@ struct conv_mainloop {
   loader ld;  ///< the operand loader (shared memory, parameters and this thread's decoded pixel)
 
   /// Decodes this thread's load pixel for the block tile starting at GEMM_M row m0.
-  __device__ conv_mainloop(TempStorage& s, const conv_params<T>& p, std::int64_t m0) : ld(s, p, m0) {}
+  __device__ conv_mainloop_simt(TempStorage& s, const conv_params<T>& p, std::int64_t m0) : ld(s, p, m0) {}
 
   /// Loads 4 consecutive compute values from 16-byte (float) / 32-byte (double) aligned shared memory.
   __device__ static void load4(const V* src, V* dst) {

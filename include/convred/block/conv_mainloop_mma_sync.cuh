@@ -1,4 +1,4 @@
-/// @file block/conv_mainloop_tc.cuh
+/// @file block/conv_mainloop_mma_sync.cuh
 /// @brief Block-level tensor-core (mma.sync) implicit-GEMM conv mainloop for the tf32, tf32x3, bf16 and
 /// fp16 math tags.
 #pragma once
@@ -22,7 +22,7 @@ namespace convred::block {
 /// tile, columns 2t, 2t+1 of each 8-column tile). Lanes 4g..4g+3 share pixels (`lanes_per_pixel` = 4) and
 /// the WarpsN warps of a warp row share pixels (`warps_per_pixel`).
 template <class Policy, class T>
-struct conv_mainloop_tc {
+struct conv_mainloop_mma_sync {
   static_assert(!std::is_same_v<T, double>, "tensor-core math policies take float, __half or __nv_bfloat16 inputs");
   using V = float;  ///< accumulator type
   using math_t = typename Policy::math;  ///< precision tag (tf32, tf32x3, bf16 or fp16)
@@ -69,7 +69,7 @@ struct conv_mainloop_tc {
   loader ld;  ///< the operand loader (shared memory, parameters and this thread's decoded pixel)
 
   /// Decodes this thread's load pixel for the block tile starting at GEMM_M row m0.
-  __device__ conv_mainloop_tc(TempStorage& s, const conv_params<T>& p, std::int64_t m0) : ld(s, p, m0) {}
+  __device__ conv_mainloop_mma_sync(TempStorage& s, const conv_params<T>& p, std::int64_t m0) : ld(s, p, m0) {}
 
   /// This thread's lane in its warp, 0..31 (g = lane / 4 and t = lane % 4 in the mma fragments).
   __device__ static int lane() { return static_cast<int>(threadIdx.x) % 32; }
