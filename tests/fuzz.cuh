@@ -538,6 +538,21 @@ T out_poison(const fcase& c) {
   return from_compute<T>(nonfinite(c) ? -4321.25 : std::numeric_limits<double>::quiet_NaN());
 }
 
+/// Records in `res` the first failed launch status or the CUDA error `e` after them; false if any.
+inline bool launches_ok(const std::vector<status>& sts, cudaError_t e, result& res) {
+  for (status s : sts)
+    if (s != status::success) {
+      res.ok = false, res.why = std::string("status ") + convred::to_string(s);
+      cudaGetLastError();
+      return false;
+    }
+  if (e != cudaSuccess) {
+    res.ok = false, res.why = std::string("CUDA error after the launch: ") + cudaGetErrorString(e);
+    return false;
+  }
+  return true;
+}
+
 /// A stream pair for the launches of one run (destroyed with it).
 struct streams {
   cudaStream_t s[2] = {nullptr, nullptr};
@@ -597,16 +612,7 @@ result run_conv(const fcase& c, const run_opts& ro, bool full, Launch&& launch) 
     sts.push_back(go(3, st.s[1]));
   }
   const cudaError_t e = cudaDeviceSynchronize();
-  for (status s : sts)
-    if (s != status::success) {
-      res.ok = false, res.why = std::string("status ") + convred::to_string(s);
-      cudaGetLastError();
-      return res;
-    }
-  if (e != cudaSuccess) {
-    res.ok = false, res.why = std::string("CUDA error after the launch: ") + cudaGetErrorString(e);
-    return res;
-  }
+  if (!launches_ok(sts, e, res)) return res;
   // inputs unmodified
   if (!equal_images(x.read(), image_of(d.x, d.x.size(), c.off_x, nanT)) ||
       !equal_images(w.read(), image_of(d.w, d.w.size(), c.off_w, nanT)) ||

@@ -122,16 +122,7 @@ result chan(const fcase& c, const run_opts& ro) {
     sts.push_back(device::channel_reduce(cp, x.ptr(), ys[s].ptr(), Op::has_index ? is[s].ptr() : nullptr, Op{}, de,
                                          st.s[s == 3 ? 1 : 0]));
   const cudaError_t e = cudaDeviceSynchronize();
-  for (status s : sts)
-    if (s != status::success) {
-      res.ok = false, res.why = std::string("status ") + convred::to_string(s);
-      cudaGetLastError();
-      return res;
-    }
-  if (e != cudaSuccess) {
-    res.ok = false, res.why = std::string("CUDA error after the launch: ") + cudaGetErrorString(e);
-    return res;
-  }
+  if (!launches_ok(sts, e, res)) return res;
   if (!equal_images(x.read(), x_img)) {
     res.ok = false, res.why = "x was modified";
     return res;
