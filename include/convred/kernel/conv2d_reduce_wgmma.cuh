@@ -105,6 +105,8 @@ struct pipeline_state {
 /// completed; per tile, the epilogue e(acc + bias[k], k) and the reduction across the K channels in
 /// registers and with cub::WarpReduce (block::reduce_epilogue); y and indices written once.
 /// Synchronisation is by mbarriers only (no block-wide barrier after the set-up).
+/// Diagnosis builds only (wrong results; bench/NOTES.md "wgmma kernel v2"): `-DCONVRED_EXP_NOMMA` skips the
+/// consumers' wgmmas (times the producer alone), `-DCONVRED_EXP_NOTRANSFORM` skips the plane conversion.
 template <class Policy, class Op, class Epilogue>
 __global__ void __launch_bounds__(Policy::threads, 1)
     conv2d_reduce_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const block::wgmma_conv_params prm, Op op,

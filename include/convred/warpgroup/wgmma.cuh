@@ -1,17 +1,15 @@
 /// @file warpgroup/wgmma.cuh
-/// @brief Warpgroup-level tensor-core pieces (sm_90a): `wgmma.mma_async` with A from registers or from a
-/// shared-memory descriptor and B from a shared-memory descriptor, its fences, and the descriptor itself (PTX ISA, "Asynchronous
-/// warpgroup level matrix multiply-accumulate", shapes m64n128k8 .tf32 and m64n128k16 .bf16/.f16).
+/// @brief Warpgroup-level tensor-core pieces (sm_90a): `wgmma.mma_async` with both operands from
+/// shared-memory descriptors, its fences, and the descriptor itself (PTX ISA, "Asynchronous warpgroup level
+/// matrix multiply-accumulate", shapes m64n128k8 .tf32 and m64n128k16 .bf16/.f16).
 ///
 /// A warpgroup is 4 consecutive warps (128 threads, the first warp a multiple of 4). Warp w of the group
-/// owns accumulator rows 16w..16w+15; lane = 4g + t. Fragment ownership, as in the PTX ISA figures:
-/// - A .tf32 (k8): a0=(16w+g, t) a1=(16w+g+8, t) a2=(16w+g, t+4) a3=(16w+g+8, t+4)
-/// - A .bf16/.f16 (k16): a0=(16w+g, 2t..2t+1) a1=(16w+g+8, 2t..) a2=(16w+g, 2t+8..) a3=(16w+g+8, 2t+8..),
-///   two values per register, the lower k in the low half
-/// - D (n128, fp32): d[4j+0]=(16w+g, 8j+2t) d[4j+1]=(16w+g, 8j+2t+1) d[4j+2]=(16w+g+8, 8j+2t)
-///   d[4j+3]=(16w+g+8, 8j+2t+1), j = 0..15.
-/// B is N x K "K-major" in shared memory, in the canonical no-swizzle layout: 8-row x 16-byte core
-/// matrices, each 128 contiguous bytes; `lbo` bytes between core matrices along K, `sbo` along N.
+/// owns accumulator rows 16w..16w+15; lane = 4g + t. D fragment ownership, as in the PTX ISA figures
+/// (n128, fp32): d[4j+0]=(16w+g, 8j+2t) d[4j+1]=(16w+g, 8j+2t+1) d[4j+2]=(16w+g+8, 8j+2t)
+/// d[4j+3]=(16w+g+8, 8j+2t+1), j = 0..15.
+/// A (M x K) and B (N x K) are "K-major" in shared memory, in the canonical no-swizzle layout: 8-row x
+/// 16-byte core matrices, each 128 contiguous bytes; `lbo` bytes between core matrices along K, `sbo`
+/// along M / N.
 ///
 /// Everything here needs an sm_90a target (`CONVRED_HAS_WGMMA` is 1 there); elsewhere the functions compile
 /// to nothing and the kernels built on them must not be launched (device::detail::wgmma_available()).
@@ -38,8 +36,8 @@ __device__ __forceinline__ std::uint64_t make_smem_desc(const void* smem, std::u
          (static_cast<std::uint64_t>((sbo >> 4) & 0x3FFF) << 32);
 }
 
-/// @brief `wgmma.fence`: orders this warpgroup's earlier register writes (A fragments, accumulators)
-/// before the wgmma.mma_async that follow. Needed before each batch whose A registers were just written.
+/// @brief `wgmma.fence`: orders this warpgroup's earlier register accesses (the accumulators) before the
+/// wgmma.mma_async that follow. Needed before the first batch after the accumulators were read or written.
 __device__ __forceinline__ void fence() {
 #if CONVRED_HAS_WGMMA
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -52,7 +50,7 @@ __device__ __forceinline__ void commit() {
 #endif
 }
 /// @brief `wgmma.wait_group N`: waits until at most `Pending` committed batches are still in flight; their
-/// accumulators may be read, and their A registers and shared-memory B reused, only after this.
+/// accumulators may be read, and their shared-memory operands reused, only after this.
 template <int Pending>
 __device__ __forceinline__ void wait() {
 #if CONVRED_HAS_WGMMA
@@ -60,7 +58,7 @@ __device__ __forceinline__ void wait() {
 #endif
 }
 /// @brief `fence.proxy.async.shared::cta`: makes this thread's generic-proxy shared-memory writes (st.shared,
-/// cp.async after its wait) visible to the async proxy that wgmma reads B through.
+/// cp.async after its wait) visible to the async proxy that wgmma reads its operands through.
 __device__ __forceinline__ void fence_proxy_async() {
 #if CONVRED_HAS_WGMMA
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -76,48 +74,6 @@ __device__ __forceinline__ void set_max_registers() {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs));
   else
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs));
-#endif
-}
-
-/// @brief d += A(64x8, tf32, registers) * B(8x128, tf32, shared K-major), fp32 accumulate
-/// (`wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32`). Asynchronous: see commit() / wait().
-__device__ __forceinline__ void mma_tf32_m64n128k8(float (&d)[64], const std::uint32_t (&a)[4], std::uint64_t desc_b) {
-#if CONVRED_HAS_WGMMA
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
-#else
-  (void)d, (void)a, (void)desc_b;
-#endif
-}
-
-/// @brief d += A(64x16, bf16 pairs, registers) * B(16x128, bf16, shared K-major), fp32 accumulate
-/// (`wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16`, B not transposed).
-__device__ __forceinline__ void mma_bf16_m64n128k16(float (&d)[64], const std::uint32_t (&a)[4], std::uint64_t desc_b) {
-#if CONVRED_HAS_WGMMA
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
-#else
-  (void)d, (void)a, (void)desc_b;
-#endif
-}
-
-/// @brief d += A(64x16, f16 pairs, registers) * B(16x128, f16, shared K-major), fp32 accumulate
-/// (`wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16`, B not transposed).
-__device__ __forceinline__ void mma_f16_m64n128k16(float (&d)[64], const std::uint32_t (&a)[4], std::uint64_t desc_b) {
-#if CONVRED_HAS_WGMMA
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
-#else
-  (void)d, (void)a, (void)desc_b;
 #endif
 }
 
