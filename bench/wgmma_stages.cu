@@ -1,8 +1,9 @@
 /// @file bench/wgmma_stages.cu
 /// @brief Times the packed-filter wgmma kernel (device::conv2d_reduce_packed) on the seed problem for
-/// several operand-stage / raw-buffer counts of wgmma_policy, per math (median of CUDA-event timings with
-/// the L2 flushed before each run). Usage: wgmma_stages [iters]. Prints one line per variant: math,
-/// stages, raw buffers, shared memory, median ms, TFLOP/s; exit 2 without a CUDA device or sm_90a image.
+/// several operand-stage / raw-buffer counts of wgmma_policy, per math, with op::min and op::argmin, on
+/// data in [-1, 1) and in [0, 1) (median of CUDA-event timings with the L2 flushed before each run).
+/// Usage: wgmma_stages [iters]. Prints one line per variant: math, op, stages, raw buffers, whether the
+/// filter is resident, median ms, TFLOP/s; exit 2 without a CUDA device or sm_90a image.
 #include <convred/convred.cuh>
 #include <convred/device/conv2d_reduce_packed.cuh>
 
@@ -19,6 +20,8 @@
 
 namespace {
 
+std::size_t y_size(const convred::conv2d_problem& p) { return static_cast<std::size_t>(p.y_elements()); }
+
 /// Deterministic pseudo-random fill in [-1, 1) by element index (a 64-bit hash).
 struct hash_fill {
   unsigned long long seed;
@@ -31,10 +34,17 @@ struct hash_fill {
   }
 };
 
-template <class Policy>
+/// v -> (v + 1) / 2: [-1, 1) -> [0, 1).
+struct half_up {
+  __host__ __device__ float operator()(float v) const { return 0.5f * (v + 1.0f); }
+};
+
+template <class Policy, class Op = convred::op::min>
 void run(const char* label, const convred::conv2d_problem& p, const float* x, const float* w, const float* b,
          float* y, int iters, thrust::device_vector<char>& flush) {
   const std::size_t bytes = convred::device::packed_filter_bytes<Policy, float>(p);
+  const bool resident = convred::device::detail::wgmma_plan<Policy, float, Op>(p).k.resident_bytes > 0;
+  thrust::device_vector<std::int64_t> idx(Op::has_index ? y_size(p) : 0);
   if (bytes == 0) {
     std::printf("%-8s S=%d R=%d: not served (shared memory or device)\n", label, Policy::stages, Policy::raw_stages);
     return;
@@ -46,7 +56,7 @@ void run(const char* label, const convred::conv2d_problem& p, const float* x, co
     throw std::runtime_error("pack_filter failed");
   auto call = [&] {
     return convred::device::conv2d_reduce_packed<Policy>(p, x, w, thrust::raw_pointer_cast(packed.data()), bytes, b, y,
-                                                         nullptr, convred::op::min{},
+                                                         Op::has_index ? thrust::raw_pointer_cast(idx.data()) : nullptr, Op{},
                                                          convred::epilogue::scale<float>{2.0f});
   };
   cudaEvent_t e0, e1;
@@ -65,7 +75,8 @@ void run(const char* label, const convred::conv2d_problem& p, const float* x, co
   }
   std::sort(ms.begin(), ms.end());
   const double med = ms[ms.size() / 2], flop = 2.0 * p.N * p.P() * p.Q() * p.K * p.C * p.R * p.S;
-  std::printf("%-8s S=%d R=%d: %.3f ms median (min %.3f), %.1f TFLOP/s\n", label, Policy::stages, Policy::raw_stages,
+  std::printf("%-14s %-6s S=%d R=%d %-9s: %.3f ms median (min %.3f), %.1f TFLOP/s\n", label,
+              Op::has_index ? "argmin" : "min", Policy::stages, Policy::raw_stages, resident ? "resident" : "streamed",
               med, ms.front(), flop / (med * 1e-3) / 1e12);
   CHECK_CUDA(cudaEventDestroy(e0));
   CHECK_CUDA(cudaEventDestroy(e1));
@@ -96,12 +107,18 @@ int main(int argc, char** argv) {
   float* py = thrust::raw_pointer_cast(y.data());
   try {
     run<wgmma_policy<math::tf32, 3, 2>>("tf32", p, px, pw, pb, py, iters, flush);
+    run<wgmma_policy<math::tf32, 3, 2>, op::argmin>("tf32", p, px, pw, pb, py, iters, flush);
     run<wgmma_policy<math::tf32, 3, 4>>("tf32", p, px, pw, pb, py, iters, flush);
-    run<wgmma_policy<math::tf32, 2, 4>>("tf32", p, px, pw, pb, py, iters, flush);
-    run<wgmma_policy<math::bf16, 3, 2>>("bf16", p, px, pw, pb, py, iters, flush);
-    run<wgmma_policy<math::bf16, 2, 4>>("bf16", p, px, pw, pb, py, iters, flush);
     run<wgmma_policy<math::bf16, 3, 1>>("bf16", p, px, pw, pb, py, iters, flush);
+    run<wgmma_policy<math::bf16, 3, 1>, op::argmin>("bf16", p, px, pw, pb, py, iters, flush);
+    run<wgmma_policy<math::bf16, 3, 2>>("bf16", p, px, pw, pb, py, iters, flush);
+    run<wgmma_policy<math::fp16, 3, 1>>("fp16", p, px, pw, pb, py, iters, flush);
     run<wgmma_policy<math::tf32x3, 2, 1>>("tf32x3", p, px, pw, pb, py, iters, flush);
+    // the same on x in [0, 1) (torch.rand's range, as the Python KernelBench check uses)
+    thrust::transform(x.begin(), x.end(), x.begin(), half_up{});
+    run<wgmma_policy<math::tf32, 3, 2>>("tf32 x[0,1)", p, px, pw, pb, py, iters, flush);
+    run<wgmma_policy<math::tf32, 3, 2>, op::argmin>("tf32 x[0,1)", p, px, pw, pb, py, iters, flush);
+    run<wgmma_policy<math::bf16, 3, 1>>("bf16 x[0,1)", p, px, pw, pb, py, iters, flush);
   } catch (const std::exception& e) {
     std::printf("wgmma_stages: %s\n", e.what());
     return 1;

@@ -56,9 +56,10 @@ struct min {
   /// The smaller of a and b; a NaN if either is NaN (a when a is NaN, else b); a on ties.
   template <class V>
   __host__ __device__ V operator()(V a, V b) const {
-    if (is_nan(a)) return a;
-    if (is_nan(b)) return b;
-    return b < a ? b : a;
+    // a if a is NaN, else b if b is NaN, else the smaller (a on ties); as selects, not branches
+    V r = b < a ? b : a;
+    r = is_nan(b) ? b : r;
+    return is_nan(a) ? a : r;
   }
   /// The reduced value: the state itself (count is not used).
   template <class V>
@@ -80,9 +81,10 @@ struct max {
   /// The larger of a and b; a NaN if either is NaN (a when a is NaN, else b); a on ties.
   template <class V>
   __host__ __device__ V operator()(V a, V b) const {
-    if (is_nan(a)) return a;
-    if (is_nan(b)) return b;
-    return a < b ? b : a;
+    // a if a is NaN, else b if b is NaN, else the larger (a on ties); as selects, not branches
+    V r = a < b ? b : a;
+    r = is_nan(b) ? b : r;
+    return is_nan(a) ? a : r;
   }
   /// The reduced value: the state itself (count is not used).
   template <class V>
@@ -122,15 +124,13 @@ namespace detail {
 template <bool Greater, class V>
 __host__ __device__ inline arg_value<V> arg_combine(arg_value<V> a, arg_value<V> b) {
   const bool an = is_nan(a.value), bn = is_nan(b.value);
-  if (an || bn) {
-    if (an && bn) return a.index <= b.index ? a : b;
-    return an ? a : b;
-  }
   const bool b_better = Greater ? (a.value < b.value) : (b.value < a.value);
   const bool a_better = Greater ? (b.value < a.value) : (a.value < b.value);
-  if (b_better) return b;
-  if (a_better) return a;
-  return a.index <= b.index ? a : b;  // equal values (incl. -0 == +0): lowest index
+  const bool b_lower = b.index < a.index;
+  // both NaN or equal values (incl. -0 == +0): the lower index; one NaN: that one; else the better value.
+  // Computed as predicates and one select (no branches: this runs per accumulator in the epilogues)
+  const bool take_b = (an == bn) ? (an ? b_lower : (b_better || (!a_better && b_lower))) : bn;
+  return take_b ? b : a;
 }
 }  // namespace detail
 

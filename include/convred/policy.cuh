@@ -175,12 +175,14 @@ struct wgmma_policy {
   static_assert(RawStages >= 1, "wgmma_policy: at least one raw patch buffer");
 };
 
-/// @brief Default wgmma policy of a math tag: as many stages as fit a 3x3 filter in shared memory
-/// (seed problem: 3 operand stages of 49.5 KB and 2 raw buffers of 13.5 KB (tf32) or 27 KB (bf16/fp16,
-/// 16 channels per stage); tf32x3: 2 operand stages of 96.8 KB (filter and planes twice) and 1 raw buffer).
+/// @brief Default wgmma policy of a math tag: 3 operand stages, and 2 raw buffers for tf32 or 1 for
+/// bf16/fp16 (seed problem, tf32: stages of 49.5 KB (filter slice and planes) and raw buffers of 13.5 KB;
+/// bf16/fp16: the 144 KB packed filter resident, stages of 12.4 KB (planes) and a 25.5 KB raw buffer
+/// of 16 channels; tf32x3: 2 operand stages of 96.8 KB (filter and planes twice) and 1 raw buffer).
 template <class Math>
 struct default_wgmma_policy {
-  using type = wgmma_policy<Math, 3, 2>;  ///< the default wgmma_policy for Math
+  /// the default wgmma_policy for Math
+  using type = wgmma_policy<Math, 3, (std::is_same_v<Math, math::bf16> || std::is_same_v<Math, math::fp16>) ? 1 : 2>;
 };
 /// @brief Default 3xTF32 wgmma policy: 2 operand stages, 1 raw buffer.
 template <>

@@ -17,7 +17,8 @@ namespace convred::block {
 /// @brief Parameter block of the packed-filter wgmma kernel (kernel::conv2d_reduce_wgmma_kernel): NCHW fp32 x,
 /// groups 1, stride 1, dilation 1, K <= 128 (conv_mainloop_wgmma::make_params decides). A tile is 4 x 64
 /// output pixels (rows x columns) of one image; tiles run q fastest, then p, then n.
-/// Shared memory: `stages` operand stages of stage_bytes (the packed filter slice, b_bytes, then the
+/// Shared memory: the whole packed filter when it is resident (resident_bytes, else nothing), then
+/// `stages` operand stages of stage_bytes (the packed filter slice, b_bytes, unless resident, then the
 /// planes of the input patch: parts x part_bytes, see block::conv_patch_loader), then `raw_stages` raw
 /// patch buffers of raw_bytes (the TMA box: block_c channels of bh rows x rp columns), then the tail.
 struct wgmma_conv_params {
@@ -81,8 +82,14 @@ struct wgmma_conv_params {
   /// @var b_bytes
   /// @brief packed filter bytes per stage: parts * R*S * 128 * block_c * element bytes
   /// @var stage_bytes
-  /// @brief shared-memory bytes per operand stage (filter slice + planes), a multiple of 128
-  std::int32_t b_bytes = 0, stage_bytes = 0;
+  /// @brief shared-memory bytes per operand stage, a multiple of 128: the filter slice (b_bytes) then the
+  /// planes; the planes only when the filter is resident
+  /// @var a_offset
+  /// @brief offset of the planes in an operand stage: b_bytes, or 0 when the filter is resident
+  /// @var resident_bytes
+  /// @brief the whole packed filter (kt * b_bytes), resident in shared memory ahead of the operand stages
+  /// for the block's lifetime and copied once; 0 when it is streamed with each stage instead
+  std::int32_t b_bytes = 0, stage_bytes = 0, a_offset = 0, resident_bytes = 0;
   convred::detail::fast_divmod div_pix;  ///< divides by ph * pw (plane item -> plane, pixel)
   convred::detail::fast_divmod div_pw;   ///< divides by pw (pixel -> row, column)
 };
@@ -139,9 +146,11 @@ struct conv_mainloop_wgmma {
   }
 
   /// @brief The mainloop's can-implement check and parameter construction (host): whether the kernel
-  /// serves p and, if so, its parameters (x, filter, bias left null) and dynamic shared memory (operand
-  /// stages, raw buffers, then `tail_bytes` of reduction state and barriers), which must not exceed
-  /// `max_smem`. Not served: NHWC x, groups != 1, stride or dilation != 1, K > 128, W not a multiple of 4
+  /// serves p and, if so, its parameters (x, filter, bias left null) and dynamic shared memory (the
+  /// resident filter, operand stages, raw buffers, then `tail_bytes` of reduction state and barriers),
+  /// which must not exceed `max_smem`. The filter is made resident (copied once per block instead of a
+  /// slice per stage: for the seed problem, 57% of the L2 -> SM bytes in bf16) whenever that layout fits
+  /// `max_smem`; otherwise it is streamed. Not served: NHWC x, groups != 1, stride or dilation != 1, K > 128, W not a multiple of 4
   /// (TMA rows are 16-byte multiples), N >= 2^31 or one image of 2^40 bytes or more (TMA coordinates and
   /// strides), stages larger than the shared memory. p must be valid (convred::validate). Independent of N
   /// otherwise (N = 0 is served, with no tiles).
@@ -168,8 +177,19 @@ struct conv_mainloop_wgmma {
     const std::int64_t plane = ph * pw * 16, part = plane * (Policy::block_c / E);
     const std::int64_t b_bytes = std::int64_t(Policy::parts) * p.R * p.S * Policy::block_n * Policy::block_c *
                                  Policy::filter_elem_bytes;
-    const std::int64_t stage = (b_bytes + Policy::parts * part + 127) / 128 * 128;
-    const std::int64_t smem = Policy::stages * stage + Policy::raw_stages * raw_bytes + static_cast<std::int64_t>(tail_bytes);
+    // the filter resident (copied once per block: no filter bytes per stage) when it fits, else streamed
+    // as a slice per stage
+    const std::int64_t rest = Policy::raw_stages * raw_bytes + static_cast<std::int64_t>(tail_bytes);
+    const std::int64_t planes = (Policy::parts * part + 127) / 128 * 128;
+    const std::int64_t resident = (k.kt * b_bytes + 127) / 128 * 128;
+    std::int64_t stage = planes, smem = resident + Policy::stages * planes + rest;
+    if (smem > static_cast<std::int64_t>(max_smem) || resident >= (std::int64_t(1) << 20)) {
+      stage = (b_bytes + Policy::parts * part + 127) / 128 * 128;
+      smem = Policy::stages * stage + rest;
+      k.resident_bytes = 0, k.a_offset = static_cast<std::int32_t>(b_bytes);
+    } else {
+      k.resident_bytes = static_cast<std::int32_t>(resident), k.a_offset = 0;
+    }
     // rp and ph: TMA box dimensions are at most 256
     if (smem > static_cast<std::int64_t>(max_smem) || rp > 256 || ph > 256) return false;
     k.rp = static_cast<std::int32_t>(rp), k.bh = static_cast<std::int32_t>(ph);
@@ -184,32 +204,31 @@ struct conv_mainloop_wgmma {
     return true;
   }
 
-  /// Issues the wgmmas of one staged (filter slice, planes) pair into d as one commit group (not waited
-  /// for). `stage` holds the filter slice (b_bytes) then the planes (parts x part_bytes). `first`: the
-  /// first stage of a tile, whose first wgmma per row overwrites d (scale-d = 0) instead of adding.
+  /// Issues the wgmmas of one stage into d as one commit group (not waited for): `filter` is the stage's
+  /// packed filter slice (b_bytes), `planes` its input planes (parts x part_bytes). `first`: the first
+  /// stage of a tile, whose first wgmma per row overwrites d (scale-d = 0) instead of adding.
   /// 3x3 and 1x1 filters run a fully unrolled tap loop (no loop-carried accumulators for ptxas to fence).
-  __device__ static void run_stage(const unsigned char* stage, float (&d)[2][64], bool first,
-                                   const wgmma_conv_params& p) {
+  __device__ static void run_stage(const unsigned char* filter, const unsigned char* planes, float (&d)[2][64],
+                                   bool first, const wgmma_conv_params& p) {
     if (p.R == 3 && p.S == 3)
-      issue<3, 3>(stage, d, first, p);
+      issue<3, 3>(filter, planes, d, first, p);
     else if (p.R == 1 && p.S == 1)
-      issue<1, 1>(stage, d, first, p);
+      issue<1, 1>(filter, planes, d, first, p);
     else
-      issue<0, 0>(stage, d, first, p);
+      issue<0, 0>(filter, planes, d, first, p);
   }
 
  private:
   /// run_stage for an R x S filter known at compile time (FR, FS > 0) or at run time (FR = FS = 0).
   template <int FR, int FS>
-  __device__ static void issue(const unsigned char* stage, float (&d)[2][64], bool first,
-                               const wgmma_conv_params& p) {
+  __device__ static void issue(const unsigned char* filter, const unsigned char* planes, float (&d)[2][64],
+                               bool first, const wgmma_conv_params& p) {
     const int R = FR > 0 ? FR : p.R, S = FS > 0 ? FS : p.S;
-    const unsigned char* planes = stage + p.b_bytes;
     const int row0 = 2 * (static_cast<int>(threadIdx.x) / 128);
     // A: K-major no-swizzle, core matrices 8 pixels x 16 bytes: LBO = one plane (the next E channels),
     // SBO = 128 bytes (the next 8 pixels); B: LBO 128 bytes (next E channels), SBO 256 (next 8 channels)
     const std::uint64_t a0 = warpgroup::make_smem_desc(planes + row0 * p.pw * 16, p.plane_bytes, 128);
-    const std::uint64_t b0 = warpgroup::make_smem_desc(stage, 128, 256);
+    const std::uint64_t b0 = warpgroup::make_smem_desc(filter, 128, 256);
     const std::uint64_t a_small = static_cast<std::uint64_t>(p.part_bytes) >> 4;
     const std::uint64_t b_small = (static_cast<std::uint64_t>(R * S) * tap_bytes) >> 4;
     const std::uint64_t row_step = static_cast<std::uint64_t>(p.pw);  // one patch row, in 16-byte units

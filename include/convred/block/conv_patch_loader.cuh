@@ -41,16 +41,34 @@ struct conv_patch_loader {
   /// (armed here with the bytes) completes when they have landed.
   __device__ static void copy_patch(unsigned char* raw, std::uint64_t* bar, const void* x_map,
                                     const wgmma_conv_params& p, int n, int h0, int w0, int c0) {
+#ifdef CONVRED_EXP_NOLOAD  // diagnosis build (wrong results): no copies, the consumers' time alone
+    convred::detail::mbarrier_arrive(bar);
+#else
     convred::detail::mbarrier_arrive_expect_tx(bar, static_cast<std::uint32_t>(p.raw_copy_bytes));
     convred::detail::tma_load_4d(raw, x_map, w0, h0, c0, n, bar);
+#endif
   }
 
   /// Copies stage `kt`'s packed filter slice into `b` (16-byte aligned); `bar` is armed with its bytes and
   /// this thread's arrival.
   __device__ static void copy_filter(unsigned char* b, std::uint64_t* bar, const wgmma_conv_params& p, int kt) {
+#ifdef CONVRED_EXP_NOLOAD
+    convred::detail::mbarrier_arrive(bar);
+    return;
+#endif
     convred::detail::mbarrier_arrive_expect_tx(bar, static_cast<std::uint32_t>(p.b_bytes));
     const auto* src = static_cast<const unsigned char*>(p.filter) + static_cast<std::int64_t>(kt) * p.b_bytes;
     convred::detail::bulk_copy_g2s(b, src, static_cast<std::uint32_t>(p.b_bytes), bar);
+  }
+
+  /// Copies the whole packed filter (kt slices of b_bytes, resident_bytes in all, < 2^20) into `b` (128-byte
+  /// aligned) for the block's lifetime; `bar` is armed with its bytes and this thread's arrival.
+  __device__ static void copy_filter_resident(unsigned char* b, std::uint64_t* bar, const wgmma_conv_params& p) {
+    convred::detail::mbarrier_arrive_expect_tx(bar, static_cast<std::uint32_t>(p.kt) * static_cast<std::uint32_t>(p.b_bytes));
+    for (int kt = 0; kt < p.kt; ++kt)
+      convred::detail::bulk_copy_g2s(b + static_cast<std::int64_t>(kt) * p.b_bytes,
+                                     static_cast<const unsigned char*>(p.filter) + static_cast<std::int64_t>(kt) * p.b_bytes,
+                                     static_cast<std::uint32_t>(p.b_bytes), bar);
   }
 
   /// Rewrites the raw patch as planes (see the struct), work shared by `nthreads` threads of which this is
@@ -59,6 +77,9 @@ struct conv_patch_loader {
   /// shared-memory latencies overlap.
   __device__ static void to_planes(const float* __restrict__ raw, unsigned char* __restrict__ planes,
                                    const wgmma_conv_params& p, int t, int nthreads) {
+#if defined(CONVRED_EXP_NOTRANSFORM) || defined(CONVRED_EXP_NOLOAD)
+    return;  // diagnosis builds (wrong results)
+#endif
     constexpr int batch = 3;
     const int items = (BC / E) * p.ph * p.pw, cstride = p.bh * p.rp;
     for (int it0 = t; it0 < items; it0 += batch * nthreads) {

@@ -64,14 +64,21 @@ struct reduce_epilogue {
     accum_t state[TM];
 #pragma unroll
     for (int i = 0; i < TM; ++i) state[i] = first ? Op::template identity<V>() : temp.state[i][t];
+    // the bias loads first, all of them in flight at once (loaded inside the loop below, behind its
+    // branch, each one's latency was exposed in turn)
+    V b[TN];
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      const int n = tile_n(j);
+      b[j] = bias && n < valid ? to_compute(bias[k_first + n]) : V(0);
+    }
 #pragma unroll
     for (int j = 0; j < TN; ++j) {
       const int n = tile_n(j);
       if (n >= valid) continue;
       const int k = static_cast<int>(k_first + n);
-      const V b = bias ? to_compute(bias[k]) : V(0);
 #pragma unroll
-      for (int i = 0; i < TM; ++i) state[i] = op(state[i], Op::template make<V>(apply_epilogue(epi, acc[i][j] + b, k), k));
+      for (int i = 0; i < TM; ++i) state[i] = op(state[i], Op::template make<V>(apply_epilogue(epi, acc[i][j] + b[j], k), k));
     }
 #pragma unroll
     for (int i = 0; i < TM; ++i) temp.state[i][t] = state[i];

@@ -69,7 +69,8 @@ template <class Policy, class Op>
 struct wgmma_tail_storage {
   /// the reduction's shared memory
   typename block::reduce_epilogue<block::conv_mainloop_wgmma<Policy>, Op>::TempStorage reduce;
-  std::uint64_t full[Policy::stages];           ///< operand stage s ready (filter bytes + transform warps)
+  std::uint64_t full[Policy::stages];           ///< operand stage s ready (transform warps [+ filter bytes])
+  std::uint64_t filter_full;                    ///< the resident filter landed (when resident)
   std::uint64_t empty[Policy::stages];          ///< operand stage s consumed (every consumer thread)
   std::uint64_t raw_full[Policy::raw_stages];   ///< raw buffer landed (TMA bytes)
   std::uint64_t raw_empty[Policy::raw_stages];  ///< raw buffer read (every transform thread)
@@ -98,7 +99,8 @@ struct pipeline_state {
 
 /// @brief Persistent fused kernel: block b computes tiles b, b + gridDim.x, ... of 4 x 64 output pixels.
 /// Warpgroup 2 produces (its registers lowered with setmaxnreg): per stage, one thread issues the TMA
-/// copy of the raw input patch and another the bulk copy of the packed filter slice
+/// copy of the raw input patch and another the bulk copy of the packed filter slice (or, once, of the
+/// whole filter when it is resident, see wgmma_conv_params)
 /// (block::conv_patch_loader), each running ahead across tile boundaries as its buffers are released; the
 /// other three warps convert each raw patch into the stage's planes. Warpgroups 0-1 consume: per stage one commit group of wgmmas
 /// (block::conv_mainloop_wgmma), released when the next stage's group is issued and the stage's own has
@@ -106,7 +108,8 @@ struct pipeline_state {
 /// registers and with cub::WarpReduce (block::reduce_epilogue); y and indices written once.
 /// Synchronisation is by mbarriers only (no block-wide barrier after the set-up).
 /// Diagnosis builds only (wrong results; bench/NOTES.md "wgmma kernel v2"): `-DCONVRED_EXP_NOMMA` skips the
-/// consumers' wgmmas (times the producer alone), `-DCONVRED_EXP_NOTRANSFORM` skips the plane conversion.
+/// consumers' wgmmas (times the producer alone), `-DCONVRED_EXP_NOTRANSFORM` skips the plane conversion,
+/// `-DCONVRED_EXP_NOLOAD` skips every copy and the conversion (times the consumers alone).
 template <class Policy, class Op, class Epilogue>
 __global__ void __launch_bounds__(Policy::threads, 1)
     conv2d_reduce_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const block::wgmma_conv_params prm, Op op,
@@ -117,18 +120,20 @@ __global__ void __launch_bounds__(Policy::threads, 1)
   constexpr int S = Policy::stages, SR = Policy::raw_stages, TW = Policy::tile_w, TH = Policy::tile_h;
   constexpr int transform_threads = 96;  // producer warps 1-3
   extern __shared__ __align__(128) unsigned char smem[];
-  unsigned char* raw = smem + S * prm.stage_bytes;
+  unsigned char* stages = smem + prm.resident_bytes;  // the resident filter (if any) comes first
+  unsigned char* raw = stages + S * prm.stage_bytes;
   auto& tail = *reinterpret_cast<wgmma_tail_storage<Policy, Op>*>(raw + SR * prm.raw_bytes);
   const int tid = static_cast<int>(threadIdx.x);
   if (tid == 0) {
     for (int s = 0; s < S; ++s) {
-      convred::detail::mbarrier_init(&tail.full[s], transform_threads + 1);
+      convred::detail::mbarrier_init(&tail.full[s], transform_threads + (prm.resident_bytes ? 0 : 1));
       convred::detail::mbarrier_init(&tail.empty[s], Policy::consumer_threads);
     }
     for (int s = 0; s < SR; ++s) {
       convred::detail::mbarrier_init(&tail.raw_full[s], 1);
       convred::detail::mbarrier_init(&tail.raw_empty[s], transform_threads);
     }
+    convred::detail::mbarrier_init(&tail.filter_full, 1);
     convred::detail::mbarrier_init_fence();
   }
   __syncthreads();
@@ -143,14 +148,16 @@ __global__ void __launch_bounds__(Policy::threads, 1)
   if (tid >= Policy::consumer_threads) {  // producer warpgroup
     warpgroup::set_max_registers<Policy::producer_registers, false>();
     const int pt = tid - Policy::consumer_threads;
-    if (pt < 2 || pt >= 32) {
+    if (pt == 1 && prm.resident_bytes) {  // the resident filter: copied once
+      loader::copy_filter_resident(smem, &tail.filter_full, prm);
+    } else if (pt < 2 || pt >= 32) {
       for (std::int64_t tile = blockIdx.x; tile < prm.tiles; tile += gridDim.x) {
         std::int64_t n, tp, tq;
         decode(tile, n, tp, tq);
         const int h0 = static_cast<int>(tp) * TH - prm.pad_h;
         const int w0 = static_cast<int>(tq) * TW - prm.pad_w - prm.col_shift;
         for (int kt = 0; kt < prm.kt; ++kt, st.advance(), rs.advance()) {
-          unsigned char* stage = smem + st.slot * prm.stage_bytes;
+          unsigned char* stage = stages + st.slot * prm.stage_bytes;
           unsigned char* rbuf = raw + rs.slot * prm.raw_bytes;
           if (pt == 0) {  // the patch copier: runs up to raw_stages ahead of the transform
             rs.wait_free(tail.raw_empty);
@@ -162,10 +169,8 @@ __global__ void __launch_bounds__(Policy::threads, 1)
           } else {  // the transform warps
             rs.wait_full(tail.raw_full);
             st.wait_free(tail.empty);
-#ifndef CONVRED_EXP_NOTRANSFORM
-            loader::to_planes(reinterpret_cast<const float*>(rbuf), stage + prm.b_bytes, prm, pt - 32,
+            loader::to_planes(reinterpret_cast<const float*>(rbuf), stage + prm.a_offset, prm, pt - 32,
                               transform_threads);
-#endif
             convred::detail::mbarrier_arrive(&tail.raw_empty[rs.slot]);
             convred::detail::mbarrier_arrive(&tail.full[st.slot]);
           }
@@ -179,11 +184,13 @@ __global__ void __launch_bounds__(Policy::threads, 1)
   block::reduce_epilogue<mainloop, Op> red(tail.reduce, op);
   float d[2][64];
   int prev = -1;
+  if (prm.resident_bytes) convred::detail::mbarrier_wait(&tail.filter_full, 0);
   for (std::int64_t tile = blockIdx.x; tile < prm.tiles; tile += gridDim.x) {
     for (int kt = 0; kt < prm.kt; ++kt, st.advance()) {
       st.wait_full(tail.full);
 #ifndef CONVRED_EXP_NOMMA
-      mainloop::run_stage(smem + st.slot * prm.stage_bytes, d, kt == 0, prm);
+      const unsigned char* stage = stages + st.slot * prm.stage_bytes;
+      mainloop::run_stage(prm.resident_bytes ? smem + kt * prm.b_bytes : stage, stage + prm.a_offset, d, kt == 0, prm);
 #else
       if (kt == 0) for (int i = 0; i < 64; ++i) d[0][i] = d[1][i] = 0.f;
 #endif
