@@ -87,6 +87,12 @@ TEST_CASE("conv2d_reduce_packed wgmma: tf32x3 vs float64 (<= 1e-5)") { sweep<wg<
 TEST_CASE("conv2d_reduce_packed wgmma: bf16 vs float64 (<= 1e-2)") { sweep<wg<math::bf16>>("wgmma bf16", 800); }
 TEST_CASE("conv2d_reduce_packed wgmma: fp16 vs float64 (<= 1e-2)") { sweep<wg<math::fp16>>("wgmma fp16", 900); }
 TEST_CASE("conv2d_reduce_packed wgmma: 2 stages, tf32") { sweep<wgmma_policy<math::tf32, 2>>("wgmma tf32 S2", 1000); }
+// the schedule the default policy does not pick for the math: tf32 ping-pong (2-row tiles, the filter
+// streamed or resident by C), bf16 cooperative (4-row tiles; the filter resident when it fits)
+TEST_CASE("conv2d_reduce_packed wgmma: tf32 ping-pong") {
+  sweep<wgmma_policy<math::tf32, 4, 2, true>>("wgmma tf32 pingpong", 1100);
+}
+TEST_CASE("conv2d_reduce_packed wgmma: bf16 cooperative") { sweep<wgmma_policy<math::bf16, 3, 1>>("wgmma bf16 coop", 1200); }
 
 TEST_CASE("conv2d_reduce_packed wgmma: +-inf and NaN in x, w and bias, exact under every math") {
   require_gpu();

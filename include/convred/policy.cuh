@@ -133,9 +133,9 @@ struct default_simt_policy<double> {
 /// (device::conv2d_reduce_packed): `wgmma.mma_async` with both operands in shared memory.
 ///
 /// A block (persistent: one per SM, looping over tiles) of two consumer warpgroups and a producer
-/// warpgroup computes 4 x 64 output pixels (rows x columns of one image) by all K <= 128 output channels.
-/// Per stage of `block_c` input channels, one producer thread copies with TMA the input patch
-/// ((4+R-1) x (64+S-1) pixels, fp32 as given, zero outside the image: each x element is loaded once per
+/// warpgroup computes tiles of tile_h x 64 output pixels (rows x columns of one image) by all K <= 128
+/// output channels. Per stage of `block_c` input channels, one producer thread copies with TMA the input
+/// patch ((tile_h+R-1) x (64+S-1) pixels, fp32 as given, zero outside the image: each x element is loaded once per
 /// tile, not R*S times as in im2col) into one of `RawStages` raw buffers, and with a bulk copy the stage's
 /// R*S x 128 x block_c slice of the packed filter; the other three producer warps convert the raw patch
 /// once (TF32 round-to-nearest-even, the 3xTF32 split, bf16 or fp16) into pixel-major planes
@@ -143,10 +143,18 @@ struct default_simt_policy<double> {
 /// per filter tap and output row with the A descriptor shifted by the tap (block::conv_mainloop_wgmma).
 /// `Stages` operand stages, synchronised by mbarriers. `fallback` is the mma.sync policy used where this
 /// kernel cannot serve a problem (see device::packed_filter_bytes).
-template <class Math, int Stages = 3, int RawStages = 2>
+/// `PingPong` = false (cooperative): both consumer warpgroups work on one 4 x 64 tile (two rows each) and
+/// run its epilogue together, the tensor cores idle meanwhile. `PingPong` = true: tiles of 2 x 64 pixels,
+/// the block's tiles taken alternately by the two warpgroups, so that one warpgroup's epilogue runs while
+/// the other's wgmmas keep the tensor cores busy (as CUTLASS's ping-pong Hopper GEMM schedules). It reads
+/// (2+R-1)/2 input rows per output row instead of (4+R-1)/4 and the filter per 128 pixels instead of 256,
+/// so it pays when the filter is resident in shared memory (bf16/fp16 with C*R*S*K*2 bytes of ~144 KB or
+/// less).
+template <class Math, int Stages = 3, int RawStages = 2, bool PingPong = false>
 struct wgmma_policy {
   using math = Math;                           ///< precision tag (tf32, tf32x3, bf16 or fp16)
-  static constexpr int tile_h = 4;             ///< output rows per tile
+  static constexpr bool pingpong = PingPong;   ///< one tile per consumer warpgroup, alternating
+  static constexpr int tile_h = PingPong ? 2 : 4;  ///< output rows per tile
   static constexpr int tile_w = 64;            ///< output columns per tile (one m64 wgmma row segment)
   static constexpr int block_m = tile_h * tile_w;  ///< output pixels per tile (GEMM_M)
   static constexpr int block_n = 128;          ///< output channels per tile (GEMM_N): K <= 128
@@ -175,14 +183,16 @@ struct wgmma_policy {
   static_assert(RawStages >= 1, "wgmma_policy: at least one raw patch buffer");
 };
 
-/// @brief Default wgmma policy of a math tag: 3 operand stages, and 2 raw buffers for tf32 or 1 for
-/// bf16/fp16 (seed problem, tf32: stages of 49.5 KB (filter slice and planes) and raw buffers of 13.5 KB;
-/// bf16/fp16: the 144 KB packed filter resident, stages of 12.4 KB (planes) and a 25.5 KB raw buffer
-/// of 16 channels; tf32x3: 2 operand stages of 96.8 KB (filter and planes twice) and 1 raw buffer).
+/// @brief Default wgmma policy of a math tag. tf32: cooperative, 3 operand stages and 2 raw buffers (seed
+/// problem: stages of 49.5 KB, filter slice and planes, and raw buffers of 13.5 KB). bf16/fp16:
+/// ping-pong, 4 stages and 2 raw buffers (seed problem: the 144 KB packed filter resident, stages of
+/// 8.3 KB of planes, raw buffers of 17 KB). tf32x3: cooperative, 2 operand stages of 96.8 KB (filter and
+/// planes twice) and 1 raw buffer.
 template <class Math>
 struct default_wgmma_policy {
   /// the default wgmma_policy for Math
-  using type = wgmma_policy<Math, 3, (std::is_same_v<Math, math::bf16> || std::is_same_v<Math, math::fp16>) ? 1 : 2>;
+  using type = std::conditional_t<std::is_same_v<Math, math::bf16> || std::is_same_v<Math, math::fp16>,
+                                  wgmma_policy<Math, 4, 2, true>, wgmma_policy<Math, 3, 2>>;
 };
 /// @brief Default 3xTF32 wgmma policy: 2 operand stages, 1 raw buffer.
 template <>

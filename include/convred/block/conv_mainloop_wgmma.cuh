@@ -96,7 +96,8 @@ struct wgmma_conv_params {
 
 /// @brief Accumulates one stage of a 4 x 64 pixel x 128-channel tile on tensor cores with wgmma.
 ///
-/// Warpgroup g (threads 128g..128g+127) owns output rows 2g and 2g+1 of the tile (accumulators d[0], d[1]:
+/// Warpgroup g (threads 128g..128g+127) owns output rows 2g and 2g+1 of the tile (cooperative; ping-pong:
+/// rows 0 and 1 of its own tile) (accumulators d[0], d[1]:
 /// one m64 tile each, 64 fp32 per thread, the wgmma D fragment, see warpgroup/wgmma.cuh). Per stage it
 /// issues, for every filter tap (r, s) and both rows, one m64n128 wgmma whose A descriptor starts in the
 /// stage's planes (block::conv_patch_loader) at pixel ((row + r) * pw + s): the 64 pixels of an output row
@@ -111,7 +112,7 @@ template <class Policy>
 struct conv_mainloop_wgmma {
   using V = float;                                     ///< accumulator type
   using math_t = typename Policy::math;                ///< precision tag
-  static constexpr int BM = Policy::block_m;           ///< pixels per tile (256 = tile_h x tile_w)
+  static constexpr int BM = Policy::block_m;           ///< pixels per tile (tile_h x tile_w)
   static constexpr int NT = Policy::consumer_threads;  ///< consumer threads (256)
   static constexpr int TM = 4;                         ///< accumulator pixel rows per thread
   static constexpr int TN = 32;                        ///< accumulator channels per thread
@@ -122,7 +123,10 @@ struct conv_mainloop_wgmma {
   static constexpr int kind = Policy::is_tf32 ? 0 : (std::is_same_v<math_t, math::bf16> ? 1 : 2);
   /// bytes of one filter tap's 128 x block_c slice in shared memory
   static constexpr std::uint32_t tap_bytes = 128u * Policy::block_c * Policy::filter_elem_bytes;
-  static_assert(Policy::tile_w == 64 && Policy::tile_h == 4, "conv_mainloop_wgmma: tiles are 4 rows of 64 pixels");
+  static_assert(Policy::tile_w == 64 && Policy::tile_h == (Policy::pingpong ? 2 : 4),
+                "conv_mainloop_wgmma: tiles are 4 rows (cooperative) or 2 rows (ping-pong) of 64 pixels");
+  /// First tile row of this thread's warpgroup: 2g cooperative, 0 ping-pong (its own tile).
+  __device__ static int wg_row0() { return Policy::pingpong ? 0 : 2 * (static_cast<int>(threadIdx.x) / 128); }
 
   /// Lane in the warp (lane = 4g + t).
   __device__ static int lane() { return static_cast<int>(threadIdx.x) % 32; }
@@ -130,7 +134,7 @@ struct conv_mainloop_wgmma {
   __device__ static int warp_in_group() { return (static_cast<int>(threadIdx.x) / 32) % 4; }
   /// Tile pixel (row * 64 + column) of accumulator row i.
   __device__ static int tile_m(int i) {
-    return (static_cast<int>(threadIdx.x) / 128) * 128 + (i / 2) * 64 + 16 * warp_in_group() + lane() / 4 + 8 * (i % 2);
+    return (wg_row0() + i / 2) * 64 + 16 * warp_in_group() + lane() / 4 + 8 * (i % 2);
   }
   /// Output channel of accumulator column j.
   __device__ static int tile_n(int j) { return 8 * (j / 2) + 2 * (lane() % 4) + (j % 2); }
@@ -224,7 +228,7 @@ struct conv_mainloop_wgmma {
   __device__ static void issue(const unsigned char* filter, const unsigned char* planes, float (&d)[2][64],
                                bool first, const wgmma_conv_params& p) {
     const int R = FR > 0 ? FR : p.R, S = FS > 0 ? FS : p.S;
-    const int row0 = 2 * (static_cast<int>(threadIdx.x) / 128);
+    const int row0 = wg_row0();
     // A: K-major no-swizzle, core matrices 8 pixels x 16 bytes: LBO = one plane (the next E channels),
     // SBO = 128 bytes (the next 8 pixels); B: LBO 128 bytes (next E channels), SBO 256 (next 8 channels)
     const std::uint64_t a0 = warpgroup::make_smem_desc(planes + row0 * p.pw * 16, p.plane_bytes, 128);

@@ -93,11 +93,18 @@ struct pipeline_state {
   __device__ void wait_free(std::uint64_t* bars) const {
     if (count >= N) convred::detail::mbarrier_wait(&bars[slot], phase ^ 1);
   }
+  /// Moves to position `pos` (a consumer skipping the positions of tiles another warpgroup consumes).
+  __device__ void seek(std::int64_t pos) {
+    count = pos;
+    slot = static_cast<int>(pos % N);
+    phase = static_cast<std::uint32_t>((pos / N) & 1);
+  }
   /// Waits until the slot was filled (its `bars[slot]` phase completed).
   __device__ void wait_full(std::uint64_t* bars) const { convred::detail::mbarrier_wait(&bars[slot], phase); }
 };
 
-/// @brief Persistent fused kernel: block b computes tiles b, b + gridDim.x, ... of 4 x 64 output pixels.
+/// @brief Persistent fused kernel: block b computes tiles b, b + gridDim.x, ... of tile_h x 64 output
+/// pixels (cooperative: both consumer warpgroups on each tile; ping-pong: the warpgroups take turns).
 /// Warpgroup 2 produces (its registers lowered with setmaxnreg): per stage, one thread issues the TMA
 /// copy of the raw input patch and another the bulk copy of the packed filter slice (or, once, of the
 /// whole filter when it is resident, see wgmma_conv_params)
@@ -127,7 +134,7 @@ __global__ void __launch_bounds__(Policy::threads, 1)
   if (tid == 0) {
     for (int s = 0; s < S; ++s) {
       convred::detail::mbarrier_init(&tail.full[s], transform_threads + (prm.resident_bytes ? 0 : 1));
-      convred::detail::mbarrier_init(&tail.empty[s], Policy::consumer_threads);
+      convred::detail::mbarrier_init(&tail.empty[s], Policy::pingpong ? 128 : Policy::consumer_threads);
     }
     for (int s = 0; s < SR; ++s) {
       convred::detail::mbarrier_init(&tail.raw_full[s], 1);
@@ -185,14 +192,20 @@ __global__ void __launch_bounds__(Policy::threads, 1)
   float d[2][64];
   int prev = -1;
   if (prm.resident_bytes) convred::detail::mbarrier_wait(&tail.filter_full, 0);
-  for (std::int64_t tile = blockIdx.x; tile < prm.tiles; tile += gridDim.x) {
+  // cooperative: both warpgroups consume every tile of the block; ping-pong: warpgroup g the block's
+  // tiles g, g + 2, ... (its stages at ring positions i * kt ..., the other warpgroup's skipped)
+  constexpr int step = Policy::pingpong ? 2 : 1;
+  const int first_i = Policy::pingpong ? tid / 128 : 0;
+  for (std::int64_t i = first_i, tile = blockIdx.x + first_i * std::int64_t(gridDim.x); tile < prm.tiles;
+       i += step, tile += step * std::int64_t(gridDim.x)) {
+    if (Policy::pingpong) st.seek(i * prm.kt);
     for (int kt = 0; kt < prm.kt; ++kt, st.advance()) {
       st.wait_full(tail.full);
 #ifndef CONVRED_EXP_NOMMA
       const unsigned char* stage = stages + st.slot * prm.stage_bytes;
       mainloop::run_stage(prm.resident_bytes ? smem + kt * prm.b_bytes : stage, stage + prm.a_offset, d, kt == 0, prm);
 #else
-      if (kt == 0) for (int i = 0; i < 64; ++i) d[0][i] = d[1][i] = 0.f;
+      if (kt == 0) for (int e = 0; e < 64; ++e) d[0][e] = d[1][e] = 0.f;
 #endif
       warpgroup::wait<1>();  // the previous stage's group has completed: release its slot
       if (prev >= 0) convred::detail::mbarrier_arrive(&tail.empty[prev]);
