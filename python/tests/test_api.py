@@ -381,6 +381,43 @@ def test_module_options():
         convred.nn.Conv2dReduce.from_conv(conv, math="fp8")
 
 
+@pytest.mark.parametrize("reduce", ["min", "max"])
+def test_module_min_max_without_indices_runs_amin_amax(reduce):
+    """return_indices=False: the module calls the operator with amin / amax (values only) and gives min /
+    max's values and gradients; its reduce, repr, state_dict and kernel_for are unchanged. With
+    return_indices=True it calls min / max."""
+    torch.manual_seed(3)
+    conv = torch.nn.Conv2d(4, 6, 3, padding=1)
+    m = convred.nn.Conv2dReduce.from_conv(conv, scale=-0.5, reduce=reduce)
+    mi = convred.nn.Conv2dReduce.from_conv(conv, scale=-0.5, reduce=reduce, return_indices=True)
+    x = torch.randn(2, 4, 7, 9, requires_grad=True)
+    with ConvredOpLog() as log:
+        y = m(x)
+    assert log.calls == [("conv2d_reduce", "a" + reduce)]
+    assert isinstance(y, torch.Tensor) and y.shape == (2, 1, 7, 9)
+    with ConvredOpLog() as log:
+        v, i = mi(x)
+    assert log.calls == [("conv2d_reduce", reduce)]
+    assert torch.equal(y, v)  # the values of before (the op's min / max)
+    assert m.reduce == reduce and m.return_indices is False
+    assert f"reduce='{reduce}'" in repr(m) and repr(m) == repr(mi)
+    assert list(m.state_dict().keys()) == ["weight", "bias"]
+    assert "cpu-reference" in m.kernel_for(x)
+    gy = torch.randn_like(y)
+    got = torch.autograd.grad(y, (x, conv.weight, conv.bias), gy)
+    want = torch.autograd.grad(v, (x, conv.weight, conv.bias), gy)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    # a module built with the constructor, and one switched to return_indices afterwards
+    m2 = convred.nn.Conv2dReduce(4, 6, 3, padding=1, scale=-0.5, reduce=reduce)
+    m2.load_state_dict(conv.state_dict())
+    with ConvredOpLog() as log:
+        torch.testing.assert_close(m2(x), y, rtol=0, atol=0)
+        m2.return_indices = True
+        v2, i2 = m2(x)
+    assert log.calls == [("conv2d_reduce", "a" + reduce), ("conv2d_reduce", reduce)]
+    assert torch.equal(i2, i)
+
+
 def test_module_trains():
     torch.manual_seed(0)
     m = convred.nn.Conv2dReduce(3, 5, 3, padding=1, scale=2.0, reduce="mean")

@@ -241,3 +241,32 @@ def test_amin_amax_values_equal_min_max(dtype, math, layout):
             assert idx.numel() == 0
             assert torch.equal(vals, ref), (plain, scale)
 
+
+@pytest.mark.parametrize("math", ["ieee", "tf32"])
+@pytest.mark.parametrize("reduce", ["min", "max"])
+def test_module_without_indices_runs_amin_amax(math, reduce):
+    """Conv2dReduce(reduce="min"/"max", return_indices=False) calls the operator with amin / amax (the
+    packed operator on the wgmma path): the same values as before, and the same gradients (its backward
+    recomputes the index with one more argmin / argmax call)."""
+    need_tc(math)
+    torch.manual_seed(5)
+    conv = torch.nn.Conv2d(16, 32, 3).cuda()
+    m = convred.nn.Conv2dReduce.from_conv(conv, scale=2.0, reduce=reduce, math=math)
+    mi = convred.nn.Conv2dReduce.from_conv(conv, scale=2.0, reduce=reduce, math=math, return_indices=True)
+    x = torch.rand(2, 16, 20, 24, device="cuda", requires_grad=True)
+    packed = m.kernel_for(x).startswith("wgmma")
+    op_name = "conv2d_reduce_packed" if packed else "conv2d_reduce"
+    with ConvredOpLog() as log:
+        y = m(x)
+    assert log.calls == [(op_name, "a" + reduce)]
+    assert isinstance(y, torch.Tensor) and m.reduce == reduce and f"reduce='{reduce}'" in repr(m)
+    with ConvredOpLog() as log:
+        v, i = mi(x)
+    assert log.calls == [(op_name, reduce)]
+    assert torch.equal(y, v)
+    gy = torch.randn_like(y)
+    with ConvredOpLog() as log:
+        got = torch.autograd.grad(y, (x, conv.weight, conv.bias), gy)
+    assert log.calls == [(op_name, "arg" + reduce)]  # the one extra fused forward of the backward
+    want = torch.autograd.grad(v, (x, conv.weight, conv.bias), gy)
+    torch.testing.assert_close(got, want)
