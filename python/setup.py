@@ -44,7 +44,7 @@ for a in ARCHS:
         raise RuntimeError(f"CONVRED_CUDA_ARCH: '{a}' is not an architecture such as 80, 90a")
 GENCODE = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in ARCHS]
 
-# one translation unit per (dtype, math): 4 instantiations each (ops argmin, argmax, sum, mean), so that
+# one translation unit per (dtype, math): 6 instantiations each (ops argmin, argmax, min, max, sum, mean), so that
 # ninja spreads them over the cores
 CU = ["f32_ieee", "f32_tf32", "f32_tf32x3", "f32_bf16", "f32_fp16", "f64"] + [
     f"{t}_{m}" for t in ("f16", "bf16") for m in ("ieee", "bf16", "fp16")]

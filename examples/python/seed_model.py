@@ -2,7 +2,8 @@
 
 Model:    the reference, conv2d -> * scale -> torch.min over channels (PyTorch eager: cuDNN conv + two kernels).
 ModelNew: the same computation as one fused convred kernel (convred.nn.Conv2dReduce), sharing Model's
-          Parameters when built with ModelNew.from_model (so both compute from identical weights).
+          Parameters when built with ModelNew.from_model (so both compute from identical weights). The
+          module returns values only, so it runs the values-only kernel (reduce "amin"), not argmin.
 
 Shapes (get_inputs): x (64, 64, 256, 256) float32 NCHW -> y (64, 1, 254, 254).
 """

@@ -23,7 +23,11 @@ def _load_library():
 
 _load_library()
 
-REDUCES = ("min", "max", "sum", "mean", "argmin", "argmax")
+REDUCES = ("min", "max", "amin", "amax", "sum", "mean", "argmin", "argmax")
+# the reduce kinds whose indices output is (N, 1, P, Q) int64; the others return an empty int64 tensor there
+INDEX_REDUCES = ("min", "max", "argmin", "argmax")
+# values-only kinds that select a channel (their gradient needs the index: recomputed in backward)
+_VALUE_SELECT = {"amin": "argmin", "amax": "argmax"}
 MATHS = ("ieee", "tf32", "tf32x3", "bf16", "fp16")
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 _OP = "convred.conv2d_reduce"
@@ -105,7 +109,7 @@ def check_args(x, weight, bias, stride, padding, dilation, groups, reduce, math)
 
 def _fake_outputs(x, reduce, N, P, Q):
     y = x.new_empty((N, 1, P, Q))
-    if reduce in ("sum", "mean"):
+    if reduce not in INDEX_REDUCES:  # amin, amax, sum, mean: an empty int64 tensor (binding.cpp, empty_outputs)
         return y, x.new_empty((0,), dtype=torch.int64)
     return y, x.new_empty((N, 1, P, Q), dtype=torch.int64)
 
@@ -139,13 +143,19 @@ def _setup_context(ctx, inputs, output):
     x, weight, bias = inputs[0], inputs[1], inputs[-8]
     stride, padding, dilation, groups, scale, reduce, math = inputs[-7:]
     _, indices = output
-    ctx.save_for_backward(x, weight, indices if reduce not in ("sum", "mean") else None)
-    ctx.conf = (list(stride), list(padding), list(dilation), groups, scale, reduce, bias is not None)
+    if reduce in _VALUE_SELECT:
+        # amin / amax wrote no indices: backward recomputes them, and needs bias (and the packed filter of
+        # conv2d_reduce_packed, inputs[2]) for that
+        packed = inputs[2] if len(inputs) == 11 else None
+        ctx.save_for_backward(x, weight, None, bias, packed)
+    else:
+        ctx.save_for_backward(x, weight, indices if reduce in INDEX_REDUCES else None, None, None)
+    ctx.conf = (list(stride), list(padding), list(dilation), groups, scale, reduce, bias is not None, math)
 
 
 def _grad_conv_out(ctx, grad_values, x, weight, indices):
     """dL/d(conv output), (N, K, P, Q): the epilogue's scale times the reduction's gradient."""
-    stride, padding, dilation, groups, scale, reduce, _ = ctx.conf
+    scale, reduce = ctx.conf[4], ctx.conf[5]
     K = weight.shape[0]
     g = grad_values * scale  # (N, 1, P, Q)
     shape = (g.shape[0], K, g.shape[2], g.shape[3])
@@ -153,17 +163,36 @@ def _grad_conv_out(ctx, grad_values, x, weight, indices):
         if reduce == "mean":
             g = g / K
         return g.expand(shape).contiguous()
-    # min / max / argmin / argmax: all of it to the selected channel (as torch.min(x, dim)'s backward)
+    # min / max / argmin / argmax / amin / amax: all of it to the selected channel (as torch.min(x, dim)'s
+    # backward; for amin / amax this differs from torch.amin, which splits it evenly among tied channels)
     return torch.zeros(shape, dtype=g.dtype, device=g.device).scatter_(1, indices, g)
 
 
+def _selected_indices(ctx, x, weight, bias, packed):
+    """amin / amax: the index of the selected channel, which the forward did not write. Recomputed by calling
+    the operator again with argmin / argmax (the same arguments and math, so the same channel as the forward's
+    value): one more fused forward pass (conv and reduction) in the backward, the price of the faster
+    values-only forward."""
+    stride, padding, dilation, groups, scale, reduce, _, math = ctx.conf
+    with torch.no_grad():
+        if packed is not None:
+            _, indices = torch.ops.convred.conv2d_reduce_packed(x, weight, packed, bias, stride, padding, dilation,
+                                                                groups, scale, _VALUE_SELECT[reduce], math)
+        else:
+            _, indices = torch.ops.convred.conv2d_reduce(x, weight, bias, stride, padding, dilation, groups, scale,
+                                                         _VALUE_SELECT[reduce], math)
+    return indices
+
+
 def _backward(ctx, grad_values, grad_indices):
-    x, weight, indices = ctx.saved_tensors
-    stride, padding, dilation, groups, scale, reduce, has_bias = ctx.conf
+    x, weight, indices, bias, packed = ctx.saved_tensors
+    stride, padding, dilation, groups, scale, reduce, has_bias, _ = ctx.conf
     need_x, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
     need_b = has_bias and ctx.needs_input_grad[-8]
     gx = gw = gb = None
     if grad_values is not None and (need_x or need_w or need_b):
+        if reduce in _VALUE_SELECT:
+            indices = _selected_indices(ctx, x, weight, bias, packed)
         g = _grad_conv_out(ctx, grad_values, x, weight, indices)
         if need_x:
             gx = torch.nn.grad.conv2d_input(x.shape, weight, g, stride, padding, dilation, groups)
@@ -217,8 +246,12 @@ def conv2d_reduce(
         groups: divides C and K.
         scale: multiplies the conv output (with its bias) before the reduction (fp32; fp64 for float64).
         reduce: ``"min"``/``"max"`` -> ``(values, indices)`` as ``torch.min(t, dim=1, keepdim=True)``
-            (NaN propagates; lowest index among ties; ``-0.0 == +0.0``); ``"argmin"``/``"argmax"`` ->
-            indices (int64); ``"sum"``/``"mean"`` -> values (accumulated in fp32, fp64 for float64).
+            (NaN propagates; lowest index among ties; ``-0.0 == +0.0``); ``"amin"``/``"amax"`` -> values
+            only, as ``torch.amin(t, dim=1, keepdim=True)`` (the same values as min/max, from a faster
+            kernel that tracks no index; its gradient goes to the channel min/max would select, all of it
+            to the lowest index among ties, and costs one more fused forward pass in the backward, which
+            recomputes that index); ``"argmin"``/``"argmax"`` -> indices (int64); ``"sum"``/``"mean"`` ->
+            values (accumulated in fp32, fp64 for float64).
         math: ``"ieee"`` (exact fp32 FMA; fp64 for float64), ``"tf32"`` (PyTorch's default conv math),
             ``"tf32x3"`` (fp32-level accuracy on tensor cores), ``"bf16"``, ``"fp16"`` (operands rounded
             on chip, fp32 accumulation). See README "Precision". For float16 / bfloat16 x, tf32 and tf32x3
@@ -226,7 +259,8 @@ def conv2d_reduce(
             alike, so the products are the same (:func:`kernel_name` says so).
 
     Returns:
-        values (N, 1, P, Q) in x's dtype, contiguous; indices (N, 1, P, Q) int64 (min/max/argmin/argmax).
+        values (N, 1, P, Q) in x's dtype, contiguous (min/max: with the indices; amin/amax/sum/mean: alone);
+        indices (N, 1, P, Q) int64 (min/max/argmin/argmax).
 
     Raises:
         ValueError / TypeError naming the bad argument (device, dtype, rank, shape, layout, groups,

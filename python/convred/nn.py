@@ -38,9 +38,13 @@ class Conv2dReduce(nn.Module):
             as ``nn.Conv2d`` (padding: int, pair, ``"valid"``, or ``"same"`` for stride 1 and odd
             dilated kernel sizes; padding_mode is always ``"zeros"``).
         scale: multiplies the conv output before the reduction.
-        reduce: ``min``, ``max``, ``sum``, ``mean``, ``argmin``, ``argmax`` (see ``convred.conv2d_reduce``).
+        reduce: ``min``, ``max``, ``amin``, ``amax``, ``sum``, ``mean``, ``argmin``, ``argmax`` (see
+            ``convred.conv2d_reduce``).
         math: ``ieee`` (exact, default), ``tf32``, ``tf32x3``, ``bf16``, ``fp16``.
-        return_indices: for min/max, return ``(values, indices)`` instead of values.
+        return_indices: for min/max, return ``(values, indices)`` instead of values. Without it, min/max
+            call the operator with ``amin``/``amax`` (values only: a faster kernel that writes no indices;
+            the backward then recomputes the selected channels with one more fused forward pass);
+            ``self.reduce`` stays ``min``/``max``.
 
     Shapes: x (N, C, H, W) contiguous or channels_last (float32, float16, bfloat16; float64 with ieee) ->
     (N, 1, P, Q) values, or int64 indices for argmin/argmax.
@@ -152,12 +156,12 @@ class Conv2dReduce(nn.Module):
 
     def forward(self, x: torch.Tensor):
         """x (N, C, H, W), contiguous or channels_last, the module's dtype and device -> (N, 1, P, Q): values
-        in x's dtype (min, max, sum, mean), int64 indices (argmin, argmax), or (values, indices) for min/max
-        with return_indices. Raises ValueError / TypeError naming the bad argument (see
+        in x's dtype (min, max, amin, amax, sum, mean), int64 indices (argmin, argmax), or (values, indices)
+        for min/max with return_indices. Raises ValueError / TypeError naming the bad argument (see
         convred.conv2d_reduce)."""
         w = self._weight()
         args = (list(self.stride), list(self.padding), list(self.dilation), self.groups, self.scale,
-                self.reduce, self.math)
+                self._op_reduce(), self.math)
         packed = None if _compiling() else self._packed_for(x, w)
         if packed is not None:
             values, indices = torch.ops.convred.conv2d_reduce_packed(x, w, packed, self.bias, *args)
@@ -168,6 +172,13 @@ class Conv2dReduce(nn.Module):
         if self.reduce in ("min", "max") and self.return_indices:
             return values, indices
         return values
+
+    def _op_reduce(self) -> str:
+        """The operator's ``reduce`` for this module: ``amin``/``amax`` for min/max without return_indices
+        (the indices would be thrown away; the values-only kernel skips them), else ``self.reduce``."""
+        if self.reduce in ("min", "max") and not self.return_indices:
+            return "a" + self.reduce
+        return self.reduce
 
     def kernel_for(self, x: torch.Tensor) -> str:
         """Name of the kernel ``self(x)`` runs (e.g. ``"wgmma-tf32 (sm_90a packed filter, ...)"``,

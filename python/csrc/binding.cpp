@@ -7,6 +7,9 @@
 //   conv2d_reduce_packed(Tensor x, Tensor weight, Tensor packed, Tensor? bias, ...same...) -> (Tensor, Tensor)
 //   pack_filter(Tensor weight, int[] x_shape, int[2] stride, int[2] padding, int[2] dilation, int groups,
 //               str math) -> Tensor
+// reduce: min, max (values and indices, as torch.min(t, dim)), amin, amax (values only, as torch.amin; the
+// kernels' value-only ops, no index bookkeeping), sum, mean (values only), argmin, argmax (indices, and the
+// values too); a values-only kind returns an empty int64 tensor as its indices.
 // The Python package (convred/_ops.py) adds their fake (meta) kernels and autograd.
 // Per-operator ATen headers and no pybind11 (the library is loaded with torch.ops.load_library): the
 // host compile of this file is a fraction of what <torch/extension.h> costs.
@@ -14,6 +17,8 @@
 #include <string>
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/amax.h>
+#include <ATen/ops/amin.h>
 #include <ATen/ops/conv2d.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/max.h>
@@ -81,11 +86,14 @@ std::string istr(c10::IntArrayRef v) {
 reduce_kind parse_reduce(const std::string& s) {
   if (s == "min") return reduce_kind::min;
   if (s == "max") return reduce_kind::max;
+  if (s == "amin") return reduce_kind::amin;
+  if (s == "amax") return reduce_kind::amax;
   if (s == "sum") return reduce_kind::sum;
   if (s == "mean") return reduce_kind::mean;
   if (s == "argmin") return reduce_kind::argmin;
   if (s == "argmax") return reduce_kind::argmax;
-  TORCH_CHECK_VALUE(false, kOp, ": argument 'reduce' must be one of min, max, sum, mean, argmin, argmax, got '", s,
+  TORCH_CHECK_VALUE(false, kOp,
+                    ": argument 'reduce' must be one of min, max, amin, amax, sum, mean, argmin, argmax, got '", s,
                     "'");
 }
 
@@ -98,7 +106,10 @@ math_kind parse_math(const std::string& s) {
   TORCH_CHECK_VALUE(false, kOp, ": argument 'math' must be one of ieee, tf32, tf32x3, bf16, fp16, got '", s, "'");
 }
 
-bool has_index(reduce_kind r) { return r != reduce_kind::sum && r != reduce_kind::mean; }
+/// Whether the reduce kind has an indices output (N, 1, P, Q); otherwise indices is an empty int64 tensor.
+bool has_index(reduce_kind r) {
+  return r == reduce_kind::min || r == reduce_kind::max || r == reduce_kind::argmin || r == reduce_kind::argmax;
+}
 
 void check_pair(c10::IntArrayRef v, const char* name, int64_t lo) {
   TORCH_CHECK_VALUE(v.size() == 2, kOp, ": argument '", name, "' must have 2 elements, got ", istr(static_cast<int64_t>(v.size())));
@@ -368,6 +379,8 @@ std::tuple<at::Tensor, at::Tensor> conv2d_reduce_cpu(const at::Tensor& x, const 
       idx.copy_(i);
       break;
     }
+    case reduce_kind::amin: y.copy_(at::amin(out, 1, true)); break;
+    case reduce_kind::amax: y.copy_(at::amax(out, 1, true)); break;
     case reduce_kind::sum: y.copy_(out.sum(1, true)); break;
     case reduce_kind::mean: y.copy_(out.mean(1, true)); break;
   }

@@ -14,7 +14,9 @@ namespace convred_ext {
 template <class T>
 using scale_epi = convred::epilogue::scale<std::conditional_t<std::is_same_v<T, double>, double, float>>;
 
-/// Calls `call(op)` with the convred op of a reduce kind (4 instantiations: argmin, argmax, sum, mean).
+/// Calls `call(op)` with the convred op of a reduce kind (6 instantiations: argmin, argmax, min, max, sum,
+/// mean). min/max return indices too (as torch.min(t, dim)), so they run the index ops; amin/amax (values
+/// only) run the value ops.
 template <class Call>
 convred::status by_op(reduce_kind r, Call&& call) {
   switch (r) {
@@ -22,6 +24,8 @@ convred::status by_op(reduce_kind r, Call&& call) {
     case reduce_kind::argmin: return call(convred::op::argmin{});
     case reduce_kind::max:
     case reduce_kind::argmax: return call(convred::op::argmax{});
+    case reduce_kind::amin: return call(convred::op::min{});
+    case reduce_kind::amax: return call(convred::op::max{});
     case reduce_kind::sum: return call(convred::op::sum{});
     case reduce_kind::mean: return call(convred::op::mean{});
   }

@@ -13,15 +13,18 @@
 namespace convred_ext {
 
 /// Reduction across output channels. min/argmin run convred::op::argmin and max/argmax
-/// convred::op::argmax (values and indices both written); sum and mean write values only.
-enum class reduce_kind : int { min, max, sum, mean, argmin, argmax };
+/// convred::op::argmax (values and indices both written); amin/amax (values only, as torch.amin /
+/// torch.amax) run convred::op::min / convred::op::max, which skip the index bookkeeping and the int64
+/// index store; sum and mean write values only.
+enum class reduce_kind : int { min, max, sum, mean, argmin, argmax, amin, amax };
 
 /// Math precision (convred::math tags): ieee (exact fp32 / fp64 FMA), tf32, tf32x3, bf16, fp16.
 enum class math_kind : int { ieee, tf32, tf32x3, bf16, fp16 };
 
 /// Arguments of one launch. Pointers are device pointers (already checked by the binding): x (N,C,H,W)
 /// in p.x_layout, w KCRS contiguous, bias K elements or null, y N*P*Q elements, indices N*P*Q int64 or
-/// null (ignored by sum / mean), packed the output of pack_filter (float + tensor-core math only) or null.
+/// null (ignored by amin / amax / sum / mean), packed the output of pack_filter (float + tensor-core math
+/// only) or null.
 struct launch_args {
   convred::conv2d_problem p;
   const void* x = nullptr;

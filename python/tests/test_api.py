@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import convred
-from reference import conv_ref, reduce_ref
+from reference import ConvredOpLog, conv_ref, reduce_ref, special_case
 
 OP = torch.ops.convred.conv2d_reduce
 
@@ -46,6 +46,7 @@ BAD = [
     ("groups-0", "groups", ValueError, lambda x, w, b: args_of(x, w, b, groups=0)),
     ("groups-divide", "groups", ValueError, lambda x, w, b: args_of(x, w, b, groups=3)),
     ("reduce", "reduce", ValueError, lambda x, w, b: args_of(x, w, b, reduce="median")),
+    ("reduce-case", "reduce", ValueError, lambda x, w, b: args_of(x, w, b, reduce="AMIN")),
     ("math", "math", ValueError, lambda x, w, b: args_of(x, w, b, math="fp8")),
     ("f64-math", "math", ValueError, lambda x, w, b: args_of(x.double(), w.double(), b.double(), math="tf32")),
 ]
@@ -72,6 +73,26 @@ def test_bad_device_names_it():
     with pytest.raises(ValueError, match="'bias'"):
         OP(*args_of(x, w, b.cpu()))
     torch.cuda.synchronize()  # nothing pending
+
+
+def test_bad_reduce_message():
+    """A bad reduce names the argument and lists every kind (amin and amax too), with the same message from
+    the C++ kernel, the fake kernel, the functional API and the module."""
+    kinds = "min, max, amin, amax, sum, mean, argmin, argmax"
+    msgs = []
+    for device in ("cpu", "meta"):
+        x, w, b = good(device)
+        with pytest.raises(ValueError, match=f"argument 'reduce' must be one of {kinds}, got 'median'") as e:
+            OP(*args_of(x, w, b, reduce="median"))
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+    x, w, b = good("cpu")
+    with pytest.raises(ValueError, match=f"argument 'reduce' must be one of {kinds}, got 'median'"):
+        convred.conv2d_reduce(x, w, b, reduce="median")
+    with pytest.raises(ValueError, match="argument 'reduce'"):
+        convred.nn.Conv2dReduce(4, 6, 3, reduce="median")
+    with pytest.raises(ValueError, match="argument 'reduce'"):
+        convred.nn.Conv2dReduce.from_conv(torch.nn.Conv2d(4, 6, 3), reduce="median")
 
 
 def test_meta_and_cpu_errors_agree():
@@ -123,7 +144,7 @@ def test_functional_returns():
         convred.conv2d_reduce(x, w, b, stride=(1, 1, 1))
 
 
-OPCHECK_REDUCES = ["min", "max", "sum", "mean", "argmax"]
+OPCHECK_REDUCES = ["min", "max", "amin", "amax", "sum", "mean", "argmax"]
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
@@ -139,11 +160,16 @@ def test_opcheck(device, reduce):
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
-def test_opcheck_packed(device):
+@pytest.mark.parametrize("reduce", ["min", "amin", "amax"])
+def test_opcheck_packed(device, reduce):
     x, w, b = good(device)
     packed = torch.ops.convred.pack_filter(w, list(x.shape), [1, 1], [0, 0], [1, 1], 1, "tf32")
     torch.library.opcheck(torch.ops.convred.conv2d_reduce_packed,
-                          (x, w, packed, b, [1, 1], [0, 0], [1, 1], 1, 2.0, "min", "tf32"))
+                          (x, w, packed, b, [1, 1], [0, 0], [1, 1], 1, 2.0, reduce, "tf32"))
+    # with gradients: amin / amax's backward calls the packed operator again (argmin / argmax)
+    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+    torch.library.opcheck(torch.ops.convred.conv2d_reduce_packed,
+                          (xg, wg, packed, b, [1, 1], [0, 0], [1, 1], 1, 2.0, reduce, "tf32"))
 
 
 def gradcheck_inputs(device, reduce):
@@ -155,7 +181,7 @@ def gradcheck_inputs(device, reduce):
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
-@pytest.mark.parametrize("reduce", ["min", "max", "sum", "mean", "argmin"])
+@pytest.mark.parametrize("reduce", ["min", "max", "amin", "amax", "sum", "mean", "argmin"])
 def test_gradcheck_float64(device, reduce):
     x, w, b = gradcheck_inputs(device, reduce)
 
@@ -183,6 +209,104 @@ def test_backward_matches_pytorch_min():
     r = torch.min(F.conv2d(x, w, b, padding=1) * 2.0, dim=1, keepdim=True).values
     rx, rw, rb = torch.autograd.grad(r, (x, w, b), gy)
     torch.testing.assert_close((gx, gw, gb), (rx, rw, rb))
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("reduce", ["amin", "amax"])
+def test_gradcheck_packed_float64(device, reduce):
+    """The packed operator's amin / amax backward (it recomputes the index with the packed operator)."""
+    x, w, b = gradcheck_inputs(device, reduce)
+    # float64 (math ieee) has no packed filter: pack_filter returns an empty one, as where the wgmma kernel
+    # does not serve a problem
+    packed = torch.ops.convred.pack_filter(w.detach(), list(x.shape), [1, 2], [1, 0], [1, 1], 1, "ieee")
+    assert packed.numel() == 0
+
+    def f(x, w, b):
+        return torch.ops.convred.conv2d_reduce_packed(x, w, packed, b, [1, 2], [1, 0], [1, 1], 1, -1.5, reduce,
+                                                      "ieee")[0]
+
+    assert torch.autograd.gradcheck(f, (x, w, b), eps=1e-6, atol=1e-6)
+
+
+# (dtype, math) pairs the operator accepts: every math for 32- and 16-bit x, ieee for float64 (the CPU
+# reference checks the math and computes exactly)
+DTYPE_MATH = [pytest.param(d, m, id=f"{str(d).split('.')[-1]}-{m}")
+              for d in convred.DTYPES for m in (("ieee",) if d == torch.float64 else convred.MATHS)]
+
+
+@pytest.mark.parametrize("dtype,math", DTYPE_MATH)
+@pytest.mark.parametrize("reduce", ["amin", "amax"])
+@pytest.mark.parametrize("scale", [1.0, -2.0])
+def test_amin_amax_special_values_cpu(dtype, math, reduce, scale):
+    """Parity with torch.amin / torch.amax on NaN, +-inf, ties and +-0 (the conv output is x itself), and
+    the values of min / max."""
+    x, w = special_case(dtype, "cpu")
+    vals, idx = OP(x, w, None, [1, 1], [0, 0], [1, 1], 5, scale, reduce, math)
+    want = getattr(torch, reduce)(x.double() * scale, 1, keepdim=True)
+    assert vals.dtype == dtype and vals.shape == want.shape
+    assert idx.dtype == torch.int64 and idx.numel() == 0
+    same = (vals.double() == want) | (vals.isnan() & want.isnan())  # == : -0.0 equals +0.0
+    assert bool(same.all()), f"values {vals.flatten().tolist()} != {want.flatten().tolist()}"
+    plain, _ = OP(x, w, None, [1, 1], [0, 0], [1, 1], 5, scale, reduce[1:], math)
+    assert bool(((vals == plain) | (vals.isnan() & plain.isnan())).all())
+
+
+@pytest.mark.parametrize("dtype", convred.DTYPES)
+@pytest.mark.parametrize("reduce", ["amin", "amax"])
+def test_amin_amax_match_torch_cpu(dtype, reduce):
+    """Random data in every dtype: torch.amin / torch.amax of the float64 conv (rounded to the dtype), and
+    exactly min / max's values."""
+    x, w, b = good("cpu", dtype)
+    for scale, padding, layout in ((2.0, (1, 1), torch.contiguous_format), (-0.5, (0, 2), torch.channels_last)):
+        xl = x.contiguous(memory_format=layout)
+        vals, idx = OP(*args_of(xl, w, b, padding=padding, scale=scale, reduce=reduce))
+        want = getattr(torch, reduce)(conv_ref(x, w, b, (1, 1), padding, (1, 1), 1, scale), 1, keepdim=True)
+        assert idx.numel() == 0 and vals.dtype == dtype and vals.is_contiguous()
+        torch.testing.assert_close(vals, want.to(dtype))
+        plain, _ = OP(*args_of(xl, w, b, padding=padding, scale=scale, reduce=reduce[1:]))
+        assert torch.equal(vals, plain)
+
+
+@pytest.mark.parametrize("reduce", ["amin", "amax"])
+def test_amin_amax_backward(reduce):
+    """The gradient goes to the selected channel (min / max's gradient, and torch.amin / torch.amax's away
+    from ties), and the backward makes exactly one more operator call, with argmin / argmax."""
+    x, w, b = (t.requires_grad_() for t in good("cpu", torch.float64))
+    with ConvredOpLog() as log:
+        v = convred.conv2d_reduce(x, w, b, scale=2.0, reduce=reduce, padding=1)
+    assert isinstance(v, torch.Tensor) and log.calls == [("conv2d_reduce", reduce)]
+    gy = torch.randn_like(v)
+    with ConvredOpLog() as log:
+        got = torch.autograd.grad(v, (x, w, b), gy)
+    assert log.calls == [("conv2d_reduce", "arg" + reduce[1:])]
+    plain, _ = convred.conv2d_reduce(x, w, b, scale=2.0, reduce=reduce[1:], padding=1)
+    torch.testing.assert_close(got, torch.autograd.grad(plain, (x, w, b), gy), rtol=0, atol=0)
+    r = getattr(torch, reduce)(F.conv2d(x, w, b, padding=1) * 2.0, dim=1, keepdim=True)
+    torch.testing.assert_close(got, torch.autograd.grad(r, (x, w, b), gy))
+    # only x needs a gradient: the same
+    with ConvredOpLog() as log:
+        v = convred.conv2d_reduce(x, w.detach(), None, reduce=reduce)
+        torch.autograd.grad(v, (x,), gy[..., 1:-1, 1:-1])
+    assert log.calls == [("conv2d_reduce", reduce), ("conv2d_reduce", "arg" + reduce[1:])]
+
+
+@pytest.mark.parametrize("reduce", ["amin", "amax"])
+def test_amin_amax_tie_gradient_to_lowest_index(reduce):
+    """Among tied channels all of the gradient goes to the lowest index, as min / max's (torch.amin would
+    split it evenly)."""
+    # one row per pixel, one column per channel: min ties at pixels 0 (channels 0, 1, 2) and 2 (1, 2), max
+    # ties at pixel 2 (0, 3)
+    x = torch.tensor([[1.0, 1.0, 1.0, 2.0], [3.0, -1.0, 2.0, 2.0], [3.0, 0.5, 0.5, 3.0]], dtype=torch.float64)
+    x = x.t().reshape(1, 4, 1, 3).contiguous().requires_grad_()
+    w = torch.ones(4, 1, 1, 1, dtype=torch.float64)
+    v = convred.conv2d_reduce(x, w, None, groups=4, reduce=reduce)
+    (gx,) = torch.autograd.grad(v, (x,), torch.ones_like(v))
+    plain, idx = convred.conv2d_reduce(x, w, None, groups=4, reduce=reduce[1:])
+    assert idx.flatten().tolist() == ([0, 1, 1] if reduce == "amin" else [3, 0, 0])
+    (want,) = torch.autograd.grad(plain, (x,), torch.ones_like(plain))
+    assert torch.equal(gx, want)
+    assert torch.equal(gx, torch.zeros_like(gx).scatter_(1, idx, 1.0))
+    assert gx.sum().item() == 3.0 and int((gx != 0).sum()) == 3
 
 
 class SeedLike(torch.nn.Module):
@@ -255,6 +379,43 @@ def test_module_options():
         convred.nn.Conv2dReduce.from_conv(torch.nn.Conv2d(4, 6, 3, padding_mode="reflect"))
     with pytest.raises(ValueError, match="'math'"):
         convred.nn.Conv2dReduce.from_conv(conv, math="fp8")
+
+
+@pytest.mark.parametrize("reduce", ["min", "max"])
+def test_module_min_max_without_indices_runs_amin_amax(reduce):
+    """return_indices=False: the module calls the operator with amin / amax (values only) and gives min /
+    max's values and gradients; its reduce, repr, state_dict and kernel_for are unchanged. With
+    return_indices=True it calls min / max."""
+    torch.manual_seed(3)
+    conv = torch.nn.Conv2d(4, 6, 3, padding=1)
+    m = convred.nn.Conv2dReduce.from_conv(conv, scale=-0.5, reduce=reduce)
+    mi = convred.nn.Conv2dReduce.from_conv(conv, scale=-0.5, reduce=reduce, return_indices=True)
+    x = torch.randn(2, 4, 7, 9, requires_grad=True)
+    with ConvredOpLog() as log:
+        y = m(x)
+    assert log.calls == [("conv2d_reduce", "a" + reduce)]
+    assert isinstance(y, torch.Tensor) and y.shape == (2, 1, 7, 9)
+    with ConvredOpLog() as log:
+        v, i = mi(x)
+    assert log.calls == [("conv2d_reduce", reduce)]
+    assert torch.equal(y, v)  # the values of before (the op's min / max)
+    assert m.reduce == reduce and m.return_indices is False
+    assert f"reduce='{reduce}'" in repr(m) and repr(m) == repr(mi)
+    assert list(m.state_dict().keys()) == ["weight", "bias"]
+    assert "cpu-reference" in m.kernel_for(x)
+    gy = torch.randn_like(y)
+    got = torch.autograd.grad(y, (x, conv.weight, conv.bias), gy)
+    want = torch.autograd.grad(v, (x, conv.weight, conv.bias), gy)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    # a module built with the constructor, and one switched to return_indices afterwards
+    m2 = convred.nn.Conv2dReduce(4, 6, 3, padding=1, scale=-0.5, reduce=reduce)
+    m2.load_state_dict(conv.state_dict())
+    with ConvredOpLog() as log:
+        torch.testing.assert_close(m2(x), y, rtol=0, atol=0)
+        m2.return_indices = True
+        v2, i2 = m2(x)
+    assert log.calls == [("conv2d_reduce", "a" + reduce), ("conv2d_reduce", reduce)]
+    assert torch.equal(i2, i)
 
 
 def test_module_trains():

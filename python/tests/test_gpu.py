@@ -6,7 +6,7 @@ import torch
 
 import convred
 from conftest import sm
-from reference import conv_ref, reduce_ref, rel_err, tol
+from reference import ConvredOpLog, conv_ref, reduce_ref, rel_err, special_case, tol
 
 pytestmark = pytest.mark.gpu
 OP = torch.ops.convred.conv2d_reduce
@@ -91,34 +91,19 @@ def test_odd_channel_counts(K):
         check(x, w, b, (1, 1), (1, 1), (1, 1), 1, 2.0, "argmax", math)
 
 
-def special_case(dtype, device="cuda"):
-    """Depthwise 1x1 conv with weight 1 and no bias: the conv output is x exactly, channel by channel."""
-    inf, nan = float("inf"), float("nan")
-    cols = [
-        [3.0, 1.0, 1.0, 2.0, 1.0],      # ties: lowest index (1)
-        [0.0, -0.0, 0.0, 1.0, 2.0],     # +-0 compare equal: index 0
-        [-0.0, 0.0, 1.0, 1.0, 2.0],     # index 0
-        [2.0, nan, 1.0, nan, -1.0],     # NaN propagates, first NaN's index (1)
-        [inf, inf, inf, inf, inf],      # all +inf: +inf, index 0 (the start value never leaks)
-        [-inf, 1.0, -inf, 2.0, 3.0],    # -inf: index 0
-        [1.0, 2.0, 3.0, 4.0, -inf],     # index 4
-        [nan, nan, 1.0, 2.0, 3.0],      # index 0
-    ]
-    x = torch.tensor(cols, dtype=torch.float64).t().reshape(1, 5, 1, len(cols))  # (N=1, C=5, H=1, W=8)
-    x = x.to(dtype).to(device)
-    w = torch.ones(5, 1, 1, 1, dtype=dtype, device=device)
-    return x, w
-
-
 @pytest.mark.parametrize("dtype,math", DTYPE_MATH_SPECIAL)
-@pytest.mark.parametrize("reduce", ["min", "max", "argmin", "argmax"])
+@pytest.mark.parametrize("reduce", ["min", "max", "argmin", "argmax", "amin", "amax"])
 @pytest.mark.parametrize("scale", [1.0, -2.0])
 def test_nan_ties_zero_inf(dtype, math, reduce, scale):
+    """amin / amax: parity with torch.amin / torch.amax (reduce_ref calls them) on NaN, +-inf, ties, +-0."""
     need_tc(math)
     x, w = special_case(dtype)
     vals, idx = OP(x, w, None, [1, 1], [0, 0], [1, 1], 5, scale, reduce, math)
     rv, ri = reduce_ref(x.double() * scale, reduce)
-    assert torch.equal(idx, ri), f"indices {idx.flatten().tolist()} != {ri.flatten().tolist()}"
+    if ri is None:
+        assert idx.numel() == 0 and idx.dtype == torch.int64
+    else:
+        assert torch.equal(idx, ri), f"indices {idx.flatten().tolist()} != {ri.flatten().tolist()}"
     same = (vals.double() == rv) | (vals.isnan() & rv.isnan())
     assert bool(same.all()), f"values {vals.flatten().tolist()} != {rv.flatten().tolist()}"
 
@@ -230,12 +215,58 @@ def test_backward_cuda_matches_pytorch():
     x, w, b = make((2, 8, 10, 12), (16, 8, 3, 3), torch.float64)
     for t in (x, w, b):
         t.requires_grad_()
-    for reduce in ("min", "max", "sum", "mean"):
+    for reduce in ("min", "max", "amin", "amax", "sum", "mean"):
         v, _ = OP(x, w, b, [1, 1], [1, 1], [1, 1], 1, 2.0, reduce, "ieee")
         gy = torch.randn_like(v)
         got = torch.autograd.grad(v, (x, w, b), gy)
         out = torch.nn.functional.conv2d(x, w, b, padding=1) * 2.0
         r = {"min": lambda: out.min(1, keepdim=True).values, "max": lambda: out.max(1, keepdim=True).values,
+             "amin": lambda: out.amin(1, keepdim=True), "amax": lambda: out.amax(1, keepdim=True),
              "sum": lambda: out.sum(1, keepdim=True), "mean": lambda: out.mean(1, keepdim=True)}[reduce]()
         want = torch.autograd.grad(r, (x, w, b), gy)
         torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("dtype,math", DTYPE_MATH)
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+def test_amin_amax_values_equal_min_max(dtype, math, layout):
+    """The values-only kernels (op::min / op::max) give min / max's values bit for bit: the same conv
+    accumulations, and selecting the extreme is exact (finite random data: no NaN, no zero)."""
+    need_tc(math)
+    x, w, b = make((2, 16, 12, 20), (24, 16, 3, 3), dtype, seed=7, layout=layout)
+    for plain, values_only in (("min", "amin"), ("max", "amax")):
+        for scale in (2.0, -0.5):
+            ref, _ = OP(x, w, b, [1, 1], [1, 1], [1, 1], 1, scale, plain, math)
+            vals, idx = OP(x, w, b, [1, 1], [1, 1], [1, 1], 1, scale, values_only, math)
+            assert idx.numel() == 0
+            assert torch.equal(vals, ref), (plain, scale)
+
+
+@pytest.mark.parametrize("math", ["ieee", "tf32"])
+@pytest.mark.parametrize("reduce", ["min", "max"])
+def test_module_without_indices_runs_amin_amax(math, reduce):
+    """Conv2dReduce(reduce="min"/"max", return_indices=False) calls the operator with amin / amax (the
+    packed operator on the wgmma path): the same values as before, and the same gradients (its backward
+    recomputes the index with one more argmin / argmax call)."""
+    need_tc(math)
+    torch.manual_seed(5)
+    conv = torch.nn.Conv2d(16, 32, 3).cuda()
+    m = convred.nn.Conv2dReduce.from_conv(conv, scale=2.0, reduce=reduce, math=math)
+    mi = convred.nn.Conv2dReduce.from_conv(conv, scale=2.0, reduce=reduce, math=math, return_indices=True)
+    x = torch.rand(2, 16, 20, 24, device="cuda", requires_grad=True)
+    packed = m.kernel_for(x).startswith("wgmma")
+    op_name = "conv2d_reduce_packed" if packed else "conv2d_reduce"
+    with ConvredOpLog() as log:
+        y = m(x)
+    assert log.calls == [(op_name, "a" + reduce)]
+    assert isinstance(y, torch.Tensor) and m.reduce == reduce and f"reduce='{reduce}'" in repr(m)
+    with ConvredOpLog() as log:
+        v, i = mi(x)
+    assert log.calls == [(op_name, reduce)]
+    assert torch.equal(y, v)
+    gy = torch.randn_like(y)
+    with ConvredOpLog() as log:
+        got = torch.autograd.grad(y, (x, conv.weight, conv.bias), gy)
+    assert log.calls == [(op_name, "arg" + reduce)]  # the one extra fused forward of the backward
+    want = torch.autograd.grad(v, (x, conv.weight, conv.bias), gy)
+    torch.testing.assert_close(got, want)
