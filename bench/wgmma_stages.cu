@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
     thrust::transform(x.begin(), x.end(), x.begin(), half_up{});
     run<wgmma_policy<math::tf32, 3, 2>>("tf32 x[0,1)", p, px, pw, pb, py, iters, flush);
     run<wgmma_policy<math::tf32, 3, 2>, op::argmin>("tf32 x[0,1)", p, px, pw, pb, py, iters, flush);
-    run<wgmma_policy<math::bf16, 4, 2, true>>("bf16 pp x[0,1)", p, px, pw, pb, py, iters, flush);
+    run<wgmma_policy<math::bf16, 3, 1>>("bf16 x[0,1)", p, px, pw, pb, py, iters, flush);
   } catch (const std::exception& e) {
     std::printf("wgmma_stages: %s\n", e.what());
     return 1;

@@ -87,12 +87,18 @@ TEST_CASE("conv2d_reduce_packed wgmma: tf32x3 vs float64 (<= 1e-5)") { sweep<wg<
 TEST_CASE("conv2d_reduce_packed wgmma: bf16 vs float64 (<= 1e-2)") { sweep<wg<math::bf16>>("wgmma bf16", 800); }
 TEST_CASE("conv2d_reduce_packed wgmma: fp16 vs float64 (<= 1e-2)") { sweep<wg<math::fp16>>("wgmma fp16", 900); }
 TEST_CASE("conv2d_reduce_packed wgmma: 2 stages, tf32") { sweep<wgmma_policy<math::tf32, 2>>("wgmma tf32 S2", 1000); }
-// the schedule the default policy does not pick for the math: tf32 ping-pong (2-row tiles, the filter
-// streamed or resident by C), bf16 cooperative (4-row tiles; the filter resident when it fits)
-TEST_CASE("conv2d_reduce_packed wgmma: tf32 ping-pong") {
-  sweep<wgmma_policy<math::tf32, 4, 2, true>>("wgmma tf32 pingpong", 1100);
+// The ping-pong schedule (2-row tiles taken in turn by the two consumer warpgroups; the filter streamed
+// or resident by C), plus a problem of 2,080 one-stage tiles (about 16 per block): many turns, the case
+// in which a warpgroup running a tile ahead would wait on a stage barrier two phases ahead.
+template <class Policy>
+void pingpong(const char* label, std::uint64_t seed) {
+  sweep<Policy>(label, seed);
+  const conv2d_problem p = make_problem(16, 4, 130, 72, 16, 3, 3, 1, 1);
+  if (on_hopper()) CHECK(convred::device::packed_filter_bytes<Policy, float>(p) > 0);
+  check_scaled<Policy, float>(std::string(label) + " many tiles " + describe(p), p, seed + 99, op::argmin{});
 }
-TEST_CASE("conv2d_reduce_packed wgmma: bf16 cooperative") { sweep<wgmma_policy<math::bf16, 3, 1>>("wgmma bf16 coop", 1200); }
+TEST_CASE("conv2d_reduce_packed wgmma: tf32 ping-pong") { pingpong<wgmma_policy<math::tf32, 4, 2, true>>("wgmma tf32 pp", 1100); }
+TEST_CASE("conv2d_reduce_packed wgmma: bf16 ping-pong") { pingpong<wgmma_policy<math::bf16, 4, 2, true>>("wgmma bf16 pp", 1200); }
 
 TEST_CASE("conv2d_reduce_packed wgmma: +-inf and NaN in x, w and bias, exact under every math") {
   require_gpu();

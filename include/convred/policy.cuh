@@ -148,8 +148,9 @@ struct default_simt_policy<double> {
 /// the block's tiles taken alternately by the two warpgroups, so that one warpgroup's epilogue runs while
 /// the other's wgmmas keep the tensor cores busy (as CUTLASS's ping-pong Hopper GEMM schedules). It reads
 /// (2+R-1)/2 input rows per output row instead of (4+R-1)/4 and the filter per 128 pixels instead of 256,
-/// so it pays when the filter is resident in shared memory (bf16/fp16 with C*R*S*K*2 bytes of ~144 KB or
-/// less).
+/// so it can pay only when the filter is resident in shared memory (bf16/fp16 with C*R*S*K*2 bytes of
+/// ~144 KB or less). Experimental: no default policy uses it yet, because its speed has not been
+/// measured (bench/NOTES.md, "Epilogue, resident filter, ping-pong").
 template <class Math, int Stages = 3, int RawStages = 2, bool PingPong = false>
 struct wgmma_policy {
   using math = Math;                           ///< precision tag (tf32, tf32x3, bf16 or fp16)
@@ -183,16 +184,14 @@ struct wgmma_policy {
   static_assert(RawStages >= 1, "wgmma_policy: at least one raw patch buffer");
 };
 
-/// @brief Default wgmma policy of a math tag. tf32: cooperative, 3 operand stages and 2 raw buffers (seed
-/// problem: stages of 49.5 KB, filter slice and planes, and raw buffers of 13.5 KB). bf16/fp16:
-/// ping-pong, 4 stages and 2 raw buffers (seed problem: the 144 KB packed filter resident, stages of
-/// 8.3 KB of planes, raw buffers of 17 KB). tf32x3: cooperative, 2 operand stages of 96.8 KB (filter and
-/// planes twice) and 1 raw buffer.
+/// @brief Default wgmma policy of a math tag, all cooperative. tf32: 3 operand stages and 2 raw buffers
+/// (seed problem: stages of 48.4 KB, filter slice and planes, and raw buffers of 12.8 KB). bf16/fp16: 3
+/// stages and 1 raw buffer (seed problem: the 144 KB packed filter resident, stages of 12.4 KB of planes,
+/// a raw buffer of 25.5 KB). tf32x3: 2 operand stages of 96.8 KB (filter and planes twice) and 1 raw buffer.
 template <class Math>
 struct default_wgmma_policy {
   /// the default wgmma_policy for Math
-  using type = std::conditional_t<std::is_same_v<Math, math::bf16> || std::is_same_v<Math, math::fp16>,
-                                  wgmma_policy<Math, 4, 2, true>, wgmma_policy<Math, 3, 2>>;
+  using type = wgmma_policy<Math, 3, (std::is_same_v<Math, math::bf16> || std::is_same_v<Math, math::fp16>) ? 1 : 2>;
 };
 /// @brief Default 3xTF32 wgmma policy: 2 operand stages, 1 raw buffer.
 template <>

@@ -74,6 +74,7 @@ struct wgmma_tail_storage {
   std::uint64_t empty[Policy::stages];          ///< operand stage s consumed (every consumer thread)
   std::uint64_t raw_full[Policy::raw_stages];   ///< raw buffer landed (TMA bytes)
   std::uint64_t raw_empty[Policy::raw_stages];  ///< raw buffer read (every transform thread)
+  std::uint64_t order[2];  ///< ping-pong: order[g] completes when the other warpgroup's mainloop turn ended
 };
 
 /// @brief A position in a ring of `N` buffers: the slot and the phase parity of its mbarriers (flips each
@@ -141,6 +142,8 @@ __global__ void __launch_bounds__(Policy::threads, 1)
       convred::detail::mbarrier_init(&tail.raw_empty[s], transform_threads);
     }
     convred::detail::mbarrier_init(&tail.filter_full, 1);
+    convred::detail::mbarrier_init(&tail.order[0], 128);
+    convred::detail::mbarrier_init(&tail.order[1], 128);
     convred::detail::mbarrier_init_fence();
   }
   __syncthreads();
@@ -193,12 +196,18 @@ __global__ void __launch_bounds__(Policy::threads, 1)
   int prev = -1;
   if (prm.resident_bytes) convred::detail::mbarrier_wait(&tail.filter_full, 0);
   // cooperative: both warpgroups consume every tile of the block; ping-pong: warpgroup g the block's
-  // tiles g, g + 2, ... (its stages at ring positions i * kt ..., the other warpgroup's skipped)
+  // tiles g, g + 2, ... (its stages at ring positions i * kt ..., the other warpgroup's skipped), the
+  // two taking turns at issuing their mainloops (order[]): a warpgroup starts tile i's mainloop once the
+  // other has issued tile i - 1's, so it never waits on a stage barrier more than one phase ahead (the
+  // parity waits would alias) and its epilogue runs under the other's wgmmas
   constexpr int step = Policy::pingpong ? 2 : 1;
-  const int first_i = Policy::pingpong ? tid / 128 : 0;
+  const int wg = tid / 128, first_i = Policy::pingpong ? wg : 0;
   for (std::int64_t i = first_i, tile = blockIdx.x + first_i * std::int64_t(gridDim.x); tile < prm.tiles;
        i += step, tile += step * std::int64_t(gridDim.x)) {
-    if (Policy::pingpong) st.seek(i * prm.kt);
+    if (Policy::pingpong) {
+      if (i > 0) convred::detail::mbarrier_wait(&tail.order[wg], static_cast<std::uint32_t>(((i - 1) / 2) & 1));
+      st.seek(i * prm.kt);
+    }
     for (int kt = 0; kt < prm.kt; ++kt, st.advance()) {
       st.wait_full(tail.full);
 #ifndef CONVRED_EXP_NOMMA
@@ -211,6 +220,7 @@ __global__ void __launch_bounds__(Policy::threads, 1)
       if (prev >= 0) convred::detail::mbarrier_arrive(&tail.empty[prev]);
       prev = st.slot;
     }
+    if (Policy::pingpong) convred::detail::mbarrier_arrive(&tail.order[wg ^ 1]);  // the other's turn
     warpgroup::wait<0>();
     mainloop::fence_acc(d);
     convred::detail::mbarrier_arrive(&tail.empty[prev]);
