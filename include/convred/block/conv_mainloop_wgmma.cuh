@@ -15,8 +15,9 @@
 namespace convred::block {
 
 /// @brief Parameter block of the packed-filter wgmma kernel (kernel::conv2d_reduce_wgmma_kernel): NCHW fp32 x,
-/// groups 1, stride 1, dilation 1, K <= 128 (conv_mainloop_wgmma::make_params decides). A tile is 4 x 64
-/// output pixels (rows x columns) of one image; tiles run q fastest, then p, then n.
+/// groups 1, stride 1, dilation 1, K <= 128 (conv_mainloop_wgmma::make_params decides). A tile is tile_h x 64
+/// output pixels (rows x columns; tile_h 4, or 2 for ping-pong) of one image; tiles run q fastest, then p,
+/// then n.
 /// Shared memory: the whole packed filter when it is resident (resident_bytes, else nothing), then
 /// `stages` operand stages of stage_bytes (the packed filter slice, b_bytes, unless resident, then the
 /// planes of the input patch: parts x part_bytes, see block::conv_patch_loader), then `raw_stages` raw
@@ -94,7 +95,7 @@ struct wgmma_conv_params {
   convred::detail::fast_divmod div_pw;   ///< divides by pw (pixel -> row, column)
 };
 
-/// @brief Accumulates one stage of a 4 x 64 pixel x 128-channel tile on tensor cores with wgmma.
+/// @brief Accumulates one stage of a tile_h x 64 pixel x 128-channel tile on tensor cores with wgmma.
 ///
 /// Warpgroup g (threads 128g..128g+127) owns output rows 2g and 2g+1 of the tile (cooperative; ping-pong:
 /// rows 0 and 1 of its own tile) (accumulators d[0], d[1]:
@@ -153,9 +154,9 @@ struct conv_mainloop_wgmma {
   /// serves p and, if so, its parameters (x, filter, bias left null) and dynamic shared memory (the
   /// resident filter, operand stages, raw buffers, then `tail_bytes` of reduction state and barriers),
   /// which must not exceed `max_smem`. The filter is made resident (copied once per block instead of a
-  /// slice per stage: for the seed problem, 57% of the L2 -> SM bytes in bf16) whenever that layout fits
-  /// `max_smem`; otherwise it is streamed. Not served: NHWC x, groups != 1, stride or dilation != 1, K > 128, W not a multiple of 4
-  /// (TMA rows are 16-byte multiples), N >= 2^31 or one image of 2^40 bytes or more (TMA coordinates and
+  /// slice per stage) whenever that layout fits `max_smem` and is under 2^20 bytes (one mbarrier
+  /// transaction count); otherwise it is streamed. Not served: NHWC x, groups != 1, stride or dilation
+  /// != 1, K > 128, W not a multiple of 4 (TMA rows are 16-byte multiples), N >= 2^31 or one image of 2^40 bytes or more (TMA coordinates and
   /// strides), stages larger than the shared memory. p must be valid (convred::validate). Independent of N
   /// otherwise (N = 0 is served, with no tiles).
   static bool make_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,

@@ -198,7 +198,7 @@ status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_
 /// pack_filter's output for this problem and these weights, in a buffer of `packed_bytes` >=
 /// packed_filter_bytes bytes (checked: a too small buffer is refused; its contents are not checked: a
 /// filter packed for other weights gives a wrong answer), and one persistent block per SM runs
-/// conv2d_reduce_wgmma_kernel: each 4 x 64-pixel tile's input patch is read once per tile (not per filter
+/// conv2d_reduce_wgmma_kernel: each tile's input patch is read once per tile (not per filter
 /// tap), converted once on chip into pixel-major planes, multiplied with wgmma with both operands in shared
 /// memory (fp32 accumulation; each filter tap a shifted A descriptor), and reduced across channels in
 /// registers; the (N,K,P,Q) conv output never leaves the chip.
