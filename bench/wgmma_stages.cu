@@ -63,6 +63,10 @@ void run(const char* label, const convred::conv2d_problem& p, const float* x, co
   CHECK_CUDA(cudaEventCreate(&e0));
   CHECK_CUDA(cudaEventCreate(&e1));
   std::vector<float> ms;
+#ifdef CONVRED_EXP_CLOCKS
+  unsigned long long clk[8] = {};
+  CHECK_CUDA(cudaMemcpyToSymbol(convred::kernel::exp_clocks, clk, sizeof(clk)));
+#endif
   for (int i = 0; i < iters + 2; ++i) {
     CHECK_CUDA(cudaMemsetAsync(thrust::raw_pointer_cast(flush.data()), i & 0xff, flush.size()));
     CHECK_CUDA(cudaEventRecord(e0));
@@ -78,6 +82,14 @@ void run(const char* label, const convred::conv2d_problem& p, const float* x, co
   std::printf("%-14s %-6s S=%d R=%d %-9s: %.3f ms median (min %.3f), %.1f TFLOP/s\n", label,
               Op::has_index ? "argmin" : "min", Policy::stages, Policy::raw_stages, resident ? "resident" : "streamed",
               med, ms.front(), flop / (med * 1e-3) / 1e12);
+#ifdef CONVRED_EXP_CLOCKS
+  // cycles per tile (consumer rows: per warpgroup; producer rows: one transform warp)
+  CHECK_CUDA(cudaMemcpyFromSymbol(clk, convred::kernel::exp_clocks, sizeof(clk)));
+  const double t = clk[4] ? static_cast<double>(clk[4]) : 1.0;
+  std::printf("  cycles/tile: consumer mainloop %.0f (full waits %.0f), epilogue %.0f, reduce+store %.0f; "
+              "transform raw waits %.0f, slot waits %.0f, planes %.0f\n",
+              clk[0] / t, clk[1] / t, clk[2] / t, clk[3] / t, 2 * clk[5] / t, 2 * clk[6] / t, 2 * clk[7] / t);
+#endif
   CHECK_CUDA(cudaEventDestroy(e0));
   CHECK_CUDA(cudaEventDestroy(e1));
 }

@@ -53,9 +53,18 @@ struct min {
   /// The state of one element: its value (the channel index is not used).
   template <class V>
   __host__ __device__ static V make(V v, int) { return v; }
-  /// The smaller of a and b; a NaN if either is NaN (a when a is NaN, else b); a on ties.
+  /// The smaller of a and b; a NaN if either is NaN (a when a is NaN, else b); a on ties. float on
+  /// sm_80+: one `min.NaN.f32` instruction (PTX ISA), whose NaN is the canonical one and which returns
+  /// -0.0 for a tie of -0.0 and +0.0 (the values compare equal either way).
   template <class V>
   __host__ __device__ V operator()(V a, V b) const {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if constexpr (std::is_same_v<V, float>) {
+      float r;
+      asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+      return r;
+    }
+#endif
     // a if a is NaN, else b if b is NaN, else the smaller (a on ties); as selects, not branches
     V r = b < a ? b : a;
     r = is_nan(b) ? b : r;
@@ -78,9 +87,17 @@ struct max {
   /// The state of one element: its value (the channel index is not used).
   template <class V>
   __host__ __device__ static V make(V v, int) { return v; }
-  /// The larger of a and b; a NaN if either is NaN (a when a is NaN, else b); a on ties.
+  /// The larger of a and b; a NaN if either is NaN (a when a is NaN, else b); a on ties. float on
+  /// sm_80+: one `max.NaN.f32` instruction (canonical NaN; +0.0 for a tie of -0.0 and +0.0).
   template <class V>
   __host__ __device__ V operator()(V a, V b) const {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if constexpr (std::is_same_v<V, float>) {
+      float r;
+      asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+      return r;
+    }
+#endif
     // a if a is NaN, else b if b is NaN, else the larger (a on ties); as selects, not branches
     V r = a < b ? b : a;
     r = is_nan(b) ? b : r;

@@ -63,6 +63,22 @@ __global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict
   }
 }
 
+#ifdef CONVRED_EXP_CLOCKS
+/// Diagnosis builds only (bench/wgmma_stages.cu): clock64 cycles summed over the blocks. Consumers
+/// (threads 0 and 128): [0] tile mainloop incl. waits, [1] full-barrier waits, [2] epilogue math,
+/// [3] reduction and stores, [4] tiles; transform warp 0 lane 0: [5] raw-buffer waits, [6] stage-slot
+/// waits, [7] plane conversion.
+__device__ unsigned long long exp_clocks[8];
+#define CONVRED_EXP_TIME(slot, stmt)      \
+  do {                                    \
+    const long long t0_ = clock64();      \
+    stmt;                                 \
+    clk[slot] += clock64() - t0_;         \
+  } while (0)
+#else
+#define CONVRED_EXP_TIME(slot, stmt) stmt
+#endif
+
 /// @brief Shared memory of conv2d_reduce_wgmma_kernel after its operand stages and raw patch buffers
 /// (dynamic): the reduction's storage and the mbarriers.
 template <class Policy, class Op>
@@ -154,6 +170,17 @@ __global__ void __launch_bounds__(Policy::threads, 1)
   };
   pipeline_state<S> st;
   pipeline_state<SR> rs;
+#ifdef CONVRED_EXP_CLOCKS
+  unsigned long long clk[8] = {};
+  struct flush_clocks {  // adds this thread's counts at every exit
+    unsigned long long* c;
+    bool on;
+    __device__ ~flush_clocks() {
+      if (on)
+        for (int i = 0; i < 8; ++i) atomicAdd(&exp_clocks[i], c[i]);
+    }
+  } flush_{clk, tid == 0 || tid == 128 || tid == Policy::consumer_threads + 32};
+#endif
 
   if (tid >= Policy::consumer_threads) {  // producer warpgroup
     warpgroup::set_max_registers<Policy::producer_registers, false>();
@@ -177,10 +204,10 @@ __global__ void __launch_bounds__(Policy::threads, 1)
             st.wait_free(tail.empty);
             loader::copy_filter(stage, &tail.full[st.slot], prm, kt);
           } else {  // the transform warps
-            rs.wait_full(tail.raw_full);
-            st.wait_free(tail.empty);
-            loader::to_planes(reinterpret_cast<const float*>(rbuf), stage + prm.a_offset, prm, pt - 32,
-                              transform_threads);
+            CONVRED_EXP_TIME(5, rs.wait_full(tail.raw_full));
+            CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
+            CONVRED_EXP_TIME(7, loader::to_planes(reinterpret_cast<const float*>(rbuf), stage + prm.a_offset, prm,
+                                                  pt - 32, transform_threads));
             convred::detail::mbarrier_arrive(&tail.raw_empty[rs.slot]);
             convred::detail::mbarrier_arrive(&tail.full[st.slot]);
           }
@@ -208,8 +235,12 @@ __global__ void __launch_bounds__(Policy::threads, 1)
       if (i > 0) convred::detail::mbarrier_wait(&tail.order[wg], static_cast<std::uint32_t>(((i - 1) / 2) & 1));
       st.seek(i * prm.kt);
     }
+#ifdef CONVRED_EXP_CLOCKS
+    const long long tile_t0 = clock64();
+    ++clk[4];
+#endif
     for (int kt = 0; kt < prm.kt; ++kt, st.advance()) {
-      st.wait_full(tail.full);
+      CONVRED_EXP_TIME(1, st.wait_full(tail.full));
 #ifndef CONVRED_EXP_NOMMA
       const unsigned char* stage = stages + st.slot * prm.stage_bytes;
       mainloop::run_stage(prm.resident_bytes ? smem + kt * prm.b_bytes : stage, stage + prm.a_offset, d, kt == 0, prm);
@@ -223,6 +254,9 @@ __global__ void __launch_bounds__(Policy::threads, 1)
     if (Policy::pingpong) convred::detail::mbarrier_arrive(&tail.order[wg ^ 1]);  // the other's turn
     warpgroup::wait<0>();
     mainloop::fence_acc(d);
+#ifdef CONVRED_EXP_CLOCKS
+    clk[0] += clock64() - tile_t0;
+#endif
     convred::detail::mbarrier_arrive(&tail.empty[prev]);
     prev = -1;
     // tile complete: epilogue + reduction
@@ -233,14 +267,14 @@ __global__ void __launch_bounds__(Policy::threads, 1)
       for (int j = 0; j < 16; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[2 * mt + e / 2][2 * j + e % 2] = d[mt][4 * j + e];
-    red.accumulate(acc, prm.bias, epi, 0, prm.K, mainloop::tile_n, true);
+    CONVRED_EXP_TIME(2, red.accumulate(acc, prm.bias, epi, 0, prm.K, mainloop::tile_n, true));
     std::int64_t n, tp, tq;
     decode(tile, n, tp, tq);
     const std::int64_t p0 = tp * TH, q0 = tq * TW;
-    red.store(y, indices, prm.K, mainloop::tile_m, [&](int px) {
+    CONVRED_EXP_TIME(3, red.store(y, indices, prm.K, mainloop::tile_m, [&](int px) {
       const std::int64_t p = p0 + px / TW, q = q0 + px % TW;
       return p < prm.P && q < prm.Q ? (n * prm.P + p) * prm.Q + q : std::int64_t(-1);
-    });
+    }));
   }
 #else
   (void)x_map, (void)prm, (void)op, (void)epi, (void)y, (void)indices;
