@@ -123,6 +123,9 @@ int main(int argc, char** argv) {
     run<wgmma_policy<math::bf16, 3, 1>>("bf16", p, px, pw, pb, py, iters, flush);
     run<wgmma_policy<math::bf16, 3, 1>, op::argmin>("bf16", p, px, pw, pb, py, iters, flush);
     run<wgmma_policy<math::bf16, 3, 2>>("bf16", p, px, pw, pb, py, iters, flush);
+    run<wgmma_policy<math::bf16, 2, 2>>("bf16", p, px, pw, pb, py, iters, flush);
+    run<wgmma_policy<math::bf16, 4, 2>>("bf16", p, px, pw, pb, py, iters, flush);
+    run<wgmma_policy<math::tf32, 4, 1>>("tf32", p, px, pw, pb, py, iters, flush);
     run<wgmma_policy<math::bf16, 4, 2, true>>("bf16 pingpong", p, px, pw, pb, py, iters, flush);
     run<wgmma_policy<math::bf16, 4, 2, true>, op::argmin>("bf16 pingpong", p, px, pw, pb, py, iters, flush);
     run<wgmma_policy<math::bf16, 5, 1, true>>("bf16 pingpong", p, px, pw, pb, py, iters, flush);

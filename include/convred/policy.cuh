@@ -162,9 +162,10 @@ struct wgmma_policy {
   static constexpr int consumer_threads = 256; ///< two warpgroups (wgmma, epilogue, reduction)
   static constexpr int threads = 384;          ///< the consumers and a producer warpgroup
   /// registers per consumer thread after `setmaxnreg` (the 128 accumulators and the epilogue)
-  static constexpr int consumer_registers = 224;
-  /// registers per producer thread after `setmaxnreg`: 2*128*224 + 128*56 <= 65536
-  static constexpr int producer_registers = 56;
+  static constexpr int consumer_registers = 216;
+  /// registers per producer thread after `setmaxnreg`: 2*128*216 + 128*72 <= 65536 (the transform holds
+  /// E 16-byte loads and their 4 converted plane entries)
+  static constexpr int producer_registers = 72;
   static constexpr int stages = Stages;        ///< operand stages (filter slice + planes)
   static constexpr int raw_stages = RawStages; ///< raw patch buffers (TMA destination)
   static constexpr bool tensor_core = true;    ///< tensor-core math

@@ -91,8 +91,8 @@ struct wgmma_conv_params {
   /// @brief the whole packed filter (kt * b_bytes), resident in shared memory ahead of the operand stages
   /// for the block's lifetime and copied once; 0 when it is streamed with each stage instead
   std::int32_t b_bytes = 0, stage_bytes = 0, a_offset = 0, resident_bytes = 0;
-  convred::detail::fast_divmod div_pix;  ///< divides by ph * pw (plane item -> plane, pixel)
-  convred::detail::fast_divmod div_pw;   ///< divides by pw (pixel -> row, column)
+  convred::detail::fast_divmod div_quads;  ///< divides by rp / 4 (transform item -> plane row, 4 raw columns)
+  convred::detail::fast_divmod div_ph;     ///< divides by ph (plane row -> plane, patch row)
 };
 
 /// @brief Accumulates one stage of a tile_h x 64 pixel x 128-channel tile on tensor cores with wgmma.
@@ -202,8 +202,8 @@ struct conv_mainloop_wgmma {
     k.raw_copy_bytes = static_cast<std::int32_t>(raw_copy), k.raw_bytes = static_cast<std::int32_t>(raw_bytes);
     k.plane_bytes = static_cast<std::int32_t>(plane), k.part_bytes = static_cast<std::int32_t>(part);
     k.b_bytes = static_cast<std::int32_t>(b_bytes), k.stage_bytes = static_cast<std::int32_t>(stage);
-    k.div_pix = convred::detail::fast_divmod(static_cast<std::int32_t>(ph * pw));
-    k.div_pw = convred::detail::fast_divmod(static_cast<std::int32_t>(pw));
+    k.div_quads = convred::detail::fast_divmod(static_cast<std::int32_t>(rp / 4));
+    k.div_ph = convred::detail::fast_divmod(static_cast<std::int32_t>(ph));
     k.tiles = p.N * k.tiles_p * k.tiles_q;
     smem_bytes = static_cast<std::size_t>(smem);
     return true;

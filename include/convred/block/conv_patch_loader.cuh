@@ -72,59 +72,82 @@ struct conv_patch_loader {
   }
 
   /// Rewrites the raw patch as planes (see the struct), work shared by `nthreads` threads of which this is
-  /// `t`; ends with the fence that makes the planes visible to wgmma (the async proxy). Each thread loads
-  /// the E channels of `batch` plane pixels before converting and storing them, so that their
-  /// shared-memory latencies overlap.
+  /// `t`; ends with the fence that makes the planes visible to wgmma (the async proxy). One work item is
+  /// 4 raw columns of one patch row for the E channels of one plane: E 16-byte loads (one per channel),
+  /// converted and transposed in registers into the 4 pixels' 16-byte plane entries (those inside the
+  /// patch are stored). Lanes store their 4 pixels in a lane-dependent rotation, so that the 8 lanes of a
+  /// quarter-warp write 8 distinct 16-byte bank groups (no shared-memory bank conflict).
   __device__ static void to_planes(const float* __restrict__ raw, unsigned char* __restrict__ planes,
                                    const wgmma_conv_params& p, int t, int nthreads) {
 #if defined(CONVRED_EXP_NOTRANSFORM) || defined(CONVRED_EXP_NOLOAD)
     return;  // diagnosis builds (wrong results)
 #endif
-    constexpr int batch = 3;
-    const int items = (BC / E) * p.ph * p.pw, cstride = p.bh * p.rp;
-    for (int it0 = t; it0 < items; it0 += batch * nthreads) {
-      float v[batch][E];
+    constexpr int W = x3 ? 8 : 4;  // 32-bit words per pixel: the 16-byte entry (and 3xTF32's small parts)
+    const int quads = p.rp / 4, items = (BC / E) * p.ph * quads, cstride = p.bh * p.rp;
+    const int rot = (static_cast<int>(threadIdx.x) >> 1) & 3;
+    for (int it = t; it < items; it += nthreads) {
+      std::int32_t jr, q, j, row;  // jr = j * ph + row: plane j, patch row; q: the 4 raw columns 4q..4q+3
+      p.div_quads.divmod(it, jr, q);
+      p.div_ph.divmod(jr, j, row);
+      const float* src = raw + (j * E * p.bh + row) * p.rp + 4 * q;
+      float4 v[E];
 #pragma unroll
-      for (int u = 0; u < batch; ++u) {
-        const int it = it0 + u * nthreads;
-        std::int32_t j, pix, row, col;
-        p.div_pix.divmod(it < items ? it : 0, j, pix);
-        p.div_pw.divmod(pix, row, col);
-        const float* src = raw + (j * E * p.bh + row) * p.rp + col + p.col_shift;
+      for (int e = 0; e < E; ++e) v[e] = *reinterpret_cast<const float4*>(src + e * cstride);
+      std::uint32_t w[4][W];  // w[u]: the plane entry of raw column 4q + u
+      pack(v, 0, w[0]), pack(v, 1, w[1]), pack(v, 2, w[2]), pack(v, 3, w[3]);
+      rotate<1>(w, rot & 1), rotate<2>(w, rot & 2);  // now w[s] is raw column 4q + ((s + rot) & 3)
+      unsigned char* row_base = planes + static_cast<std::int64_t>(jr) * p.pw * 16;
 #pragma unroll
-        for (int e = 0; e < E; ++e) v[u][e] = src[e * cstride];
-      }
-#pragma unroll
-      for (int u = 0; u < batch; ++u) {
-        const int it = it0 + u * nthreads;
-        if (it < items) store(v[u], planes + static_cast<std::int64_t>(it) * 16, p.part_bytes);
+      for (int s = 0; s < 4; ++s) {
+        const int col = 4 * q + ((s + rot) & 3) - p.col_shift;
+        if (col < 0 || col >= p.pw) continue;
+        unsigned char* dst = row_base + col * 16;
+        *reinterpret_cast<uint4*>(dst) = make_uint4(w[s][0], w[s][1], w[s][2], w[s][3]);
+        if constexpr (x3) *reinterpret_cast<uint4*>(dst + p.part_bytes) = make_uint4(w[s][4], w[s][5], w[s][6], w[s][7]);
       }
     }
     warpgroup::fence_proxy_async();
   }
 
  private:
-  /// Converts the E channels of one plane pixel and stores them (16 bytes at dst; for 3xTF32 the small
-  /// parts 16 bytes at dst + part_bytes).
-  __device__ static void store(const float (&v)[E], unsigned char* dst, int part_bytes) {
+  /// Component u of a float4.
+  __device__ static float comp(const float4& f, int u) { return u == 0 ? f.x : u == 1 ? f.y : u == 2 ? f.z : f.w; }
+
+  /// The plane entry of column u (compile-time after unrolling) of the E loaded channels: tf32 words
+  /// (3xTF32: big parts in words 0-3, small parts in 4-7) or bf16/fp16 pairs, round to nearest (even).
+  template <int W>
+  __device__ static void pack(const float4 (&v)[E], int u, std::uint32_t (&w)[W]) {
     if constexpr (is_tf32) {
-      std::uint32_t b[4], s[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         if constexpr (x3)
-          warp::split_tf32(v[e], b[e], s[e]);
+          warp::split_tf32(comp(v[e], u), w[e], w[4 + e]);
         else
-          b[e] = warp::to_tf32(v[e]);
+          w[e] = warp::to_tf32(comp(v[e], u));
       }
-      *reinterpret_cast<uint4*>(dst) = make_uint4(b[0], b[1], b[2], b[3]);
-      if constexpr (x3) *reinterpret_cast<uint4*>(dst + part_bytes) = make_uint4(s[0], s[1], s[2], s[3]);
-    } else if constexpr (std::is_same_v<typename Policy::math, math::bf16>) {
-      *reinterpret_cast<uint4*>(dst) = make_uint4(warp::pack_bf16x2(v[0], v[1]), warp::pack_bf16x2(v[2], v[3]),
-                                                  warp::pack_bf16x2(v[4], v[5]), warp::pack_bf16x2(v[6], v[7]));
     } else {
-      *reinterpret_cast<uint4*>(dst) = make_uint4(warp::pack_f16x2(v[0], v[1]), warp::pack_f16x2(v[2], v[3]),
-                                                  warp::pack_f16x2(v[4], v[5]), warp::pack_f16x2(v[6], v[7]));
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if constexpr (std::is_same_v<typename Policy::math, math::bf16>)
+          w[e] = warp::pack_bf16x2(comp(v[2 * e], u), comp(v[2 * e + 1], u));
+        else
+          w[e] = warp::pack_f16x2(comp(v[2 * e], u), comp(v[2 * e + 1], u));
+      }
     }
+  }
+
+  /// When `on`, rotates the 4 entries left by `by` (w[s] <- w[(s + by) & 3]), with selects (no local memory).
+  template <int by, int W>
+  __device__ static void rotate(std::uint32_t (&w)[4][W], bool on) {
+    std::uint32_t r[4][W];
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+#pragma unroll
+      for (int i = 0; i < W; ++i) r[s][i] = on ? w[(s + by) & 3][i] : w[s][i];
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+#pragma unroll
+      for (int i = 0; i < W; ++i) w[s][i] = r[s][i];
   }
 };
 

@@ -91,6 +91,7 @@ struct wgmma_tail_storage {
   std::uint64_t raw_full[Policy::raw_stages];   ///< raw buffer landed (TMA bytes)
   std::uint64_t raw_empty[Policy::raw_stages];  ///< raw buffer read (every transform thread)
   std::uint64_t order[2];  ///< ping-pong: order[g] completes when the other warpgroup's mainloop turn ended
+  float bias[Policy::block_n];  ///< the bias (zeros past K), read once per block
 };
 
 /// @brief A position in a ring of `N` buffers: the slot and the phase parity of its mbarriers (flips each
@@ -162,6 +163,8 @@ __global__ void __launch_bounds__(Policy::threads, 1)
     convred::detail::mbarrier_init(&tail.order[1], 128);
     convred::detail::mbarrier_init_fence();
   }
+  for (int i = tid; i < Policy::block_n; i += Policy::threads)
+    tail.bias[i] = prm.bias && i < prm.K ? prm.bias[i] : 0.f;
   __syncthreads();
   auto decode = [&](std::int64_t tile, std::int64_t& n, std::int64_t& tp, std::int64_t& tq) {
     tq = tile % prm.tiles_q;
@@ -252,6 +255,8 @@ __global__ void __launch_bounds__(Policy::threads, 1)
       prev = st.slot;
     }
     if (Policy::pingpong) convred::detail::mbarrier_arrive(&tail.order[wg ^ 1]);  // the other's turn
+    std::int64_t n, tp, tq;  // the tile's image and position, worked out while the last wgmmas run
+    decode(tile, n, tp, tq);
     warpgroup::wait<0>();
     mainloop::fence_acc(d);
 #ifdef CONVRED_EXP_CLOCKS
@@ -267,9 +272,7 @@ __global__ void __launch_bounds__(Policy::threads, 1)
       for (int j = 0; j < 16; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[2 * mt + e / 2][2 * j + e % 2] = d[mt][4 * j + e];
-    CONVRED_EXP_TIME(2, red.accumulate(acc, prm.bias, epi, 0, prm.K, mainloop::tile_n, true));
-    std::int64_t n, tp, tq;
-    decode(tile, n, tp, tq);
+    CONVRED_EXP_TIME(2, red.accumulate(acc, prm.bias ? tail.bias : nullptr, epi, 0, prm.K, mainloop::tile_n, true));
     const std::int64_t p0 = tp * TH, q0 = tq * TW;
     CONVRED_EXP_TIME(3, red.store(y, indices, prm.K, mainloop::tile_m, [&](int px) {
       const std::int64_t p = p0 + px / TW, q = q0 + px % TW;
