@@ -167,13 +167,16 @@ struct wgmma_policy {
   /// E 16-byte loads and their 4 converted plane entries)
   static constexpr int producer_registers = 72;
   static constexpr int stages = Stages;        ///< operand stages (filter slice + planes)
-  static constexpr int raw_stages = RawStages; ///< raw patch buffers (TMA destination)
+  static constexpr int raw_stages = RawStages; ///< raw patch buffers (TMA destination, raw_c channels each)
   static constexpr bool tensor_core = true;    ///< tensor-core math
   /// tf32 or tf32x3 (one fp32 operand per k), else bf16/fp16 (pairs)
   static constexpr bool is_tf32 = std::is_same_v<Math, convred::math::tf32> || std::is_same_v<Math, convred::math::tf32x3>;
   /// wgmma depth: 8 for tf32/tf32x3 (m64n128k8), 16 for bf16/fp16 (m64n128k16); also the input channels
   /// per stage (one wgmma per filter tap and output row)
   static constexpr int block_c = is_tf32 ? 8 : 16;
+  /// input channels per raw patch buffer (one TMA box): 8, so that a bf16/fp16 stage (16 channels) is
+  /// two raw buffers, each converted while the next one lands
+  static constexpr int raw_c = 8;
   /// packed filter parts: 2 for tf32x3 (big and small), else 1
   static constexpr int parts = std::is_same_v<Math, convred::math::tf32x3> ? 2 : 1;
   static constexpr int filter_elem_bytes = is_tf32 ? 4 : 2;  ///< bytes per packed filter element
@@ -185,14 +188,14 @@ struct wgmma_policy {
   static_assert(RawStages >= 1, "wgmma_policy: at least one raw patch buffer");
 };
 
-/// @brief Default wgmma policy of a math tag, all cooperative. tf32: 3 operand stages and 2 raw buffers
-/// (seed problem: stages of 48.4 KB, filter slice and planes, and raw buffers of 12.8 KB). bf16/fp16: 3
-/// stages and 1 raw buffer (seed problem: the 144 KB packed filter resident, stages of 12.4 KB of planes,
-/// a raw buffer of 25.5 KB). tf32x3: 2 operand stages of 96.8 KB (filter and planes twice) and 1 raw buffer.
+/// @brief Default wgmma policy of a math tag, all cooperative: 4 operand stages and 2 raw buffers. Seed
+/// problem: tf32 stages of 48.4 KB (filter slice and planes), raw buffers of 12.75 KB, 220 KB in all;
+/// bf16/fp16 the 144 KB filter resident, stages of 12.4 KB of planes, the same raw buffers. The fourth
+/// stage gives the producer two stage-times, not one, to refill a released stage (bench/NOTES.md).
+/// tf32x3: 2 operand stages of 96.8 KB (filter and planes twice) and 1 raw buffer.
 template <class Math>
 struct default_wgmma_policy {
-  /// the default wgmma_policy for Math
-  using type = wgmma_policy<Math, 3, (std::is_same_v<Math, math::bf16> || std::is_same_v<Math, math::fp16>) ? 1 : 2>;
+  using type = wgmma_policy<Math, 4, 2>;  ///< the default wgmma_policy for Math
 };
 /// @brief Default 3xTF32 wgmma policy: 2 operand stages, 1 raw buffer.
 template <>

@@ -21,7 +21,7 @@ namespace convred::block {
 /// Shared memory: the whole packed filter when it is resident (resident_bytes, else nothing), then
 /// `stages` operand stages of stage_bytes (the packed filter slice, b_bytes, unless resident, then the
 /// planes of the input patch: parts x part_bytes, see block::conv_patch_loader), then `raw_stages` raw
-/// patch buffers of raw_bytes (the TMA box: block_c channels of bh rows x rp columns), then the tail.
+/// patch buffers of raw_bytes (the TMA box: raw_c channels of bh rows x rp columns), then the tail.
 struct wgmma_conv_params {
   const float* x = nullptr;       ///< input (N,C,H,W), NCHW fp32
   const void* filter = nullptr;   ///< packed filter (device::pack_filter), 16-byte aligned
@@ -72,7 +72,8 @@ struct wgmma_conv_params {
   /// @brief patch columns, 64 + S - 1: the plane row pitch in 16-byte pixels
   std::int32_t ph = 0, pw = 0;
   /// @var raw_copy_bytes
-  /// @brief bytes one TMA box writes: block_c * bh * rp * 4
+  /// @brief bytes one TMA box writes: raw_c * bh * rp * 4 (raw_c = 8 channels: one raw buffer; a stage
+  /// of block_c channels is block_c / raw_c of them)
   /// @var raw_bytes
   /// @brief shared-memory bytes per raw buffer, raw_copy_bytes rounded up to 128
   /// @var plane_bytes
@@ -177,7 +178,7 @@ struct conv_mainloop_wgmma {
     // of the patch so that its first column is 16-byte aligned
     k.col_shift = static_cast<std::int32_t>((4 - p.pad_w % 4) % 4);
     const std::int64_t rp = (pw + k.col_shift + 3) / 4 * 4;
-    const std::int64_t raw_copy = std::int64_t(Policy::block_c) * ph * rp * 4;
+    const std::int64_t raw_copy = std::int64_t(Policy::raw_c) * ph * rp * 4;
     const std::int64_t raw_bytes = (raw_copy + 127) / 128 * 128;
     const std::int64_t plane = ph * pw * 16, part = plane * (Policy::block_c / E);
     const std::int64_t b_bytes = std::int64_t(Policy::parts) * p.R * p.S * Policy::block_n * Policy::block_c *

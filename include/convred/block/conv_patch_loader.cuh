@@ -32,12 +32,12 @@ namespace convred::block {
 ///   follow the big parts as a second set of planes (warp::split_tf32).
 template <class Policy>
 struct conv_patch_loader {
-  static constexpr int BC = Policy::block_c;                ///< input channels per stage
+  static constexpr int RC = Policy::raw_c;                  ///< input channels per raw buffer
   static constexpr int E = 16 / Policy::filter_elem_bytes;  ///< channels per 16-byte plane pixel
   static constexpr bool is_tf32 = Policy::is_tf32;          ///< tf32 / tf32x3 operands (else 16-bit pairs)
   static constexpr bool x3 = Policy::parts == 2;            ///< 3xTF32: big and small planes
 
-  /// Copies channels [c0, c0 + block_c) of the patch at (n, h0, w0) into `raw` (128-byte aligned); `bar`
+  /// Copies channels [c0, c0 + raw_c) of the patch at (n, h0, w0) into `raw` (128-byte aligned); `bar`
   /// (armed here with the bytes) completes when they have landed.
   __device__ static void copy_patch(unsigned char* raw, std::uint64_t* bar, const void* x_map,
                                     const wgmma_conv_params& p, int n, int h0, int w0, int c0) {
@@ -71,7 +71,8 @@ struct conv_patch_loader {
                                      static_cast<std::uint32_t>(p.b_bytes), bar);
   }
 
-  /// Rewrites the raw patch as planes (see the struct), work shared by `nthreads` threads of which this is
+  /// Rewrites a raw buffer (raw_c channels) as its raw_c / E planes, starting at `planes` (the stage's
+  /// planes, offset by the buffer's first plane), work shared by `nthreads` threads of which this is
   /// `t`; ends with the fence that makes the planes visible to wgmma (the async proxy). One work item is
   /// 4 raw columns of one patch row for the E channels of one plane: E 16-byte loads (one per channel),
   /// converted and transposed in registers into the 4 pixels' 16-byte plane entries (those inside the
@@ -83,7 +84,7 @@ struct conv_patch_loader {
     return;  // diagnosis builds (wrong results)
 #endif
     constexpr int W = x3 ? 8 : 4;  // 32-bit words per pixel: the 16-byte entry (and 3xTF32's small parts)
-    const int quads = p.rp / 4, items = (BC / E) * p.ph * quads, cstride = p.bh * p.rp;
+    const int quads = p.rp / 4, items = (RC / E) * p.ph * quads, cstride = p.bh * p.rp;
     const int rot = (static_cast<int>(threadIdx.x) >> 1) & 3;
     for (int it = t; it < items; it += nthreads) {
       std::int32_t jr, q, j, row;  // jr = j * ph + row: plane j, patch row; q: the 4 raw columns 4q..4q+3

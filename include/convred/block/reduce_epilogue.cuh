@@ -14,15 +14,17 @@ namespace convred::block {
 /// @brief Folds a ThreadM x ThreadN conv accumulator tile into per-pixel reduction states, then reduces
 /// across the block's channel groups with cub::WarpReduce and writes y (and indices).
 ///
-/// Between channel tiles the states are parked in shared memory (TempStorage::state, thread index
-/// fastest: conflict-free), so no reduction state occupies registers while the conv mainloop runs.
+/// With `Park` (kernels that visit several channel tiles: accumulate, then store), the states are parked
+/// in shared memory between channel tiles (TempStorage::state, thread index fastest: conflict-free), so no
+/// reduction state occupies registers while the conv mainloop runs. Kernels whose tile holds every
+/// channel call fold and finish on register states instead, and `Park = false` drops that storage.
 /// Per element: v = e(acc + bias[k], k) in the compute type, then state = op(state, Op::make(v, k));
 /// channels past the tile's valid count are skipped (never an identity leak: the identity is exact and
 /// only ever combined, see functional.cuh). The `Mainloop::lanes_per_pixel` consecutive lanes holding the
 /// same pixels form a logical warp, so the cross-thread step is one cub::WarpReduce per pixel row; when
 /// `Mainloop::warps_per_pixel` > 1 (tensor-core tiles), the warps' partials are combined through shared
 /// memory before y is written.
-template <class Mainloop, class Op>
+template <class Mainloop, class Op, bool Park = true>
 struct reduce_epilogue {
   using V = typename Mainloop::V;  ///< compute type (the mainloop's accumulator type)
   /// @var TM
@@ -43,7 +45,7 @@ struct reduce_epilogue {
   using warp_reduce = cub::WarpReduce<accum_t, CG>;  ///< reduction across the CG lanes of a logical warp
   /// Shared memory: the parked per-thread states, the warp reductions' storage and the per-warp partials.
   struct TempStorage {
-    accum_t state[TM][NT];                            ///< parked states: state[i][t] of thread t, accumulator row i
+    accum_t state[Park ? TM : 1][Park ? NT : 1];      ///< parked states: state[i][t] of thread t, accumulator row i
     typename warp_reduce::TempStorage warp[NT / CG];  ///< cub::WarpReduce storage, one per logical warp
     accum_t partial[WPP][WPP > 1 ? BM : 1];           ///< partial[w][p]: result of warp_n() == w for tile pixel p (WPP > 1)
   };
@@ -55,15 +57,11 @@ struct reduce_epilogue {
   __device__ reduce_epilogue(TempStorage& t, Op o) : temp(t), op(o) {}
 
   /// Folds channels [0, valid) of the tile (tile column n maps to global channel k_first + n, column of
-  /// accumulator j given by `tile_n(j)`) into the states; `first` starts them at the op's identity.
-  /// bias may be nullptr. Each thread touches only its own parked states: no barrier needed.
+  /// accumulator j given by `tile_n(j)`) into the register states `state` (one per accumulator row).
+  /// bias may be nullptr.
   template <class T, class Epilogue, class TileN>
-  __device__ void accumulate(const V (&acc)[TM][TN], const T* bias, const Epilogue& epi, std::int64_t k_first,
-                             int valid, TileN tile_n, bool first) {
-    const int t = static_cast<int>(threadIdx.x);
-    accum_t state[TM];
-#pragma unroll
-    for (int i = 0; i < TM; ++i) state[i] = first ? Op::template identity<V>() : temp.state[i][t];
+  __device__ void fold(const V (&acc)[TM][TN], const T* bias, const Epilogue& epi, std::int64_t k_first, int valid,
+                       TileN tile_n, accum_t (&state)[TM]) const {
     // the bias loads first, all of them in flight at once (loaded inside the loop below, behind its
     // branch, each one's latency was exposed in turn)
     V b[TN];
@@ -80,6 +78,19 @@ struct reduce_epilogue {
 #pragma unroll
       for (int i = 0; i < TM; ++i) state[i] = op(state[i], Op::template make<V>(apply_epilogue(epi, acc[i][j] + b[j], k), k));
     }
+  }
+
+  /// fold on the parked states (Park): `first` starts them at the op's identity. Each thread touches only
+  /// its own parked states: no barrier needed.
+  template <class T, class Epilogue, class TileN>
+  __device__ void accumulate(const V (&acc)[TM][TN], const T* bias, const Epilogue& epi, std::int64_t k_first,
+                             int valid, TileN tile_n, bool first) {
+    static_assert(Park, "reduce_epilogue: accumulate parks states in shared memory (Park = true)");
+    const int t = static_cast<int>(threadIdx.x);
+    accum_t state[TM];
+#pragma unroll
+    for (int i = 0; i < TM; ++i) state[i] = first ? Op::template identity<V>() : temp.state[i][t];
+    fold(acc, bias, epi, k_first, valid, tile_n, state);
 #pragma unroll
     for (int i = 0; i < TM; ++i) temp.state[i][t] = state[i];
   }
@@ -87,13 +98,25 @@ struct reduce_epilogue {
   /// Reduces across the logical warp (and the warps sharing the pixels) and writes y[o] (converted to T)
   /// and, for index ops, indices[o] for each tile pixel p = tile_m(i) with output offset o = out_of(p) >= 0
   /// (out_of returns -1 for pixels past the tensor's edge). `count` is K (for mean).
+  /// The parked states (Park) are the input.
   template <class T, class TileM, class OutOf>
   __device__ void store(T* y, std::int64_t* indices, std::int64_t count, TileM tile_m, OutOf out_of) {
+    static_assert(Park, "reduce_epilogue: store reads the parked states (Park = true); see finish");
+    accum_t state[TM];
+#pragma unroll
+    for (int i = 0; i < TM; ++i) state[i] = temp.state[i][threadIdx.x];
+    finish(state, y, indices, count, tile_m, out_of);
+  }
+
+  /// store on register states (from fold).
+  template <class T, class TileM, class OutOf>
+  __device__ void finish(const accum_t (&state)[TM], T* y, std::int64_t* indices, std::int64_t count, TileM tile_m,
+                         OutOf out_of) {
     const int lw = static_cast<int>(threadIdx.x) / CG;
     const bool leader = static_cast<int>(threadIdx.x) % CG == 0;
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
-      const accum_t r = warp_reduce(temp.warp[lw]).Reduce(temp.state[i][threadIdx.x], op);
+      const accum_t r = warp_reduce(temp.warp[lw]).Reduce(state[i], op);
       __syncwarp();  // the logical warp's TempStorage is reused by the next row (CUB's rule)
       if constexpr (WPP == 1) {
         if (leader) write(y, indices, out_of(tile_m(i)), r, count);

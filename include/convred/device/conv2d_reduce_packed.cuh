@@ -90,7 +90,7 @@ wgmma_plan_t wgmma_plan(const conv2d_problem& p) {
   }
 }
 
-/// The TMA descriptor of x (NCHW fp32, dims W, H, C, N innermost first) with box (rp, bh, block_c, 1) and
+/// The TMA descriptor of x (NCHW fp32, dims W, H, C, N innermost first) with box (rp, bh, raw_c, 1) and
 /// zero fill outside the tensor, encoded with the driver's cuTensorMapEncodeTiled (found through the
 /// runtime, so nothing links libcuda). False if the driver lacks it or refuses the map.
 template <class Policy>
@@ -117,7 +117,7 @@ bool make_x_tensor_map(CUtensorMap& map, const float* x, const block::wgmma_conv
                               static_cast<cuuint64_t>(k.N)};
   const cuuint64_t strides[3] = {dims[0] * 4, dims[0] * dims[1] * 4, dims[0] * dims[1] * dims[2] * 4};
   const cuuint32_t box[4] = {static_cast<cuuint32_t>(k.rp), static_cast<cuuint32_t>(k.bh),
-                             static_cast<cuuint32_t>(Policy::block_c), 1};
+                             static_cast<cuuint32_t>(Policy::raw_c), 1};
   const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
   return encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(x), dims, strides, box, elem_strides,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,

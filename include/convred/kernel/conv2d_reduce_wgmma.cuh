@@ -84,7 +84,7 @@ __device__ unsigned long long exp_clocks[8];
 template <class Policy, class Op>
 struct wgmma_tail_storage {
   /// the reduction's shared memory
-  typename block::reduce_epilogue<block::conv_mainloop_wgmma<Policy>, Op>::TempStorage reduce;
+  typename block::reduce_epilogue<block::conv_mainloop_wgmma<Policy>, Op, false>::TempStorage reduce;
   std::uint64_t full[Policy::stages];           ///< operand stage s ready (transform warps [+ filter bytes])
   std::uint64_t filter_full;                    ///< the resident filter landed (when resident)
   std::uint64_t empty[Policy::stages];          ///< operand stage s consumed (every consumer thread)
@@ -144,6 +144,7 @@ __global__ void __launch_bounds__(Policy::threads, 1)
   using loader = block::conv_patch_loader<Policy>;
   constexpr int S = Policy::stages, SR = Policy::raw_stages, TW = Policy::tile_w, TH = Policy::tile_h;
   constexpr int transform_threads = 96;  // producer warps 1-3
+  constexpr int E = 16 / Policy::filter_elem_bytes, chunks = Policy::block_c / Policy::raw_c;  // raw buffers per stage
   extern __shared__ __align__(128) unsigned char smem[];
   unsigned char* stages = smem + prm.resident_bytes;  // the resident filter (if any) comes first
   unsigned char* raw = stages + S * prm.stage_bytes;
@@ -196,24 +197,29 @@ __global__ void __launch_bounds__(Policy::threads, 1)
         decode(tile, n, tp, tq);
         const int h0 = static_cast<int>(tp) * TH - prm.pad_h;
         const int w0 = static_cast<int>(tq) * TW - prm.pad_w - prm.col_shift;
-        for (int kt = 0; kt < prm.kt; ++kt, st.advance(), rs.advance()) {
+        for (int kt = 0; kt < prm.kt; ++kt, st.advance()) {
           unsigned char* stage = stages + st.slot * prm.stage_bytes;
-          unsigned char* rbuf = raw + rs.slot * prm.raw_bytes;
-          if (pt == 0) {  // the patch copier: runs up to raw_stages ahead of the transform
-            rs.wait_free(tail.raw_empty);
-            loader::copy_patch(rbuf, &tail.raw_full[rs.slot], &x_map, prm, static_cast<int>(n), h0, w0,
-                               kt * Policy::block_c);
-          } else if (pt == 1) {  // the filter copier: as soon as the consumers release the stage
+          if (pt == 1) {  // the filter copier: as soon as the consumers release the stage
             st.wait_free(tail.empty);
             loader::copy_filter(stage, &tail.full[st.slot], prm, kt);
-          } else {  // the transform warps
-            CONVRED_EXP_TIME(5, rs.wait_full(tail.raw_full));
-            CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
-            CONVRED_EXP_TIME(7, loader::to_planes(reinterpret_cast<const float*>(rbuf), stage + prm.a_offset, prm,
-                                                  pt - 32, transform_threads));
-            convred::detail::mbarrier_arrive(&tail.raw_empty[rs.slot]);
-            convred::detail::mbarrier_arrive(&tail.full[st.slot]);
+            continue;
           }
+          if (pt >= 32) CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
+          for (int c = 0; c < chunks; ++c, rs.advance()) {  // the stage's raw buffers of raw_c channels
+            unsigned char* rbuf = raw + rs.slot * prm.raw_bytes;
+            if (pt == 0) {  // the patch copier: runs up to raw_stages buffers ahead of the transform
+              rs.wait_free(tail.raw_empty);
+              loader::copy_patch(rbuf, &tail.raw_full[rs.slot], &x_map, prm, static_cast<int>(n), h0, w0,
+                                 kt * Policy::block_c + c * Policy::raw_c);
+            } else {  // the transform warps
+              CONVRED_EXP_TIME(5, rs.wait_full(tail.raw_full));
+              CONVRED_EXP_TIME(7, loader::to_planes(reinterpret_cast<const float*>(rbuf),
+                                                    stage + prm.a_offset + c * (Policy::raw_c / E) * prm.plane_bytes,
+                                                    prm, pt - 32, transform_threads));
+              convred::detail::mbarrier_arrive(&tail.raw_empty[rs.slot]);
+            }
+          }
+          if (pt >= 32) convred::detail::mbarrier_arrive(&tail.full[st.slot]);
         }
       }
     }
@@ -221,7 +227,8 @@ __global__ void __launch_bounds__(Policy::threads, 1)
   }
 
   warpgroup::set_max_registers<Policy::consumer_registers, true>();
-  block::reduce_epilogue<mainloop, Op> red(tail.reduce, op);
+  using epilogue_t = block::reduce_epilogue<mainloop, Op, false>;  // one channel tile: states in registers
+  epilogue_t red(tail.reduce, op);
   float d[2][64];
   int prev = -1;
   if (prm.resident_bytes) convred::detail::mbarrier_wait(&tail.filter_full, 0);
@@ -272,9 +279,12 @@ __global__ void __launch_bounds__(Policy::threads, 1)
       for (int j = 0; j < 16; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[2 * mt + e / 2][2 * j + e % 2] = d[mt][4 * j + e];
-    CONVRED_EXP_TIME(2, red.accumulate(acc, prm.bias ? tail.bias : nullptr, epi, 0, prm.K, mainloop::tile_n, true));
+    typename epilogue_t::accum_t state[mainloop::TM];
+#pragma unroll
+    for (int i = 0; i < mainloop::TM; ++i) state[i] = Op::template identity<float>();
+    CONVRED_EXP_TIME(2, red.fold(acc, prm.bias ? tail.bias : nullptr, epi, 0, prm.K, mainloop::tile_n, state));
     const std::int64_t p0 = tp * TH, q0 = tq * TW;
-    CONVRED_EXP_TIME(3, red.store(y, indices, prm.K, mainloop::tile_m, [&](int px) {
+    CONVRED_EXP_TIME(3, red.finish(state, y, indices, prm.K, mainloop::tile_m, [&](int px) {
       const std::int64_t p = p0 + px / TW, q = q0 + px % TW;
       return p < prm.P && q < prm.Q ? (n * prm.P + p) * prm.Q + q : std::int64_t(-1);
     }));
