@@ -456,7 +456,28 @@ def main(argv=None):
     ap.add_argument("--device", default="cuda", help=argparse.SUPPRESS)  # for testing the flow only
     ap.add_argument("--replot", default=None, metavar="COMBINED_JSON",
                     help="no measuring: redraw the table and chart from an earlier combined JSON")
+    ap.add_argument("--pytorch-json", default=None, metavar="PYTORCH_JSON",
+                    help="no measuring: merge an earlier run's JSON of this script (PyTorch rows only, e.g. "
+                         "measured while the C++ benchmark was building) with --convred-json into --json / --png")
     args = ap.parse_args(argv)
+
+    if args.pytorch_json:
+        if not args.convred_json:
+            ap.error("--pytorch-json needs --convred-json")
+        with open(args.pytorch_json) as f:
+            earlier = json.load(f)
+        with open(args.convred_json) as f:
+            cv = json.load(f)
+        pt = {"meta": earlier.get("pytorch"),
+              "cases": [dict(c, rows=[r for r in c["rows"] if r.get("source") == "pytorch"]) for c in earlier["cases"]]}
+        combined = combine(pt, cv, args.convred_json)
+        print(markdown(combined))
+        with open(args.json, "w") as f:
+            json.dump(combined, f, indent=1)
+        print("wrote %s" % args.json)
+        if args.png:
+            plot(combined, args.png)
+        return 0
 
     if args.replot:
         with open(args.replot) as f:
