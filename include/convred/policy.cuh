@@ -136,8 +136,9 @@ struct default_simt_policy<double> {
 /// warpgroup computes tiles of tile_h x 64 output pixels (rows x columns of one image) by all K <= 128
 /// output channels. Per stage of `block_c` input channels, one producer thread copies with TMA the input
 /// patch ((tile_h+R-1) x (64+S-1) pixels, fp32 as given, zero outside the image: each x element is loaded once per
-/// tile, not R*S times as in im2col) into one of `RawStages` raw buffers, and with a bulk copy the stage's
-/// R*S x 128 x block_c slice of the packed filter; the other three producer warps convert the raw patch
+/// tile, not R*S times as in im2col) into `RawStages` raw buffers, and with a bulk copy the stage's
+/// R*S x 128 x block_c slice of the packed filter (raw buffers hold raw_c = 8 channels: a 16-channel stage
+/// is two of them); the other three producer warps convert the raw patch
 /// once (TF32 round-to-nearest-even, the 3xTF32 split, bf16 or fp16) into pixel-major planes
 /// (block::conv_patch_loader); each consumer warpgroup then issues, as one commit group, an m64n128 wgmma
 /// per filter tap and output row with the A descriptor shifted by the tap (block::conv_mainloop_wgmma).
@@ -149,8 +150,9 @@ struct default_simt_policy<double> {
 /// the other's wgmmas keep the tensor cores busy (as CUTLASS's ping-pong Hopper GEMM schedules). It reads
 /// (2+R-1)/2 input rows per output row instead of (4+R-1)/4 and the filter per 128 pixels instead of 256,
 /// so it can pay only when the filter is resident in shared memory (bf16/fp16 with C*R*S*K*2 bytes of
-/// ~144 KB or less). Experimental: no default policy uses it yet, because its speed has not been
-/// measured (bench/NOTES.md, "Epilogue, resident filter, ping-pong").
+/// ~144 KB or less). Measured on the seed problem (bench/NOTES.md, "Cycle counts, transform, 4 stages"):
+/// correct, but not faster than the cooperative schedule (the producer's extra rows become the bound), so
+/// no default policy uses it.
 template <class Math, int Stages = 3, int RawStages = 2, bool PingPong = false>
 struct wgmma_policy {
   using math = Math;                           ///< precision tag (tf32, tf32x3, bf16 or fp16)

@@ -123,18 +123,20 @@ struct pipeline_state {
 
 /// @brief Persistent fused kernel: block b computes tiles b, b + gridDim.x, ... of tile_h x 64 output
 /// pixels (cooperative: both consumer warpgroups on each tile; ping-pong: the warpgroups take turns).
-/// Warpgroup 2 produces (its registers lowered with setmaxnreg): per stage, one thread issues the TMA
-/// copy of the raw input patch and another the bulk copy of the packed filter slice (or, once, of the
-/// whole filter when it is resident, see wgmma_conv_params)
-/// (block::conv_patch_loader), each running ahead across tile boundaries as its buffers are released; the
-/// other three warps convert each raw patch into the stage's planes. Warpgroups 0-1 consume: per stage one commit group of wgmmas
-/// (block::conv_mainloop_wgmma), released when the next stage's group is issued and the stage's own has
-/// completed; per tile, the epilogue e(acc + bias[k], k) and the reduction across the K channels in
-/// registers and with cub::WarpReduce (block::reduce_epilogue); y and indices written once.
-/// Synchronisation is by mbarriers only (no block-wide barrier after the set-up).
-/// Diagnosis builds only (wrong results; bench/NOTES.md "wgmma kernel v2"): `-DCONVRED_EXP_NOMMA` skips the
-/// consumers' wgmmas (times the producer alone), `-DCONVRED_EXP_NOTRANSFORM` skips the plane conversion,
-/// `-DCONVRED_EXP_NOLOAD` skips every copy and the conversion (times the consumers alone).
+/// Warpgroup 2 produces (its registers lowered with setmaxnreg): one thread issues the TMA copy of each
+/// raw patch buffer (raw_c channels; a stage of block_c channels is block_c / raw_c of them), another the
+/// bulk copy of the stage's packed filter slice (or, once, of the whole filter when it is resident, see
+/// wgmma_conv_params) (block::conv_patch_loader), each running ahead across tile boundaries as its
+/// buffers are released; the other three warps convert each raw buffer into the stage's planes.
+/// Warpgroups 0-1 consume: per stage one commit group of wgmmas (block::conv_mainloop_wgmma), released
+/// when the next stage's group is issued and the stage's own has completed; per tile, the epilogue
+/// e(acc + bias[k], k) and the reduction across the K channels in registers and with cub::WarpReduce
+/// (block::reduce_epilogue, fold + finish); y and indices written once. Synchronisation is by mbarriers
+/// only (no block-wide barrier after the set-up).
+/// Diagnosis builds only (bench/wgmma_stages.cu, bench/NOTES.md): `-DCONVRED_EXP_CLOCKS` counts cycles per
+/// phase (exp_clocks); wrong results: `-DCONVRED_EXP_NOMMA` skips the consumers' wgmmas (times the
+/// producer alone), `-DCONVRED_EXP_NOTRANSFORM` skips the plane conversion, `-DCONVRED_EXP_NOLOAD` skips
+/// every copy and the conversion (times the consumers alone).
 template <class Policy, class Op, class Epilogue>
 __global__ void __launch_bounds__(Policy::threads, 1)
     conv2d_reduce_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const block::wgmma_conv_params prm, Op op,
