@@ -290,7 +290,7 @@ TEST_CASE("fast_divmod agrees with / and % for many divisors and numerators up t
 
 TEST_CASE("to_string(status) names every value") {
   std::set<std::string> seen;
-  const int last = static_cast<int>(status::workspace_too_small);
+  const int last = static_cast<int>(status::not_prepared);
   for (int i = 0; i <= last; ++i) {
     const char* s = convred::to_string(static_cast<status>(i));
     REQUIRE(s != nullptr);
@@ -309,9 +309,11 @@ TEST_CASE("to_string(status) names every value") {
   CHECK(std::string(convred::to_string(status::invalid_output_size)).rfind("invalid_output_size", 0) == 0);
   CHECK(std::string(convred::to_string(status::workspace_too_small)).rfind("workspace_too_small", 0) == 0);
   CHECK(std::string(convred::to_string(status::cuda_error)).find("nothing was launched") != std::string::npos);
-  // The numeric values of the older codes are unchanged (workspace_too_small was appended).
+  CHECK(std::string(convred::to_string(status::not_prepared)).rfind("not_prepared", 0) == 0);
+  // The numeric values of the older codes are unchanged (workspace_too_small, then not_prepared appended).
   CHECK(static_cast<int>(status::cuda_error) == 15);
   CHECK(static_cast<int>(status::workspace_too_small) == 16);
+  CHECK(static_cast<int>(status::not_prepared) == 17);
   CHECK(std::string(convred::to_string(static_cast<status>(last + 1))).find("unknown") != std::string::npos);
   CHECK(std::string(convred::to_string(static_cast<status>(-1))).find("unknown") != std::string::npos);
 }

@@ -190,6 +190,16 @@ struct wgmma_policy {
   static_assert(RawStages >= 1, "wgmma_policy: at least one raw patch buffer");
 };
 
+/// @brief True for wgmma_policy<...> types (the policies the packed-filter entry points take).
+template <class P>
+struct is_wgmma_policy : std::false_type {};
+/// @brief wgmma_policy<Math, Stages, RawStages, PingPong> is a wgmma policy.
+template <class Math, int Stages, int RawStages, bool PingPong>
+struct is_wgmma_policy<wgmma_policy<Math, Stages, RawStages, PingPong>> : std::true_type {};
+/// @brief is_wgmma_policy<P>::value.
+template <class P>
+inline constexpr bool is_wgmma_policy_v = is_wgmma_policy<P>::value;
+
 /// @brief Default wgmma policy of a math tag, all cooperative: 4 operand stages and 2 raw buffers. Seed
 /// problem: tf32 stages of 48.4 KB (filter slice and planes), raw buffers of 12.75 KB, 220 KB in all;
 /// bf16/fp16 the 144 KB filter resident, stages of 12.4 KB of planes, the same raw buffers. The fourth

@@ -36,7 +36,8 @@ enum class status : int {
   invalid_argument,        ///< Any other invalid argument (e.g. a scalar parameter out of range).
   no_device,               ///< No CUDA device, or the current device is older than the kernel needs.
   cuda_error,              ///< A CUDA error was pending before the launch, or a CUDA call or the launch failed.
-  workspace_too_small      ///< A caller-provided workspace (the packed filter) is smaller than the call needs.
+  workspace_too_small,     ///< A caller-provided workspace (the packed filter) is smaller than the call needs.
+  not_prepared             ///< conv2d_reduce_plan::run before a successful prepare (no weights yet).
 };
 
 /// @brief Human-readable name and explanation of a status code (static storage, never null).
@@ -64,6 +65,8 @@ inline const char* to_string(status s) noexcept {
              "was launched (see cudaGetLastError())";
     case status::workspace_too_small:
       return "workspace_too_small: the packed-filter buffer is smaller than packed_filter_bytes() for this problem";
+    case status::not_prepared:
+      return "not_prepared: conv2d_reduce_plan::run was called before a successful prepare() (no weights)";
   }
   return "unknown status";
 }

@@ -151,6 +151,21 @@ struct conv_mainloop_wgmma {
       for (int i = 0; i < 64; ++i) fence_operand(d[m][i]);
   }
 
+  /// @brief The shape rules of the can-implement check (host): nullptr when the mainloop implements p's
+  /// layout and shape, else why not (a static string naming the rule, for conv2d_reduce_plan's reason).
+  /// Shared-memory fit is checked by make_params. p must be valid (convred::validate).
+  static const char* cannot_implement(const conv2d_problem& p) {
+    if (p.x_layout != layout::nchw) return "x is not NCHW";
+    if (p.groups != 1) return "groups != 1";
+    if (p.stride_h != 1 || p.stride_w != 1) return "stride != 1";
+    if (p.dil_h != 1 || p.dil_w != 1) return "dilation != 1";
+    if (p.K > Policy::block_n) return "K > 128";
+    if (p.P() <= 0 || p.Q() <= 0) return "empty output";
+    if (p.W % 4 != 0) return "W not a multiple of 4 (TMA rows of 16 bytes)";
+    if (p.N > 0x7fffffff || p.C * p.H * p.W * 4 >= (std::int64_t(1) << 40)) return "N >= 2^31 or an image of 2^40 bytes or more";
+    return nullptr;
+  }
+
   /// @brief The mainloop's can-implement check and parameter construction (host): whether the kernel
   /// serves p and, if so, its parameters (x, filter, bias left null) and dynamic shared memory (the
   /// resident filter, operand stages, raw buffers, then `tail_bytes` of reduction state and barriers),
@@ -162,10 +177,7 @@ struct conv_mainloop_wgmma {
   /// otherwise (N = 0 is served, with no tiles).
   static bool make_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,
                           wgmma_conv_params& k, std::size_t& smem_bytes) {
-    if (p.x_layout != layout::nchw || p.groups != 1 || p.stride_h != 1 || p.stride_w != 1 || p.dil_h != 1 ||
-        p.dil_w != 1 || p.K > Policy::block_n || p.P() <= 0 || p.Q() <= 0 || p.W % 4 != 0 || p.N > 0x7fffffff ||
-        p.C * p.H * p.W * 4 >= (std::int64_t(1) << 40))
-      return false;
+    if (cannot_implement(p)) return false;
     constexpr int TH = Policy::tile_h, TW = Policy::tile_w, E = 16 / Policy::filter_elem_bytes;
     k.N = p.N, k.C = static_cast<std::int32_t>(p.C), k.H = static_cast<std::int32_t>(p.H), k.W = static_cast<std::int32_t>(p.W);
     k.K = static_cast<std::int32_t>(p.K), k.P = static_cast<std::int32_t>(p.P()), k.Q = static_cast<std::int32_t>(p.Q());

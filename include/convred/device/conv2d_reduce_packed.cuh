@@ -146,6 +146,9 @@ inline std::size_t packed_bytes(const wgmma_plan_t& plan) {
 /// @tparam T element type of x and w (only float is served by the wgmma kernel)
 template <class Policy, class T>
 std::size_t packed_filter_bytes(const conv2d_problem& p) {
+  static_assert(is_wgmma_policy_v<Policy>,
+                "convred: Policy must be a wgmma_policy<Math, ...>, e.g. convred::default_wgmma_policy<convred::math::tf32>::type "
+                "(device::conv2d_reduce_plan picks a kernel and policy for any GPU and problem)");
   return detail::packed_bytes(detail::wgmma_plan<Policy, T, op::argmin>(p));
 }
 
@@ -166,6 +169,9 @@ std::size_t packed_filter_bytes(const conv2d_problem& p) {
 ///   w); cuda_error (a CUDA error was pending on entry, or the launch failed: nothing launched).
 template <class Policy, class T>
 status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_t bytes, cudaStream_t stream = nullptr) {
+  static_assert(is_wgmma_policy_v<Policy>,
+                "convred: Policy must be a wgmma_policy<Math, ...>, e.g. convred::default_wgmma_policy<convred::math::tf32>::type "
+                "(device::conv2d_reduce_plan picks a kernel and policy for any GPU and problem)");
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
   if (status s = detail::pending_status(); s != status::success) return s;  // the caller's error, left pending
   const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p);
@@ -222,6 +228,9 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
                             std::size_t packed_bytes, const nondeduced_t<T>* bias, T* y, std::int64_t* indices,
                             Op op = {}, Epilogue epi = {}, cudaStream_t stream = nullptr) {
   static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
+  static_assert(is_wgmma_policy_v<Policy>,
+                "convred: Policy must be a wgmma_policy<Math, ...>, e.g. convred::default_wgmma_policy<convred::math::tf32>::type "
+                "(device::conv2d_reduce_plan picks a kernel and policy for any GPU and problem)");
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
   if (status s = detail::pending_status(); p.y_elements() > 0 && s != status::success) return s;  // caller's error
   const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, Op>(p);

@@ -1,0 +1,295 @@
+/// @file device/conv2d_reduce_plan.cuh
+/// @brief The planner: one host object that picks, for a problem, an element type, a math and a device,
+/// the fused conv2d -> epilogue -> channel-reduction kernel and its tile policy, owns or borrows the
+/// packed-filter workspace, says what it picked and why, and runs it.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "../functional.cuh"
+#include "../policy.cuh"
+#include "../problem.cuh"
+#include "../status.cuh"
+#include "conv2d_reduce.cuh"
+#include "conv2d_reduce_packed.cuh"
+
+namespace convred::device {
+
+/// @brief The kernel families a conv2d_reduce_plan chooses from.
+enum class kernel_kind {
+  simt,      ///< exact CUDA-core FMA kernel (kernel::conv2d_reduce_kernel with a simt_policy): any GPU, any shape
+  mma_sync,  ///< tensor-core mma.sync kernel (an mma_sync_policy): sm_80 and newer, any shape and layout
+  wgmma      ///< Hopper packed-filter kernel (conv2d_reduce_packed with a wgmma_policy): sm_90a, see packed_filter_bytes
+};
+
+/// @brief Name of a kernel_kind ("simt", "mma.sync", "wgmma").
+inline const char* to_string(kernel_kind k) noexcept {
+  switch (k) {
+    case kernel_kind::simt: return "simt";
+    case kernel_kind::mma_sync: return "mma.sync";
+    case kernel_kind::wgmma: return "wgmma";
+  }
+  return "unknown";
+}
+
+/// @brief What the planner needs to know about a device: its compute capability and whether the program
+/// carries sm_90a code that runs on it. Plain data, so that plans can be made (and tested) for a device
+/// other than the current one.
+struct device_info {
+  int cc_major = 0;          ///< compute capability major (0: no device)
+  int cc_minor = 0;          ///< compute capability minor
+  bool wgmma_image = false;  ///< an sm_90a image of convred's kernels runs on the device
+
+  /// The current device (cudaGetDevice); all zero when there is none. A CUDA error pending from the
+  /// caller's own work is left alone; one caused here (no device) is cleared.
+  static device_info current() {
+    device_info d;
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&d.cc_major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&d.cc_minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+      cudaGetLastError();  // ours: no usable device
+      return device_info{};
+    }
+    d.wgmma_image = detail::wgmma_available();
+    return d;
+  }
+};
+
+/// @brief A plan for `y = Op over k of e(bias[k] + conv2d(x, w)[n,k,p,q], k)` (conv2d_reduce's
+/// semantics: PyTorch's conv2d, then the epilogue, then the reduction across the K output channels) for
+/// one problem, element type T and math, on one device.
+///
+/// The constructor picks the kernel from the policy chain of the math, best first, and records why:
+/// - math::ieee (the default: exact fp32 FMA for float/16-bit data, fp64 for double, the only math whose
+///   tests hold the error vs float64 to 1e-6 on every GPU today): the SIMT kernel, default_simt_policy<T>;
+/// - tf32, tf32x3, bf16, fp16: the wgmma kernel (default_wgmma_policy<Math>) on a compute capability 9.0
+///   device running sm_90a code when it serves the problem (float NCHW x, stride 1, groups 1, K <= 128, ...:
+///   packed_filter_bytes), else the mma.sync kernel (default_mma_sync_policy<Math>) on sm_80 and newer.
+/// Use: construct; query workspace_bytes(); prepare(w) (packs the filter once when the wgmma kernel was
+/// picked: into a workspace the plan allocates and owns, or into one the caller lends); then run(x, bias,
+/// y, indices, op, epi, stream) as often as needed. The plan keeps the weight pointer given to prepare
+/// (the mma.sync and SIMT kernels read w on every run): w must stay valid and unchanged until the last run.
+/// Not copyable (it may own device memory); movable.
+///
+/// @tparam T    element type of x, w, bias and y: float, double, __half or __nv_bfloat16 (double: math::ieee)
+/// @tparam Math math tag (policy.cuh): math::ieee, tf32, tf32x3, bf16 or fp16 (README "Precision")
+template <class T, class Math = math::ieee>
+class conv2d_reduce_plan {
+  static_assert(is_supported_element_v<T>, "conv2d_reduce_plan: T must be float, double, __half or __nv_bfloat16");
+  static constexpr bool tensor_math = !std::is_same_v<Math, math::ieee>;
+  static_assert(std::is_same_v<Math, math::ieee> || std::is_same_v<Math, math::tf32> ||
+                    std::is_same_v<Math, math::tf32x3> || std::is_same_v<Math, math::bf16> ||
+                    std::is_same_v<Math, math::fp16>,
+                "conv2d_reduce_plan: Math must be a math tag: convred::math::ieee, tf32, tf32x3, bf16 or fp16");
+  static_assert(!tensor_math || !std::is_same_v<T, double>,
+                "conv2d_reduce_plan: tensor-core math takes float, __half or __nv_bfloat16 data; double runs math::ieee");
+
+ public:
+  /// the SIMT policy (math::ieee)
+  using simt_policy_t = typename default_simt_policy<T>::type;
+  /// the mma.sync policy (tensor-core maths; the SIMT policy for math::ieee, never used)
+  using mma_sync_policy_t = typename std::conditional_t<tensor_math, default_mma_sync_policy<Math>,
+                                                        default_simt_policy<T>>::type;
+  /// the wgmma policy (tensor-core maths; the SIMT policy for math::ieee, never used)
+  using wgmma_policy_t = typename std::conditional_t<tensor_math, default_wgmma_policy<Math>,
+                                                     default_simt_policy<T>>::type;
+
+  /// Plans p for the current device (device_info::current()).
+  explicit conv2d_reduce_plan(const conv2d_problem& p) : conv2d_reduce_plan(p, device_info::current()) {}
+
+  /// Plans p for the device described by `dev` (no CUDA call: plans can be made and inspected without a
+  /// GPU). state() says whether it can run: validate(p)'s code for an invalid problem, status::no_device
+  /// for no device or a tensor-core math on a GPU older than sm_80.
+  conv2d_reduce_plan(const conv2d_problem& p, const device_info& dev) : p_(p) { choose(dev); }
+
+  conv2d_reduce_plan(const conv2d_reduce_plan&) = delete;
+  conv2d_reduce_plan& operator=(const conv2d_reduce_plan&) = delete;
+  /// Takes over o's workspace and preparation (o keeps its choice but must be prepared again).
+  conv2d_reduce_plan(conv2d_reduce_plan&& o) noexcept { *this = std::move(o); }
+  /// Frees this plan's own workspace, then takes over o's.
+  conv2d_reduce_plan& operator=(conv2d_reduce_plan&& o) noexcept {
+    if (this != &o) {
+      release();
+      p_ = o.p_, state_ = o.state_, kind_ = o.kind_, why_ = o.why_, need_ = o.need_;
+      w_ = o.w_, packed_ = o.packed_, packed_bytes_ = o.packed_bytes_, prepared_ = o.prepared_;
+      owned_ = o.owned_, owned_bytes_ = o.owned_bytes_;
+      o.owned_ = nullptr, o.owned_bytes_ = 0, o.packed_ = nullptr, o.packed_bytes_ = 0, o.prepared_ = false;
+    }
+    return *this;
+  }
+  /// Frees the workspace the plan owns (cudaFree), if any.
+  ~conv2d_reduce_plan() { release(); }
+
+  /// success when the plan can run; else why not (see the constructor).
+  status state() const { return state_; }
+  /// The kernel the plan picked.
+  kernel_kind kernel() const { return kind_; }
+  /// Which kernel and why, one line for a log, e.g. "wgmma tf32 (sm_90a, packed filter streamed, 4
+  /// stages, 4x64-pixel tiles)" or "mma.sync tf32: the wgmma kernel does not serve this problem: K > 128".
+  const std::string& description() const { return why_; }
+  /// The problem planned.
+  const conv2d_problem& problem() const { return p_; }
+  /// Bytes of packed-filter workspace the plan needs (0 unless the wgmma kernel was picked):
+  /// packed_filter_bytes<wgmma_policy_t, T>(p).
+  std::size_t workspace_bytes() const { return need_; }
+
+  /// Prepares the plan for the KCRS weights w (device pointer, K * C/groups * R * S elements of T), the
+  /// workspace lent by the caller: `workspace` (16-byte aligned device memory of `bytes` >=
+  /// workspace_bytes(), or nullptr when that is 0) receives the packed filter (pack_filter, one small kernel
+  /// on `stream`); the plan neither frees nor resizes it. w and workspace must outlive the plan's runs.
+  /// @return success; state() when the plan cannot run; null_pointer (w null with work to do, or the
+  ///   workspace null when needed); and pack_filter's codes (misaligned_pointer, workspace_too_small,
+  ///   overlapping_buffers, cuda_error).
+  status prepare(const T* w, void* workspace, std::size_t bytes, cudaStream_t stream = nullptr) {
+    prepared_ = false;
+    if (state_ != status::success) return state_;
+    if (!w && p_.y_elements() > 0) return status::null_pointer;
+    if (kind_ == kernel_kind::wgmma) {
+      if constexpr (tensor_math) {
+        if (status s = pack_filter<wgmma_policy_t>(p_, w, workspace, bytes, stream); s != status::success) return s;
+      }
+    }
+    w_ = w, packed_ = workspace, packed_bytes_ = bytes, prepared_ = true;
+    return status::success;
+  }
+
+  /// prepare with a workspace the plan allocates (cudaMalloc, workspace_bytes(); none when 0) and frees
+  /// in its destructor. @return as the other prepare; cuda_error when the allocation fails.
+  status prepare(const T* w, cudaStream_t stream = nullptr) {
+    prepared_ = false;
+    if (state_ != status::success) return state_;
+    if (need_ > 0 && owned_bytes_ < need_) {
+      release();
+      if (cudaMalloc(&owned_, need_) != cudaSuccess) {
+        owned_ = nullptr;
+        return status::cuda_error;  // the allocation error is left for cudaGetLastError
+      }
+      owned_bytes_ = need_;
+    }
+    return prepare(w, owned_, owned_bytes_, stream);
+  }
+
+  /// Runs the planned kernel: y[n,0,p,q] = Op over k of e(bias[k] + conv2d(x, w)[n,k,p,q], k) (and the
+  /// index for argmin/argmax), asynchronously on `stream`.
+  /// @param x       device pointer, (N,C,H,W) elements of T in the problem's layout
+  /// @param bias    device pointer to K elements, or nullptr for no bias
+  /// @param y       device pointer, N*P*Q elements of T; may be nullptr only for index ops with indices
+  /// @param indices device pointer, N*P*Q int64 (argmin / argmax); nullptr for other ops
+  /// @param op      reduction op (functional.cuh)
+  /// @param epi     epilogue `V e(V, int k)` or `V e(V)`, run on the device in the compute type
+  /// @return as conv2d_reduce / conv2d_reduce_packed; also state() when the plan cannot run, and
+  ///   not_prepared before a successful prepare. The wgmma kernel reads x through TMA from a 16-byte
+  ///   aligned base; another x runs conv2d_reduce_packed's fallback (the mma.sync kernel, same math).
+  template <class Op = op::min, class Epilogue = epilogue::identity>
+  status run(const T* x, const nondeduced_t<T>* bias, T* y, std::int64_t* indices, Op op = {}, Epilogue epi = {},
+             cudaStream_t stream = nullptr) const {
+    if (state_ != status::success) return state_;
+    if (!prepared_) return status::not_prepared;
+    if constexpr (tensor_math) {
+      if (kind_ == kernel_kind::wgmma)
+        return conv2d_reduce_packed<wgmma_policy_t>(p_, x, w_, packed_, packed_bytes_, bias, y, indices, op, epi, stream);
+      return conv2d_reduce<mma_sync_policy_t>(p_, x, w_, bias, y, indices, op, epi, stream);
+    } else {
+      return conv2d_reduce<simt_policy_t>(p_, x, w_, bias, y, indices, op, epi, stream);
+    }
+  }
+
+ private:
+  static const char* math_name() {
+    if constexpr (std::is_same_v<Math, math::tf32>) return "tf32";
+    else if constexpr (std::is_same_v<Math, math::tf32x3>) return "tf32x3";
+    else if constexpr (std::is_same_v<Math, math::bf16>) return "bf16";
+    else if constexpr (std::is_same_v<Math, math::fp16>) return "fp16";
+    else return "ieee";
+  }
+
+  /// The policy chain: sets state_, kind_, why_ and need_ (host only, no CUDA call).
+  void choose(const device_info& dev) {
+    state_ = validate(p_, sizeof(T));
+    if (state_ != status::success) {
+      why_ = std::string("none: ") + to_string(state_);
+      return;
+    }
+    if (dev.cc_major == 0) {
+      state_ = status::no_device;
+      why_ = "none: no CUDA device";
+      return;
+    }
+    if constexpr (!tensor_math) {
+      kind_ = kernel_kind::simt;
+      why_ = std::string("simt ieee (exact ") + (std::is_same_v<T, double> ? "fp64" : "fp32") +
+             " FMA, 256-pixel x 128-channel tiles): math::ieee";
+    } else {
+      if (dev.cc_major < 8) {
+        state_ = status::no_device;
+        why_ = std::string("none: ") + math_name() + " tensor-core math needs sm_80 or newer";
+        return;
+      }
+      const char* no_wgmma = wgmma_rejection(dev);
+      if (!no_wgmma) {
+        block::wgmma_conv_params k;
+        std::size_t smem = 0;
+        block::conv_mainloop_wgmma<wgmma_policy_t>::make_params(
+            p_, detail::wgmma_tail_bytes<wgmma_policy_t, op::argmin>(), detail::max_smem_per_block, k, smem);
+        kind_ = kernel_kind::wgmma;
+        need_ = static_cast<std::size_t>(k.kt) * static_cast<std::size_t>(k.b_bytes);
+        why_ = std::string("wgmma ") + math_name() + " (sm_90a, packed filter " +
+               (k.resident_bytes ? "resident" : "streamed") + ", " + std::to_string(wgmma_policy_t::stages) +
+               " stages, " + std::to_string(wgmma_policy_t::tile_h) + "x64-pixel tiles, " +
+               std::to_string(smem) + " bytes of shared memory)";
+      } else {
+        kind_ = kernel_kind::mma_sync;
+        why_ = std::string("mma.sync ") + math_name() + " (" + std::to_string(mma_sync_policy_t::block_m) +
+               "-pixel x " + std::to_string(mma_sync_policy_t::block_n) +
+               "-channel tiles): the wgmma kernel does not serve this problem: " + no_wgmma;
+      }
+    }
+  }
+
+  /// nullptr when the wgmma kernel serves the problem on dev, else why not.
+  const char* wgmma_rejection(const device_info& dev) const {
+    if constexpr (tensor_math) {
+      if (!std::is_same_v<T, float>) return "x is not float";
+      if (dev.cc_major != 9 || dev.cc_minor != 0) return "not a compute capability 9.0 device";
+      if (!dev.wgmma_image) return "no sm_90a code for this device in the program";
+      if (const char* why = block::conv_mainloop_wgmma<wgmma_policy_t>::cannot_implement(p_)) return why;
+      block::wgmma_conv_params k;
+      std::size_t smem = 0;
+      if (!block::conv_mainloop_wgmma<wgmma_policy_t>::make_params(
+              p_, detail::wgmma_tail_bytes<wgmma_policy_t, op::argmin>(), detail::max_smem_per_block, k, smem))
+        return "its operand stages do not fit in shared memory";
+      return nullptr;
+    } else {
+      return "math::ieee";
+    }
+  }
+
+  void release() noexcept {
+    if (owned_) {
+      if (packed_ == owned_) packed_ = nullptr, packed_bytes_ = 0, prepared_ = false;
+      cudaFree(owned_);
+    }
+    owned_ = nullptr, owned_bytes_ = 0;
+  }
+
+  conv2d_problem p_{};
+  status state_ = status::success;
+  kernel_kind kind_ = kernel_kind::simt;
+  std::string why_;
+  std::size_t need_ = 0;
+  const T* w_ = nullptr;
+  void* packed_ = nullptr;
+  std::size_t packed_bytes_ = 0;
+  void* owned_ = nullptr;
+  std::size_t owned_bytes_ = 0;
+  bool prepared_ = false;
+};
+
+}  // namespace convred::device

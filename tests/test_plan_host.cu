@@ -1,0 +1,159 @@
+// Host suite: device::conv2d_reduce_plan's choice of kernel, its reason and workspace size, and its
+// errors, for devices described by device_info (no GPU needed: the plan makes no CUDA call until
+// prepare or run, and run refuses before a successful prepare).
+#include <doctest/doctest.h>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <string>
+
+#include <convred/device/conv2d_reduce_plan.cuh>
+
+namespace {
+
+using convred::conv2d_problem;
+using convred::status;
+using convred::device::conv2d_reduce_plan;
+using convred::device::device_info;
+using convred::device::kernel_kind;
+namespace math = convred::math;
+
+conv2d_problem seed() {
+  conv2d_problem p;
+  p.N = 64, p.C = 64, p.H = 256, p.W = 256, p.K = 128, p.R = 3, p.S = 3;
+  return p;
+}
+
+const device_info h100{9, 0, true};          // sm_90a code present
+const device_info h100_no_image{9, 0, false};  // a build without sm_90a
+const device_info a100{8, 0, false};
+const device_info turing{7, 5, false};
+const device_info none{};
+
+bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_SUITE("host") {
+TEST_CASE("conv2d_reduce_plan: the policy chain per math and device") {
+  const conv2d_problem p = seed();
+  {
+    conv2d_reduce_plan<float, math::tf32> plan(p, h100);
+    CHECK(plan.state() == status::success);
+    CHECK(plan.kernel() == kernel_kind::wgmma);
+    CHECK(has(plan.description(), "wgmma tf32"));
+    CHECK(has(plan.description(), "4 stages"));
+    // ceil(C / 8) stages x 9 taps x 128 x 8 x 4 bytes (packed_filter_bytes' formula)
+    CHECK(plan.workspace_bytes() == 294912u);
+  }
+  {
+    conv2d_reduce_plan<float, math::bf16> plan(p, h100);
+    CHECK(plan.kernel() == kernel_kind::wgmma);
+    CHECK(has(plan.description(), "resident"));
+    CHECK(plan.workspace_bytes() == 147456u);
+  }
+  {
+    conv2d_reduce_plan<float, math::tf32x3> plan(p, h100);
+    CHECK(plan.kernel() == kernel_kind::wgmma);
+    CHECK(plan.workspace_bytes() == 589824u);
+  }
+  {
+    conv2d_reduce_plan<float, math::tf32> plan(p, h100_no_image);
+    CHECK(plan.kernel() == kernel_kind::mma_sync);
+    CHECK(plan.workspace_bytes() == 0u);
+    CHECK(has(plan.description(), "mma.sync tf32"));
+    CHECK(has(plan.description(), "no sm_90a code"));
+  }
+  {
+    conv2d_reduce_plan<float, math::fp16> plan(p, a100);
+    CHECK(plan.kernel() == kernel_kind::mma_sync);
+    CHECK(has(plan.description(), "not a compute capability 9.0 device"));
+  }
+  {
+    conv2d_reduce_plan<float> plan(p, h100);  // default math: exact
+    CHECK(plan.state() == status::success);
+    CHECK(plan.kernel() == kernel_kind::simt);
+    CHECK(plan.workspace_bytes() == 0u);
+    CHECK(has(plan.description(), "simt ieee"));
+  }
+  {
+    conv2d_reduce_plan<double> plan(p, turing);
+    CHECK(plan.kernel() == kernel_kind::simt);
+    CHECK(has(plan.description(), "fp64"));
+  }
+  {
+    conv2d_reduce_plan<__half, math::tf32> plan(p, h100);  // the wgmma kernel takes float x only
+    CHECK(plan.kernel() == kernel_kind::mma_sync);
+    CHECK(has(plan.description(), "x is not float"));
+  }
+  {
+    conv2d_reduce_plan<__nv_bfloat16, math::bf16> plan(p, turing);  // tensor cores need sm_80
+    CHECK(plan.state() == status::no_device);
+    CHECK(has(plan.description(), "sm_80"));
+  }
+  {
+    conv2d_reduce_plan<float, math::tf32> plan(p, none);
+    CHECK(plan.state() == status::no_device);
+  }
+}
+
+TEST_CASE("conv2d_reduce_plan: shapes the wgmma kernel does not serve name the rule") {
+  struct row {
+    conv2d_problem p;
+    const char* why;
+  };
+  conv2d_problem k256 = seed(), nhwc = seed(), stride2 = seed(), groups = seed(), dil = seed(), w_odd = seed();
+  k256.K = 256;
+  nhwc.x_layout = convred::layout::nhwc;
+  stride2.stride_h = stride2.stride_w = 2;
+  groups.groups = 2;
+  dil.dil_h = 2;
+  w_odd.W = 255;
+  for (const row& r : {row{k256, "K > 128"}, row{nhwc, "not NCHW"}, row{stride2, "stride != 1"},
+                       row{groups, "groups != 1"}, row{dil, "dilation != 1"}, row{w_odd, "multiple of 4"}}) {
+    conv2d_reduce_plan<float, math::tf32> plan(r.p, h100);
+    CAPTURE(plan.description());
+    CHECK(plan.state() == status::success);
+    CHECK(plan.kernel() == kernel_kind::mma_sync);
+    CHECK(plan.workspace_bytes() == 0u);
+    CHECK(has(plan.description(), r.why));
+  }
+  // a 7x7 stem: each stage would hold 49 taps x 128 x 16 filter values (200 KB in bf16): not served yet
+  conv2d_problem stem = seed();
+  stem.R = stem.S = 7, stem.pad_h = stem.pad_w = 3, stem.C = 3, stem.K = 64;
+  conv2d_reduce_plan<float, math::bf16> plan(stem, h100);
+  CAPTURE(plan.description());
+  CHECK(plan.kernel() == kernel_kind::mma_sync);
+  CHECK(has(plan.description(), "shared memory"));
+  // a 1x1 projection is served
+  conv2d_problem proj = seed();
+  proj.R = proj.S = 1, proj.C = 128, proj.K = 128;
+  conv2d_reduce_plan<float, math::tf32> one(proj, h100);
+  CHECK(one.kernel() == kernel_kind::wgmma);
+}
+
+TEST_CASE("conv2d_reduce_plan: errors before any CUDA call") {
+  conv2d_problem bad = seed();
+  bad.C = 0;
+  conv2d_reduce_plan<float, math::tf32> invalid(bad, h100);
+  CHECK(invalid.state() == status::invalid_shape);
+  CHECK(has(invalid.description(), "invalid_shape"));
+  const float* w = reinterpret_cast<const float*>(0x200000);
+  CHECK(invalid.prepare(w, nullptr, 0) == status::invalid_shape);
+  CHECK(invalid.run(nullptr, nullptr, nullptr, nullptr) == status::invalid_shape);
+
+  conv2d_reduce_plan<float, math::tf32> plan(seed(), h100);
+  // run before prepare: refused without touching the device
+  CHECK(plan.run(reinterpret_cast<const float*>(0x100000), nullptr, reinterpret_cast<float*>(0x400000), nullptr) ==
+        status::not_prepared);
+  CHECK(plan.prepare(nullptr, nullptr, 0) == status::null_pointer);  // no weights
+  CHECK(plan.run(reinterpret_cast<const float*>(0x100000), nullptr, reinterpret_cast<float*>(0x400000), nullptr) ==
+        status::not_prepared);  // a failed prepare leaves the plan unprepared
+  conv2d_reduce_plan<float, math::tf32> moved(std::move(plan));
+  CHECK(moved.kernel() == kernel_kind::wgmma);
+  CHECK(moved.workspace_bytes() == 294912u);
+  CHECK(std::string(convred::device::to_string(kernel_kind::mma_sync)) == "mma.sync");
+}
+}  // TEST_SUITE("host")
