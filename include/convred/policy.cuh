@@ -196,7 +196,7 @@ struct is_wgmma_policy : std::false_type {};
 /// @brief wgmma_policy<Math, Stages, RawStages, PingPong> is a wgmma policy.
 template <class Math, int Stages, int RawStages, bool PingPong>
 struct is_wgmma_policy<wgmma_policy<Math, Stages, RawStages, PingPong>> : std::true_type {};
-/// @brief is_wgmma_policy<P>::value.
+/// @brief Whether P is a wgmma_policy (the value of the is_wgmma_policy trait).
 template <class P>
 inline constexpr bool is_wgmma_policy_v = is_wgmma_policy<P>::value;
 

@@ -184,6 +184,7 @@ class conv2d_reduce_plan {
   /// @param indices device pointer, N*P*Q int64 (argmin / argmax); nullptr for other ops
   /// @param op      reduction op (functional.cuh)
   /// @param epi     epilogue `V e(V, int k)` or `V e(V)`, run on the device in the compute type
+  /// @param stream  CUDA stream the kernel is launched on (asynchronous; nothing is synchronised)
   /// @return as conv2d_reduce / conv2d_reduce_packed; also state() when the plan cannot run, and
   ///   not_prepared before a successful prepare. The wgmma kernel reads x through TMA from a 16-byte
   ///   aligned base; another x runs conv2d_reduce_packed's fallback (the mma.sync kernel, same math).

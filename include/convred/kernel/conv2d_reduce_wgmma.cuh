@@ -69,6 +69,7 @@ __global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict
 /// [3] reduction and stores, [4] tiles; transform warp 0 lane 0: [5] raw-buffer waits, [6] stage-slot
 /// waits, [7] plane conversion.
 __device__ unsigned long long exp_clocks[8];
+/// Runs stmt and adds its clock64 cycles to clk[slot] (diagnosis builds).
 #define CONVRED_EXP_TIME(slot, stmt)      \
   do {                                    \
     const long long t0_ = clock64();      \
@@ -76,6 +77,7 @@ __device__ unsigned long long exp_clocks[8];
     clk[slot] += clock64() - t0_;         \
   } while (0)
 #else
+/// Runs stmt (CONVRED_EXP_CLOCKS builds also count its cycles).
 #define CONVRED_EXP_TIME(slot, stmt) stmt
 #endif
 
