@@ -61,6 +61,9 @@ void same_as_direct(const char* label, const conv2d_problem& p, std::uint64_t se
   REQUIRE(s == status::success);
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   const auto a = test::to_host(y1), b = test::to_host(y2);
+  std::size_t unwritten = 0;
+  for (T v : a) unwritten += test::is_poison(v);
+  CHECK(unwritten == 0);
   std::size_t diff = 0;
   for (std::size_t i = 0; i < ny; ++i) diff += !(a[i] == b[i] || (a[i] != a[i] && b[i] != b[i]));
   CHECK(diff == 0);
@@ -112,8 +115,13 @@ TEST_CASE("conv2d_reduce_plan: prepare errors and re-preparing") {
   thrust::device_vector<std::int64_t> idx(static_cast<std::size_t>(p.y_elements()));
   CHECK(plan.run(craw(x), nullptr, raw(y), raw(idx), op::min{}) == status::indices_not_supported);
   CHECK(cudaDeviceSynchronize() == cudaSuccess);
-  // 1 x 1 x 8 x 8 filter of ones on ones, 3x3 window with padding 1: the minimum over channels of the
-  // window sums is 4 * 4 = 16 at the corners; every channel is equal, so y = the corner/edge/centre sums
+  conv2d_problem none = p;
+  none.N = 0;
+  conv2d_reduce_plan<float, math::tf32> empty(none);
+  CHECK(empty.prepare(nullptr) == status::success);  // no work: nothing to pack, no weights needed
+  CHECK(empty.run(nullptr, nullptr, nullptr, nullptr) == status::success);
+  // x and w all ones (C = 4, 3x3 filter, padding 1), no bias: every output channel is the window sum,
+  // 2 x 2 x 4 = 16 at the corner (p, q) = (0, 0) and 3 x 3 x 4 = 36 inside, at (1, 1) = index 9
   const auto got = test::to_host(y);
   CHECK(got[0] == doctest::Approx(16.0));
   CHECK(got[9] == doctest::Approx(36.0));

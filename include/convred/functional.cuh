@@ -53,9 +53,10 @@ struct min {
   /// The state of one element: its value (the channel index is not used).
   template <class V>
   __host__ __device__ static V make(V v, int) { return v; }
-  /// The smaller of a and b; a NaN if either is NaN (a when a is NaN, else b); a on ties. float on
-  /// sm_80+: one `min.NaN.f32` instruction (PTX ISA), whose NaN is the canonical one and which returns
-  /// -0.0 for a tie of -0.0 and +0.0 (the values compare equal either way).
+  /// The smaller of a and b; a NaN if either is NaN; a on ties of equal values. On the host and for
+  /// double the NaN is a (when a is NaN) else b, and a tie of -0.0 and +0.0 gives a. float on sm_80+ is one
+  /// `min.NaN.f32` instruction (PTX ISA): its NaN is the canonical one (payload and sign not kept) and a
+  /// tie of -0.0 and +0.0 gives -0.0 (the two compare equal either way).
   template <class V>
   __host__ __device__ V operator()(V a, V b) const {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -87,8 +88,9 @@ struct max {
   /// The state of one element: its value (the channel index is not used).
   template <class V>
   __host__ __device__ static V make(V v, int) { return v; }
-  /// The larger of a and b; a NaN if either is NaN (a when a is NaN, else b); a on ties. float on
-  /// sm_80+: one `max.NaN.f32` instruction (canonical NaN; +0.0 for a tie of -0.0 and +0.0).
+  /// The larger of a and b; a NaN if either is NaN; a on ties of equal values. On the host and for
+  /// double the NaN is a (when a is NaN) else b, and a tie of -0.0 and +0.0 gives a. float on sm_80+ is one
+  /// `max.NaN.f32` instruction: canonical NaN, +0.0 for a tie of -0.0 and +0.0.
   template <class V>
   __host__ __device__ V operator()(V a, V b) const {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

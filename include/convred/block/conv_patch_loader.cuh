@@ -18,12 +18,12 @@
 namespace convred::block {
 
 /// @brief The producer's three jobs for one stage of `block_c` input channels of a tile:
-/// - copy_patch: one 4D TMA box of (rp, bh, block_c, 1) fp32 elements of x at (w0, h0, c0, n) into a raw
-///   buffer, laid out [channel][row][column]. Coordinates outside x read as zeros: the conv's zero padding
+/// - copy_patch: one 4D TMA box of (rp, bh, raw_c, 1) fp32 elements of x at (w0, h0, c0, n) into a raw
+///   buffer, laid out [channel][row][column] (raw_c = 8 channels; a stage is block_c / raw_c boxes). Coordinates outside x read as zeros: the conv's zero padding
 ///   and the channel tail. w0 is a multiple of 4 (TMA reads rows from 16-byte aligned addresses).
 /// - copy_filter: the stage's packed filter slice (b_bytes, one bulk copy; device::pack_filter's layout).
-/// - to_planes: the raw patch rewritten, converted once to the math's operand type, as `block_c / E`
-///   planes of E channels (E = 16 bytes / element: 4 tf32 or 8 bf16/fp16), each plane pixel-major with a
+/// - to_planes: each raw buffer rewritten, converted once to the math's operand type, as `raw_c / E`
+///   of the stage's `block_c / E` planes of E channels (E = 16 bytes / element: 4 tf32 or 8 bf16/fp16), each plane pixel-major with a
 ///   16-byte pixel pitch: plane j holds pixel (row, col) of the patch at byte ((row * pw) + col) * 16, channels
 ///   jE .. jE+E-1 inside it. That is wgmma's K-major no-swizzle layout for any 8 consecutive pixels (one core
 ///   matrix, 128 contiguous bytes), so the A operand of filter tap (r, s) for an output row segment is the

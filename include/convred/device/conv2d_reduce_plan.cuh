@@ -101,8 +101,14 @@ class conv2d_reduce_plan {
   using wgmma_policy_t = typename std::conditional_t<tensor_math, default_wgmma_policy<Math>,
                                                      default_simt_policy<T>>::type;
 
-  /// Plans p for the current device (device_info::current()).
-  explicit conv2d_reduce_plan(const conv2d_problem& p) : conv2d_reduce_plan(p, device_info::current()) {}
+  /// Plans p for the current device (device_info::current()); prepare and run must then be called with
+  /// that device current.
+  explicit conv2d_reduce_plan(const conv2d_problem& p) : conv2d_reduce_plan(p, device_info::current()) {
+    if (cudaGetDevice(&device_) != cudaSuccess) {
+      cudaGetLastError();  // ours: no device (state() is no_device)
+      device_ = -1;
+    }
+  }
 
   /// Plans p for the device described by `dev` (no CUDA call: plans can be made and inspected without a
   /// GPU). state() says whether it can run: validate(p)'s code for an invalid problem, status::no_device
@@ -112,13 +118,14 @@ class conv2d_reduce_plan {
   conv2d_reduce_plan(const conv2d_reduce_plan&) = delete;
   conv2d_reduce_plan& operator=(const conv2d_reduce_plan&) = delete;
   /// Takes over o's workspace and preparation (o keeps its choice but must be prepared again).
-  conv2d_reduce_plan(conv2d_reduce_plan&& o) noexcept { *this = std::move(o); }
+  conv2d_reduce_plan(conv2d_reduce_plan&& o) { *this = std::move(o); }
   /// Frees this plan's own workspace, then takes over o's.
-  conv2d_reduce_plan& operator=(conv2d_reduce_plan&& o) noexcept {
+  conv2d_reduce_plan& operator=(conv2d_reduce_plan&& o) {
     if (this != &o) {
       release();
-      p_ = o.p_, state_ = o.state_, kind_ = o.kind_, why_ = o.why_, need_ = o.need_;
-      w_ = o.w_, packed_ = o.packed_, packed_bytes_ = o.packed_bytes_, prepared_ = o.prepared_;
+      p_ = o.p_, state_ = o.state_, kind_ = o.kind_, why_ = o.why_, need_ = o.need_, device_ = o.device_;
+      w_ = o.w_, packed_ = o.packed_, packed_bytes_ = o.packed_bytes_, prepared_ = o.prepared_,
+      prepared_on_ = o.prepared_on_;
       owned_ = o.owned_, owned_bytes_ = o.owned_bytes_;
       o.owned_ = nullptr, o.owned_bytes_ = 0, o.packed_ = nullptr, o.packed_bytes_ = 0, o.prepared_ = false;
     }
@@ -145,18 +152,28 @@ class conv2d_reduce_plan {
   /// workspace_bytes(), or nullptr when that is 0) receives the packed filter (pack_filter, one small kernel
   /// on `stream`); the plan neither frees nor resizes it. w and workspace must outlive the plan's runs.
   /// @return success; state() when the plan cannot run; null_pointer (w null with work to do, or the
-  ///   workspace null when needed); and pack_filter's codes (misaligned_pointer, workspace_too_small,
-  ///   overlapping_buffers, cuda_error).
+  ///   workspace null when needed); no_device when the current device is not the one the plan was made
+  ///   for (a plan made from a device_info: one the plan's choice does not fit); and pack_filter's codes
+  ///   (misaligned_pointer, workspace_too_small, overlapping_buffers, cuda_error). N = 0: nothing is packed.
   status prepare(const T* w, void* workspace, std::size_t bytes, cudaStream_t stream = nullptr) {
     prepared_ = false;
     if (state_ != status::success) return state_;
-    if (!w && p_.y_elements() > 0) return status::null_pointer;
+    if (p_.y_elements() == 0) {
+      w_ = w, packed_ = nullptr, packed_bytes_ = 0, prepared_ = true;  // no work: nothing to pack
+      return status::success;
+    }
+    if (!w) return status::null_pointer;
+    if (status s = check_device(); s != status::success) return s;
     if (kind_ == kernel_kind::wgmma) {
       if constexpr (tensor_math) {
         if (status s = pack_filter<wgmma_policy_t>(p_, w, workspace, bytes, stream); s != status::success) return s;
       }
     }
     w_ = w, packed_ = workspace, packed_bytes_ = bytes, prepared_ = true;
+    if (cudaGetDevice(&prepared_on_) != cudaSuccess) {
+      cudaGetLastError();
+      prepared_on_ = -1;
+    }
     return status::success;
   }
 
@@ -165,7 +182,7 @@ class conv2d_reduce_plan {
   status prepare(const T* w, cudaStream_t stream = nullptr) {
     prepared_ = false;
     if (state_ != status::success) return state_;
-    if (need_ > 0 && owned_bytes_ < need_) {
+    if (p_.y_elements() > 0 && need_ > 0 && owned_bytes_ < need_) {
       release();
       if (cudaMalloc(&owned_, need_) != cudaSuccess) {
         owned_ = nullptr;
@@ -186,13 +203,21 @@ class conv2d_reduce_plan {
   /// @param epi     epilogue `V e(V, int k)` or `V e(V)`, run on the device in the compute type
   /// @param stream  CUDA stream the kernel is launched on (asynchronous; nothing is synchronised)
   /// @return as conv2d_reduce / conv2d_reduce_packed; also state() when the plan cannot run, and
-  ///   not_prepared before a successful prepare. The wgmma kernel reads x through TMA from a 16-byte
-  ///   aligned base; another x runs conv2d_reduce_packed's fallback (the mma.sync kernel, same math).
+  ///   not_prepared before a successful prepare, no_device when the current device is not the one it
+  ///   was prepared on. The wgmma kernel reads x through TMA from a 16-byte aligned base; another x runs
+  ///   conv2d_reduce_packed's fallback (the mma.sync kernel, same math).
   template <class Op = op::min, class Epilogue = epilogue::identity>
   status run(const T* x, const nondeduced_t<T>* bias, T* y, std::int64_t* indices, Op op = {}, Epilogue epi = {},
              cudaStream_t stream = nullptr) const {
     if (state_ != status::success) return state_;
     if (!prepared_) return status::not_prepared;
+    if (p_.y_elements() > 0) {
+      int dev = -1;
+      if (cudaGetDevice(&dev) != cudaSuccess || dev != prepared_on_) {
+        if (dev < 0) cudaGetLastError();  // ours: no device
+        return status::no_device;
+      }
+    }
     if constexpr (tensor_math) {
       if (kind_ == kernel_kind::wgmma)
         return conv2d_reduce_packed<wgmma_policy_t>(p_, x, w_, packed_, packed_bytes_, bias, y, indices, op, epi, stream);
@@ -272,6 +297,23 @@ class conv2d_reduce_plan {
     }
   }
 
+  /// prepare's device check: the current device is the plan's (plans for the current device), or, for a
+  /// plan made from a device_info, one on which the choice holds (the same wgmma decision and size).
+  status check_device() const {
+    int dev = -1;
+    if (cudaGetDevice(&dev) != cudaSuccess) {
+      cudaGetLastError();  // ours: no device
+      return status::no_device;
+    }
+    if (device_ >= 0) return dev == device_ ? status::success : status::no_device;
+    if constexpr (tensor_math) {
+      const std::size_t here = packed_filter_bytes<wgmma_policy_t, T>(p_);  // 0 where wgmma does not serve p
+      if ((kind_ == kernel_kind::wgmma) != (here > 0) || (kind_ == kernel_kind::wgmma && here != need_))
+        return status::no_device;
+    }
+    return status::success;
+  }
+
   void release() noexcept {
     if (owned_) {
       if (packed_ == owned_) packed_ = nullptr, packed_bytes_ = 0, prepared_ = false;
@@ -291,6 +333,8 @@ class conv2d_reduce_plan {
   void* owned_ = nullptr;
   std::size_t owned_bytes_ = 0;
   bool prepared_ = false;
+  int device_ = -1;       ///< the device the plan was made for (-1: made from a device_info)
+  int prepared_on_ = -1;  ///< the device current at the last successful prepare
 };
 
 }  // namespace convred::device
