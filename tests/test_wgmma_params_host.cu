@@ -1,0 +1,147 @@
+// Host suite: block::conv_mainloop_wgmma::make_params / cannot_implement (the wgmma kernel's
+// can-implement check and shared-memory layout, built on the host) over a sweep of shapes and policies,
+// against the layout rules the kernel and its TMA box rely on, worked out here independently.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include <convred/device/conv2d_reduce_packed.cuh>
+
+namespace {
+
+using convred::conv2d_problem;
+using convred::wgmma_policy;
+namespace math = convred::math;
+
+std::int64_t up128(std::int64_t v) { return (v + 127) / 128 * 128; }
+
+/// Checks every rule of the parameter block for one accepted problem.
+template <class Policy>
+void check_layout(const conv2d_problem& p, const convred::block::wgmma_conv_params& k, std::size_t smem,
+                  std::size_t tail) {
+  constexpr int E = 16 / Policy::filter_elem_bytes, BC = Policy::block_c, RC = Policy::raw_c;
+  static_assert(BC % RC == 0 && RC % E == 0, "a stage is whole raw buffers, a raw buffer whole planes");
+  CHECK(smem <= convred::device::detail::max_smem_per_block);
+  CHECK(k.ph == Policy::tile_h + p.R - 1);
+  CHECK(k.pw == Policy::tile_w + p.S - 1);
+  CHECK(k.bh == k.ph);
+  CHECK(k.rp % 4 == 0);                     // TMA rows are 16-byte multiples
+  CHECK(k.rp >= k.pw + k.col_shift);        // the box covers the patch after the alignment shift
+  CHECK(k.rp <= 256);                       // TMA box dimensions
+  CHECK(k.ph <= 256);
+  CHECK((p.pad_w + k.col_shift) % 4 == 0);  // box start q0 - pad - shift: 16-byte aligned for q0 % 64 == 0
+  CHECK(k.col_shift >= 0);
+  CHECK(k.col_shift < 4);
+  CHECK(k.raw_copy_bytes == RC * k.ph * k.rp * 4);
+  CHECK(k.raw_bytes == up128(k.raw_copy_bytes));
+  CHECK(k.plane_bytes == k.ph * k.pw * 16);
+  CHECK(k.part_bytes == k.plane_bytes * (BC / E));
+  CHECK(k.kt == (p.C + BC - 1) / BC);
+  CHECK(k.b_bytes == Policy::parts * p.R * p.S * 128 * BC * Policy::filter_elem_bytes);
+  CHECK(k.tiles == p.N * ((p.P() + Policy::tile_h - 1) / Policy::tile_h) * ((p.Q() + 63) / 64));
+  const std::int64_t planes = up128(static_cast<std::int64_t>(Policy::parts) * k.part_bytes);
+  const std::int64_t rest = static_cast<std::int64_t>(Policy::raw_stages) * k.raw_bytes + static_cast<std::int64_t>(tail);
+  const std::int64_t resident = up128(static_cast<std::int64_t>(k.kt) * k.b_bytes);
+  const bool resident_fits = resident + Policy::stages * planes + rest <=
+                                 static_cast<std::int64_t>(convred::device::detail::max_smem_per_block) &&
+                             resident < (std::int64_t(1) << 20);
+  CHECK((k.resident_bytes > 0) == resident_fits);  // resident whenever that layout fits
+  if (k.resident_bytes > 0) {
+    CHECK(k.resident_bytes == resident);
+    CHECK(k.a_offset == 0);
+    CHECK(k.stage_bytes == planes);
+  } else {
+    CHECK(k.a_offset == k.b_bytes);
+    CHECK(k.stage_bytes == up128(k.b_bytes + static_cast<std::int64_t>(Policy::parts) * k.part_bytes));
+  }
+  CHECK(k.stage_bytes % 128 == 0);
+  CHECK(static_cast<std::int64_t>(smem) ==
+        k.resident_bytes + static_cast<std::int64_t>(Policy::stages) * k.stage_bytes + rest);
+}
+
+/// A sweep of random valid problems the mainloop's shape rules accept (NCHW, groups 1, stride 1, K <=
+/// 128, W % 4 == 0) and R, S up to 5: accepted ones must follow every layout rule; rejected ones must be
+/// rejected for shared memory only.
+template <class Policy>
+void sweep(std::uint64_t seed) {
+  using mainloop = convred::block::conv_mainloop_wgmma<Policy>;
+  const std::size_t tail = convred::device::detail::wgmma_tail_bytes<Policy, convred::op::argmin>();
+  std::mt19937_64 gen(seed);
+  auto pick = [&](int lo, int hi) { return static_cast<std::int64_t>(std::uniform_int_distribution<int>(lo, hi)(gen)); };
+  int accepted = 0;
+  for (int i = 0; i < 400; ++i) {
+    conv2d_problem p;
+    p.N = pick(0, 3), p.C = pick(1, 200), p.K = pick(1, 128), p.R = pick(1, 5), p.S = pick(1, 5);
+    p.pad_h = pick(0, 3), p.pad_w = pick(0, 3);
+    p.H = pick(static_cast<int>(p.R), 70), p.W = 4 * pick(static_cast<int>((p.S + 3) / 4), 70);
+    REQUIRE(convred::validate(p, 4) == convred::status::success);
+    const std::string shape = "N " + std::to_string(p.N) + " C " + std::to_string(p.C) + " H " + std::to_string(p.H) +
+                              " W " + std::to_string(p.W) + " K " + std::to_string(p.K) + " R " + std::to_string(p.R) +
+                              " S " + std::to_string(p.S) + " pad " + std::to_string(p.pad_h) + "," +
+                              std::to_string(p.pad_w);
+    CAPTURE(shape);
+    CHECK(mainloop::cannot_implement(p) == nullptr);
+    convred::block::wgmma_conv_params k;
+    std::size_t smem = 0;
+    if (mainloop::make_params(p, tail, convred::device::detail::max_smem_per_block, k, smem)) {
+      ++accepted;
+      check_layout<Policy>(p, k, smem, tail);
+    } else {
+      // only shared memory may refuse it: the streamed layout must not fit
+      const std::int64_t ph = Policy::tile_h + p.R - 1, pw = 64 + p.S - 1;
+      const std::int64_t rp = (pw + (4 - p.pad_w % 4) % 4 + 3) / 4 * 4;
+      const std::int64_t part = ph * pw * 16 * (Policy::block_c / (16 / Policy::filter_elem_bytes));
+      const std::int64_t b = Policy::parts * p.R * p.S * 128 * Policy::block_c * Policy::filter_elem_bytes;
+      const std::int64_t streamed = Policy::stages * up128(b + Policy::parts * part) +
+                                    Policy::raw_stages * up128(Policy::raw_c * ph * rp * 4) +
+                                    static_cast<std::int64_t>(tail);
+      CHECK(streamed > static_cast<std::int64_t>(convred::device::detail::max_smem_per_block));
+    }
+  }
+  CHECK(accepted > 100);  // the sweep exercises the accepted path
+}
+
+}  // namespace
+
+TEST_SUITE("host") {
+TEST_CASE("wgmma make_params: layout rules over random shapes, each default policy and ping-pong") {
+  sweep<typename convred::default_wgmma_policy<math::tf32>::type>(11);
+  sweep<typename convred::default_wgmma_policy<math::bf16>::type>(12);
+  sweep<typename convred::default_wgmma_policy<math::fp16>::type>(13);
+  sweep<typename convred::default_wgmma_policy<math::tf32x3>::type>(14);
+  sweep<wgmma_policy<math::tf32, 3, 2>>(15);
+  sweep<wgmma_policy<math::bf16, 4, 2, true>>(16);
+}
+
+TEST_CASE("wgmma cannot_implement names each rule") {
+  using mainloop = convred::block::conv_mainloop_wgmma<typename convred::default_wgmma_policy<math::tf32>::type>;
+  conv2d_problem base;
+  base.N = 2, base.C = 8, base.H = 16, base.W = 16, base.K = 16, base.R = 3, base.S = 3;
+  CHECK(mainloop::cannot_implement(base) == nullptr);
+  struct row {
+    void (*edit)(conv2d_problem&);
+    const char* part;
+  };
+  const row rows[] = {
+      {[](conv2d_problem& p) { p.x_layout = convred::layout::nhwc; }, "NCHW"},
+      {[](conv2d_problem& p) { p.groups = 2; }, "groups"},
+      {[](conv2d_problem& p) { p.stride_w = 2; }, "stride"},
+      {[](conv2d_problem& p) { p.dil_h = 2; }, "dilation"},
+      {[](conv2d_problem& p) { p.K = 129; }, "K > 128"},
+      {[](conv2d_problem& p) { p.W = 18; }, "multiple of 4"},
+  };
+  for (const row& r : rows) {
+    conv2d_problem p = base;
+    r.edit(p);
+    const char* why = mainloop::cannot_implement(p);
+    REQUIRE(why != nullptr);
+    CAPTURE(why);
+    CHECK(std::string(why).find(r.part) != std::string::npos);
+    convred::block::wgmma_conv_params k;
+    std::size_t smem = 0;
+    CHECK_FALSE(mainloop::make_params(p, 1024, convred::device::detail::max_smem_per_block, k, smem));
+  }
+}
+}  // TEST_SUITE("host")
