@@ -41,6 +41,29 @@ struct arg_value {
 /// @brief Reduction ops across channels (namespace `convred::op`).
 namespace op {
 
+namespace detail {
+/// NaN-propagating minimum (Max = false) or maximum (Max = true) of a and b, shared by op::min and
+/// op::max: a NaN if either is NaN (a when a is NaN, else b), a on ties; as selects, not branches.
+/// float on sm_80+: one `min.NaN.f32` / `max.NaN.f32` instruction (PTX ISA): canonical NaN, and a tie of
+/// -0.0 and +0.0 gives -0.0 (min) or +0.0 (max).
+template <bool Max, class V>
+__host__ __device__ V nan_extreme(V a, V b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (std::is_same_v<V, float>) {
+    float r;
+    if constexpr (Max)
+      asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    else
+      asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+  }
+#endif
+  V r = (Max ? a < b : b < a) ? b : a;
+  r = is_nan(b) ? b : r;
+  return is_nan(a) ? a : r;
+}
+}  // namespace detail
+
 /// @brief Minimum, NaN-propagating (as torch.min / torch.amin). Identity +inf (exact).
 struct min {
   static constexpr bool has_index = false;  ///< yields the value only, no index
@@ -58,19 +81,7 @@ struct min {
   /// `min.NaN.f32` instruction (PTX ISA): its NaN is the canonical one (payload and sign not kept) and a
   /// tie of -0.0 and +0.0 gives -0.0 (the two compare equal either way).
   template <class V>
-  __host__ __device__ V operator()(V a, V b) const {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    if constexpr (std::is_same_v<V, float>) {
-      float r;
-      asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-      return r;
-    }
-#endif
-    // a if a is NaN, else b if b is NaN, else the smaller (a on ties); as selects, not branches
-    V r = b < a ? b : a;
-    r = is_nan(b) ? b : r;
-    return is_nan(a) ? a : r;
-  }
+  __host__ __device__ V operator()(V a, V b) const { return detail::nan_extreme<false>(a, b); }
   /// The reduced value: the state itself (count is not used).
   template <class V>
   __host__ __device__ static V value(V a, std::int64_t) { return a; }
@@ -92,19 +103,7 @@ struct max {
   /// double the NaN is a (when a is NaN) else b, and a tie of -0.0 and +0.0 gives a. float on sm_80+ is one
   /// `max.NaN.f32` instruction: canonical NaN, +0.0 for a tie of -0.0 and +0.0.
   template <class V>
-  __host__ __device__ V operator()(V a, V b) const {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    if constexpr (std::is_same_v<V, float>) {
-      float r;
-      asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-      return r;
-    }
-#endif
-    // a if a is NaN, else b if b is NaN, else the larger (a on ties); as selects, not branches
-    V r = a < b ? b : a;
-    r = is_nan(b) ? b : r;
-    return is_nan(a) ? a : r;
-  }
+  __host__ __device__ V operator()(V a, V b) const { return detail::nan_extreme<true>(a, b); }
   /// The reduced value: the state itself (count is not used).
   template <class V>
   __host__ __device__ static V value(V a, std::int64_t) { return a; }

@@ -258,12 +258,10 @@ class conv2d_reduce_plan {
         why_ = std::string("none: ") + math_name() + " tensor-core math needs sm_80 or newer";
         return;
       }
-      const char* no_wgmma = wgmma_rejection(dev);
+      block::wgmma_conv_params k;
+      std::size_t smem = 0;
+      const char* no_wgmma = wgmma_rejection(dev, k, smem);
       if (!no_wgmma) {
-        block::wgmma_conv_params k;
-        std::size_t smem = 0;
-        block::conv_mainloop_wgmma<wgmma_policy_t>::make_params(
-            p_, detail::wgmma_tail_bytes<wgmma_policy_t, op::argmin>(), detail::max_smem_per_block, k, smem);
         kind_ = kernel_kind::wgmma;
         need_ = static_cast<std::size_t>(k.kt) * static_cast<std::size_t>(k.b_bytes);
         why_ = std::string("wgmma ") + math_name() + " (sm_90a, packed filter " +
@@ -279,20 +277,20 @@ class conv2d_reduce_plan {
     }
   }
 
-  /// nullptr when the wgmma kernel serves the problem on dev, else why not.
-  const char* wgmma_rejection(const device_info& dev) const {
+  /// nullptr when the wgmma kernel serves the problem on dev (k and smem then hold its parameters and
+  /// shared memory), else why not.
+  const char* wgmma_rejection(const device_info& dev, block::wgmma_conv_params& k, std::size_t& smem) const {
     if constexpr (tensor_math) {
       if (!std::is_same_v<T, float>) return "x is not float";
       if (dev.cc_major != 9 || dev.cc_minor != 0) return "not a compute capability 9.0 device";
       if (!dev.wgmma_image) return "no sm_90a code for this device in the program";
       if (const char* why = block::conv_mainloop_wgmma<wgmma_policy_t>::cannot_implement(p_)) return why;
-      block::wgmma_conv_params k;
-      std::size_t smem = 0;
       if (!block::conv_mainloop_wgmma<wgmma_policy_t>::make_params(
               p_, detail::wgmma_tail_bytes<wgmma_policy_t, op::argmin>(), detail::max_smem_per_block, k, smem))
         return "its operand stages do not fit in shared memory";
       return nullptr;
     } else {
+      (void)dev, (void)k, (void)smem;
       return "math::ieee";
     }
   }
