@@ -40,7 +40,7 @@ void same_as_direct(const char* label, const conv2d_problem& p, std::uint64_t se
   REQUIRE(plan.run(craw(dx), craw(db), raw(y1), Op::has_index ? raw(i1) : nullptr, op, e) == status::success);
   status s = status::success;
   using PlanT = conv2d_reduce_plan<T, Math>;
-  if constexpr (!std::is_same_v<Math, math::ieee>) {
+  if constexpr (!std::is_same_v<typename PlanT::kernel_math_t, math::ieee>) {
     if (plan.kernel() == kernel_kind::wgmma) {
       using P = typename PlanT::wgmma_policy_t;
       const std::size_t bytes = convred::device::packed_filter_bytes<P, T>(p);
@@ -84,7 +84,8 @@ TEST_CASE("conv2d_reduce_plan: the kernel the device rules pick, same result as 
     const bool hopper = dev.cc_major == 9 && dev.cc_minor == 0 && dev.wgmma_image;
     CHECK(plan.kernel() == (hopper ? kernel_kind::wgmma : kernel_kind::mma_sync));
     CHECK(conv2d_reduce_plan<float, math::tf32>(k_large).kernel() == kernel_kind::mma_sync);
-    CHECK(conv2d_reduce_plan<float>(served).kernel() == kernel_kind::simt);
+    CHECK(conv2d_reduce_plan<float, math::ieee>(served).kernel() == kernel_kind::simt);
+    CHECK(conv2d_reduce_plan<float>(served).kernel() == (hopper ? kernel_kind::wgmma : kernel_kind::mma_sync));
   }
   std::uint64_t seed = 9100;
   for (bool borrow : {false, true}) {
@@ -92,6 +93,7 @@ TEST_CASE("conv2d_reduce_plan: the kernel the device rules pick, same result as 
       same_as_direct<math::tf32>("tf32 min", p, ++seed, op::min{}, borrow);
       same_as_direct<math::bf16>("bf16 argmin", p, ++seed, op::argmin{}, borrow);
       same_as_direct<math::ieee>("ieee max", p, ++seed, op::max{}, borrow);
+      same_as_direct<math::accurate>("accurate argmax", p, ++seed, op::argmax{}, borrow);
     }
   }
 }
@@ -125,5 +127,79 @@ TEST_CASE("conv2d_reduce_plan: prepare errors and re-preparing") {
   const auto got = test::to_host(y);
   CHECK(got[0] == doctest::Approx(16.0));
   CHECK(got[9] == doctest::Approx(36.0));
+}
+}  // TEST_SUITE("gpu")
+
+namespace {
+
+/// Relative norm error vs float64 of `y = min_k 2 * conv2d(x, w, b)` for a plan of Math, or (Policy not
+/// void) of that policy's entry point, on data drawn as PyTorch draws the seed case's: x = torch.rand
+/// (uniform [0, 1)), w and b uniform in +-1/sqrt(C R S) (nn.Conv2d's default initialisation). All-positive
+/// x makes the accumulation long and one-signed: where the tensor cores' fp32 accumulation (not
+/// IEEE-rounded) shows.
+template <class Math, class Policy = void>
+double seed_like_error(const conv2d_problem& p, const char* label) {
+  std::mt19937_64 gen(2027);
+  std::uniform_real_distribution<float> ux(0.f, 1.f);
+  const float bound = 1.f / std::sqrt(static_cast<float>(p.C * p.R * p.S));
+  std::uniform_real_distribution<float> uw(-bound, bound);
+  std::vector<float> x(static_cast<std::size_t>(p.x_elements())), w(static_cast<std::size_t>(p.w_elements())),
+      b(static_cast<std::size_t>(p.K));
+  for (auto& v : x) v = ux(gen);
+  for (auto& v : w) v = uw(gen);
+  for (auto& v : b) v = uw(gen);
+  auto dx = test::to_device(x);
+  auto dw = test::to_device(w);
+  auto db = test::to_device(b);
+  thrust::device_vector<float> dy(static_cast<std::size_t>(p.y_elements()));
+  test::poison(dy);
+  const epi::scale<float> e{2.0f};
+  status s = status::success;
+  if constexpr (std::is_void_v<Policy>) {
+    conv2d_reduce_plan<float, Math> plan(p);
+    MESSAGE(label << ": " << plan.description());
+    REQUIRE(plan.prepare(craw(dw)) == status::success);
+    s = plan.run(craw(dx), craw(db), raw(dy), nullptr, op::min{}, e);
+    REQUIRE(s == status::success);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  } else if constexpr (convred::is_wgmma_policy_v<Policy>) {
+    const std::size_t bytes = convred::device::packed_filter_bytes<Policy, float>(p);
+    thrust::device_vector<unsigned char> packed(bytes ? bytes : 16);
+    REQUIRE(convred::device::pack_filter<Policy>(p, craw(dw), raw(packed), packed.size()) == status::success);
+    s = convred::device::conv2d_reduce_packed<Policy>(p, craw(dx), craw(dw), raw(packed), packed.size(), craw(db),
+                                                      raw(dy), nullptr, op::min{}, e);
+  } else {
+    s = convred::device::conv2d_reduce<Policy>(p, craw(dx), craw(dw), craw(db), raw(dy), nullptr, op::min{}, e);
+  }
+  REQUIRE(s == status::success);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  std::vector<double> ref(static_cast<std::size_t>(p.y_elements()));
+  convred::reference::conv2d_reduce(p, x.data(), w.data(), b.data(), ref.data(),
+                                    static_cast<std::int64_t*>(nullptr), op::min{}, e);
+  const double err = test::rel_norm_error(test::to_host(dy), ref);
+  MESSAGE(label << ": relative norm error vs float64 " << err);
+  return err;
+}
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+TEST_CASE("math::accurate (the planner's default) holds the error vs float64 to 1e-6 on seed-like data") {
+  require_gpu();
+  // the seed's channels and filter (C R S = 576 products per output channel) on a smaller image
+  const conv2d_problem p = make_problem(2, 64, 40, 40, 128, 3, 3, 0, 0);
+  CHECK(seed_like_error<math::accurate>(p, "plan<float> (math::accurate)") <= test::tol::accurate);
+  // both 3xTF32 kernels the plan may pick, directly
+  CHECK(seed_like_error<math::tf32x3, convred::default_wgmma_policy<math::tf32x3>::type>(p, "wgmma tf32x3") <=
+        test::tol::accurate);
+  CHECK(seed_like_error<math::tf32x3, convred::default_mma_sync_policy<math::tf32x3>::type>(p, "mma.sync tf32x3") <=
+        test::tol::accurate);
+  // a 1x1 (the other filter the wgmma 3xTF32 kernel serves) with a long channel sum, and a 5x5 (mma.sync)
+  CHECK(seed_like_error<math::accurate>(make_problem(1, 576, 12, 16, 128, 1, 1), "plan 1x1 C=576") <=
+        test::tol::accurate);
+  CHECK(seed_like_error<math::accurate>(make_problem(1, 24, 20, 20, 96, 5, 5, 2, 2), "plan 5x5") <=
+        test::tol::accurate);
+  // TF32 does not hold it (the check can tell the maths apart)
+  CHECK(seed_like_error<math::tf32>(p, "plan tf32") > test::tol::accurate);
 }
 }  // TEST_SUITE("gpu")

@@ -72,16 +72,39 @@ TEST_CASE("conv2d_reduce_plan: the policy chain per math and device") {
     CHECK(has(plan.description(), "not a compute capability 9.0 device"));
   }
   {
-    conv2d_reduce_plan<float> plan(p, h100);  // default math: exact
+    conv2d_reduce_plan<float, math::ieee> plan(p, h100);
     CHECK(plan.state() == status::success);
     CHECK(plan.kernel() == kernel_kind::simt);
     CHECK(plan.workspace_bytes() == 0u);
     CHECK(has(plan.description(), "simt ieee"));
   }
   {
+    // the default math, accurate: tf32x3's chain on tensor-core GPUs, exact FMA elsewhere
+    conv2d_reduce_plan<float> plan(p, h100);
+    static_assert(std::is_same_v<decltype(plan), conv2d_reduce_plan<float, math::accurate>>);
+    CHECK(plan.state() == status::success);
+    CHECK(plan.kernel() == kernel_kind::wgmma);
+    CHECK(plan.workspace_bytes() == 589824u);  // tf32x3's packed filter
+    CHECK(has(plan.description(), "wgmma tf32x3"));
+    CHECK(has(plan.description(), "math::accurate"));
+    conv2d_reduce_plan<float> ampere(p, a100);
+    CHECK(ampere.kernel() == kernel_kind::mma_sync);
+    CHECK(has(ampere.description(), "mma.sync tf32x3"));
+    conv2d_reduce_plan<float> old(p, turing);
+    CHECK(old.state() == status::success);
+    CHECK(old.kernel() == kernel_kind::simt);
+    CHECK(has(old.description(), "older than sm_80"));
+    conv2d_reduce_plan<__half> half(p, h100);  // the wgmma kernel takes float x only
+    CHECK(half.kernel() == kernel_kind::mma_sync);
+    CHECK(conv2d_reduce_plan<float>(p, none).state() == status::no_device);
+  }
+  {
     conv2d_reduce_plan<double> plan(p, turing);
     CHECK(plan.kernel() == kernel_kind::simt);
     CHECK(has(plan.description(), "fp64"));
+    conv2d_reduce_plan<double> hopper(p, h100);  // double: exact fp64 on every GPU
+    CHECK(hopper.kernel() == kernel_kind::simt);
+    CHECK(has(hopper.description(), "math::accurate on double"));
   }
   {
     conv2d_reduce_plan<__half, math::tf32> plan(p, h100);  // the wgmma kernel takes float x only

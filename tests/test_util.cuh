@@ -283,6 +283,7 @@ namespace tol {
 inline constexpr double ieee_fp32 = 1e-5;    ///< math::ieee on float (FFMA)
 inline constexpr double ieee_double = 1e-5;  ///< math::ieee on double (DFMA); docs/tolerances.md's bound, far from tight
 inline constexpr double tf32x3 = 1e-5;       ///< 3xTF32 split on tensor cores
+inline constexpr double accurate = 1e-6;     ///< math::accurate (the planner's default), relative norm vs float64
 inline constexpr double tf32 = 1e-3;         ///< TF32 tensor cores (cuDNN's default conv math)
 inline constexpr double bf16 = 1e-2;         ///< bf16 inputs / outputs, fp32 accumulation
 inline constexpr double fp16 = 1e-2;         ///< fp16 inputs / outputs, fp32 accumulation

@@ -30,6 +30,11 @@ struct bf16 {};
 /// fp16 tensor cores (mma.sync m16n8k16): operands converted to fp16 (round to nearest even) on chip,
 /// fp32 accumulation. Values beyond fp16's range (65504) overflow. ~5e-4 relative.
 struct fp16 {};
+/// fp32-accurate, the planner's default (device::conv2d_reduce_plan only): the fastest kernel whose tests
+/// hold the error vs float64 to 1e-6 relative on the device it runs on: 3xTF32 (tf32x3) on tensor-core
+/// GPUs (sm_80 and newer), exact FMA (ieee) on older ones and for double data. PyTorch's own default
+/// conv2d on these GPUs is TF32 (~1e-4).
+struct accurate {};
 }  // namespace math
 
 /// @brief SIMT implicit-GEMM tile policy for the CUDA-core (`math::ieee`) kernels.

@@ -121,6 +121,12 @@ struct conv_mainloop_wgmma {
   static constexpr int lanes_per_pixel = 4;            ///< lanes 4g..4g+3 hold the same pixels
   static constexpr int warps_per_pixel = 1;            ///< one warp holds all 128 channels of its pixels
   static constexpr bool x3 = Policy::parts == 2;       ///< 3xTF32: big and small parts
+  /// 3xTF32: run_stage accumulates each row of the stage in a fresh register tile, waits for it and adds
+  /// it to d with IEEE adds (promotion), so the stage is complete (its slot free) when run_stage returns.
+  /// The tensor cores' own fp32 accumulation is not IEEE-rounded (bench/NOTES.md: 3.6e-6 vs float64 on
+  /// the seed problem with all 1,728 products of a pixel in one accumulator); chains of one stage (216
+  /// products) bring it under 1e-6, as the mma.sync 3xTF32 kernels do.
+  static constexpr bool promotes = x3;
   /// wgmma kind of warpgroup::mma_ss_m64n128: 0 tf32, 1 bf16, 2 fp16
   static constexpr int kind = Policy::is_tf32 ? 0 : (std::is_same_v<math_t, math::bf16> ? 1 : 2);
   /// bytes of one filter tap's 128 x block_c slice in shared memory
@@ -160,6 +166,7 @@ struct conv_mainloop_wgmma {
     if (p.stride_h != 1 || p.stride_w != 1) return "stride != 1";
     if (p.dil_h != 1 || p.dil_w != 1) return "dilation != 1";
     if (p.K > Policy::block_n) return "K > 128";
+    if (promotes && !((p.R == 3 && p.S == 3) || (p.R == 1 && p.S == 1))) return "3xTF32 with a filter other than 3x3 or 1x1";
     if (p.P() <= 0 || p.Q() <= 0) return "empty output";
     if (p.W % 4 != 0) return "W not a multiple of 4 (TMA rows of 16 bytes)";
     if (p.N > 0x7fffffff || p.C * p.H * p.W * 4 >= (std::int64_t(1) << 40)) return "N >= 2^31 or an image of 2^40 bytes or more";
@@ -226,23 +233,47 @@ struct conv_mainloop_wgmma {
   /// packed filter slice (b_bytes), `planes` its input planes (parts x part_bytes). `first`: the first
   /// stage of a tile, whose first wgmma per row overwrites d (scale-d = 0) instead of adding.
   /// 3x3 and 1x1 filters run a fully unrolled tap loop (no loop-carried accumulators for ptxas to fence).
+  /// 3xTF32 (`promotes`): one group per row into a fresh tile, waited for and added to d (see promotes).
   __device__ static void run_stage(const unsigned char* filter, const unsigned char* planes, float (&d)[2][64],
                                    bool first, const wgmma_conv_params& p) {
-    if (p.R == 3 && p.S == 3)
-      issue<3, 3>(filter, planes, d, first, p);
-    else if (p.R == 1 && p.S == 1)
-      issue<1, 1>(filter, planes, d, first, p);
-    else
-      issue<0, 0>(filter, planes, d, first, p);
+    if constexpr (promotes) {
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        float part[1][64];
+        dispatch(filter, planes, part, mt, true, p);
+        warpgroup::wait<0>();
+#pragma unroll
+        for (int i = 0; i < 64; ++i) {
+          fence_operand(part[0][i]);
+          d[mt][i] = first ? part[0][i] : d[mt][i] + part[0][i];
+        }
+      }
+    } else {
+      dispatch(filter, planes, d, 0, first, p);
+    }
   }
 
  private:
-  /// run_stage for an R x S filter known at compile time (FR, FS > 0) or at run time (FR = FS = 0).
-  template <int FR, int FS>
-  __device__ static void issue(const unsigned char* filter, const unsigned char* planes, float (&d)[2][64],
-                               bool first, const wgmma_conv_params& p) {
+  /// issue for the filter size: 3x3 and 1x1 unrolled, others a run-time tap loop (not with promotes:
+  /// ptxas then serialises every wgmma of the kernel, warning C7520; cannot_implement turns them away).
+  template <int Rows>
+  __device__ static void dispatch(const unsigned char* filter, const unsigned char* planes, float (&d)[Rows][64],
+                                  int row, bool first, const wgmma_conv_params& p) {
+    if (p.R == 3 && p.S == 3)
+      issue<3, 3, Rows>(filter, planes, d, row, first, p);
+    else if (promotes || (p.R == 1 && p.S == 1))  // promotes: 1x1 here (cannot_implement)
+      issue<1, 1, Rows>(filter, planes, d, row, first, p);
+    else
+      issue<0, 0, Rows>(filter, planes, d, row, first, p);
+  }
+
+  /// One commit group of the stage's wgmmas for an R x S filter known at compile time (FR, FS > 0) or at
+  /// run time (FR = FS = 0): rows row .. row + Rows - 1 of the warpgroup's, into d[0 .. Rows - 1].
+  template <int FR, int FS, int Rows>
+  __device__ static void issue(const unsigned char* filter, const unsigned char* planes, float (&d)[Rows][64],
+                               int row, bool first, const wgmma_conv_params& p) {
     const int R = FR > 0 ? FR : p.R, S = FS > 0 ? FS : p.S;
-    const int row0 = wg_row0();
+    const int row0 = wg_row0() + row;
     // A: K-major no-swizzle, core matrices 8 pixels x 16 bytes: LBO = one plane (the next E channels),
     // SBO = 128 bytes (the next 8 pixels); B: LBO 128 bytes (next E channels), SBO 256 (next 8 channels)
     const std::uint64_t a0 = warpgroup::make_smem_desc(planes + row0 * p.pw * 16, p.plane_bytes, 128);
@@ -260,7 +291,7 @@ struct conv_mainloop_wgmma {
         const std::uint64_t a = a0 + static_cast<std::uint64_t>(r) * row_step + static_cast<std::uint64_t>(s);
         const bool acc = !(first && tap == 0);
 #pragma unroll
-        for (int mt = 0; mt < 2; ++mt) {
+        for (int mt = 0; mt < Rows; ++mt) {
           const std::uint64_t am = a + static_cast<std::uint64_t>(mt) * row_step;
           if constexpr (x3) {
             warpgroup::mma_ss_m64n128<kind>(d[mt], am + a_small, b, acc);

@@ -67,8 +67,10 @@ struct device_info {
 /// one problem, element type T and math, on one device.
 ///
 /// The constructor picks the kernel from the policy chain of the math, best first, and records why:
-/// - math::ieee (the default: exact fp32 FMA for float/16-bit data, fp64 for double, the only math whose
-///   tests hold the error vs float64 to 1e-6 on every GPU today): the SIMT kernel, default_simt_policy<T>;
+/// - math::accurate (the default: the error vs float64 held to 1e-6): tf32x3's chain below on sm_80 and
+///   newer, else (older GPUs, double data) the SIMT kernel in exact FMA;
+/// - math::ieee (exact fp32 FMA for float/16-bit data, fp64 for double): the SIMT kernel,
+///   default_simt_policy<T>;
 /// - tf32, tf32x3, bf16, fp16: the wgmma kernel (default_wgmma_policy<Math>) on a compute capability 9.0
 ///   device running sm_90a code when it serves the problem (float NCHW x, stride 1, groups 1, K <= 128, ...:
 ///   packed_filter_bytes), else the mma.sync kernel (default_mma_sync_policy<Math>) on sm_80 and newer.
@@ -79,26 +81,32 @@ struct device_info {
 /// Not copyable (it may own device memory); movable.
 ///
 /// @tparam T    element type of x, w, bias and y: float, double, __half or __nv_bfloat16 (double: math::ieee)
-/// @tparam Math math tag (policy.cuh): math::ieee, tf32, tf32x3, bf16 or fp16 (README "Precision")
-template <class T, class Math = math::ieee>
+/// @tparam Math math tag (policy.cuh): math::accurate (default), ieee, tf32, tf32x3, bf16 or fp16 (README
+///   "Precision")
+template <class T, class Math = math::accurate>
 class conv2d_reduce_plan {
   static_assert(is_supported_element_v<T>, "conv2d_reduce_plan: T must be float, double, __half or __nv_bfloat16");
-  static constexpr bool tensor_math = !std::is_same_v<Math, math::ieee>;
-  static_assert(std::is_same_v<Math, math::ieee> || std::is_same_v<Math, math::tf32> ||
-                    std::is_same_v<Math, math::tf32x3> || std::is_same_v<Math, math::bf16> ||
-                    std::is_same_v<Math, math::fp16>,
-                "conv2d_reduce_plan: Math must be a math tag: convred::math::ieee, tf32, tf32x3, bf16 or fp16");
-  static_assert(!tensor_math || !std::is_same_v<T, double>,
+  static_assert(std::is_same_v<Math, math::accurate> || std::is_same_v<Math, math::ieee> ||
+                    std::is_same_v<Math, math::tf32> || std::is_same_v<Math, math::tf32x3> ||
+                    std::is_same_v<Math, math::bf16> || std::is_same_v<Math, math::fp16>,
+                "conv2d_reduce_plan: Math must be a math tag: convred::math::accurate, ieee, tf32, tf32x3, bf16 or fp16");
+  static constexpr bool accurate = std::is_same_v<Math, math::accurate>;
+  /// the math the tensor-core kernels run: math::accurate runs tf32x3 there (ieee for double data)
+  using kernel_math = std::conditional_t<accurate, std::conditional_t<std::is_same_v<T, double>, math::ieee, math::tf32x3>, Math>;
+  static constexpr bool tensor_math = !std::is_same_v<kernel_math, math::ieee>;
+  static_assert(!tensor_math || accurate || !std::is_same_v<T, double>,
                 "conv2d_reduce_plan: tensor-core math takes float, __half or __nv_bfloat16 data; double runs math::ieee");
 
  public:
+  /// the math the tensor-core kernels run (Math, or for math::accurate tf32x3; ieee for double data)
+  using kernel_math_t = kernel_math;
   /// the SIMT policy (math::ieee)
   using simt_policy_t = typename default_simt_policy<T>::type;
   /// the mma.sync policy (tensor-core maths; the SIMT policy for math::ieee, never used)
-  using mma_sync_policy_t = typename std::conditional_t<tensor_math, default_mma_sync_policy<Math>,
+  using mma_sync_policy_t = typename std::conditional_t<tensor_math, default_mma_sync_policy<kernel_math>,
                                                         default_simt_policy<T>>::type;
   /// the wgmma policy (tensor-core maths; the SIMT policy for math::ieee, never used)
-  using wgmma_policy_t = typename std::conditional_t<tensor_math, default_wgmma_policy<Math>,
+  using wgmma_policy_t = typename std::conditional_t<tensor_math, default_wgmma_policy<kernel_math>,
                                                      default_simt_policy<T>>::type;
 
   /// Plans p for the current device (device_info::current()); prepare and run must then be called with
@@ -112,7 +120,7 @@ class conv2d_reduce_plan {
 
   /// Plans p for the device described by `dev` (no CUDA call: plans can be made and inspected without a
   /// GPU). state() says whether it can run: validate(p)'s code for an invalid problem, status::no_device
-  /// for no device or a tensor-core math on a GPU older than sm_80.
+  /// for no device or an explicit tensor-core math (not math::accurate) on a GPU older than sm_80.
   conv2d_reduce_plan(const conv2d_problem& p, const device_info& dev) : p_(p) { choose(dev); }
 
   conv2d_reduce_plan(const conv2d_reduce_plan&) = delete;
@@ -221,20 +229,22 @@ class conv2d_reduce_plan {
     if constexpr (tensor_math) {
       if (kind_ == kernel_kind::wgmma)
         return conv2d_reduce_packed<wgmma_policy_t>(p_, x, w_, packed_, packed_bytes_, bias, y, indices, op, epi, stream);
-      return conv2d_reduce<mma_sync_policy_t>(p_, x, w_, bias, y, indices, op, epi, stream);
-    } else {
-      return conv2d_reduce<simt_policy_t>(p_, x, w_, bias, y, indices, op, epi, stream);
+      if (kind_ == kernel_kind::mma_sync)
+        return conv2d_reduce<mma_sync_policy_t>(p_, x, w_, bias, y, indices, op, epi, stream);
     }
+    return conv2d_reduce<simt_policy_t>(p_, x, w_, bias, y, indices, op, epi, stream);
   }
 
  private:
   static const char* math_name() {
-    if constexpr (std::is_same_v<Math, math::tf32>) return "tf32";
-    else if constexpr (std::is_same_v<Math, math::tf32x3>) return "tf32x3";
-    else if constexpr (std::is_same_v<Math, math::bf16>) return "bf16";
-    else if constexpr (std::is_same_v<Math, math::fp16>) return "fp16";
+    if constexpr (std::is_same_v<kernel_math, math::tf32>) return "tf32";
+    else if constexpr (std::is_same_v<kernel_math, math::tf32x3>) return "tf32x3";
+    else if constexpr (std::is_same_v<kernel_math, math::bf16>) return "bf16";
+    else if constexpr (std::is_same_v<kernel_math, math::fp16>) return "fp16";
     else return "ieee";
   }
+  /// why_'s suffix for math::accurate: what the default math resolved to
+  static const char* accurate_note() { return accurate ? "; math::accurate (error vs float64 <= 1e-6)" : ""; }
 
   /// The policy chain: sets state_, kind_, why_ and need_ (host only, no CUDA call).
   void choose(const device_info& dev) {
@@ -248,12 +258,18 @@ class conv2d_reduce_plan {
       why_ = "none: no CUDA device";
       return;
     }
+    const std::string simt = std::string("simt ieee (exact ") + (std::is_same_v<T, double> ? "fp64" : "fp32") +
+                             " FMA, 256-pixel x 128-channel tiles)";
     if constexpr (!tensor_math) {
       kind_ = kernel_kind::simt;
-      why_ = std::string("simt ieee (exact ") + (std::is_same_v<T, double> ? "fp64" : "fp32") +
-             " FMA, 256-pixel x 128-channel tiles): math::ieee";
+      why_ = simt + (accurate ? ": math::accurate on double data (error vs float64 <= 1e-6)" : ": math::ieee");
     } else {
       if (dev.cc_major < 8) {
+        if (accurate) {
+          kind_ = kernel_kind::simt;
+          why_ = simt + ": math::accurate on a GPU older than sm_80 (no TF32 tensor cores)";
+          return;
+        }
         state_ = status::no_device;
         why_ = std::string("none: ") + math_name() + " tensor-core math needs sm_80 or newer";
         return;
@@ -267,12 +283,12 @@ class conv2d_reduce_plan {
         why_ = std::string("wgmma ") + math_name() + " (sm_90a, packed filter " +
                (k.resident_bytes ? "resident" : "streamed") + ", " + std::to_string(wgmma_policy_t::stages) +
                " stages, " + std::to_string(wgmma_policy_t::tile_h) + "x64-pixel tiles, " +
-               std::to_string(smem) + " bytes of shared memory)";
+               std::to_string(smem) + " bytes of shared memory)" + accurate_note();
       } else {
         kind_ = kernel_kind::mma_sync;
         why_ = std::string("mma.sync ") + math_name() + " (" + std::to_string(mma_sync_policy_t::block_m) +
                "-pixel x " + std::to_string(mma_sync_policy_t::block_n) +
-               "-channel tiles): the wgmma kernel does not serve this problem: " + no_wgmma;
+               "-channel tiles): the wgmma kernel does not serve this problem: " + no_wgmma + accurate_note();
       }
     }
   }

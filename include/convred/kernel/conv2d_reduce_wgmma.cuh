@@ -261,6 +261,10 @@ __global__ void __launch_bounds__(Policy::threads, 1)
 #else
       if (kt == 0) for (int e = 0; e < 64; ++e) d[0][e] = d[1][e] = 0.f;
 #endif
+      if constexpr (mainloop::promotes) {  // the stage has completed: release it now
+        convred::detail::mbarrier_arrive(&tail.empty[st.slot]);
+        continue;
+      }
       warpgroup::wait<1>();  // the previous stage's group has completed: release its slot
       if (prev >= 0) convred::detail::mbarrier_arrive(&tail.empty[prev]);
       prev = st.slot;
@@ -273,7 +277,7 @@ __global__ void __launch_bounds__(Policy::threads, 1)
 #ifdef CONVRED_EXP_CLOCKS
     clk[0] += clock64() - tile_t0;
 #endif
-    convred::detail::mbarrier_arrive(&tail.empty[prev]);
+    if constexpr (!mainloop::promotes) convred::detail::mbarrier_arrive(&tail.empty[prev]);
     prev = -1;
     // tile complete: epilogue + reduction
     float acc[mainloop::TM][mainloop::TN];
