@@ -202,8 +202,8 @@ void check_fused(const std::string& name, const conv2d_problem& p, const host_da
                  HostEpi he, opts o) {
   INFO("case: " << name);
   INFO("problem: " << describe(p));
-  INFO("T=" << std::string(type_name<T>()) << " op=" << std::string(op_name<Op>()) << (o.bias ? " bias" : " no-bias")
-            << (std::is_same_v<Policy, convred::default_policy> ? " default-policy" : " custom-policy")
+  INFO("T=" << std::string(type_name<T>()) << " op=" << std::string(op_name<Op>()) << std::string(o.bias ? " bias" : " no-bias")
+            << std::string(std::is_same_v<Policy, convred::default_policy> ? " default-policy" : " custom-policy")
             << " math=" << std::string(math_name<math_of<Policy, T>>()));
   REQUIRE(convred::validate(p, sizeof(T)) == status::success);
   const auto ny = static_cast<std::size_t>(p.y_elements());

@@ -157,7 +157,7 @@ double seed_like_error(const conv2d_problem& p, const char* label) {
   status s = status::success;
   if constexpr (std::is_void_v<Policy>) {
     conv2d_reduce_plan<float, Math> plan(p);
-    MESSAGE(label << ": " << plan.description());
+    MESSAGE(std::string(label) << ": " << plan.description());
     REQUIRE(plan.prepare(craw(dw)) == status::success);
     s = plan.run(craw(dx), craw(db), raw(dy), nullptr, op::min{}, e);
     REQUIRE(s == status::success);
@@ -177,7 +177,7 @@ double seed_like_error(const conv2d_problem& p, const char* label) {
   convred::reference::conv2d_reduce(p, x.data(), w.data(), b.data(), ref.data(),
                                     static_cast<std::int64_t*>(nullptr), op::min{}, e);
   const double err = test::rel_norm_error(test::to_host(dy), ref);
-  MESSAGE(label << ": relative norm error vs float64 " << err);
+  MESSAGE(std::string(label) << ": relative norm error vs float64 " << err);
   return err;
 }
 

@@ -5,14 +5,38 @@
 #include <cub/warp/warp_reduce.cuh>
 
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "../functional.cuh"
 #include "../numeric.cuh"
 
 namespace convred::block {
 
+namespace detail {
+/// `__shfl_xor_sync` of any trivially copyable value of a multiple of 4 bytes within segments of Width
+/// lanes (all 32 lanes take part): arithmetic types directly, others word by word through memcpy, which
+/// the compiler folds away (cub::ShuffleIndex casts the address of its argument, which put a 16-byte
+/// stack frame into the wgmma kernels).
+template <int Width, class T>
+__device__ __forceinline__ T shfl_xor(const T& v, int lane_mask) {
+  if constexpr (std::is_arithmetic_v<T>) {
+    return __shfl_xor_sync(0xffffffffu, v, lane_mask, Width);  // float, double, int: the intrinsic's overloads
+  } else {
+    static_assert(sizeof(T) % 4 == 0, "shfl_xor: the value's size must be a multiple of 4 bytes");
+    unsigned int w[sizeof(T) / 4];
+    std::memcpy(w, &v, sizeof(T));
+#pragma unroll
+    for (int i = 0; i < static_cast<int>(sizeof(T) / 4); ++i) w[i] = __shfl_xor_sync(0xffffffffu, w[i], lane_mask, Width);
+    T r;
+    std::memcpy(&r, w, sizeof(T));
+    return r;
+  }
+}
+}  // namespace detail
+
 /// @brief Folds a ThreadM x ThreadN conv accumulator tile into per-pixel reduction states, then reduces
-/// across the block's channel groups with cub::WarpReduce and writes y (and indices).
+/// across the block's channel groups (warp shuffles, or cub::WarpReduce) and writes y (and indices).
 ///
 /// With `Park` (kernels that visit several channel tiles: accumulate, then store), the states are parked
 /// in shared memory between channel tiles (TempStorage::state, thread index fastest: conflict-free), so no
@@ -21,9 +45,14 @@ namespace convred::block {
 /// Per element: v = e(acc + bias[k], k) in the compute type, then state = op(state, Op::make(v, k));
 /// channels past the tile's valid count are skipped (never an identity leak: the identity is exact and
 /// only ever combined, see functional.cuh). The `Mainloop::lanes_per_pixel` consecutive lanes holding the
-/// same pixels form a logical warp, so the cross-thread step is one cub::WarpReduce per pixel row; when
-/// `Mainloop::warps_per_pixel` > 1 (tensor-core tiles), the warps' partials are combined through shared
-/// memory before y is written.
+/// same pixels form a logical warp. The cross-thread step: when each lane holds a multiple of the logical
+/// warp's width in pixel rows (the tensor-core tiles: 4 lanes, 4 or 8 rows), a transposing reduction —
+/// at each of log2(CG) steps a lane keeps half of its rows and trades the other half with its partner
+/// (a shuffle), so that CG rows cost CG - 1 shuffles instead of CG log2(CG), no lane idles and
+/// lane l ends with rows l * TM / CG ... (l + 1) * TM / CG - 1 to write; otherwise one cub::WarpReduce
+/// per pixel row. Op must be associative and commutative (the order of combination is not fixed; the
+/// ops of functional.cuh are, sum and mean up to rounding). When `Mainloop::warps_per_pixel` > 1
+/// (mma.sync tiles), the warps' partials are combined through shared memory before y is written.
 template <class Mainloop, class Op, bool Park = true>
 struct reduce_epilogue {
   using V = typename Mainloop::V;  ///< compute type (the mainloop's accumulator type)
@@ -43,10 +72,14 @@ struct reduce_epilogue {
   static constexpr int CG = Mainloop::lanes_per_pixel, WPP = Mainloop::warps_per_pixel;
   using accum_t = typename Op::template accum_t<V>;  ///< running state (value, or value + index)
   using warp_reduce = cub::WarpReduce<accum_t, CG>;  ///< reduction across the CG lanes of a logical warp
+  /// the transposing reduction (each lane holds a multiple of CG rows), else cub::WarpReduce per row
+  static constexpr bool transposing = CG > 1 && TM % CG == 0;
+  /// log2(CG), the transposing reduction's steps (CG is a power of two)
+  static constexpr int log2_cg = CG >= 32 ? 5 : CG >= 16 ? 4 : CG >= 8 ? 3 : CG >= 4 ? 2 : CG >= 2 ? 1 : 0;
   /// Shared memory: the parked per-thread states, the warp reductions' storage and the per-warp partials.
   struct TempStorage {
     accum_t state[Park ? TM : 1][Park ? NT : 1];      ///< parked states: state[i][t] of thread t, accumulator row i
-    typename warp_reduce::TempStorage warp[NT / CG];  ///< cub::WarpReduce storage, one per logical warp
+    typename warp_reduce::TempStorage warp[transposing ? 1 : NT / CG];  ///< cub::WarpReduce storage, one per logical warp
     accum_t partial[WPP][WPP > 1 ? BM : 1];           ///< partial[w][p]: result of warp_n() == w for tile pixel p (WPP > 1)
   };
 
@@ -112,16 +145,36 @@ struct reduce_epilogue {
   template <class T, class TileM, class OutOf>
   __device__ void finish(const accum_t (&state)[TM], T* y, std::int64_t* indices, std::int64_t count, TileM tile_m,
                          OutOf out_of) {
-    const int lw = static_cast<int>(threadIdx.x) / CG;
-    const bool leader = static_cast<int>(threadIdx.x) % CG == 0;
+    const int l = static_cast<int>(threadIdx.x) % CG;
+    auto emit = [&](int i, const accum_t& r) {  // row i's result, reduced over the logical warp
+      if constexpr (WPP == 1)
+        write(y, indices, out_of(tile_m(i)), r, count);
+      else
+        temp.partial[Mainloop::warp_n()][tile_m(i)] = r;
+    };
+    if constexpr (transposing) {
+      accum_t s[TM];
 #pragma unroll
-    for (int i = 0; i < TM; ++i) {
-      const accum_t r = warp_reduce(temp.warp[lw]).Reduce(state[i], op);
-      __syncwarp();  // the logical warp's TempStorage is reused by the next row (CUB's rule)
-      if constexpr (WPP == 1) {
-        if (leader) write(y, indices, out_of(tile_m(i)), r, count);
-      } else {
-        if (leader) temp.partial[Mainloop::warp_n()][tile_m(i)] = r;
+      for (int i = 0; i < TM; ++i) s[i] = state[i];
+#pragma unroll
+      for (int step = 0; step < log2_cg; ++step) {
+        const int d = CG >> (step + 1), half = TM >> (step + 1);  // partner distance, rows kept
+        const bool upper = (l & d) != 0;                           // keeps the upper half of its rows
+#pragma unroll
+        for (int j = 0; j < half; ++j) {
+          const accum_t keep = upper ? s[j + half] : s[j], give = upper ? s[j] : s[j + half];
+          s[j] = op(keep, detail::shfl_xor<CG>(give, d));
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < TM / CG; ++j) emit(l * (TM / CG) + j, s[j]);
+    } else {
+      const int lw = static_cast<int>(threadIdx.x) / CG;
+#pragma unroll
+      for (int i = 0; i < TM; ++i) {
+        const accum_t r = warp_reduce(temp.warp[lw]).Reduce(state[i], op);
+        __syncwarp();  // the logical warp's TempStorage is reused by the next row (CUB's rule)
+        if (l == 0) emit(i, r);
       }
     }
     if constexpr (WPP > 1) {

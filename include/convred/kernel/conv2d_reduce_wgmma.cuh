@@ -132,7 +132,7 @@ struct pipeline_state {
 /// buffers are released; the other three warps convert each raw buffer into the stage's planes.
 /// Warpgroups 0-1 consume: per stage one commit group of wgmmas (block::conv_mainloop_wgmma), released
 /// when the next stage's group is issued and the stage's own has completed; per tile, the epilogue
-/// e(acc + bias[k], k) and the reduction across the K channels in registers and with cub::WarpReduce
+/// e(acc + bias[k], k) and the reduction across the K channels in registers and warp shuffles
 /// (block::reduce_epilogue, fold + finish); y and indices written once. Synchronisation is by mbarriers
 /// only (no block-wide barrier after the set-up).
 /// Diagnosis builds only (bench/wgmma_stages.cu, bench/NOTES.md): `-DCONVRED_EXP_CLOCKS` counts cycles per
