@@ -4,6 +4,12 @@
 /// strict fp32, NCHW and NHWC) followed by convred's channel reduction, on the seed case and three real layer
 /// shapes, in one process. Prints a table and writes JSON (read by bench/pytorch_baseline.py).
 ///
+/// The shape suite (--cases suite, suite.n1, suite.train): 16 convolutions of real networks (ResNet-50,
+/// VGG-16, U-Net, MobileNetV2, ConvNeXt-T, the seed), each at batch 1 and at a training batch, with fewer
+/// rows per case: the planner (device::conv2d_reduce_plan, which picks the kernel and says which and why;
+/// that description is the row's "algo") in math::tf32, math::bf16 and math::accurate ("fp32-accurate"),
+/// and cuDNN TF32 NCHW / NHWC + convred's reduction. bench/NOTES.md, "Shape suite", lists the layers.
+///
 /// The job of every variant: y = torch.min(conv2d(x, W, b) * 2.0, dim=1, keepdim=True)[0], x fp32 NCHW.
 ///
 /// Method
@@ -69,6 +75,7 @@
 #include <convred/device/conv2d_reduce.cuh>
 #include <convred/functional.cuh>
 #include <convred/device/conv2d_reduce_packed.cuh>
+#include <convred/device/conv2d_reduce_plan.cuh>
 #include <convred/policy.cuh>
 #include <convred/problem.cuh>
 #include <convred/reference/conv2d.hpp>
@@ -240,31 +247,116 @@ struct options {
   std::string json = "bench_results.json";
   bool cudnn = true;
   bool fused_nhwc = false;
+  bool list_cases = false;
   double cudnn_ws_gb = 16.0;
 };
 
 struct bench_case {
   std::string name;
   convred::conv2d_problem p;
+  bool suite = false;   ///< a case of the shape suite (planner and cuDNN TF32 rows only)
+  std::string layer;    ///< suite: the layer's name without the batch suffix, e.g. "resnet50.conv1"
+  std::string source;   ///< suite: the network and layer it comes from, in words
 };
 
 convred::conv2d_problem make_problem(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t K,
-                                     std::int64_t R, std::int64_t S, std::int64_t pad, std::int64_t stride) {
+                                     std::int64_t R, std::int64_t S, std::int64_t pad, std::int64_t stride,
+                                     std::int64_t groups = 1) {
   convred::conv2d_problem p;
   p.N = N, p.C = C, p.H = H, p.W = W, p.K = K, p.R = R, p.S = S;
   p.pad_h = p.pad_w = pad;
   p.stride_h = p.stride_w = stride;
   p.dil_h = p.dil_w = 1;
-  p.groups = 1;
+  p.groups = groups;
   p.x_layout = convred::layout::nchw;
   return p;
 }
 
+/// A layer of the shape suite: one convolution of a real network (torchvision's module names where there
+/// are any), run at batch 1 and at a training batch. Keep in step with SUITE in bench/pytorch_baseline.py.
+struct suite_layer {
+  const char* name;    ///< case names are name + ".n1" and name + ".n" + train_n
+  const char* source;  ///< network and layer in words
+  std::int64_t C, H, W, K, R, S, pad, stride, groups, train_n;
+};
+
+// clang-format off
+const suite_layer kSuite[] = {
+  // name, source,
+  //    C,   H,   W,    K, R, S, pad, stride, groups, training batch
+  {"resnet50.conv1", "ResNet-50 stem conv1, 7x7 stride 2, 3->64 at 224",
+      3, 224, 224,   64, 7, 7,   3,      2,      1, 32},
+  {"resnet50.layer1.0.conv2", "ResNet-50 layer1 3x3, 64->64 at 56",
+     64,  56,  56,   64, 3, 3,   1,      1,      1, 32},
+  {"resnet50.layer2.1.conv2", "ResNet-50 layer2 3x3, 128->128 at 28",
+    128,  28,  28,  128, 3, 3,   1,      1,      1, 32},
+  {"resnet50.layer2.0.conv2", "ResNet-50 layer2.0 3x3 stride 2, 128->128 at 56 (-> 28)",
+    128,  56,  56,  128, 3, 3,   1,      2,      1, 32},
+  {"resnet50.layer3.1.conv2", "ResNet-50 layer3 3x3, 256->256 at 14",
+    256,  14,  14,  256, 3, 3,   1,      1,      1, 32},
+  {"resnet50.layer4.1.conv2", "ResNet-50 layer4 3x3, 512->512 at 7",
+    512,   7,   7,  512, 3, 3,   1,      1,      1, 32},
+  {"resnet50.layer1.0.downsample", "ResNet-50 layer1.0 projection 1x1, 64->256 at 56",
+     64,  56,  56,  256, 1, 1,   0,      1,      1, 32},
+  {"resnet50.layer3.0.downsample", "ResNet-50 layer3.0 projection 1x1 stride 2, 512->1024 at 28",
+    512,  28,  28, 1024, 1, 1,   0,      2,      1, 32},
+  {"vgg16.conv1_2", "VGG-16 conv1_2 3x3, 64->64 at 224",
+     64, 224, 224,   64, 3, 3,   1,      1,      1, 32},
+  {"vgg16.conv3_2", "VGG-16 conv3_2 3x3, 256->256 at 56",
+    256,  56,  56,  256, 3, 3,   1,      1,      1, 32},
+  {"unet.enc1", "U-Net encoder 1, second 3x3, 64->64 at 256",
+     64, 256, 256,   64, 3, 3,   1,      1,      1, 16},
+  {"unet.bottleneck", "U-Net bottleneck 3x3, 512->1024 at 32",
+    512,  32,  32, 1024, 3, 3,   1,      1,      1, 32},
+  {"mobilenetv2.features.2.expand", "MobileNetV2 block 2 pointwise expand 1x1, 24->144 at 56",
+     24,  56,  56,  144, 1, 1,   0,      1,      1, 32},
+  {"mobilenetv2.features.2.dw", "MobileNetV2 block 2 depthwise 3x3, 144 channels at 56 (groups 144)",
+    144,  56,  56,  144, 3, 3,   1,      1,    144, 32},
+  {"convnext_t.stages.0.dwconv", "ConvNeXt-T stage 1 depthwise 7x7, 96 channels at 56 (groups 96)",
+     96,  56,  56,   96, 7, 7,   3,      1,     96, 32},
+  {"seed", "the seed model: 3x3, 64->128 at 256, no padding",
+     64, 256, 256,  128, 3, 3,   0,      1,      1, 64},
+};
+// clang-format on
+
+/// Every case: the four of issue 3 first, then the suite, layer by layer (training batch, then batch 1).
 std::vector<bench_case> known_cases() {
-  return {{"seed", make_problem(64, 64, 256, 256, 128, 3, 3, 0, 1)},
-          {"resnet3x3", make_problem(32, 256, 56, 56, 256, 3, 3, 1, 1)},
-          {"stem7x7", make_problem(64, 3, 224, 224, 64, 7, 7, 3, 2)},
-          {"proj1x1", make_problem(64, 512, 28, 28, 128, 1, 1, 0, 1)}};
+  auto legacy = [](const char* name, const convred::conv2d_problem& p) {
+    bench_case c;
+    c.name = name;
+    c.p = p;
+    return c;
+  };
+  std::vector<bench_case> v = {legacy("seed", make_problem(64, 64, 256, 256, 128, 3, 3, 0, 1)),
+                               legacy("resnet3x3", make_problem(32, 256, 56, 56, 256, 3, 3, 1, 1)),
+                               legacy("stem7x7", make_problem(64, 3, 224, 224, 64, 7, 7, 3, 2)),
+                               legacy("proj1x1", make_problem(64, 512, 28, 28, 128, 1, 1, 0, 1))};
+  for (const suite_layer& l : kSuite)
+    for (const std::int64_t n : {l.train_n, std::int64_t(1)}) {
+      bench_case c;
+      c.name = std::string(l.name) + ".n" + std::to_string(n);
+      c.p = make_problem(n, l.C, l.H, l.W, l.K, l.R, l.S, l.pad, l.stride, l.groups);
+      c.suite = true;
+      c.layer = l.name;
+      c.source = l.source;
+      v.push_back(std::move(c));
+    }
+  return v;
+}
+
+/// Names selected by one --cases item: a case name, or "suite" (every suite case), "suite.n1" (batch 1),
+/// "suite.train" (training batch). Empty: unknown.
+std::vector<std::string> select_cases(const std::string& item) {
+  std::vector<std::string> out;
+  const bool all = item == "suite", n1 = item == "suite.n1", train = item == "suite.train";
+  for (const bench_case& c : known_cases()) {
+    if (all || n1 || train) {
+      if (c.suite && (all || (c.p.N == 1) == n1)) out.push_back(c.name);
+    } else if (c.name == item) {
+      out.push_back(c.name);
+    }
+  }
+  return out;
 }
 
 std::string shape_string(const convred::conv2d_problem& p) {
@@ -272,6 +364,7 @@ std::string shape_string(const convred::conv2d_problem& p) {
   s << "x(" << p.N << "," << p.C << "," << p.H << "," << p.W << ") -> K=" << p.K << " " << p.R << "x" << p.S;
   if (p.stride_h != 1) s << " stride " << p.stride_h;
   if (p.pad_h != 0) s << " pad " << p.pad_h;
+  if (p.groups != 1) s << " groups " << p.groups;
   s << " -> y(" << p.N << ",1," << p.P() << "," << p.Q() << ")";
   return s.str();
 }
@@ -279,12 +372,13 @@ std::string shape_string(const convred::conv2d_problem& p) {
 /// One line of the table.
 struct row {
   std::string variant;          ///< e.g. "convred fused tf32"
-  std::string family;           ///< convred-fused, convred-unfused, convred-conv, convred-reduce, cudnn, cudnn-conv
-  std::string math;             ///< ieee, tf32, tf32x3, bf16, fp16, cudnn-tf32, cudnn-fp32
+  std::string family;  ///< convred-fused, convred-plan, convred-unfused, convred-conv, convred-reduce, cudnn, cudnn-conv
+  std::string math;             ///< ieee, tf32, tf32x3, bf16, fp16, accurate, cudnn-tf32, cudnn-fp32
   std::string layout = "nchw";  ///< layout of x as the variant reads it
   std::string precision_class;  ///< "fp32" (ieee, tf32x3, cuDNN strict) or "tf32" (tf32, bf16, fp16, cuDNN TF32)
   bool pipeline = false;        ///< computes y (conv + scale + min)
-  std::string algo;             ///< cuDNN: the chosen algorithm and math type
+  std::string algo;             ///< cuDNN: the chosen algorithm and math type; planner: its description()
+  std::string kernel;           ///< planner rows: the kernel it picked (simt, mma.sync, wgmma)
   std::string note;
   std::string error;  ///< non-empty: the variant failed
   double ms = kNaN, ms_min = kNaN;
@@ -466,25 +560,40 @@ template <>
 const char* math_name<convred::math::bf16>() { return "bf16"; }
 template <>
 const char* math_name<convred::math::fp16>() { return "fp16"; }
+template <>
+const char* math_name<convred::math::accurate>() { return "accurate"; }
+
+/// math::accurate (policy.cuh; the planner only): 3xTF32 on tensor-core GPUs, exact FMA otherwise, the error vs
+/// float64 held to 1e-6 (docs/tolerances.md): its rows fail above that.
+constexpr double kAccurateTolerance = 1e-6;
+
+template <class Math>
+constexpr bool fp32_level() {
+  return std::is_same_v<Math, convred::math::ieee> || std::is_same_v<Math, convred::math::tf32x3> ||
+         std::is_same_v<Math, convred::math::accurate>;
+}
 
 template <class Math>
 double ceiling_for() {
   if constexpr (std::is_same_v<Math, convred::math::ieee>) return kFfmaTflops;
   if constexpr (std::is_same_v<Math, convred::math::tf32>) return kTf32Tflops;
-  if constexpr (std::is_same_v<Math, convred::math::tf32x3>) return kTf32Tflops / 3.0;
+  // accurate: the tf32x3 rate (the planner's tensor-core choice); a row whose plan picked simt uses FFMA
+  if constexpr (std::is_same_v<Math, convred::math::tf32x3> || std::is_same_v<Math, convred::math::accurate>)
+    return kTf32Tflops / 3.0;
   return kBf16Tflops;
 }
 
 template <class Math>
 double tolerance_for() {
-  if constexpr (std::is_same_v<Math, convred::math::ieee> || std::is_same_v<Math, convred::math::tf32x3>) return 1e-5;
+  if constexpr (std::is_same_v<Math, convred::math::accurate>) return kAccurateTolerance;
+  if constexpr (fp32_level<Math>()) return 1e-5;
   if constexpr (std::is_same_v<Math, convred::math::tf32>) return 1e-3;
   return 1e-2;
 }
 
 template <class Math>
 const char* class_for() {
-  return std::is_same_v<Math, convred::math::ieee> || std::is_same_v<Math, convred::math::tf32x3> ? "fp32" : "tf32";
+  return fp32_level<Math>() ? "fp32" : "tf32";
 }
 
 /// The fused kernel: one launch computing y.
@@ -719,7 +828,9 @@ void run_case(case_result& cr, runner& rn, const options& o, cudnn_env* env) {
   const std::int64_t P = p.P(), Q = p.Q(), PQ = P * Q;
   const double flops = p.flops();
   const std::uint64_t seed = o.seed ^ std::hash<std::string>{}(cr.c.name);
+  const bool suite = cr.c.suite;
   std::printf("\n[%s] %s, %.1f GFLOP\n", cr.c.name.c_str(), shape_string(p).c_str(), flops / 1e9);
+  if (suite) std::printf("  %s\n", cr.c.source.c_str());
   std::fflush(stdout);
 
   // Data: x ~ N(0,1) on the device; W, b as torch.nn.Conv2d.
@@ -805,95 +916,133 @@ void run_case(case_result& cr, runner& rn, const options& o, cudnn_env* env) {
            },
            check_y);
   };
-  packed_row(convred::math::tf32{});
-  packed_row(convred::math::tf32x3{});
-  packed_row(convred::math::bf16{});
-  packed_row(convred::math::fp16{});
-
-  fused_row(convred::math::ieee{}, convred::layout::nchw);
-  fused_row(convred::math::tf32{}, convred::layout::nchw);
-  fused_row(convred::math::tf32x3{}, convred::layout::nchw);
-  fused_row(convred::math::bf16{}, convred::layout::nchw);
-  fused_row(convred::math::fp16{}, convred::layout::nchw);
-  if (o.fused_nhwc) {
-    fused_row(convred::math::ieee{}, convred::layout::nhwc);
-    fused_row(convred::math::tf32{}, convred::layout::nhwc);
-    fused_row(convred::math::tf32x3{}, convred::layout::nhwc);
-    fused_row(convred::math::bf16{}, convred::layout::nhwc);
-    fused_row(convred::math::fp16{}, convred::layout::nhwc);
-  }
-
-  // --- convred unfused: conv2d (tf32) into (N,K,P,Q), then channel_reduce --------------------------------
-  const convred::channel_reduce_problem red_nchw = reduce_problem(p, convred::layout::nchw);
-  {
-    row r;
-    r.variant = "convred unfused tf32 (conv2d+reduce)";
-    r.family = "convred-unfused";
-    r.math = "tf32";
-    r.precision_class = "tf32";
-    r.pipeline = true;
-    r.flops = flops;
-    r.ceiling_tflops = kTf32Tflops;
-    r.tol = 1e-3;
+  // --- the planner (suite cases): device::conv2d_reduce_plan picks the kernel and says which and why --------
+  auto plan_row = [&](auto math_tag, const char* label) {
+    using Math = decltype(math_tag);
+    row r = convred_row(math_tag, std::string("convred plan ") + label, "convred-plan", "nchw", true);
+    convred::device::conv2d_reduce_plan<float, Math> plan(p);
+    r.algo = plan.description();
+    r.kernel = convred::device::to_string(plan.kernel());
+    if (plan.kernel() == convred::device::kernel_kind::simt) r.ceiling_tflops = kFfmaTflops;
+    r.note = "prepare (filter packing) once, untimed";
+    std::printf("  plan %-8s %s\n", label, r.algo.c_str());
+    try {
+      check_status(plan.state(), "conv2d_reduce_plan (state)");
+      check_status(plan.prepare(w.p, nullptr), "conv2d_reduce_plan::prepare");
+      CHECK_CUDA(cudaDeviceSynchronize());
+    } catch (const std::exception& e) {
+      r.error = e.what();
+      std::printf("  %-40s FAILED: %s\n", r.variant.c_str(), e.what());
+      ++rn.failures;
+      cr.rows.push_back(std::move(r));
+      cudaGetLastError();
+      return;
+    }
     poison_y();
     rn.run(cr, r,
            [&]() {
-             unfused_conv(p, x.p, w.p, b.p, full.p);
-             reduce_scale(red_nchw, full.p, y.p);
+             check_status(plan.run(x.p, b.p, y.p, nullptr, convred::op::min{}, convred::epilogue::scale<float>{kScale},
+                                   nullptr),
+                          std::string("conv2d_reduce_plan<float, math::") + math_name<Math>() + ">::run");
            },
            check_y);
-  }
-  {
-    row r;
-    r.variant = "  convred conv2d tf32 (conv only)";
-    r.family = "convred-conv";
-    r.math = "tf32";
-    r.precision_class = "tf32";
-    r.flops = flops;
-    r.ceiling_tflops = kTf32Tflops;
-    r.note = "writes the full (N,K,P,Q) output";
-    rn.run(cr, r, [&]() { unfused_conv(p, x.p, w.p, b.p, full.p); }, nullptr);
-  }
+  };
+  if (suite) {
+    // The suite's rows: the planner in TF32, bf16 and fp32-accurate, then cuDNN TF32 (below).
+    plan_row(convred::math::tf32{}, "tf32");
+    plan_row(convred::math::bf16{}, "bf16");
+    plan_row(convred::math::accurate{}, "fp32-accurate");
+  } else {
+    packed_row(convred::math::tf32{});
+    packed_row(convred::math::tf32x3{});
+    packed_row(convred::math::bf16{});
+    packed_row(convred::math::fp16{});
 
-  // --- standalone channel reduction on the seed's (64,128,254,254) -----------------------------------------
-  if (cr.c.name == "seed") {
-    row r;
-    r.variant = "convred channel_reduce alone";
-    r.family = "convred-reduce";
-    r.math = "fp32";
-    r.bytes = static_cast<double>(p.out_elements() + p.y_elements()) * sizeof(float);
-    r.tol = 0.0;  // min and *2 are exact
-    r.note = "min over K of 2*v, (" + std::to_string(p.N) + "," + std::to_string(p.K) + "," + std::to_string(P) +
-             "," + std::to_string(Q) + ") fp32 NCHW, fresh N(0,1) data; % of 4.18 TB/s";
-    std::vector<double> ref;
-    try {
-      fill_normal(full.p, p.out_elements(), splitmix64(seed + 4));
-      const std::vector<float> vals = gather(smp, full.p, p.K, PQ);
-      ref.resize(smp.pix.size());
-      for (std::size_t i = 0; i < smp.pix.size(); ++i)
-        ref[i] = convred::reference::reduce_values(convred::op::min{}, p.K, [&](std::int64_t k) {
-                   return 2.0 * static_cast<double>(vals[i * p.K + k]);
-                 }).value;
-    } catch (const std::exception& e) {
-      std::printf("  %-40s FAILED: %s\n", r.variant.c_str(), e.what());
-      r.error = e.what();
-      ++rn.failures;
-      cr.rows.push_back(r);
-      ref.clear();
+    fused_row(convred::math::ieee{}, convred::layout::nchw);
+    fused_row(convred::math::tf32{}, convred::layout::nchw);
+    fused_row(convred::math::tf32x3{}, convred::layout::nchw);
+    fused_row(convred::math::bf16{}, convred::layout::nchw);
+    fused_row(convred::math::fp16{}, convred::layout::nchw);
+    if (o.fused_nhwc) {
+      fused_row(convred::math::ieee{}, convred::layout::nhwc);
+      fused_row(convred::math::tf32{}, convred::layout::nhwc);
+      fused_row(convred::math::tf32x3{}, convred::layout::nhwc);
+      fused_row(convred::math::bf16{}, convred::layout::nhwc);
+      fused_row(convred::math::fp16{}, convred::layout::nhwc);
     }
-    if (!ref.empty()) {
+
+    // --- convred unfused: conv2d (tf32) into (N,K,P,Q), then channel_reduce --------------------------------
+    const convred::channel_reduce_problem red_nchw = reduce_problem(p, convred::layout::nchw);
+    {
+      row r;
+      r.variant = "convred unfused tf32 (conv2d+reduce)";
+      r.family = "convred-unfused";
+      r.math = "tf32";
+      r.precision_class = "tf32";
+      r.pipeline = true;
+      r.flops = flops;
+      r.ceiling_tflops = kTf32Tflops;
+      r.tol = 1e-3;
       poison_y();
-      rn.run(cr, r, [&]() { reduce_scale(red_nchw, full.p, y.p); },
+      rn.run(cr, r,
              [&]() {
-               const double e = rel_norm(gather(smp, y.p, 1, PQ), ref);
-               return e;
-             });
-      // tol 0 means "exact": rel_err must be 0.
-      row& last = cr.rows.back();
-      if (last.error.empty() && !(last.rel_err == 0.0)) {
-        last.over_tol = true;
-        last.error = "standalone min is not exact";
+               unfused_conv(p, x.p, w.p, b.p, full.p);
+               reduce_scale(red_nchw, full.p, y.p);
+             },
+             check_y);
+    }
+    {
+      row r;
+      r.variant = "  convred conv2d tf32 (conv only)";
+      r.family = "convred-conv";
+      r.math = "tf32";
+      r.precision_class = "tf32";
+      r.flops = flops;
+      r.ceiling_tflops = kTf32Tflops;
+      r.note = "writes the full (N,K,P,Q) output";
+      rn.run(cr, r, [&]() { unfused_conv(p, x.p, w.p, b.p, full.p); }, nullptr);
+    }
+
+    // --- standalone channel reduction on the seed's (64,128,254,254) -----------------------------------------
+    if (cr.c.name == "seed") {
+      row r;
+      r.variant = "convred channel_reduce alone";
+      r.family = "convred-reduce";
+      r.math = "fp32";
+      r.bytes = static_cast<double>(p.out_elements() + p.y_elements()) * sizeof(float);
+      r.tol = 0.0;  // min and *2 are exact
+      r.note = "min over K of 2*v, (" + std::to_string(p.N) + "," + std::to_string(p.K) + "," + std::to_string(P) +
+               "," + std::to_string(Q) + ") fp32 NCHW, fresh N(0,1) data; % of 4.18 TB/s";
+      std::vector<double> ref;
+      try {
+        fill_normal(full.p, p.out_elements(), splitmix64(seed + 4));
+        const std::vector<float> vals = gather(smp, full.p, p.K, PQ);
+        ref.resize(smp.pix.size());
+        for (std::size_t i = 0; i < smp.pix.size(); ++i)
+          ref[i] = convred::reference::reduce_values(convred::op::min{}, p.K, [&](std::int64_t k) {
+                     return 2.0 * static_cast<double>(vals[i * p.K + k]);
+                   }).value;
+      } catch (const std::exception& e) {
+        std::printf("  %-40s FAILED: %s\n", r.variant.c_str(), e.what());
+        r.error = e.what();
         ++rn.failures;
+        cr.rows.push_back(r);
+        ref.clear();
+      }
+      if (!ref.empty()) {
+        poison_y();
+        rn.run(cr, r, [&]() { reduce_scale(red_nchw, full.p, y.p); },
+               [&]() {
+                 const double e = rel_norm(gather(smp, y.p, 1, PQ), ref);
+                 return e;
+               });
+        // tol 0 means "exact": rel_err must be 0.
+        row& last = cr.rows.back();
+        if (last.error.empty() && !(last.rel_err == 0.0)) {
+          last.over_tol = true;
+          last.error = "standalone min is not exact";
+          ++rn.failures;
+        }
       }
     }
   }
@@ -924,6 +1073,7 @@ void run_case(case_result& cr, runner& rn, const options& o, cudnn_env* env) {
                         {"cudnn fp32 nchw", CUDNN_FMA_MATH, true, false},
                         {"cudnn fp32 nhwc", CUDNN_FMA_MATH, true, true}};
     for (const cfg& k : cfgs) {
+      if (suite && k.strict) continue;  // the suite times cuDNN TF32 only
       const float* xin = k.nhwc ? x_nhwc.p : x.p;
       const float* win = k.nhwc ? w_krsc.p : w.p;
       const convred::channel_reduce_problem red = reduce_problem(p, k.nhwc ? convred::layout::nhwc : convred::layout::nchw);
@@ -939,6 +1089,7 @@ void run_case(case_result& cr, runner& rn, const options& o, cudnn_env* env) {
         cudnn_setup(*env, cc, p, k.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, k.math, k.strict, xin, win, full.p);
       } catch (const std::exception& e) {
         for (const bool pipe : {true, false}) {
+          if (suite && !pipe) continue;
           row r = base;
           r.pipeline = pipe;
           r.family = pipe ? "cudnn" : "cudnn-conv";
@@ -971,7 +1122,7 @@ void run_case(case_result& cr, runner& rn, const options& o, cudnn_env* env) {
                },
                check_y);
       }
-      {
+      if (!suite) {
         row r = base;
         r.variant = std::string("  ") + k.name + " conv only";
         r.family = "cudnn-conv";
@@ -1010,17 +1161,20 @@ std::string fmt(const char* f, double v, const char* na = "-") {
 }
 
 void print_table(const std::vector<case_result>& res) {
-  std::printf("\n%-10s %-40s %9s %9s %8s %7s %9s %7s %7s  %s\n", "case", "variant", "median ms", "min ms", "TFLOP/s",
-              "%ceil", "rel err", "x best", "x same", "cuDNN algo / note");
+  int cw = 10;  // width of the case column: the longest name (suite names are long)
+  for (const auto& cr : res) cw = std::max(cw, static_cast<int>(cr.c.name.size()));
+  std::printf("\n%-*s %-40s %9s %9s %8s %7s %9s %7s %7s  %s\n", cw, "case", "variant", "median ms", "min ms", "TFLOP/s",
+              "%ceil", "rel err", "x best", "x same", "cuDNN algo / planner's choice / note");
   for (const auto& cr : res) {
     for (const auto& r : cr.rows) {
       std::string tput = r.bytes > 0 ? fmt("%.0fGB/s", r.gbps()) : fmt("%.2f", r.tflops());
       std::string err = fmt("%.2e", r.rel_err);
       if (r.over_tol) err += "!";
       std::string tail = r.algo;
-      if (!r.note.empty() && r.family != "cudnn" && r.family != "cudnn-conv") tail = r.note;
+      if (!r.note.empty() && r.family != "cudnn" && r.family != "cudnn-conv" && r.family != "convred-plan")
+        tail = r.note;
       if (!r.error.empty()) tail = "FAILED: " + r.error;
-      std::printf("%-10s %-40s %9s %9s %8s %7s %9s %7s %7s  %s\n", cr.c.name.c_str(), r.variant.c_str(),
+      std::printf("%-*s %-40s %9s %9s %8s %7s %9s %7s %7s  %s\n", cw, cr.c.name.c_str(), r.variant.c_str(),
                   fmt("%.3f", r.ms).c_str(), fmt("%.3f", r.ms_min).c_str(), tput.c_str(), fmt("%.1f%%", r.pct()).c_str(),
                   err.c_str(), fmt("%.2f", r.speedup_best).c_str(), fmt("%.2f", r.speedup_class).c_str(), tail.c_str());
     }
@@ -1074,7 +1228,9 @@ void write_json(const std::string& path, const std::vector<case_result>& res, co
   f << "{\n  \"tool\": \"conv_reduce_bench\",\n  \"timestamp\": " << jstr(ts) << ",\n  \"device\": " << device_json
     << ",\n  \"settings\": {\"iters\": " << o.iters << ", \"warmup\": " << o.warmup << ", \"samples\": " << o.samples
     << ", \"seed\": " << o.seed << ", \"timer\": \"CUDA events, L2 flushed before each run, median\""
-    << ", \"op\": \"min over K of 2*(conv+b)\", \"x\": \"N(0,1) fp32 NCHW\", \"w_b\": \"U(+-1/sqrt(fan_in))\"}"
+    << ", \"op\": \"min over K of 2*(conv+b)\", \"x\": \"N(0,1) fp32 NCHW\", \"w_b\": \"U(+-1/sqrt(fan_in))\""
+    << ", \"accurate_tolerance\": " << jnum(kAccurateTolerance)
+    << "}"
     << ",\n  \"ceilings\": {\"ffma_tflops\": " << kFfmaTflops << ", \"tf32_tflops\": " << kTf32Tflops
     << ", \"tf32x3_tflops\": " << jnum(kTf32Tflops / 3) << ", \"bf16_fp16_tflops\": " << kBf16Tflops
     << ", \"copy_gbs\": " << kCopyGBs << "},\n  \"failures\": " << failures << ",\n  \"cases\": [";
@@ -1084,7 +1240,10 @@ void write_json(const std::string& path, const std::vector<case_result>& res, co
     f << (i ? "," : "") << "\n    {\"name\": " << jstr(cr.c.name) << ", \"shape\": " << jstr(shape_string(p))
       << ", \"N\": " << p.N << ", \"C\": " << p.C << ", \"H\": " << p.H << ", \"W\": " << p.W << ", \"K\": " << p.K
       << ", \"R\": " << p.R << ", \"S\": " << p.S << ", \"pad\": " << p.pad_h << ", \"stride\": " << p.stride_h
-      << ", \"P\": " << p.P() << ", \"Q\": " << p.Q() << ", \"flops\": " << jnum(p.flops())
+      << ", \"groups\": " << p.groups << ", \"P\": " << p.P() << ", \"Q\": " << p.Q()
+      << ", \"flops\": " << jnum(p.flops())
+      << ", \"suite\": " << (cr.c.suite ? "true" : "false") << ", \"layer\": " << jstr(cr.c.layer)
+      << ", \"source\": " << jstr(cr.c.source)
       << ", \"sample_pixels\": " << cr.sample_pixels << ", \"sample_images\": " << cr.sample_images
       << ",\n     \"rows\": [";
     for (std::size_t j = 0; j < cr.rows.size(); ++j) {
@@ -1100,6 +1259,7 @@ void write_json(const std::string& path, const std::vector<case_result>& res, co
         << ", \"tolerance\": " << jnum(r.tol) << ", \"above_tolerance\": " << (r.over_tol ? "true" : "false")
         << ", \"speedup_vs_best_cudnn\": " << jnum(r.speedup_best)
         << ", \"speedup_vs_cudnn_same_class\": " << jnum(r.speedup_class) << ", \"algo\": " << jstr(r.algo)
+        << ", \"kernel\": " << jstr(r.kernel)
         << ", \"note\": " << jstr(r.note) << ", \"error\": " << (r.error.empty() ? "null" : jstr(r.error)) << "}";
     }
     f << "\n     ]}";
@@ -1112,6 +1272,18 @@ void write_json(const std::string& path, const std::vector<case_result>& res, co
 // Command line
 // ------------------------------------------------------------------------------------------------------
 
+/// --list-cases: every case, its group and shape, its GFLOP.
+void print_cases() {
+  const auto all = known_cases();
+  int cw = 4;
+  for (const auto& c : all) cw = std::max(cw, static_cast<int>(c.name.size()));
+  std::printf("%-*s %-11s %8s  %s\n", cw, "case", "group", "GFLOP", "shape / source");
+  for (const auto& c : all)
+    std::printf("%-*s %-11s %8.1f  %s%s%s\n", cw, c.name.c_str(),
+                c.suite ? (c.p.N == 1 ? "suite.n1" : "suite.train") : "default", c.p.flops() / 1e9,
+                shape_string(c.p).c_str(), c.suite ? "; " : "", c.source.c_str());
+}
+
 void print_help() {
   std::printf(
       "Usage: %s [options]\n"
@@ -1122,11 +1294,15 @@ void print_help() {
       "forward conv (cudnnFindConvolutionForwardAlgorithmEx; TF32 = CUDNN_DEFAULT_MATH and strict fp32 =\n"
       "CUDNN_FMA_MATH; NCHW and NHWC) followed by convred's channel reduction. Prints a table, writes JSON.\n"
       "\n"
-      "  --cases LIST        comma-separated subset of: seed, resnet3x3, stem7x7, proj1x1 (default: all)\n"
+      "  --cases LIST        comma-separated case names or groups (default: seed,resnet3x3,stem7x7,proj1x1):\n"
       "                      seed      x(64,64,256,256)  -> 128, 3x3\n"
       "                      resnet3x3 x(32,256,56,56)   -> 256, 3x3 pad 1\n"
       "                      stem7x7   x(64,3,224,224)   -> 64, 7x7 stride 2 pad 3\n"
       "                      proj1x1   x(64,512,28,28)   -> 128, 1x1\n"
+      "                      suite (the %d suite cases), suite.n1 (batch 1), suite.train (training batch), or\n"
+      "                      one suite case, e.g. resnet50.conv1.n32 (--list-cases names them all). Suite cases\n"
+      "                      run the planner (math::tf32, bf16, accurate) and cuDNN TF32 NCHW/NHWC + reduce only\n"
+      "  --list-cases        print every case with its shape and exit (no GPU needed)\n"
       "  --iters N           timed runs per variant, median reported (30; at least 20 recommended)\n"
       "  --warmup N          untimed runs before timing (3)\n"
       "  --json PATH         JSON output (bench_results.json)\n"
@@ -1139,7 +1315,8 @@ void print_help() {
       "\n"
       "Exit code: 0 all ran and convred met its tolerances; 1 a failure (printed); 2 no CUDA device; 3 bad usage.\n"
       "cuDNN baseline compiled in: %s\n",
-      kProg, BENCH_HAVE_CUDNN ? "yes" : "no (configure with cuDNN found, e.g. -DCUDNN_ROOT=...)");
+      kProg, static_cast<int>(select_cases("suite").size()),
+      BENCH_HAVE_CUDNN ? "yes" : "no (configure with cuDNN found, e.g. -DCUDNN_ROOT=...)");
 }
 
 options parse_args(int argc, char** argv, bool& help) {
@@ -1157,12 +1334,15 @@ options parse_args(int argc, char** argv, bool& help) {
       o.cases.clear();
       std::stringstream ss(value());
       std::string item;
-      const auto known = known_cases();
       while (std::getline(ss, item, ',')) {
         if (item.empty()) continue;
-        if (std::none_of(known.begin(), known.end(), [&](const bench_case& c) { return c.name == item; }))
-          throw usage_error("--cases: unknown case '" + item + "' (known: seed, resnet3x3, stem7x7, proj1x1)");
-        if (std::find(o.cases.begin(), o.cases.end(), item) == o.cases.end()) o.cases.push_back(item);
+        const std::vector<std::string> names = select_cases(item);
+        if (names.empty())
+          throw usage_error("--cases: unknown case '" + item +
+                            "' (known: seed, resnet3x3, stem7x7, proj1x1, suite, suite.n1, suite.train and the suite's "
+                            "cases, see --list-cases)");
+        for (const std::string& n : names)
+          if (std::find(o.cases.begin(), o.cases.end(), n) == o.cases.end()) o.cases.push_back(n);
       }
       if (o.cases.empty()) throw usage_error("--cases: no case given");
     } else if (a == "--iters") {
@@ -1176,6 +1356,9 @@ options parse_args(int argc, char** argv, bool& help) {
     } else if (a == "--json") {
       o.json = value();
       if (o.json.empty()) throw usage_error("--json needs a path");
+    } else if (a == "--list-cases") {
+      flag();
+      o.list_cases = true;
     } else if (a == "--no-cudnn") {
       flag();
       o.cudnn = false;
@@ -1204,6 +1387,10 @@ int main(int argc, char** argv) {
     o = parse_args(argc, argv, help);
     if (help) {
       print_help();
+      return 0;
+    }
+    if (o.list_cases) {
+      print_cases();
       return 0;
     }
   } catch (const usage_error& e) {

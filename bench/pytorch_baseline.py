@@ -16,6 +16,14 @@ as PyTorch runs it:
 and checks each against a float64 reference on sampled output pixels (the corners, edge midpoints and
 centre of up to 4 images, the rest random), as the C++ benchmark does.
 
+The shape suite (--cases suite, suite.n1, suite.train, or one suite case; --list-cases names them): 16
+convolutions of real networks (ResNet-50, VGG-16, U-Net, MobileNetV2 incl. a depthwise one, ConvNeXt-T's
+7x7 depthwise, the seed), each at batch 1 and at a training batch, the same as conv_reduce_bench's suite.
+Suite cases time three rows only: "torch eager tf32", "torch.compile tf32", "torch.compile bf16 autocast".
+torch.compile (dynamic=False) recompiles the one compiled function per variant for every new shape; the
+recompile limits of torch._dynamo are raised so that no shape falls back to eager, and each row's first
+call (the compile) is recorded ("compile_s"; meta "compile_s_total").
+
 Data as the C++ benchmark: x ~ N(0,1) (torch.randn), W and b as torch.nn.Conv2d initialises them
 (U(+-1/sqrt(fan_in))). Timing: CUDA events around each run, the L2 flushed before every timed run
 (zeroing a buffer of max(256 MiB, 4 x L2), outside the events, as triton.testing.do_bench) and the GPU
@@ -26,7 +34,10 @@ unless --cudnn-benchmark is given.
 With --convred-json (the JSON of build-gpu/bench/conv_reduce_bench) the rows are merged into one table
 (markdown on stdout), one JSON (--json) and one PNG bar chart of median ms per variant per case, log scale
 (--png). --replot COMBINED.json redraws the table and chart from an earlier combined JSON without a GPU or
-PyTorch (matplotlib only).
+PyTorch (matplotlib only). With suite cases the chart is compact (one line per case: speed-up of each
+convred planner row over torch.compile of the same precision, and median ms per row), and the combined
+JSON gets a "summary" (per precision: geometric-mean speed-up over torch.compile, layers where convred is
+slower than torch.compile or than PyTorch eager), printed as markdown too.
 
 Exit code: 0 success; 1 a variant failed (printed) or a file could not be written; 2 no CUDA device.
 """
@@ -47,6 +58,53 @@ CASES = {
     "proj1x1": dict(N=64, C=512, H=28, W=28, K=128, R=1, S=1, pad=0, stride=1),
 }
 CASE_ORDER = ["seed", "resnet3x3", "stem7x7", "proj1x1"]
+
+# The shape suite: (name, source, C, H, W, K, R, S, pad, stride, groups, training batch); cases name.n<train>
+# and name.n1. Keep in step with kSuite in bench/conv_reduce_bench.cu (same names, same shapes).
+SUITE = [
+    ("resnet50.conv1", "ResNet-50 stem conv1, 7x7 stride 2, 3->64 at 224", 3, 224, 224, 64, 7, 7, 3, 2, 1, 32),
+    ("resnet50.layer1.0.conv2", "ResNet-50 layer1 3x3, 64->64 at 56", 64, 56, 56, 64, 3, 3, 1, 1, 1, 32),
+    ("resnet50.layer2.1.conv2", "ResNet-50 layer2 3x3, 128->128 at 28", 128, 28, 28, 128, 3, 3, 1, 1, 1, 32),
+    ("resnet50.layer2.0.conv2", "ResNet-50 layer2.0 3x3 stride 2, 128->128 at 56 (-> 28)",
+     128, 56, 56, 128, 3, 3, 1, 2, 1, 32),
+    ("resnet50.layer3.1.conv2", "ResNet-50 layer3 3x3, 256->256 at 14", 256, 14, 14, 256, 3, 3, 1, 1, 1, 32),
+    ("resnet50.layer4.1.conv2", "ResNet-50 layer4 3x3, 512->512 at 7", 512, 7, 7, 512, 3, 3, 1, 1, 1, 32),
+    ("resnet50.layer1.0.downsample", "ResNet-50 layer1.0 projection 1x1, 64->256 at 56",
+     64, 56, 56, 256, 1, 1, 0, 1, 1, 32),
+    ("resnet50.layer3.0.downsample", "ResNet-50 layer3.0 projection 1x1 stride 2, 512->1024 at 28",
+     512, 28, 28, 1024, 1, 1, 0, 2, 1, 32),
+    ("vgg16.conv1_2", "VGG-16 conv1_2 3x3, 64->64 at 224", 64, 224, 224, 64, 3, 3, 1, 1, 1, 32),
+    ("vgg16.conv3_2", "VGG-16 conv3_2 3x3, 256->256 at 56", 256, 56, 56, 256, 3, 3, 1, 1, 1, 32),
+    ("unet.enc1", "U-Net encoder 1, second 3x3, 64->64 at 256", 64, 256, 256, 64, 3, 3, 1, 1, 1, 16),
+    ("unet.bottleneck", "U-Net bottleneck 3x3, 512->1024 at 32", 512, 32, 32, 1024, 3, 3, 1, 1, 1, 32),
+    ("mobilenetv2.features.2.expand", "MobileNetV2 block 2 pointwise expand 1x1, 24->144 at 56",
+     24, 56, 56, 144, 1, 1, 0, 1, 1, 32),
+    ("mobilenetv2.features.2.dw", "MobileNetV2 block 2 depthwise 3x3, 144 channels at 56 (groups 144)",
+     144, 56, 56, 144, 3, 3, 1, 1, 144, 32),
+    ("convnext_t.stages.0.dwconv", "ConvNeXt-T stage 1 depthwise 7x7, 96 channels at 56 (groups 96)",
+     96, 56, 56, 96, 7, 7, 3, 1, 96, 32),
+    ("seed", "the seed model: 3x3, 64->128 at 256, no padding", 64, 256, 256, 128, 3, 3, 0, 1, 1, 64),
+]
+SUITE_ORDER = []
+for _name, _src, _C, _H, _W, _K, _R, _S, _pad, _st, _g, _tn in SUITE:
+    for _n in (_tn, 1):
+        _case = "%s.n%d" % (_name, _n)
+        CASES[_case] = dict(N=_n, C=_C, H=_H, W=_W, K=_K, R=_R, S=_S, pad=_pad, stride=_st, groups=_g,
+                            suite=True, layer=_name, source=_src)
+        SUITE_ORDER.append(_case)
+ALL_ORDER = CASE_ORDER + SUITE_ORDER
+# The rows a suite case times (the legacy cases time every variant).
+SUITE_VARIANTS = ("torch eager tf32", "torch.compile tf32", "torch.compile bf16 autocast")
+
+
+def select_cases(item):
+    """Case names selected by one --cases item: a case, suite, suite.n1 or suite.train ([] if unknown)."""
+    if item == "suite":
+        return list(SUITE_ORDER)
+    if item in ("suite.n1", "suite.train"):
+        return [n for n in SUITE_ORDER if (CASES[n]["N"] == 1) == (item == "suite.n1")]
+    return [item] if item in CASES else []
+
 
 # Ceilings measured on the H200 (docs/performance.md), TFLOP/s.
 CEIL_FFMA = 50.5
@@ -71,7 +129,7 @@ def case_dims(c):
 
 def case_flops(c):
     P, Q = case_dims(c)
-    return 2.0 * c["N"] * P * Q * c["K"] * c["C"] * c["R"] * c["S"]
+    return 2.0 * c["N"] * P * Q * c["K"] * (c["C"] // c.get("groups", 1)) * c["R"] * c["S"]
 
 
 def shape_string(c):
@@ -81,6 +139,8 @@ def shape_string(c):
         s += " stride %d" % c["stride"]
     if c["pad"] != 0:
         s += " pad %d" % c["pad"]
+    if c.get("groups", 1) != 1:
+        s += " groups %d" % c["groups"]
     return s + " -> y(%d,1,%d,%d)" % (c["N"], P, Q)
 
 
@@ -156,15 +216,17 @@ def sample_pixels(c, count, gen):
 
 
 def reference(torch, F, x, W, b, c, samples):
-    """float64 y at the samples: min over K of 2 * (b + sum over the patch of x * W)."""
+    """float64 y at the samples: min over K of 2 * (b + sum over the patch of x * W), per group."""
     imgs = sorted({n for n, _, _ in samples})
     local = {n: i for i, n in enumerate(imgs)}
-    pad, st, R, S = c["pad"], c["stride"], c["R"], c["S"]
+    pad, st, R, S, G = c["pad"], c["stride"], c["R"], c["S"], c.get("groups", 1)
     xs = x[imgs].double()
     if pad:
         xs = F.pad(xs, (pad, pad, pad, pad))
-    patches = torch.stack([xs[local[n], :, p * st:p * st + R, q * st:q * st + S].reshape(-1) for n, p, q in samples])
-    vals = patches @ W.double().reshape(c["K"], -1).t() + b.double()
+    patches = torch.stack([xs[local[n], :, p * st:p * st + R, q * st:q * st + S] for n, p, q in samples])
+    patches = patches.reshape(len(samples), G, -1)                # (samples, groups, C/G*R*S)
+    Wg = W.double().reshape(G, c["K"] // G, -1)                   # (groups, K/G, C/G*R*S)
+    vals = torch.einsum("sgj,gkj->sgk", patches, Wg).reshape(len(samples), c["K"]) + b.double()
     return (vals * SCALE).min(dim=1).values
 
 
@@ -204,16 +266,34 @@ def measure(args):
     print("iters %d (median), warm-up %d, L2 flushed before each timed run, %d sampled pixels per case" %
           (args.iters, args.warmup, args.samples))
 
-    def model(x, W, b, stride, pad):
-        return torch.min(F.conv2d(x, W, b, stride=stride, padding=pad) * SCALE, dim=1, keepdim=True)[0]
+    def model(x, W, b, stride, pad, groups):
+        return torch.min(F.conv2d(x, W, b, stride=stride, padding=pad, groups=groups) * SCALE, dim=1, keepdim=True)[0]
 
-    def model_autocast_bf16(x, W, b, stride, pad):
+    def model_autocast_bf16(x, W, b, stride, pad, groups):
         with torch.autocast("cuda", dtype=torch.bfloat16):
-            return model(x, W, b, stride, pad)
+            return model(x, W, b, stride, pad, groups)
 
-    def model_autocast_fp16(x, W, b, stride, pad):
+    def model_autocast_fp16(x, W, b, stride, pad, groups):
         with torch.autocast("cuda", dtype=torch.float16):
-            return model(x, W, b, stride, pad)
+            return model(x, W, b, stride, pad, groups)
+
+    # One compiled function per variant serves every case: with dynamic=False each new shape (and stride,
+    # padding, groups) is a recompile of the same code object. Dynamo refuses recompiles past its limit
+    # (8 per code object by default) and then runs the function eagerly: raise the limits above the number
+    # of cases so that every shape gets its own graph.
+    import torch._dynamo
+
+    limit = 4 * len(args.cases) + 16
+    dyn = torch._dynamo.config
+    for key in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit", "accumulated_cache_size_limit"):
+        if hasattr(dyn, key):
+            try:
+                setattr(dyn, key, max(int(getattr(dyn, key)), limit))
+            except Exception:  # noqa: BLE001 - a deprecated alias may refuse; the other name holds the value
+                pass
+    if hasattr(dyn, "fail_on_recompile_limit_hit"):
+        dyn.fail_on_recompile_limit_hit = True  # a refused recompile fails the row instead of timing eager
+    meta["dynamo_recompile_limit"] = limit
 
     compiled = torch.compile(model, dynamic=False) if not args.no_compile else None
     # the fastest peers of the 16-bit maths: torch.compile under autocast, and with model and x already in
@@ -224,16 +304,22 @@ def measure(args):
     compiled_native = {} if args.no_compile else {
         "bf16": torch.compile(model, dynamic=False), "fp16": torch.compile(model, dynamic=False)}
     failures = 0
+    compile_s_total = 0.0
+    t_all = time.time()
     cases = []
     for name in args.cases:
         c = CASES[name]
+        suite = bool(c.get("suite"))
         P, Q = case_dims(c)
         flops = case_flops(c)
         print("\n[%s] %s, %.1f GFLOP" % (name, shape_string(c), flops / 1e9))
-        seed = args.seed + CASE_ORDER.index(name)
+        if suite:
+            print("  %s" % c["source"])
+        seed = args.seed + ALL_ORDER.index(name)
         torch.manual_seed(seed)
         x = torch.randn(c["N"], c["C"], c["H"], c["W"], device=dev)
-        conv = torch.nn.Conv2d(c["C"], c["K"], (c["R"], c["S"]), stride=c["stride"], padding=c["pad"]).to(dev)
+        conv = torch.nn.Conv2d(c["C"], c["K"], (c["R"], c["S"]), stride=c["stride"], padding=c["pad"],
+                               groups=c.get("groups", 1)).to(dev)
         W = conv.weight.detach().contiguous()
         b = conv.bias.detach().contiguous()
         del conv
@@ -243,28 +329,32 @@ def measure(args):
         ref = reference(torch, F, x, W, b, c, samples)
         torch.cuda.synchronize()
         print("  float64 reference: %d pixels, %.2f s" % (len(samples), time.time() - t0))
-        st, pad = c["stride"], c["pad"]
+        st, pad, grp = c["stride"], c["pad"], c.get("groups", 1)
 
         def eager():
-            return model(x, W, b, st, pad)
+            return model(x, W, b, st, pad, grp)
 
         def eager_bf16():
             with torch.autocast("cuda", dtype=torch.bfloat16):
-                return model(x, W, b, st, pad)
+                return model(x, W, b, st, pad, grp)
 
         variants = [("torch eager tf32", "pytorch-eager", "tf32", True, eager, CEIL_TF32),
                     ("torch eager fp32", "pytorch-eager", "fp32", False, eager, CEIL_FFMA),
                     ("torch eager bf16 autocast", "pytorch-eager", "bf16", True, eager_bf16, CEIL_BF16)]
         if compiled is not None:
             variants.append(("torch.compile tf32", "pytorch-compile", "tf32", True,
-                             lambda: compiled(x, W, b, st, pad), CEIL_TF32))
+                             lambda: compiled(x, W, b, st, pad, grp), CEIL_TF32))
             for lo, dt in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
                 ac = compiled_ac[lo]
                 variants.append(("torch.compile %s autocast" % lo, "pytorch-compile", "bf16", True,
-                                 (lambda ac=ac: ac(x, W, b, st, pad)), CEIL_BF16))
+                                 (lambda ac=ac: ac(x, W, b, st, pad, grp)), CEIL_BF16))
+                if suite:
+                    continue  # the suite has no model+x rows (and needs no 16-bit copies of x)
                 xl, Wl, bl, nat = x.to(dt), W.to(dt), b.to(dt), compiled_native[lo]
                 variants.append(("torch.compile %s model+x" % lo, "pytorch-compile", "bf16", True,
-                                 (lambda nat=nat, xl=xl, Wl=Wl, bl=bl: nat(xl, Wl, bl, st, pad)), CEIL_BF16))
+                                 (lambda nat=nat, xl=xl, Wl=Wl, bl=bl: nat(xl, Wl, bl, st, pad, grp)), CEIL_BF16))
+        if suite:
+            variants = [v for v in variants if v[0] in SUITE_VARIANTS]
         rows = []
         for vname, family, cls, tf32, fn, ceil in variants:
             r = {"variant": vname, "family": family, "source": "pytorch", "math": cls, "layout": "nchw",
@@ -282,6 +372,8 @@ def measure(args):
                     first_s = time.time() - t0
                     if family == "pytorch-compile":
                         r["note"] += "; first call (compile) %.1f s" % first_s
+                        r["compile_s"] = first_s
+                        compile_s_total += first_s
                     e = rel_err(torch, y, ref, samples)
                     del y
                     ms, ms_min = time_cuda(torch, fn, args.iters, args.warmup, flush)
@@ -298,10 +390,14 @@ def measure(args):
                 set_tf32(torch, True)
             rows.append(r)
             torch.cuda.empty_cache()
-        cases.append({"name": name, "shape": shape_string(c), "flops": flops, "P": P, "Q": Q, **c,
-                      "sample_pixels": len(samples), "rows": rows})
+        cases.append({"name": name, "shape": shape_string(c), "flops": flops, "P": P, "Q": Q, "groups": 1,
+                      "suite": False, **c, "sample_pixels": len(samples), "rows": rows})
         x = W = b = ref = None  # free this case's tensors (the closures above refer to the names)
         torch.cuda.empty_cache()
+    meta["compile_s_total"] = compile_s_total
+    meta["wall_s"] = time.time() - t_all
+    print("\ntorch.compile first calls (compiles) %.1f s in all; %d cases in %.1f s" %
+          (compile_s_total, len(cases), meta["wall_s"]))
     return {"meta": meta, "cases": cases}, (1 if failures else 0)
 
 
@@ -310,37 +406,152 @@ def measure(args):
 # --------------------------------------------------------------------------------------------------------
 
 
+def case_key(name):
+    return ALL_ORDER.index(name) if name in ALL_ORDER else len(ALL_ORDER)
+
+
+def ok_row(r):
+    """A row that ran: a median and no error, or only a finite error above its tolerance (timed all the same;
+    the summary lists it with the failed rows)."""
+    if not r or not isinstance(r.get("ms"), (int, float)) or not r["ms"] > 0:
+        return False
+    return not r.get("error") or (bool(r.get("above_tolerance")) and r.get("rel_err") is not None)
+
+
+def find_row(c, *variants):
+    """The first of `variants` present in case c that ran, else None."""
+    for v in variants:
+        for r in c.get("rows", []):
+            if r.get("variant") == v and ok_row(r):
+                return r
+    return None
+
+
+def row_precision(r):
+    """tf32, bf16, fp16 or fp32 (fp32-level accuracy) for a convred or cuDNN row; None for others."""
+    if r.get("variant") == "convred plan fp32-accurate":
+        return "fp32"
+    m = r.get("math") or ""
+    if m in ("tf32", "cudnn-tf32"):
+        return "tf32"
+    if m in ("bf16", "fp16"):
+        return m
+    if m in ("ieee", "tf32x3", "accurate", "cudnn-fp32"):
+        return "fp32"
+    return None
+
+
+# torch.compile of the same precision as a convred / cuDNN row (fp32-level accuracy has none)
+COMPILE_PEER = {"tf32": "torch.compile tf32", "bf16": "torch.compile bf16 autocast",
+                "fp16": "torch.compile fp16 autocast"}
+
+
 def combine(pt, cv, cv_path):
-    """Merges the PyTorch results (pt) with the C++ JSON (cv) case by case; adds speedups vs PyTorch."""
+    """Merges the PyTorch results (pt) with the C++ JSON (cv) case by case; adds speedups vs PyTorch and
+    the summary. Rows that failed (an error, no median) or are missing are left out of every ratio."""
     by_name = {}
     order = []
     for src, data in (("convred", cv), ("pytorch", pt)):
         if not data:
             continue
         for c in data.get("cases", []):
+            if c.get("name") is None:
+                continue
             if c["name"] not in by_name:
                 entry = {k: v for k, v in c.items() if k != "rows"}
+                known = CASES.get(c["name"], {})
+                for k in ("groups", "suite", "layer", "source"):  # older JSONs lack them
+                    if entry.get(k) in (None, ""):
+                        entry[k] = known.get(k, {"groups": 1, "suite": False}.get(k, ""))
                 entry["rows"] = []
                 by_name[c["name"]] = entry
                 order.append(c["name"])
-            for r in c.get("rows", []):
+            for r in c.get("rows", []) or []:
                 r = dict(r)
                 r.setdefault("source", src)
                 by_name[c["name"]]["rows"].append(r)
-    cases = [by_name[n] for n in sorted(order, key=lambda n: CASE_ORDER.index(n) if n in CASE_ORDER else 99)]
+    cases = [by_name[n] for n in sorted(order, key=case_key)]
     for c in cases:
-        ref = {}
+        eager = find_row(c, "torch eager tf32")
+        comp = find_row(c, "torch.compile tf32")
         for r in c["rows"]:
-            if r.get("variant") in ("torch eager tf32", "torch.compile tf32") and r.get("ms"):
-                ref[r["variant"]] = r["ms"]
-        for r in c["rows"]:
-            ok = r.get("pipeline") and r.get("ms")
-            r["speedup_vs_torch_eager"] = ref["torch eager tf32"] / r["ms"] if ok and "torch eager tf32" in ref else None
-            r["speedup_vs_torch_compile"] = (ref["torch.compile tf32"] / r["ms"]
-                                             if ok and "torch.compile tf32" in ref else None)
+            ok = r.get("pipeline") and ok_row(r)
+            r["speedup_vs_torch_eager"] = eager["ms"] / r["ms"] if ok and eager else None
+            r["speedup_vs_torch_compile"] = comp["ms"] / r["ms"] if ok and comp else None
+            peer = COMPILE_PEER.get(row_precision(r)) if r.get("source") != "pytorch" else None
+            peer_row = find_row(c, peer) if peer else None
+            r["speedup_vs_torch_compile_same_precision"] = peer_row["ms"] / r["ms"] if ok and peer_row else None
     out = {"tool": "pytorch_baseline", "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(),
            "pytorch": pt.get("meta") if pt else None, "convred_json": cv_path,
            "convred": {k: v for k, v in cv.items() if k != "cases"} if cv else None, "cases": cases}
+    out["summary"] = summarize(out)
+    return out
+
+
+# The summary's precisions: convred's row (the planner's; for the four legacy cases the packed entry point,
+# which makes the same choice), the torch.compile peer, and whether that peer has the same precision.
+SUMMARY_PRECISIONS = [
+    ("tf32", ("convred plan tf32", "convred fused wgmma tf32"), "torch.compile tf32", True),
+    ("bf16", ("convred plan bf16", "convred fused wgmma bf16"), "torch.compile bf16 autocast", True),
+    ("fp32-accurate", ("convred plan fp32-accurate", "convred fused wgmma tf32x3"), "torch.compile tf32", False),
+]
+EAGER = "torch eager tf32"  # PyTorch's default: eager, TF32 convolutions
+
+
+def geomean(v):
+    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else None
+
+
+def summarize(combined):
+    """Per precision: geometric-mean speed-up of convred over torch.compile (same precision for TF32 and
+    bf16; the TF32 peer for fp32-accurate, which has no torch.compile counterpart), the layers where
+    convred is slower, and every layer where a convred row is slower than PyTorch eager (default, TF32).
+    Only the suite's cases when there are any (the legacy "seed" duplicates "seed.n64")."""
+    cases = [c for c in combined.get("cases", []) if c.get("suite")]
+    scope = "suite"
+    if not cases:
+        cases, scope = combined.get("cases", []), "all cases"
+    out = {"scope": scope, "cases": len(cases), "eager_reference": EAGER, "precisions": {},
+           "slower_than_eager": [], "accurate_above_1e-6": [], "failed_rows": [], "missing_rows": []}
+    for c in cases:
+        for r in c.get("rows", []):
+            if r.get("error"):
+                out["failed_rows"].append({"case": c["name"], "variant": r.get("variant"),
+                                           "error": " ".join(str(r["error"]).split())[:200]})
+    for key, mine, peer, same in SUMMARY_PRECISIONS:
+        entries, missing = [], []
+        for c in cases:
+            cv, pk, eager = find_row(c, *mine), find_row(c, peer), find_row(c, EAGER)
+            if cv is None or pk is None:
+                # absent from this merge (e.g. a legacy case without the planner rows) or failed
+                want = [v for v, r in ((mine[0], cv), (peer, pk)) if r is None]
+                missing.append({"case": c["name"], "rows": want})
+                continue
+            e = {"case": c["name"], "N": c.get("N"), "variant": cv["variant"], "ms": cv["ms"], "peer_ms": pk["ms"],
+                 "speedup": pk["ms"] / cv["ms"], "kernel": cv.get("kernel") or "", "rel_err": cv.get("rel_err")}
+            if eager:
+                e["eager_ms"] = eager["ms"]
+                e["speedup_vs_eager"] = eager["ms"] / cv["ms"]
+            entries.append(e)
+        sp = [e["speedup"] for e in entries]
+        n1 = [e["speedup"] for e in entries if e["N"] == 1]
+        train = [e["speedup"] for e in entries if e["N"] != 1]
+        slower = [e for e in entries if e["speedup"] < 1.0]
+        out["precisions"][key] = {
+            "convred": mine[0], "peer": peer, "peer_same_precision": same, "layers": len(entries),
+            "geomean_speedup": geomean(sp), "geomean_speedup_n1": geomean(n1), "geomean_speedup_train": geomean(train),
+            "min": min(entries, key=lambda e: e["speedup"]) if entries else None,
+            "max": max(entries, key=lambda e: e["speedup"]) if entries else None,
+            "slower_count": len(slower), "slower": [{"case": e["case"], "speedup": e["speedup"]} for e in slower],
+            "missing": missing, "entries": entries}
+        out["missing_rows"] += [dict(m, precision=key) for m in missing]
+        for e in entries:
+            if "eager_ms" in e and e["ms"] > e["eager_ms"]:
+                out["slower_than_eager"].append({"case": e["case"], "precision": key, "ms": e["ms"],
+                                                 "eager_ms": e["eager_ms"], "speedup": e["speedup_vs_eager"],
+                                                 "kernel": e["kernel"]})
+            if key == "fp32-accurate" and e.get("rel_err") is not None and e["rel_err"] > 1e-6:
+                out["accurate_above_1e-6"].append({"case": e["case"], "rel_err": e["rel_err"]})
     return out
 
 
@@ -350,19 +561,20 @@ def fmt(v, f, na="-"):
     return f % v
 
 
-def markdown(combined):
+def markdown_rows(cases):
+    """Every row of every case (the four legacy cases' table)."""
     lines = ["| case | variant | median ms | TFLOP/s | % ceiling | rel err vs fp64 | x eager | x compile | note |",
              "|---|---|---:|---:|---:|---:|---:|---:|---|"]
-    for c in combined["cases"]:
+    for c in cases:
         for r in c["rows"]:
-            if r.get("family") == "setup":
+            if r.get("family") == "setup" and not r.get("error"):
                 continue
             tput = fmt(r.get("gbps"), "%.0f GB/s") if r.get("gbps") else fmt(r.get("tflops"), "%.1f")
             err = fmt(r.get("rel_err"), "%.1e") + ("!" if r.get("above_tolerance") else "")
             note = r.get("algo") or r.get("note") or ""
             if r.get("error"):
-                note = "FAILED: " + r["error"]
-            variant = r["variant"] if r.get("pipeline") else "*%s*" % r["variant"]
+                note = "FAILED: " + str(r["error"])
+            variant = r.get("variant", "?") if r.get("pipeline") else "*%s*" % r.get("variant", "?")
             lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 c["name"], variant, fmt(r.get("ms"), "%.3f"), tput, fmt(r.get("pct_ceiling"), "%.0f%%"), err,
                 fmt(r.get("speedup_vs_torch_eager"), "%.2f"), fmt(r.get("speedup_vs_torch_compile"), "%.2f"),
@@ -377,13 +589,134 @@ def markdown(combined):
     return "\n".join(lines)
 
 
+KERNEL_ABBR = {"wgmma": "W", "mma.sync": "M", "simt": "S"}
+
+
+def markdown_suite(cases):
+    """One line per suite case: each row's median ms and the speed-ups over torch.compile."""
+    lines = ["| case | shape | kernel tf32/bf16/acc | convred tf32 | convred bf16 | convred fp32-acc (err) | "
+             "cuDNN tf32 + reduce | torch eager | compile tf32 | compile bf16 | tf32 x compile | bf16 x compile |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+
+    def ms_or_fail(c, v):
+        r = find_row(c, v)
+        if r:
+            return "%.3f%s" % (r["ms"], "!" if r.get("above_tolerance") else "")
+        failed = [x for x in c["rows"] if x.get("variant") == v and x.get("error")]
+        return "FAILED" if failed else "-"
+
+    for c in cases:
+        plans = [find_row(c, v) for v in ("convred plan tf32", "convred plan bf16", "convred plan fp32-accurate")]
+        kern = "/".join(KERNEL_ABBR.get((r or {}).get("kernel"), "?") if r else "-" for r in plans)
+        cudnn = [r for r in (find_row(c, "cudnn tf32 nchw +reduce"), find_row(c, "cudnn tf32 nhwc +reduce")) if r]
+        best = min(cudnn, key=lambda r: r["ms"]) if cudnn else None
+        acc = ms_or_fail(c, "convred plan fp32-accurate")
+        if plans[2] and plans[2].get("rel_err") is not None:
+            acc += " (%.0e)" % plans[2]["rel_err"]
+        cells = [c["name"], c.get("shape", ""), kern, ms_or_fail(c, "convred plan tf32"),
+                 ms_or_fail(c, "convred plan bf16"), acc,
+                 ("%.3f %s" % (best["ms"], best.get("layout", ""))) if best else "-", ms_or_fail(c, EAGER),
+                 ms_or_fail(c, "torch.compile tf32"), ms_or_fail(c, "torch.compile bf16 autocast"),
+                 fmt((plans[0] or {}).get("speedup_vs_torch_compile_same_precision"), "%.2f"),
+                 fmt((plans[1] or {}).get("speedup_vs_torch_compile_same_precision"), "%.2f")]
+        lines.append("| " + " | ".join(str(x).replace("|", "/") for x in cells) + " |")
+    lines.append("")
+    lines.append("Median ms (CUDA events, L2 flushed before each run). kernel: the planner's choice per precision "
+                 "(W wgmma, M mma.sync, S simt; the row's \"algo\" in the JSON says why). cuDNN: the faster of NCHW "
+                 "and NHWC (x converted untimed) + convred's reduction. x compile = torch.compile of the same "
+                 "precision (TF32; bf16 under autocast) / convred. err: ||y-ref||/||ref|| vs float64, sampled; "
+                 "'!' above the row's tolerance (docs/tolerances.md).")
+    return "\n".join(lines)
+
+
+def markdown_summary(sm):
+    if not sm:
+        return ""
+    lines = ["### Summary (%s: %d case%s)" % (sm["scope"], sm["cases"], "" if sm["cases"] == 1 else "s"), "",
+             "| convred | vs | layers | geomean speed-up | batch 1 | training batch | min | max | slower |",
+             "|---|---|---:|---:|---:|---:|---|---|---:|"]
+    for key, p in sm["precisions"].items():
+        lo, hi = p.get("min"), p.get("max")
+        lines.append("| %s | %s%s | %d | %s | %s | %s | %s | %s | %d |" % (
+            key, p["peer"], "" if p["peer_same_precision"] else " (a TF32 peer: less accurate)", p["layers"],
+            fmt(p["geomean_speedup"], "**%.2fx**"), fmt(p["geomean_speedup_n1"], "%.2fx"),
+            fmt(p["geomean_speedup_train"], "%.2fx"),
+            "%.2fx %s" % (lo["speedup"], lo["case"]) if lo else "-",
+            "%.2fx %s" % (hi["speedup"], hi["case"]) if hi else "-",
+            p["slower_count"]))
+    lines.append("")
+    for key, p in sm["precisions"].items():
+        if p["slower"]:
+            lines.append("- convred %s slower than %s on %d: %s" % (
+                key, p["peer"], p["slower_count"],
+                ", ".join("%s (%.2fx)" % (e["case"], e["speedup"]) for e in p["slower"])))
+    if sm["slower_than_eager"]:
+        for key in sm["precisions"]:
+            es = [e for e in sm["slower_than_eager"] if e["precision"] == key]
+            if es:
+                lines.append("- convred %s slower than PyTorch eager (%s) on %d: %s" % (
+                    key, sm["eager_reference"], len(es),
+                    ", ".join("%s (%.2fx, %s)" % (e["case"], e["speedup"], e["kernel"] or "?") for e in es)))
+    else:
+        lines.append("- no layer slower than PyTorch eager (%s) in any precision" % sm["eager_reference"])
+    if sm["accurate_above_1e-6"]:
+        lines.append("- fp32-accurate above 1e-6 error vs float64: %s" % ", ".join(
+            "%s %.1e" % (e["case"], e["rel_err"]) for e in sm["accurate_above_1e-6"]))
+    if sm["failed_rows"]:
+        lines.append("- failed rows (%d): %s" % (len(sm["failed_rows"]), "; ".join(
+            "%s %s: %s" % (e["case"], e["variant"], e["error"][:120]) for e in sm["failed_rows"])))
+    for key, p in sm["precisions"].items():
+        if not p["missing"]:
+            continue
+        if not p["layers"] and all(p["convred"] in m["rows"] for m in p["missing"]):
+            lines.append("- %s: no convred rows in this merge" % key)
+        elif not p["layers"] and all(p["peer"] in m["rows"] for m in p["missing"]):
+            lines.append("- %s: no %s rows in this merge" % (key, p["peer"]))
+        else:
+            lines.append("- %s not compared on %d (row missing or failed): %s" % (key, len(p["missing"]), ", ".join(
+                "%s [%s]" % (m["case"], ", ".join(m["rows"])) for m in p["missing"])))
+    return "\n".join(lines)
+
+
+def markdown(combined):
+    cases = combined.get("cases", [])
+    suite = [c for c in cases if c.get("suite")]
+    other = [c for c in cases if not c.get("suite")]
+    parts = []
+    if other or not suite:
+        parts.append(markdown_rows(other))
+    if suite:
+        parts.append(markdown_suite(suite))
+    sm = combined.get("summary") or summarize(combined)
+    parts.append(markdown_summary(sm))
+    return "\n\n".join(p for p in parts if p)
+
+
 FAMILY_COLOURS = {
     "convred-fused": "#1f77b4",
+    "convred-plan": "#08519c",
     "convred-unfused": "#9ecae1",
     "cudnn": "#7f7f7f",
     "pytorch-eager": "#ff7f0e",
     "pytorch-compile": "#d62728",
 }
+
+# The compact chart: (label, row variants (first that ran), colour, marker)
+SPEEDUP_SERIES = [
+    ("convred tf32 vs torch.compile tf32", "tf32", "#1f77b4", "o"),
+    ("convred bf16 vs torch.compile bf16 autocast", "bf16", "#2ca02c", "s"),
+    ("convred fp32-accurate vs torch.compile tf32", "fp32-accurate", "#9467bd", "^"),
+]
+TIME_SERIES = [
+    ("convred tf32", ("convred plan tf32", "convred fused wgmma tf32"), "#1f77b4", "o"),
+    ("convred bf16", ("convred plan bf16", "convred fused wgmma bf16"), "#2ca02c", "s"),
+    ("convred fp32-accurate", ("convred plan fp32-accurate", "convred fused wgmma tf32x3"), "#9467bd", "^"),
+    ("cuDNN tf32 nchw + reduce", ("cudnn tf32 nchw +reduce",), "#7f7f7f", "v"),
+    ("cuDNN tf32 nhwc + reduce", ("cudnn tf32 nhwc +reduce",), "#bdbdbd", "v"),
+    ("torch eager tf32", (EAGER,), "#ff7f0e", "D"),
+    ("torch.compile tf32", ("torch.compile tf32",), "#d62728", "x"),
+    ("torch.compile bf16 autocast", ("torch.compile bf16 autocast",), "#e377c2", "+"),
+]
 
 
 def plot(combined, path):
@@ -397,6 +730,79 @@ def plot(combined, path):
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
+    if any(c.get("suite") for c in combined.get("cases", [])) or len(combined.get("cases", [])) > 6:
+        return plot_compact(combined, path, plt)
+    return plot_panels(combined, path, plt, Patch)
+
+
+def plot_compact(combined, path, plt):
+    """One line per case: left, speed-up of each convred row over torch.compile (log); right, median ms of
+    every row (log). Missing or failed rows are simply absent (the summary lists them)."""
+    cases = [c for c in combined.get("cases", []) if any(ok_row(r) and r.get("pipeline") for r in c["rows"])]
+    if not cases:
+        print("plot: no timed pipeline rows; no chart written")
+        return False
+    sm = combined.get("summary") or summarize(combined)
+    n = len(cases)
+    width, height = 15.0, 0.27 * n + 2.2  # inches; margins below are fixed in inches
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(width, height), sharey=True,
+                                   gridspec_kw={"width_ratios": [1, 1.25]})
+    fig.subplots_adjust(left=2.7 / width, right=1 - 0.2 / width, bottom=0.55 / height, top=1 - 1.25 / height,
+                        wspace=0.04)
+    ypos = {c["name"]: n - 1 - i for i, c in enumerate(cases)}
+    labels = []
+    for c in cases:
+        r = find_row(c, "convred plan tf32", "convred fused wgmma tf32")
+        k = (r or {}).get("kernel") or ""
+        labels.append("%s%s" % (c["name"], "  [%s]" % k if k else ""))
+    all_sp = []
+    for label, key, colour, marker in SPEEDUP_SERIES:
+        es = [e for e in sm["precisions"].get(key, {}).get("entries", []) if e["case"] in ypos]
+        if not es:
+            continue
+        xs = [e["speedup"] for e in es]
+        all_sp += xs
+        gm = sm["precisions"][key]["geomean_speedup"]
+        ax1.scatter(xs, [ypos[e["case"]] for e in es], color=colour, marker=marker, s=28, zorder=3,
+                    label="%s (geomean %.2fx, dashed)" % (label, gm) if gm else label)
+        if gm:
+            ax1.axvline(gm, color=colour, lw=0.9, ls="--", zorder=2)
+    ax1.axvline(1.0, color="black", lw=0.8)
+    ax1.set_xscale("log")
+    if all_sp:
+        ax1.set_xlim(min(min(all_sp), 1.0) / 1.3, max(max(all_sp), 1.0) * 1.3)
+    ax1.set_xlabel("speed-up over torch.compile (log; > 1: convred faster)", fontsize=8)
+    ax1.set_yticks([ypos[c["name"]] for c in cases])
+    ax1.set_yticklabels(labels, fontsize=7)
+    ax1.grid(axis="x", which="both", alpha=0.3)
+    ax1.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+    for label, variants, colour, marker in TIME_SERIES:
+        pts = [(find_row(c, *variants), c) for c in cases]
+        pts = [(r["ms"], ypos[c["name"]]) for r, c in pts if r]
+        if pts:
+            ax2.scatter([p[0] for p in pts], [p[1] for p in pts], color=colour, marker=marker, s=22, zorder=3,
+                        label=label)
+    ax2.set_xscale("log")
+    ax2.set_xlabel("median ms (log, lower is better)", fontsize=8)
+    ax2.grid(axis="x", which="both", alpha=0.3)
+    ax2.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False)
+    for ax in (ax1, ax2):
+        for i in range(n):
+            if i % 2:
+                ax.axhspan(i - 0.5, i + 0.5, color="#f2f2f2", zorder=0)
+        ax.set_ylim(-0.6, n - 0.4)
+    dev = (combined.get("convred") or {}).get("device") or (combined.get("pytorch") or {}).get("device") or {}
+    fig.suptitle("y = min_k(2 * conv2d(x, W, b)), %d cases on %s: convred planner vs cuDNN vs PyTorch "
+                 "([kernel] = the planner's TF32 choice)" % (n, dev.get("name", "GPU")), fontsize=10,
+                 y=1 - 0.12 / height, va="top")
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    print("wrote %s" % path)
+    return True
+
+
+def plot_panels(combined, path, plt, Patch):
+    """One panel per case: a bar per pipeline row, median ms, log scale (for a few cases)."""
     cases = [c for c in combined["cases"] if any(r.get("pipeline") and r.get("ms") for r in c["rows"])]
     if not cases:
         print("plot: no timed pipeline rows; no chart written")
@@ -407,7 +813,7 @@ def plot(combined, path):
     fig, axes = plt.subplots(nrow, ncol, figsize=(8 * ncol, 0.38 * nbars * nrow + 1.6 * nrow), squeeze=False)
     for ax, c in zip(axes.flat, cases):
         rows = [r for r in c["rows"] if r.get("pipeline") and r.get("ms")]
-        names = [r["variant"] for r in rows]
+        names = [r.get("variant", "?") for r in rows]
         ms = [r["ms"] for r in rows]
         colours = [FAMILY_COLOURS.get(r.get("family"), "#2ca02c") for r in rows]
         ypos = list(range(len(rows)))[::-1]
@@ -442,7 +848,10 @@ def plot(combined, path):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default=",".join(CASE_ORDER),
-                    help="comma-separated subset of %s (default: all)" % ", ".join(CASE_ORDER))
+                    help="comma-separated cases or groups: %s (the default), suite (the %d suite cases), "
+                         "suite.n1, suite.train, or one suite case (--list-cases)" % (", ".join(CASE_ORDER),
+                                                                                      len(SUITE_ORDER)))
+    ap.add_argument("--list-cases", action="store_true", help="print every case with its shape and exit")
     ap.add_argument("--iters", type=int, default=30, help="timed runs per variant, median reported (30)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed runs before timing (3)")
     ap.add_argument("--samples", type=int, default=512, help="output pixels checked against float64 (512)")
@@ -469,7 +878,8 @@ def main(argv=None):
         with open(args.convred_json) as f:
             cv = json.load(f)
         pt = {"meta": earlier.get("pytorch"),
-              "cases": [dict(c, rows=[r for r in c["rows"] if r.get("source") == "pytorch"]) for c in earlier["cases"]]}
+              "cases": [dict(c, rows=[r for r in c.get("rows") or [] if r.get("source") == "pytorch"])
+                        for c in earlier.get("cases", [])]}
         combined = combine(pt, cv, args.convred_json)
         print(markdown(combined))
         with open(args.json, "w") as f:
@@ -487,10 +897,23 @@ def main(argv=None):
             plot(combined, args.png)
         return 0
 
-    args.cases = [s for s in args.cases.split(",") if s]
-    bad = [s for s in args.cases if s not in CASES]
-    if bad or not args.cases:
-        ap.error("--cases: unknown %s (known: %s)" % (", ".join(bad) or "(none given)", ", ".join(CASE_ORDER)))
+    if args.list_cases:
+        print("%-34s %-11s %8s  %s" % ("case", "group", "GFLOP", "shape / source"))
+        for n in ALL_ORDER:
+            c = CASES[n]
+            group = ("suite.n1" if c["N"] == 1 else "suite.train") if c.get("suite") else "default"
+            print("%-34s %-11s %8.1f  %s%s" % (n, group, case_flops(c) / 1e9, shape_string(c),
+                                              "; " + c["source"] if c.get("suite") else ""))
+        return 0
+
+    items = [s for s in args.cases.split(",") if s]
+    bad = [s for s in items if not select_cases(s)]
+    if bad or not items:
+        ap.error("--cases: unknown %s (known: %s, suite, suite.n1, suite.train and the suite's cases, see "
+                 "--list-cases)" % (", ".join(bad) or "(none given)", ", ".join(CASE_ORDER)))
+    args.cases = []
+    for s in items:
+        args.cases += [n for n in select_cases(s) if n not in args.cases]
     if args.iters < 1 or args.warmup < 0 or args.samples < 1:
         ap.error("--iters >= 1, --warmup >= 0, --samples >= 1")
     if args.iters < 20:
