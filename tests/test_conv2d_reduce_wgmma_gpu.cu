@@ -110,11 +110,16 @@ TEST_CASE("conv2d_reduce_packed wgmma: +-inf and NaN in x, w and bias, exact und
   check_nonfinite<wg<math::fp16>>("wgmma fp16", 37000, {layout::nchw});
 }
 
-TEST_CASE("conv2d_reduce_packed wgmma sanitizer: tf32 and bf16, padding, K tail, partial tiles") {
+TEST_CASE("conv2d_reduce_packed wgmma sanitizer: every math, padding, K tail, partial tiles") {
   require_gpu();
   const conv2d_problem p = make_problem(1, 10, 9, 20, 40, 3, 3, 1, 1);
   check_scaled<wg<math::tf32>, float>("sanitizer wgmma tf32", p, 7, op::argmin{});
   check_scaled<wg<math::bf16>, float>("sanitizer wgmma bf16", p, 8, op::min{});
+  check_scaled<wg<math::fp16>, float>("sanitizer wgmma fp16", p, 9, op::argmax{});
+  // 3xTF32 (stages promoted per row), 3x3 and 1x1
+  check_scaled<wg<math::tf32x3>, float>("sanitizer wgmma tf32x3", p, 10, op::argmin{});
+  check_scaled<wg<math::tf32x3>, float>("sanitizer wgmma tf32x3 1x1", make_problem(2, 9, 5, 12, 17, 1, 1), 11,
+                                        op::sum{});
 }
 
 TEST_CASE("pack_filter / conv2d_reduce_packed: argument errors") {
