@@ -63,7 +63,10 @@ expect "--n -1" "--n must be in [1, " --n -1
 expect "--n 0 (same rule as --n -1)" "--n must be in [1, " --n 0
 expect "invalid problem" "invalid problem" --h 2 --w 2
 expect "bad dtype" "--dtype must be float, double, half or bf16" --dtype int8
-expect "--math with --dtype half" "--math tf32 runs with --dtype float only" --math tf32 --dtype half
+expect "bad math" "--math must be accurate, ieee, tf32, tf32x3, bf16 or fp16" --math tf64
+expect "tensor-core --math with --dtype double" "--math tf32 is a tensor-core math and takes --dtype float, half or bf16" \
+  --math tf32 --dtype double
+expect "--math bf16 with --dtype double" "--dtype double runs --math accurate or ieee" --math bf16 --dtype double
 expect "--idx-out without an index op" "--idx-out needs --op argmin or argmax" --idx-out "$TMP/i.npy"
 expect "unknown option" "unknown option '--bogus'" --bogus 1
 

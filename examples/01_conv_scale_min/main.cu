@@ -1,16 +1,23 @@
 /// @file examples/01_conv_scale_min/main.cu
 /// @brief convred example 01: the seed job, `y = torch.min(conv2d(x, W, b) * 2.0, dim=1, keepdim=True)`,
-/// as one fused kernel (convred::device::conv2d_reduce), checked against the float64 reference and timed.
+/// as one fused kernel, run through the planner (convred::device::conv2d_reduce_plan<T, Math>) with its
+/// default math (math::accurate: the fastest kernel whose error vs float64 is held to 1e-6), checked
+/// against the float64 reference and timed.
 ///
 /// By default it runs the seed case: x (64, 64, 256, 256) fp32 NCHW ~ N(0, 1); W (128, 64, 3, 3) and
 /// b (128) uniform in +-1/sqrt(C*R*S), as torch.nn.Conv2d initialises them; scale 2.0; min over the 128
 /// output channels; y (64, 1, 254, 254). Every problem parameter, the op, the dtype and the layout are
 /// options (`--help`); x, W, b can come from .npy files and y / the indices can be written to .npy.
 /// Everything that can be checked without a GPU (options, input files and their sizes, output folders,
-/// the problem) is checked before the device is touched.
+/// the problem, the dtype and math combination) is checked before the device is touched.
 ///
-/// Output: the problem, the time (median and min over --iters runs, CUDA events, after warm-up),
-/// TFLOP/s, GB/s of least traffic, the error against float64, and as the last line exactly `Passed` or
+/// Every --math (accurate, the default; ieee, tf32, tf32x3, bf16, fp16) runs through the planner: it picks
+/// the kernel for the problem, the element type, the math and the GPU (wgmma on sm_90a, mma.sync on sm_80+,
+/// the SIMT kernel for ieee), and the example prints which and why. prepare() (packing the filter for the
+/// wgmma kernel) runs once, untimed; the timed loop calls plan.run.
+///
+/// Output: the problem, the math and the kernel picked, the time (median and min over --iters runs, CUDA
+/// events, after warm-up), TFLOP/s, GB/s of least traffic, the error against float64, and as the last line exactly `Passed` or
 /// `Failed`. Exit code: 0 Passed; 1 Failed or any error; 2 no usable CUDA device.
 /// The command line, random data and verification helpers are shared with the other examples
 /// (examples/common/).
@@ -24,12 +31,12 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include <convred/device/conv2d_reduce.cuh>
-#include <convred/device/conv2d_reduce_packed.cuh>
+#include <convred/device/conv2d_reduce_plan.cuh>
 #include <convred/reference/conv2d.hpp>
 
 #include "../common/cli.hpp"
@@ -58,7 +65,7 @@ struct options {
        set_groups = false;  // sizes given as options: input files must agree with them
   op_kind op = op_kind::min;
   dtype_kind dtype = dtype_kind::f32;
-  math_kind math = math_kind::ieee;
+  math_kind math = math_kind::accurate;  // the planner's default
   double scale = 2.0;
   bool bias = true;
   int iters = 50, warmup = 5;
@@ -89,13 +96,21 @@ void print_help() {
       "  --layout L          memory layout of x: nchw (default) or nhwc (PyTorch's channels_last)\n"
       "  --op OP             reduction over channels: min (default), max, sum, mean, argmin, argmax\n"
       "                      (argmin/argmax also write y, like torch.min(..., dim=1) values and indices)\n"
-      "  --dtype T           element type of x, W, b, y: float (default), double, half, bf16.\n"
-      "                      Math: exact fp32 FMA (fp64 for double); half/bf16 are converted to fp32 on load.\n"
-      "                      (PyTorch's default conv2d on GPUs uses TF32, which is less accurate.)\n"
-      "  --math M            ieee (default: exact fp32 FMA, conv2d_reduce), or a tensor-core precision run\n"
-      "                      through the packed-filter path (pack_filter once, then conv2d_reduce_packed;\n"
-      "                      wgmma on sm_90a, else the mma.sync fallback): tf32, tf32x3, bf16, fp16.\n"
-      "                      Tolerance vs float64: tf32 1e-3, tf32x3 1e-5, bf16/fp16 1e-2. --dtype float only\n"
+      "  --dtype T           element type of x, W, b, y: float (default), double, half, bf16\n"
+      "                      (half/bf16 are converted to fp32 on load; accumulation in fp32, fp64 for double)\n"
+      "  --math M            how the conv multiplies; every math runs through the planner,\n"
+      "                      convred::device::conv2d_reduce_plan<T, Math>, which picks the kernel for this GPU\n"
+      "                      and problem and says which and why (the 'kernel' line):\n"
+      "                        accurate  (default) fp32-accurate: the fastest kernel whose tests hold the error\n"
+      "                                  vs float64 to 1e-6: 3xTF32 tensor cores (wgmma on sm_90a, mma.sync on\n"
+      "                                  sm_80+), exact FMA on older GPUs and for double\n"
+      "                        ieee      exact fp32 FMA on the CUDA cores (fp64 for double)\n"
+      "                        tf32      TF32 tensor cores (PyTorch's default conv2d math on these GPUs, ~1e-4)\n"
+      "                        tf32x3    3xTF32 tensor cores (what accurate runs on sm_80+)\n"
+      "                        bf16, fp16  operands rounded to bf16 / fp16 on chip, fp32 accumulation\n"
+      "                      Tensor-core maths (tf32, tf32x3, bf16, fp16) take --dtype float, half or bf16 (the\n"
+      "                      wgmma kernel float only) and need sm_80+. Tolerance vs float64 (float data):\n"
+      "                      accurate 1e-6, ieee and tf32x3 1e-5, tf32 1e-3, bf16/fp16 1e-2; half/bf16 data 1e-2\n"
       "  --scale S           epilogue scale factor, applied in fp32 as epilogue::scale<float> (2.0)\n"
       "  --no-bias           no bias term\n\n"
       "Data\n"
@@ -135,7 +150,7 @@ options parse_args(int argc, char** argv, bool& help) {
   static const char* const ops[] = {"min", "max", "sum", "mean", "argmin", "argmax"};
   static const char* const dtypes[] = {"float|fp32|float32", "double|fp64|float64", "half|fp16|float16",
                                        "bf16|bfloat16"};
-  static const char* const maths[] = {"ieee", "tf32", "tf32x3", "bf16", "fp16"};
+  static const char* const maths[] = {"ieee", "tf32", "tf32x3", "bf16", "fp16", "accurate"};  // math_kind's order
   options o;
   auto& p = o.p;
   help = false;
@@ -175,7 +190,7 @@ options parse_args(int argc, char** argv, bool& help) {
     else if (k == "--layout") p.x_layout = pick<convred::layout>(k, a.value(), layouts, "nchw or nhwc");
     else if (k == "--op") o.op = pick<op_kind>(k, a.value(), ops, "min, max, sum, mean, argmin or argmax");
     else if (k == "--dtype") o.dtype = pick<dtype_kind>(k, a.value(), dtypes, "float, double, half or bf16");
-    else if (k == "--math") o.math = pick<math_kind>(k, a.value(), maths, "ieee, tf32, tf32x3, bf16 or fp16");
+    else if (k == "--math") o.math = pick<math_kind>(k, a.value(), maths, "accurate, ieee, tf32, tf32x3, bf16 or fp16");
     else if (k == "--scale") o.scale = ex::parse_real(k, a.value());
     else if (k == "--no-bias") a.flag(), o.bias = false;
     else if (k == "--iters") o.iters = static_cast<int>(ex::parse_int(k, a.value(), 0, 1000000));
@@ -195,8 +210,11 @@ options parse_args(int argc, char** argv, bool& help) {
   if (!o.idx_out.empty() && !is_index_op(o.op))
     throw usage_error("--idx-out needs --op argmin or argmax (op " + std::string(op_name(o.op)) + " has no index)");
   if (!o.bias && !o.b_file.empty()) throw usage_error("--no-bias and --b/--bias FILE contradict each other");
-  if (o.math != math_kind::ieee && o.dtype != dtype_kind::f32)
-    throw usage_error(std::string("--math ") + ex::math_label(o.math) + " runs with --dtype float only");
+  // The planner takes every math on float, half and bf16 data; double runs accurate or ieee (exact fp64).
+  if (o.dtype == dtype_kind::f64 && o.math != math_kind::accurate && o.math != math_kind::ieee)
+    throw usage_error(std::string("--math ") + ex::math_label(o.math) +
+                      " is a tensor-core math and takes --dtype float, half or bf16; --dtype double runs --math "
+                      "accurate or ieee (exact fp64)");
   return o;
 }
 
@@ -401,7 +419,39 @@ bool verify(const options& o, const host_inputs<T>& in, const std::vector<T>& hy
   return ok;
 }
 
-template <class T, class Op>
+/// The math line: what --math means for element type T (accurate: what the default resolves to).
+template <class T>
+void print_math(math_kind m) {
+  constexpr bool dbl = std::is_same_v<T, double>;
+  const char* fma = dbl ? "fp64" : "fp32";
+  switch (m) {
+    case math_kind::accurate:
+      if (dbl)
+        std::printf("math     : accurate (default): exact fp64 FMA for double data, error vs float64 held to 1e-6 "
+                    "(here 1e-12)\n");
+      else
+        std::printf("math     : accurate (default): fp32-accurate, the fastest kernel whose error vs float64 is held "
+                    "to 1e-6 (3xTF32 tensor cores on sm_80+, exact fp32 FMA on older GPUs); PyTorch's default "
+                    "conv2d on these GPUs is TF32 (~1e-4)%s\n",
+                    std::is_same_v<T, float> ? "" : "; y is rounded to 16 bits, so checked to 1e-2 here");
+      break;
+    case math_kind::ieee:
+      std::printf("math     : ieee (exact %s FMA on the CUDA cores); PyTorch's default conv2d uses TF32 instead\n", fma);
+      break;
+    case math_kind::tf32:
+      std::printf("math     : tf32 tensor cores, fp32 accumulation (PyTorch's default conv2d math, ~1e-4 vs float64)\n");
+      break;
+    case math_kind::tf32x3:
+      std::printf("math     : tf32x3 (3xTF32) tensor cores, fp32 accumulation (fp32-level accuracy)\n");
+      break;
+    case math_kind::bf16:
+    case math_kind::fp16:
+      std::printf("math     : %s tensor cores (operands rounded on chip), fp32 accumulation\n", ex::math_label(m));
+      break;
+  }
+}
+
+template <class T, class Op, class Math>
 int run(const options& o) {
   const convred::conv2d_problem& p = o.p;
   constexpr bool has_index = Op::has_index;
@@ -411,12 +461,7 @@ int run(const options& o) {
   std::printf("problem  : %s, scale %g%s -> y (%lld, 1, %lld, %lld)%s\n",
               problem_string(p, ex::type_label<T>()).c_str(), o.scale, o.bias ? ", bias" : ", no bias",
               (long long)p.N, (long long)p.P(), (long long)p.Q(), has_index ? " + int64 indices" : "");
-  if (o.math == math_kind::ieee)
-    std::printf("math     : ieee (exact %s FMA); PyTorch's default conv2d uses TF32 instead\n",
-                std::is_same_v<T, double> ? "fp64" : "fp32");
-  else
-    std::printf("math     : %s tensor cores, fp32 accumulation (packed filter, conv2d_reduce_packed)\n",
-                ex::math_label(o.math));
+  print_math<T>(o.math);
   const host_inputs<T> in(o);
   std::printf("inputs   : x %s, W %s, b %s (random: seed %llu; x ~ N(0,1), W, b ~ U(+-1/sqrt(%lld)))\n",
               o.x_file.empty() ? "random" : o.x_file.c_str(), o.w_file.empty() ? "random" : o.w_file.c_str(),
@@ -428,11 +473,18 @@ int run(const options& o) {
   CHECK_CUDA(cudaGetDevice(&dev));
   CHECK_CUDA(cudaGetDeviceProperties(&prop, dev));
   std::printf("device   : %s (sm_%d%d, %d SMs)\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+
+  // The planner picks the kernel for this problem, T, Math and the current device, and says which and why.
+  convred::device::conv2d_reduce_plan<T, Math> plan(p);
+  std::printf("kernel   : %s\n", plan.description().c_str());
   std::fflush(stdout);
+  if (plan.state() != convred::status::success) {
+    std::fprintf(stderr, "%s: the planner found no kernel for this run: %s\n", kProg, convred::to_string(plan.state()));
+    return plan.state() == convred::status::no_device ? 2 : ex::finish(false);
+  }
   thrust::device_vector<T> dx(in.x.begin(), in.x.end()), dw(in.w.begin(), in.w.end()), db(in.b.begin(), in.b.end());
   thrust::device_vector<T> dy(static_cast<std::size_t>(ny));
   thrust::device_vector<std::int64_t> didx(has_index ? static_cast<std::size_t>(ny) : 0);
-  thrust::device_vector<unsigned char> packed;
   CHECK_CUDA(cudaDeviceSynchronize());  // thrust works on the legacy default stream; ours is non-blocking
   const T* px = thrust::raw_pointer_cast(dx.data());
   const T* pw = thrust::raw_pointer_cast(dw.data());
@@ -442,46 +494,30 @@ int run(const options& o) {
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
-  // --math other than ieee: pack the filter once (untimed below), then run conv2d_reduce_packed (wgmma where
-  // the device and the problem allow, the mma.sync fallback otherwise).
-  auto packed_call = [&](auto policy, bool pack) {
-    using Pol = decltype(policy);
-    void* buf = thrust::raw_pointer_cast(packed.data());
-    if (!pack) return convred::device::conv2d_reduce_packed<Pol>(p, px, pw, buf, packed.size(), pb, py, pidx, Op{}, epi, stream);
-    const std::size_t bytes = convred::device::packed_filter_bytes<Pol, T>(p);
-    packed.resize(bytes > 0 ? bytes : 16);
-    const convred::status st = convred::device::pack_filter<Pol>(p, pw, thrust::raw_pointer_cast(packed.data()),
-                                                                 packed.size(), stream);
-    std::printf("packing  : %s; pack_filter %s\n",
-                bytes > 0 ? "wgmma kernel (sm_90a)" : "not served by the wgmma kernel: mma.sync fallback on W",
-                convred::to_string(st));
-    return st;
-  };
-  auto call = [&](bool pack) {
-    if constexpr (std::is_same_v<T, float>) {
-      using namespace convred;
-      switch (o.math) {
-        case math_kind::ieee: break;
-        case math_kind::tf32: return packed_call(default_wgmma_policy<math::tf32>::type{}, pack);
-        case math_kind::tf32x3: return packed_call(default_wgmma_policy<math::tf32x3>::type{}, pack);
-        case math_kind::bf16: return packed_call(default_wgmma_policy<math::bf16>::type{}, pack);
-        case math_kind::fp16: return packed_call(default_wgmma_policy<math::fp16>::type{}, pack);
-      }
-    }
-    return pack ? convred::status::success : convred::device::conv2d_reduce(p, px, pw, pb, py, pidx, Op{}, epi, stream);
-  };
-  convred::status st = call(true);
+  // prepare, once and untimed: packs W into the plan's own workspace when the wgmma kernel was picked (the
+  // other kernels read W on every run).
+  convred::status st = plan.prepare(pw, stream);
+  if (plan.workspace_bytes() > 0)
+    std::printf("prepare  : %s (W packed into %zu bytes of workspace the plan owns; untimed)\n", convred::to_string(st),
+                plan.workspace_bytes());
+  else
+    std::printf("prepare  : %s (nothing to pack: the %s kernel reads W on every run)\n", convred::to_string(st),
+                convred::device::to_string(plan.kernel()));
+  if (st != convred::status::success) {
+    std::fprintf(stderr, "%s: conv2d_reduce_plan::prepare failed: %s\n", kProg, convred::to_string(st));
+    return st == convred::status::no_device ? 2 : ex::finish(false);
+  }
   auto launch = [&]() {
-    st = call(false);
+    st = plan.run(px, pb, py, pidx, Op{}, epi, stream);
     if (st != convred::status::success)
-      std::fprintf(stderr, "%s: convred::device::conv2d_reduce%s failed: %s\n", kProg,
-                   o.math == math_kind::ieee ? "" : "_packed", convred::to_string(st));
+      std::fprintf(stderr, "%s: conv2d_reduce_plan::run (%s kernel) failed: %s\n", kProg,
+                   convred::device::to_string(plan.kernel()), convred::to_string(st));
     return st == convred::status::success;
   };
   // The verified run: outputs poisoned first (all-ones bytes: NaN for every float type, -1 for int64).
   CHECK_CUDA(cudaMemsetAsync(py, 0xFF, static_cast<std::size_t>(ny) * sizeof(T), stream));
   if (has_index) CHECK_CUDA(cudaMemsetAsync(pidx, 0xFF, static_cast<std::size_t>(ny) * sizeof(std::int64_t), stream));
-  if (st != convred::status::success || !launch()) {
+  if (!launch()) {
     if (st == convred::status::no_device)
       std::fprintf(stderr, "%s: this build has no kernel for %s (sm_%d%d); rebuild for its architecture\n", kProg,
                    prop.name, prop.major, prop.minor);
@@ -499,8 +535,8 @@ int run(const options& o) {
     if (!time_runs(o, stream, launch, med, best)) return ex::finish(false);
     const double bytes = static_cast<double>(p.x_elements()) * sizeof(T) + static_cast<double>(ny) * sizeof(T) +
                          (has_index ? static_cast<double>(ny) * sizeof(std::int64_t) : 0.0);
-    std::printf("time     : median %.3f ms, min %.3f ms over %d runs (CUDA events, after %d warm-up runs)\n", med,
-                best, o.iters, o.warmup);
+    std::printf("time     : median %.3f ms, min %.3f ms over %d runs of plan.run (CUDA events, after %d warm-up "
+                "runs; prepare not timed)\n", med, best, o.iters, o.warmup);
     std::printf("rate     : %.2f TFLOP/s (%.1f GFLOP = 2*N*P*Q*K*C/G*R*S), %.1f GB/s of least traffic "
                 "(%.3f GB: x read once + y%s written)\n", p.flops() / (med * 1e-3) / 1e12, p.flops() / 1e9,
                 bytes / (med * 1e-3) / 1e9, bytes / 1e9, has_index ? " and indices" : "");
@@ -526,15 +562,41 @@ int run(const options& o) {
   return ex::finish(verify<T, Op>(o, in, hy, hidx));
 }
 
+/// The plan's math tag for --math. Only the combinations the planner takes are instantiated: double runs
+/// accurate or ieee (parse_args refuses the tensor-core maths with --dtype double before any GPU work).
+template <class T, class Op>
+int dispatch_math(const options& o) {
+  namespace math = convred::math;
+  switch (o.math) {
+    case math_kind::accurate: return run<T, Op, math::accurate>(o);
+    case math_kind::ieee: return run<T, Op, math::ieee>(o);
+    case math_kind::tf32:
+    case math_kind::tf32x3:
+    case math_kind::bf16:
+    case math_kind::fp16:
+      if constexpr (!std::is_same_v<T, double>) {
+        switch (o.math) {
+          case math_kind::tf32: return run<T, Op, math::tf32>(o);
+          case math_kind::tf32x3: return run<T, Op, math::tf32x3>(o);
+          case math_kind::bf16: return run<T, Op, math::bf16>(o);
+          default: return run<T, Op, math::fp16>(o);
+        }
+      }
+      break;
+  }
+  throw std::logic_error(std::string("--math ") + ex::math_label(o.math) + " with --dtype " + ex::type_label<T>() +
+                         " is not instantiated");
+}
+
 template <class T>
 int dispatch_op(const options& o) {
   switch (o.op) {
-    case op_kind::min: return run<T, convred::op::min>(o);
-    case op_kind::max: return run<T, convred::op::max>(o);
-    case op_kind::sum: return run<T, convred::op::sum>(o);
-    case op_kind::mean: return run<T, convred::op::mean>(o);
-    case op_kind::argmin: return run<T, convred::op::argmin>(o);
-    case op_kind::argmax: return run<T, convred::op::argmax>(o);
+    case op_kind::min: return dispatch_math<T, convred::op::min>(o);
+    case op_kind::max: return dispatch_math<T, convred::op::max>(o);
+    case op_kind::sum: return dispatch_math<T, convred::op::sum>(o);
+    case op_kind::mean: return dispatch_math<T, convred::op::mean>(o);
+    case op_kind::argmin: return dispatch_math<T, convred::op::argmin>(o);
+    case op_kind::argmax: return dispatch_math<T, convred::op::argmax>(o);
   }
   return 1;
 }

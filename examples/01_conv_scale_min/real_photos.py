@@ -20,7 +20,8 @@ Runs on the GPU machine (python3 with PyTorch, NumPy and scikit-image; no networ
      build/examples/01_conv_scale_min) with --x/--w/--b/--y-out, loads its y and prints the max-abs,
      max-relative and relative-norm (||a-b|| / ||b||) errors of
        (a) convred vs float64, (b) PyTorch default vs float64, (c) convred vs PyTorch default,
-     and the example's Passed/Failed line.
+     and the example's Passed/Failed line. convred runs the example's default math, math::accurate
+     (its "math" and "kernel" lines say which kernel ran); pass e.g. -- --math tf32 for another.
 
 Exit code: the example's (0 only when it printed Passed), 1 if its output is missing or unreadable.
 Arguments after "--" are passed to the example (e.g. -- --layout nhwc --iters 100).
@@ -190,7 +191,7 @@ def main():
 
     print()
     print(f"{'comparison':38s} {'max abs':>11s} {'max rel':>11s} {'rel norm':>11s}")
-    for label, a, bb in (("(a) convred (fp32 FFMA) vs float64", y, ref),
+    for label, a, bb in (("(a) convred vs float64", y, ref),
                          ("(b) PyTorch default vs float64", dflt, ref),
                          ("(c) convred vs PyTorch default", y, dflt)):
         mx, mr, rn = errors(a, bb)
