@@ -243,12 +243,6 @@ __global__ void __launch_bounds__(Policy::threads, 1)
   // parity waits would alias) and its epilogue runs under the other's wgmmas
   constexpr int step = Policy::pingpong ? 2 : 1;
   const int wg = tid / 128, first_i = Policy::pingpong ? wg : 0;
-#ifdef CONVRED_EXP_STAGGER
-  if (!Policy::pingpong && wg == 1) {  // diagnosis builds: warpgroup 1 starts CONVRED_EXP_STAGGER cycles late
-    const long long t0 = clock64();
-    while (clock64() - t0 < CONVRED_EXP_STAGGER) __nanosleep(64);
-  }
-#endif
   for (std::int64_t i = first_i, tile = blockIdx.x + first_i * std::int64_t(gridDim.x); tile < prm.tiles;
        i += step, tile += step * std::int64_t(gridDim.x)) {
     if (Policy::pingpong) {
