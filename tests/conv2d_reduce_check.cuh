@@ -115,6 +115,12 @@ constexpr double rel_tol_for() {
   return std::max(test::tol::ieee<T>(), math_tol<math_of<Policy, T>>());
 }
 
+/// Policy tag of check_fused for the direct entry point (device::conv2d_reduce_direct: C/groups == 1,
+/// exact FMA).
+struct direct_entry {
+  using math = convred::math::ieee;  ///< exact FMA
+};
+
 /// True for policies of the packed-filter entry point (wgmma_policy: has `parts`).
 template <class Policy, class = void>
 struct uses_packed_filter : std::false_type {};
@@ -217,7 +223,10 @@ void check_fused(const std::string& name, const conv2d_problem& p, const host_da
 
   const T* dbias = o.bias ? craw(db) : nullptr;
   status s = status::success;
-  if constexpr (uses_packed_filter<Policy>::value) {  // wgmma_policy: pack the filter, then the packed entry point
+  if constexpr (std::is_same_v<Policy, direct_entry>) {
+    s = convred::device::conv2d_reduce_direct(p, craw(dx), craw(dw), dbias, raw(dy), Op::has_index ? raw(di) : nullptr,
+                                              op, de);
+  } else if constexpr (uses_packed_filter<Policy>::value) {  // wgmma_policy: pack the filter, then the packed entry point
     const std::size_t bytes = convred::device::packed_filter_bytes<Policy, T>(p);
     thrust::device_vector<unsigned char> packed(bytes);
     void* pk = bytes ? static_cast<void*>(raw(packed)) : nullptr;

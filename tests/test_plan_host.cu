@@ -120,6 +120,26 @@ TEST_CASE("conv2d_reduce_plan: the policy chain per math and device") {
     conv2d_reduce_plan<float, math::tf32> plan(p, none);
     CHECK(plan.state() == status::no_device);
   }
+  {
+    // C/groups == 1 (depthwise; also C = 1): the direct kernel, under every math and on any GPU
+    conv2d_problem dw = p;
+    dw.groups = dw.C, dw.K = 2 * dw.C;
+    conv2d_reduce_plan<float> acc(dw, h100);
+    CHECK(acc.kernel() == kernel_kind::direct);
+    CHECK(acc.workspace_bytes() == 0u);
+    CHECK(has(acc.description(), "direct (exact fp32 FMA"));
+    CHECK(has(acc.description(), "C/groups == 1"));
+    conv2d_reduce_plan<float, math::bf16> bf(dw, turing);
+    CHECK(bf.state() == status::success);
+    CHECK(bf.kernel() == kernel_kind::direct);
+    CHECK(has(bf.description(), "exact for any math"));
+    CHECK(conv2d_reduce_plan<double>(dw, a100).kernel() == kernel_kind::direct);
+    CHECK(conv2d_reduce_plan<float>(dw, none).state() == status::no_device);
+    conv2d_problem one = p;
+    one.C = 1;
+    CHECK(conv2d_reduce_plan<float, math::tf32>(one, h100).kernel() == kernel_kind::direct);
+    CHECK(std::string(convred::device::to_string(kernel_kind::direct)) == "direct");
+  }
 }
 
 TEST_CASE("conv2d_reduce_plan: shapes the wgmma kernel does not serve name the rule") {

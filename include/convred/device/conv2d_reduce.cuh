@@ -71,6 +71,40 @@ status conv2d_reduce(const conv2d_problem& p, const T* x, const T* w, const nond
   return detail::launch_status();
 }
 
+/// @brief conv2d_reduce for problems where each output channel reads one input channel (C/groups == 1:
+/// depthwise convolutions, any channel multiplier K/groups), by direct convolution: one thread per output
+/// pixel, exact FMA (math::ieee: fp32, fp64 for double), no GEMM tiles
+/// (kernel::conv2d_reduce_direct_kernel). The GEMM kernels spend a 128-channel tile on each group's
+/// K/groups channels there; this kernel reads x about once from L2 and is memory- and cache-bound.
+///
+/// Same semantics, arguments and errors as conv2d_reduce (PyTorch's conv2d with groups, then the epilogue,
+/// then the reduction across all K channels; x NCHW or NHWC; y (N,1,P,Q)), plus invalid_groups when
+/// C/groups != 1. conv2d_reduce_plan picks it for such problems whatever the math asked for (it is exact).
+/// @return as conv2d_reduce; invalid_groups also when C/groups != 1.
+template <class T, class Op, class Epilogue = epilogue::identity>
+status conv2d_reduce_direct(const conv2d_problem& p, const T* x, const T* w, const nondeduced_t<T>* bias, T* y,
+                            std::int64_t* indices, Op op = {}, Epilogue epi = {}, cudaStream_t stream = nullptr) {
+  static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
+  if (status s = validate(p, sizeof(T)); s != status::success) return s;
+  if (p.C_per_group() != 1) return status::invalid_groups;
+  if constexpr (!Op::has_index) {
+    if (indices) return status::indices_not_supported;
+  }
+  const std::int64_t ny = p.y_elements();
+  if (ny == 0) return status::success;
+  if (!x || !w || (!y && !indices)) return status::null_pointer;
+  constexpr int threads = kernel::direct_threads;
+  const std::int64_t blocks = (ny + threads - 1) / threads;
+  const detail::buffer_arg args[] = {detail::input(x, p.x_elements()), detail::input(w, p.w_elements()),
+                                     detail::input(bias, p.K), detail::output(y, ny), detail::output(indices, ny)};
+  if (status s = detail::check_buffers(args, blocks); s != status::success) return s;
+  auto kern = kernel::conv2d_reduce_direct_kernel<T, Op, Epilogue>;
+  if (status s = detail::check_device(kern); s != status::success) return s;
+  kern<<<static_cast<unsigned>(blocks), threads, 0, stream>>>(block::make_conv_params(p, x, w, bias), op, epi, y,
+                                                               indices);
+  return detail::launch_status();
+}
+
 /// @brief conv2d with epilogue, writing the full output: out[n,k,p,q] = e(bias[k] + conv2d(x,w)[n,k,p,q], k).
 ///
 /// Same conv semantics, policies and math as conv2d_reduce (PyTorch's conv2d). `out` holds N*K*P*Q

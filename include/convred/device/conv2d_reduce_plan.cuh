@@ -25,15 +25,17 @@ namespace convred::device {
 enum class kernel_kind {
   simt,      ///< exact CUDA-core FMA kernel (kernel::conv2d_reduce_kernel with a simt_policy): any GPU, any shape
   mma_sync,  ///< tensor-core mma.sync kernel (an mma_sync_policy): sm_80 and newer, any shape and layout
-  wgmma      ///< Hopper packed-filter kernel (conv2d_reduce_packed with a wgmma_policy): sm_90a, see packed_filter_bytes
+  wgmma,     ///< Hopper packed-filter kernel (conv2d_reduce_packed with a wgmma_policy): sm_90a, see packed_filter_bytes
+  direct     ///< exact direct-convolution kernel (conv2d_reduce_direct): C/groups == 1 (depthwise), any GPU
 };
 
-/// @brief Name of a kernel_kind ("simt", "mma.sync", "wgmma").
+/// @brief Name of a kernel_kind ("simt", "mma.sync", "wgmma", "direct").
 inline const char* to_string(kernel_kind k) noexcept {
   switch (k) {
     case kernel_kind::simt: return "simt";
     case kernel_kind::mma_sync: return "mma.sync";
     case kernel_kind::wgmma: return "wgmma";
+    case kernel_kind::direct: return "direct";
   }
   return "unknown";
 }
@@ -67,6 +69,9 @@ struct device_info {
 /// one problem, element type T and math, on one device.
 ///
 /// The constructor picks the kernel from the policy chain of the math, best first, and records why:
+/// - every math, when each output channel reads one input channel (C/groups == 1: depthwise convs): the
+///   direct kernel (conv2d_reduce_direct: exact FMA, so at least as accurate as any math asks; the GEMM
+///   kernels would spend a 128-channel tile on each group's K/groups channels);
 /// - math::accurate (the default: the error vs float64 held to 1e-6): tf32x3's chain below on sm_80 and
 ///   newer, else (older GPUs, double data) the SIMT kernel in exact FMA;
 /// - math::ieee (exact fp32 FMA for float/16-bit data, fp64 for double): the SIMT kernel,
@@ -226,6 +231,7 @@ class conv2d_reduce_plan {
         return status::no_device;
       }
     }
+    if (kind_ == kernel_kind::direct) return conv2d_reduce_direct(p_, x, w_, bias, y, indices, op, epi, stream);
     if constexpr (tensor_math) {
       if (kind_ == kernel_kind::wgmma)
         return conv2d_reduce_packed<wgmma_policy_t>(p_, x, w_, packed_, packed_bytes_, bias, y, indices, op, epi, stream);
@@ -258,8 +264,16 @@ class conv2d_reduce_plan {
       why_ = "none: no CUDA device";
       return;
     }
-    const std::string simt = std::string("simt ieee (exact ") + (std::is_same_v<T, double> ? "fp64" : "fp32") +
-                             " FMA, 256-pixel x 128-channel tiles)";
+    const char* fma = std::is_same_v<T, double> ? "fp64" : "fp32";
+    if (p_.C_per_group() == 1) {
+      kind_ = kernel_kind::direct;
+      why_ = std::string("direct (exact ") + fma + " FMA, one thread per output pixel): C/groups == 1 (depthwise)" +
+             (std::is_same_v<Math, math::ieee> || accurate ? "" : ", exact for any math");
+      return;
+    }
+    const std::string simt = std::string("simt ieee (exact ") + fma + " FMA, " +
+                             std::to_string(simt_policy_t::block_m) + "-pixel x " +
+                             std::to_string(simt_policy_t::block_n) + "-channel tiles)";
     if constexpr (!tensor_math) {
       kind_ = kernel_kind::simt;
       why_ = simt + (accurate ? ": math::accurate on double data (error vs float64 <= 1e-6)" : ": math::ieee");
@@ -321,6 +335,7 @@ class conv2d_reduce_plan {
     }
     if (device_ >= 0) return dev == device_ ? status::success : status::no_device;
     if constexpr (tensor_math) {
+      if (kind_ == kernel_kind::direct) return status::success;              // any device
       const std::size_t here = packed_filter_bytes<wgmma_policy_t, T>(p_);  // 0 where wgmma does not serve p
       if ((kind_ == kernel_kind::wgmma) != (here > 0) || (kind_ == kernel_kind::wgmma && here != need_))
         return status::no_device;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "../block/conv_direct.cuh"
 #include "../block/conv_mainloop_simt.cuh"
 #include "../block/conv_mainloop_mma_sync.cuh"
 #include "../block/reduce_epilogue.cuh"
@@ -53,6 +54,34 @@ __global__ void __launch_bounds__(Policy::threads, Policy::min_blocks_per_sm)
   red.store(y, indices, prm.K, mainloop::tile_m,
             [&](int p) { return m0 + p < prm.M ? m0 + p : std::int64_t(-1); });
 }
+/// Threads per block of conv2d_reduce_direct_kernel: small blocks, so that batch-1 layers (a few thousand
+/// output pixels) still spread over many SMs.
+inline constexpr int direct_threads = 64;
+
+/// @brief Fused conv2d -> epilogue -> channel reduction for problems with C/groups == 1 (depthwise):
+/// one thread per output pixel m = (n, p, q), looping over the K output channels, each a direct R x S
+/// window sum (block::direct_conv_at, exact FMA) folded into the thread's own reduction state, so no
+/// value crosses threads and nothing is staged in shared memory. Consecutive threads take consecutive q:
+/// NCHW x reads are coalesced, the filter taps are the same address across the warp (broadcast).
+template <class T, class Op, class Epilogue>
+__global__ void __launch_bounds__(direct_threads)
+    conv2d_reduce_direct_kernel(const block::conv_params<T> prm, Op op, Epilogue epi, T* y, std::int64_t* indices) {
+  using V = compute_t<T>;
+  const std::int64_t m = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (m >= prm.M) return;
+  const std::int64_t n = m / prm.PQ, pq = m - n * prm.PQ, p = pq / prm.Q, q = pq - p * prm.Q;
+  auto state = Op::template identity<V>();
+#pragma unroll 1
+  for (std::int64_t k = 0; k < prm.K; ++k) {
+    const V v = block::direct_conv_at<V>(prm, n, k, p, q);
+    state = op(state, Op::template make<V>(apply_epilogue(epi, v, static_cast<int>(k)), static_cast<int>(k)));
+  }
+  if (y) y[m] = from_compute<T>(Op::template value<V>(state, prm.K));
+  if constexpr (Op::has_index) {
+    if (indices) indices[m] = Op::template index<V>(state);
+  }
+}
+
 /// @brief conv2d + epilogue writing the full output (layout of x: NCHW -> (N,K,P,Q), NHWC -> (N,P,Q,K)).
 /// One block per BlockM output pixels; each block loops over every group and BlockN-channel tile.
 template <class Policy, class T, class Epilogue>
