@@ -46,12 +46,43 @@ TEST_CASE("direct_conv_at equals the float64 reference conv (float and double, b
           for (std::int64_t i = 0; i < p.P(); ++i)
             for (std::int64_t j = 0; j < p.Q(); ++j) {
               const auto o = static_cast<std::size_t>(convred::reference::out_offset(p, n, k, i, j));
-              bad += std::abs(convred::block::direct_conv_at<double>(prm, n, k, i, j) - ref[o]) > 1e-12 * (1 + std::abs(ref[o]));
+              const double got = convred::block::direct_conv_at<double>(prm, n, k, i, j);
+              bad += std::abs(got - ref[o]) > 1e-12 * (1 + std::abs(ref[o]));
               badf += convred::block::direct_conv_at<float>(prmf, n, k, i, j) != static_cast<float>(reff[o]);
+              // the unrolled variants the kernel runs for 3x3, 5x5 and 7x7 (same order: bitwise equal)
+              if (p.R == 3 && p.S == 3) bad += convred::block::direct_conv_at<double, 3, 3>(prm, n, k, i, j) != got;
+              if (p.R == 7 && p.S == 7) bad += convred::block::direct_conv_at<double, 7, 7>(prm, n, k, i, j) != got;
+              if (p.R == 5 && p.S == 5) bad += convred::block::direct_conv_at<double, 5, 5>(prm, n, k, i, j) != got;
             }
       CHECK(bad == 0);
       CHECK(badf == 0);
     }
+}
+
+TEST_CASE("direct_conv_at: infinite and NaN filter values meet the zero padding as 0 * w (NaN), as in PyTorch") {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (layout lay : kLayouts) {
+    const conv2d_problem p = make_problem(1, 3, 6, 7, 6, 3, 3, 1, 1, 1, 1, 1, 1, 3, lay);
+    host_data<float> d = make_data<float>(p, 56000, data_kind::integer);
+    d.w[0] = static_cast<float>(inf);       // channel 0, tap (0, 0): padding above / left of row 0, column 0
+    d.w[9 + 8] = static_cast<float>(-inf);  // channel 1, tap (2, 2)
+    d.w[18 + 4] = static_cast<float>(nan);  // channel 2, centre tap
+    d.x[static_cast<std::size_t>(convred::reference::x_offset(p, 0, 1, 3, 3))] = static_cast<float>(inf);
+    std::vector<double> ref(static_cast<std::size_t>(p.out_elements()));
+    convred::reference::conv2d(p, d.x.data(), d.w.data(), d.b.data(), ref.data());
+    const auto prm = convred::block::make_conv_params(p, d.x.data(), d.w.data(), d.b.data());
+    std::size_t bad = 0, nans = 0;
+    for (std::int64_t k = 0; k < p.K; ++k)
+      for (std::int64_t i = 0; i < p.P(); ++i)
+        for (std::int64_t j = 0; j < p.Q(); ++j) {
+          const double want = ref[static_cast<std::size_t>(convred::reference::out_offset(p, 0, k, i, j))];
+          const float got = convred::block::direct_conv_at<float, 3, 3>(prm, 0, k, i, j);
+          nans += std::isnan(want);
+          bad += !(got == static_cast<float>(want) || (std::isnan(got) && std::isnan(want)));
+        }
+    CHECK(nans > 0);
+    CHECK(bad == 0);
+  }
 }
 }  // TEST_SUITE("host")
 

@@ -13,28 +13,37 @@ namespace convred::block {
 /// @brief bias[k] + conv2d(x, w)[n, k, p, q] in V (float, or double for double data) for a problem with
 /// C/groups == 1: output channel k reads input channel c = k / (K/groups) only (PyTorch's depthwise
 /// conv2d with a channel multiplier K/groups), its R x S window at rows p*stride_h - pad_h + r*dil_h and
-/// columns q*stride_w - pad_w + s*dil_w (taps outside x are the zero padding). w is (K, 1, R, S); x in
-/// prm.x_layout. The sum runs in the order r, s with one fused multiply-add per tap (math::ieee), then
-/// the bias is added, as the GEMM kernels add it after their sums. Host and device: the host suite checks
-/// it against the float64 reference.
-template <class V, class T>
+/// columns q*stride_w - pad_w + s*dil_w. Taps in the zero padding multiply 0 by the filter value, as
+/// PyTorch's padded input does (so an infinite or NaN filter value still gives NaN there). w is
+/// (K, 1, R, S); x in prm.x_layout. The sum runs in the order r, s with one multiply-add per tap
+/// (math::ieee), then the bias is added, as the GEMM kernels add it after their sums. FR, FS: the filter
+/// size at compile time (unrolled taps, their loads all in flight), or 0 for prm.R / prm.S at run time.
+/// Host and device: the host suite checks it against the float64 reference.
+template <class V, int FR = 0, int FS = 0, class T>
 __host__ __device__ inline V direct_conv_at(const conv_params<T>& prm, std::int64_t n, std::int64_t k, std::int64_t p,
                                             std::int64_t q) {
+  const int R = FR > 0 ? FR : prm.R, S = FS > 0 ? FS : prm.S;
   const std::int64_t c = k / prm.Kg;
-  const T* wk = prm.w + k * prm.R * prm.S;
+  const T* wk = prm.w + k * R * S;
   const bool nchw = prm.x_layout == layout::nchw;
   // input channel c of image n, and the element steps between columns and between rows
   const T* xc = prm.x + (nchw ? (n * prm.C + c) * prm.H * prm.W : n * prm.H * prm.W * prm.C + c);
   const std::int64_t col = nchw ? 1 : prm.C, row = prm.W * col;
   const std::int64_t h0 = p * prm.stride_h - prm.pad_h, w0 = q * prm.stride_w - prm.pad_w;
   V acc = V(0);
-  for (int r = 0; r < prm.R; ++r, wk += prm.S) {
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+  for (int r = 0; r < R; ++r) {
     const std::int64_t h = h0 + static_cast<std::int64_t>(r) * prm.dil_h;
-    if (h < 0 || h >= prm.H) continue;
-    const T* xr = xc + h * row;
-    for (int s = 0; s < prm.S; ++s) {
+    const bool row_in = h >= 0 && h < prm.H;
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+    for (int s = 0; s < S; ++s) {
       const std::int64_t wc = w0 + static_cast<std::int64_t>(s) * prm.dil_w;
-      if (wc >= 0 && wc < prm.W) acc += to_compute(xr[wc * col]) * to_compute(wk[s]);
+      const V xv = row_in && wc >= 0 && wc < prm.W ? static_cast<V>(to_compute(xc[h * row + wc * col])) : V(0);
+      acc += xv * static_cast<V>(to_compute(wk[r * S + s]));
     }
   }
   return prm.bias ? acc + static_cast<V>(to_compute(prm.bias[k])) : acc;

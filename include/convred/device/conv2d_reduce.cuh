@@ -73,7 +73,8 @@ status conv2d_reduce(const conv2d_problem& p, const T* x, const T* w, const nond
 
 /// @brief conv2d_reduce for problems where each output channel reads one input channel (C/groups == 1:
 /// depthwise convolutions, any channel multiplier K/groups), by direct convolution: one thread per output
-/// pixel, exact FMA (math::ieee: fp32, fp64 for double), no GEMM tiles
+/// pixel (several threads per pixel, each over a share of the channels, when the pixels are too few to
+/// fill the GPU), exact FMA (math::ieee: fp32, fp64 for double), no GEMM tiles
 /// (kernel::conv2d_reduce_direct_kernel). The GEMM kernels spend a 128-channel tile on each group's
 /// K/groups channels there; this kernel reads x about once from L2 and is memory- and cache-bound.
 ///
@@ -94,14 +95,18 @@ status conv2d_reduce_direct(const conv2d_problem& p, const T* x, const T* w, con
   if (ny == 0) return status::success;
   if (!x || !w || (!y && !indices)) return status::null_pointer;
   constexpr int threads = kernel::direct_threads;
-  const std::int64_t blocks = (ny + threads - 1) / threads;
+  // lanes per output pixel: enough threads for about 128 K of them in flight (a full H200 or A100), at
+  // most 32 and no more than there are channels
+  int lanes = 1;
+  while (lanes < 32 && 2 * lanes <= p.K && ny * lanes < (std::int64_t(1) << 17)) lanes *= 2;
+  const std::int64_t blocks = (ny * lanes + threads - 1) / threads;
   const detail::buffer_arg args[] = {detail::input(x, p.x_elements()), detail::input(w, p.w_elements()),
                                      detail::input(bias, p.K), detail::output(y, ny), detail::output(indices, ny)};
   if (status s = detail::check_buffers(args, blocks); s != status::success) return s;
   auto kern = kernel::conv2d_reduce_direct_kernel<T, Op, Epilogue>;
   if (status s = detail::check_device(kern); s != status::success) return s;
   kern<<<static_cast<unsigned>(blocks), threads, 0, stream>>>(block::make_conv_params(p, x, w, bias), op, epi, y,
-                                                               indices);
+                                                               indices, lanes);
   return detail::launch_status();
 }
 

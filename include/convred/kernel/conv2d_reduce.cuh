@@ -59,23 +59,41 @@ __global__ void __launch_bounds__(Policy::threads, Policy::min_blocks_per_sm)
 inline constexpr int direct_threads = 64;
 
 /// @brief Fused conv2d -> epilogue -> channel reduction for problems with C/groups == 1 (depthwise):
-/// one thread per output pixel m = (n, p, q), looping over the K output channels, each a direct R x S
-/// window sum (block::direct_conv_at, exact FMA) folded into the thread's own reduction state, so no
-/// value crosses threads and nothing is staged in shared memory. Consecutive threads take consecutive q:
-/// NCHW x reads are coalesced, the filter taps are the same address across the warp (broadcast).
+/// `lanes` consecutive threads (a power of two <= 32, chosen by the host so that small problems still fill
+/// the GPU) share an output pixel m = (n, p, q); lane j of them takes channels j, j + lanes, ..., each a
+/// direct R x S window sum (block::direct_conv_at, exact FMA, taps unrolled for 3x3, 5x5 and 7x7) folded
+/// into its own reduction state; the lanes' states are then combined with shuffles and the first lane
+/// writes y (and the index). Nothing is staged in shared memory. NCHW x reads are coalesced in runs of
+/// 32 / lanes consecutive pixels; the filter taps are broadcast across those runs.
 template <class T, class Op, class Epilogue>
 __global__ void __launch_bounds__(direct_threads)
-    conv2d_reduce_direct_kernel(const block::conv_params<T> prm, Op op, Epilogue epi, T* y, std::int64_t* indices) {
+    conv2d_reduce_direct_kernel(const block::conv_params<T> prm, Op op, Epilogue epi, T* y, std::int64_t* indices,
+                                int lanes) {
   using V = compute_t<T>;
-  const std::int64_t m = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (m >= prm.M) return;
-  const std::int64_t n = m / prm.PQ, pq = m - n * prm.PQ, p = pq / prm.Q, q = pq - p * prm.Q;
+  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t m = t / lanes;
+  const int j = static_cast<int>(t % lanes);
+  const bool live = m < prm.M;  // every lane stays for the shuffles
+  const std::int64_t mm = live ? m : 0;
+  const std::int64_t n = mm / prm.PQ, pq = mm - n * prm.PQ, p = pq / prm.Q, q = pq - p * prm.Q;
   auto state = Op::template identity<V>();
+  auto fold = [&](auto conv) {
 #pragma unroll 1
-  for (std::int64_t k = 0; k < prm.K; ++k) {
-    const V v = block::direct_conv_at<V>(prm, n, k, p, q);
-    state = op(state, Op::template make<V>(apply_epilogue(epi, v, static_cast<int>(k)), static_cast<int>(k)));
-  }
+    for (std::int64_t k = j; live && k < prm.K; k += lanes) {
+      const V v = conv(k);
+      state = op(state, Op::template make<V>(apply_epilogue(epi, v, static_cast<int>(k)), static_cast<int>(k)));
+    }
+  };
+  if (prm.R == 3 && prm.S == 3)
+    fold([&](std::int64_t k) { return block::direct_conv_at<V, 3, 3>(prm, n, k, p, q); });
+  else if (prm.R == 5 && prm.S == 5)
+    fold([&](std::int64_t k) { return block::direct_conv_at<V, 5, 5>(prm, n, k, p, q); });
+  else if (prm.R == 7 && prm.S == 7)
+    fold([&](std::int64_t k) { return block::direct_conv_at<V, 7, 7>(prm, n, k, p, q); });
+  else
+    fold([&](std::int64_t k) { return block::direct_conv_at<V>(prm, n, k, p, q); });
+  for (int d = lanes / 2; d >= 1; d /= 2) state = op(state, block::detail::shfl_xor<32>(state, d));
+  if (!live || j != 0) return;
   if (y) y[m] = from_compute<T>(Op::template value<V>(state, prm.K));
   if constexpr (Op::has_index) {
     if (indices) indices[m] = Op::template index<V>(state);
