@@ -923,7 +923,8 @@ void run_case(case_result& cr, runner& rn, const options& o, cudnn_env* env) {
     convred::device::conv2d_reduce_plan<float, Math> plan(p);
     r.algo = plan.description();
     r.kernel = convred::device::to_string(plan.kernel());
-    if (plan.kernel() == convred::device::kernel_kind::simt) r.ceiling_tflops = kFfmaTflops;
+    if (plan.kernel() == convred::device::kernel_kind::simt || plan.kernel() == convred::device::kernel_kind::direct)
+      r.ceiling_tflops = kFfmaTflops;
     r.note = "prepare (filter packing) once, untimed";
     std::printf("  plan %-8s %s\n", label, r.algo.c_str());
     try {

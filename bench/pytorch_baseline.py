@@ -589,7 +589,7 @@ def markdown_rows(cases):
     return "\n".join(lines)
 
 
-KERNEL_ABBR = {"wgmma": "W", "mma.sync": "M", "simt": "S"}
+KERNEL_ABBR = {"wgmma": "W", "mma.sync": "M", "simt": "S", "direct": "D"}
 
 
 def markdown_suite(cases):
@@ -622,7 +622,7 @@ def markdown_suite(cases):
         lines.append("| " + " | ".join(str(x).replace("|", "/") for x in cells) + " |")
     lines.append("")
     lines.append("Median ms (CUDA events, L2 flushed before each run). kernel: the planner's choice per precision "
-                 "(W wgmma, M mma.sync, S simt; the row's \"algo\" in the JSON says why). cuDNN: the faster of NCHW "
+                 "(W wgmma, M mma.sync, S simt, D direct; the row's \"algo\" in the JSON says why). cuDNN: the faster of NCHW "
                  "and NHWC (x converted untimed) + convred's reduction. x compile = torch.compile of the same "
                  "precision (TF32; bf16 under autocast) / convred. err: ||y-ref||/||ref|| vs float64, sampled; "
                  "'!' above the row's tolerance (docs/tolerances.md).")
