@@ -157,6 +157,17 @@ struct conv_mainloop_wgmma {
       for (int i = 0; i < 64; ++i) fence_operand(d[m][i]);
   }
 
+  /// The accumulators d in reduce_epilogue's tile shape: acc[2 * row + half][2 * n8 + e] = d[row][4 n8 +
+  /// 2 half + e] (see the class comment).
+  __device__ static void to_tile(const float (&d)[2][64], float (&acc)[TM][TN]) {
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int j = 0; j < 16; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[2 * mt + e / 2][2 * j + e % 2] = d[mt][4 * j + e];
+  }
+
   /// @brief The shape rules of the can-implement check (host): nullptr when the mainloop implements p's
   /// layout and shape, else why not (a static string naming the rule, for conv2d_reduce_plan's reason).
   /// Shared-memory fit is checked by make_params. p must be valid (convred::validate).

@@ -69,14 +69,32 @@ __global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict
 /// [3] reduction and stores, [4] tiles; transform warp 0 lane 0: [5] raw-buffer waits, [6] stage-slot
 /// waits, [7] plane conversion.
 __device__ unsigned long long exp_clocks[8];
-/// Runs stmt and adds its clock64 cycles to clk[slot] (diagnosis builds).
+/// Diagnosis builds: one thread's cycle counts, added to exp_clocks when they go out of scope (for the
+/// threads that count).
+struct exp_clock_counts {
+  unsigned long long c[8] = {};  ///< cycles per slot (see exp_clocks)
+  bool on;                       ///< this thread's counts are added
+  /// Counts for this thread when `counting`.
+  __device__ explicit exp_clock_counts(bool counting) : on(counting) {}
+  /// Adds the counts to exp_clocks.
+  __device__ ~exp_clock_counts() {
+    if (on)
+      for (int i = 0; i < 8; ++i) atomicAdd(&exp_clocks[i], c[i]);
+  }
+};
+/// Runs stmt and adds its clock64 cycles to clk.c[slot] (diagnosis builds).
 #define CONVRED_EXP_TIME(slot, stmt)      \
   do {                                    \
     const long long t0_ = clock64();      \
     stmt;                                 \
-    clk[slot] += clock64() - t0_;         \
+    clk.c[slot] += clock64() - t0_;       \
   } while (0)
 #else
+/// Cycle counts of the diagnosis builds (`-DCONVRED_EXP_CLOCKS`); nothing in other builds.
+struct exp_clock_counts {
+  /// Nothing to count.
+  __device__ explicit exp_clock_counts(bool) {}
+};
 /// Runs stmt (CONVRED_EXP_CLOCKS builds also count its cycles).
 #define CONVRED_EXP_TIME(slot, stmt) stmt
 #endif
@@ -123,143 +141,166 @@ struct pipeline_state {
   __device__ void wait_full(std::uint64_t* bars) const { convred::detail::mbarrier_wait(&bars[slot], phase); }
 };
 
-/// @brief Persistent fused kernel: block b computes tiles b, b + gridDim.x, ... of tile_h x 64 output
-/// pixels (cooperative: both consumer warpgroups on each tile; ping-pong: the warpgroups take turns).
-/// Warpgroup 2 produces (its registers lowered with setmaxnreg): one thread issues the TMA copy of each
-/// raw patch buffer (raw_c channels; a stage of block_c channels is block_c / raw_c of them), another the
-/// bulk copy of the stage's packed filter slice (or, once, of the whole filter when it is resident, see
-/// wgmma_conv_params) (block::conv_patch_loader), each running ahead across tile boundaries as its
-/// buffers are released; the other three warps convert each raw buffer into the stage's planes.
-/// Warpgroups 0-1 consume: per stage one commit group of wgmmas (block::conv_mainloop_wgmma), released
-/// when the next stage's group is issued and the stage's own has completed; per tile, the epilogue
-/// e(acc + bias[k], k) and the reduction across the K channels in registers and warp shuffles
-/// (block::reduce_epilogue, fold + finish); y and indices written once. Synchronisation is by mbarriers
-/// only (no block-wide barrier after the set-up).
-/// Diagnosis builds only (bench/wgmma_stages.cu, bench/NOTES.md): `-DCONVRED_EXP_CLOCKS` counts cycles per
-/// phase (exp_clocks); wrong results: `-DCONVRED_EXP_NOMMA` skips the consumers' wgmmas (times the
-/// producer alone), `-DCONVRED_EXP_NOTRANSFORM` skips the plane conversion, `-DCONVRED_EXP_NOLOAD` skips
-/// every copy and the conversion (times the consumers alone).
-template <class Policy, class Op, class Epilogue>
-__global__ void __launch_bounds__(Policy::threads, 1)
-    conv2d_reduce_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const block::wgmma_conv_params prm, Op op,
-                               Epilogue epi, float* y, std::int64_t* indices) {
-#if CONVRED_HAS_WGMMA
-  using mainloop = block::conv_mainloop_wgmma<Policy>;
-  using loader = block::conv_patch_loader<Policy>;
-  constexpr int S = Policy::stages, SR = Policy::raw_stages, TW = Policy::tile_w, TH = Policy::tile_h;
-  constexpr int transform_threads = 96;  // producer warps 1-3
-  constexpr int E = 16 / Policy::filter_elem_bytes, chunks = Policy::block_c / Policy::raw_c;  // raw buffers per stage
-  extern __shared__ __align__(128) unsigned char smem[];
-  unsigned char* stages = smem + prm.resident_bytes;  // the resident filter (if any) comes first
-  unsigned char* raw = stages + S * prm.stage_bytes;
-  auto& tail = *reinterpret_cast<wgmma_tail_storage<Policy, Op>*>(raw + SR * prm.raw_bytes);
-  const int tid = static_cast<int>(threadIdx.x);
-  if (tid == 0) {
-    for (int s = 0; s < S; ++s) {
-      convred::detail::mbarrier_init(&tail.full[s], transform_threads + (prm.resident_bytes ? 0 : 1));
-      convred::detail::mbarrier_init(&tail.empty[s], Policy::pingpong ? 128 : Policy::consumer_threads);
-    }
-    for (int s = 0; s < SR; ++s) {
-      convred::detail::mbarrier_init(&tail.raw_full[s], 1);
-      convred::detail::mbarrier_init(&tail.raw_empty[s], transform_threads);
-    }
-    convred::detail::mbarrier_init(&tail.filter_full, 1);
-    convred::detail::mbarrier_init(&tail.order[0], 128);
-    convred::detail::mbarrier_init(&tail.order[1], 128);
-    convred::detail::mbarrier_init_fence();
-  }
-  for (int i = tid; i < Policy::block_n; i += Policy::threads)
-    tail.bias[i] = prm.bias && i < prm.K ? prm.bias[i] : 0.f;
-  __syncthreads();
-  auto decode = [&](std::int64_t tile, std::int64_t& n, std::int64_t& tp, std::int64_t& tq) {
-    tq = tile % prm.tiles_q;
-    const std::int64_t rest = tile / prm.tiles_q;
-    tp = rest % prm.tiles_p, n = rest / prm.tiles_p;
+/// @brief The persistent kernel's tile scheduler. The tiles (tile_h x 64 output pixels) form an
+/// N x tiles_p x tiles_q grid, ordered q fastest, then p, then n; block b takes tiles b, b + G, b + 2G,
+/// ... (G = gridDim.x). The producer walks that sequence; cooperative consumers too, ping-pong consumer
+/// warpgroup g every second tile from its g-th.
+struct tile_scheduler {
+  /// Where a tile lies.
+  struct coord {
+    std::int64_t n;   ///< image
+    std::int64_t tp;  ///< tile row: output rows tp * tile_h ...
+    std::int64_t tq;  ///< tile column: output columns tq * 64 ...
   };
-  pipeline_state<S> st;
-  pipeline_state<SR> rs;
-#ifdef CONVRED_EXP_CLOCKS
-  unsigned long long clk[8] = {};
-  struct flush_clocks {  // adds this thread's counts at every exit
-    unsigned long long* c;
-    bool on;
-    __device__ ~flush_clocks() {
-      if (on)
-        for (int i = 0; i < 8; ++i) atomicAdd(&exp_clocks[i], c[i]);
-    }
-  } flush_{clk, tid == 0 || tid == 128 || tid == Policy::consumer_threads + 32};
-#endif
+  std::int64_t tiles;    ///< tiles in all (N * tiles_p * tiles_q)
+  std::int64_t tiles_p;  ///< tile rows per image
+  std::int64_t tiles_q;  ///< tile columns per image
+  /// The tile grid of the kernel's parameters.
+  __device__ explicit tile_scheduler(const block::wgmma_conv_params& p)
+      : tiles(p.tiles), tiles_p(p.tiles_p), tiles_q(p.tiles_q) {}
+  /// This block's tile number `skip` (its first when 0); done when >= tiles.
+  __device__ std::int64_t first(int skip = 0) const { return blockIdx.x + skip * std::int64_t(gridDim.x); }
+  /// This block's tile `every` tiles after `tile`.
+  __device__ std::int64_t next(std::int64_t tile, int every = 1) const { return tile + every * std::int64_t(gridDim.x); }
+  /// Where `tile` lies.
+  __device__ coord decode(std::int64_t tile) const {
+    coord c;
+    c.tq = tile % tiles_q;
+    const std::int64_t rest = tile / tiles_q;
+    c.tp = rest % tiles_p, c.n = rest / tiles_p;
+    return c;
+  }
+};
 
-  if (tid >= Policy::consumer_threads) {  // producer warpgroup
-    warpgroup::set_max_registers<Policy::producer_registers, false>();
-    const int pt = tid - Policy::consumer_threads;
-    if (pt == 1 && prm.resident_bytes) {  // the resident filter: copied once
-      loader::copy_filter_resident(smem, &tail.filter_full, prm);
-    } else if (pt < 2 || pt >= 32) {
-      for (std::int64_t tile = blockIdx.x; tile < prm.tiles; tile += gridDim.x) {
-        std::int64_t n, tp, tq;
-        decode(tile, n, tp, tq);
-        const int h0 = static_cast<int>(tp) * TH - prm.pad_h;
-        const int w0 = static_cast<int>(tq) * TW - prm.pad_w - prm.col_shift;
-        for (int kt = 0; kt < prm.kt; ++kt, st.advance()) {
-          unsigned char* stage = stages + st.slot * prm.stage_bytes;
-          if (pt == 1) {  // the filter copier: as soon as the consumers release the stage
-            st.wait_free(tail.empty);
-            loader::copy_filter(stage, &tail.full[st.slot], prm, kt);
-            continue;
-          }
-          if (pt >= 32) CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
-          for (int c = 0; c < chunks; ++c, rs.advance()) {  // the stage's raw buffers of raw_c channels
-            unsigned char* rbuf = raw + rs.slot * prm.raw_bytes;
-            if (pt == 0) {  // the patch copier: runs up to raw_stages buffers ahead of the transform
-              rs.wait_free(tail.raw_empty);
-              loader::copy_patch(rbuf, &tail.raw_full[rs.slot], &x_map, prm, static_cast<int>(n), h0, w0,
-                                 kt * Policy::block_c + c * Policy::raw_c);
-            } else {  // the transform warps
-              CONVRED_EXP_TIME(5, rs.wait_full(tail.raw_full));
-              CONVRED_EXP_TIME(7, loader::to_planes(reinterpret_cast<const float*>(rbuf),
-                                                    stage + prm.a_offset + c * (Policy::raw_c / E) * prm.plane_bytes,
-                                                    prm, pt - 32, transform_threads));
-              convred::detail::mbarrier_arrive(&tail.raw_empty[rs.slot]);
-            }
-          }
-          if (pt >= 32) convred::detail::mbarrier_arrive(&tail.full[st.slot]);
-        }
-      }
-    }
+/// @brief Shared-memory regions of conv2d_reduce_wgmma_kernel: the resident filter (if any), the operand
+/// stages, the raw patch buffers and the tail.
+template <class Policy, class Op>
+struct wgmma_smem {
+  unsigned char* base;                  ///< the dynamic shared memory; the resident filter first
+  unsigned char* stages;                ///< operand stage s at stages + s * stage_bytes
+  unsigned char* raw;                   ///< raw buffer r at raw + r * raw_bytes
+  wgmma_tail_storage<Policy, Op>& tail;  ///< reduction storage, mbarriers, bias
+  /// Carves the block's dynamic shared memory as make_params laid it out.
+  __device__ wgmma_smem(unsigned char* smem, const block::wgmma_conv_params& prm)
+      : base(smem),
+        stages(smem + prm.resident_bytes),
+        raw(stages + Policy::stages * prm.stage_bytes),
+        tail(*reinterpret_cast<wgmma_tail_storage<Policy, Op>*>(raw + Policy::raw_stages * prm.raw_bytes)) {}
+};
+
+/// The producer warpgroup's three transform warps (warps 1-3).
+inline constexpr int wgmma_transform_threads = 96;
+
+/// @brief Thread 0's set-up of the mbarriers: a stage is full after the transform warps' arrivals (and
+/// the filter slice's bytes when streamed), empty after every consumer thread's (its warpgroup's in
+/// ping-pong); a raw buffer is full after its TMA bytes, empty after the transform warps'.
+template <class Policy, class Op>
+__device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& tail, const block::wgmma_conv_params& prm) {
+  for (int s = 0; s < Policy::stages; ++s) {
+    convred::detail::mbarrier_init(&tail.full[s], wgmma_transform_threads + (prm.resident_bytes ? 0 : 1));
+    convred::detail::mbarrier_init(&tail.empty[s], Policy::pingpong ? 128 : Policy::consumer_threads);
+  }
+  for (int s = 0; s < Policy::raw_stages; ++s) {
+    convred::detail::mbarrier_init(&tail.raw_full[s], 1);
+    convred::detail::mbarrier_init(&tail.raw_empty[s], wgmma_transform_threads);
+  }
+  convred::detail::mbarrier_init(&tail.filter_full, 1);
+  convred::detail::mbarrier_init(&tail.order[0], 128);
+  convred::detail::mbarrier_init(&tail.order[1], 128);
+  convred::detail::mbarrier_init_fence();
+}
+
+/// @brief The producer warpgroup (thread pt of it): thread 0 issues the TMA copy of each raw patch buffer
+/// (raw_c channels; a stage of block_c channels is block_c / raw_c of them), thread 1 the bulk copy of
+/// each stage's packed filter slice (or, once, of the whole filter when it is resident), warps 1-3 convert
+/// each raw buffer into the stage's planes (block::conv_patch_loader); each runs ahead across tile
+/// boundaries as its buffers are released.
+template <class Policy, class Op>
+__device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::wgmma_conv_params& prm,
+                                        const wgmma_smem<Policy, Op>& sm, const tile_scheduler& sched, int pt,
+                                        exp_clock_counts& clk) {
+  using loader = block::conv_patch_loader<Policy>;
+  constexpr int E = 16 / Policy::filter_elem_bytes, chunks = Policy::block_c / Policy::raw_c;
+  auto& tail = sm.tail;
+  pipeline_state<Policy::stages> st;
+  pipeline_state<Policy::raw_stages> rs;
+  if (pt == 1 && prm.resident_bytes) {  // the resident filter: copied once
+    loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
     return;
   }
+  if (pt >= 2 && pt < 32) return;
+  for (std::int64_t tile = sched.first(); tile < sched.tiles; tile = sched.next(tile)) {
+    const tile_scheduler::coord t = sched.decode(tile);
+    const int h0 = static_cast<int>(t.tp) * Policy::tile_h - prm.pad_h;
+    const int w0 = static_cast<int>(t.tq) * Policy::tile_w - prm.pad_w - prm.col_shift;
+    for (int kt = 0; kt < prm.kt; ++kt, st.advance()) {
+      unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
+      if (pt == 1) {  // the filter copier: as soon as the consumers release the stage
+        st.wait_free(tail.empty);
+        loader::copy_filter(stage, &tail.full[st.slot], prm, kt);
+        continue;
+      }
+      if (pt >= 32) CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
+      for (int c = 0; c < chunks; ++c, rs.advance()) {  // the stage's raw buffers of raw_c channels
+        unsigned char* rbuf = sm.raw + rs.slot * prm.raw_bytes;
+        if (pt == 0) {  // the patch copier: runs up to raw_stages buffers ahead of the transform
+          rs.wait_free(tail.raw_empty);
+          loader::copy_patch(rbuf, &tail.raw_full[rs.slot], x_map, prm, static_cast<int>(t.n), h0, w0,
+                             kt * Policy::block_c + c * Policy::raw_c);
+        } else {  // the transform warps
+          CONVRED_EXP_TIME(5, rs.wait_full(tail.raw_full));
+          CONVRED_EXP_TIME(7, loader::to_planes(reinterpret_cast<const float*>(rbuf),
+                                                stage + prm.a_offset + c * (Policy::raw_c / E) * prm.plane_bytes, prm,
+                                                pt - 32, wgmma_transform_threads));
+          convred::detail::mbarrier_arrive(&tail.raw_empty[rs.slot]);
+        }
+      }
+      if (pt >= 32) convred::detail::mbarrier_arrive(&tail.full[st.slot]);
+    }
+  }
+}
 
-  warpgroup::set_max_registers<Policy::consumer_registers, true>();
+/// @brief A consumer warpgroup's work: per stage one commit group of wgmmas (block::conv_mainloop_wgmma),
+/// the stage released when the next stage's group is issued and its own has completed (3xTF32: when
+/// run_stage returns, the stage complete); per tile, the epilogue e(acc + bias[k], k) and the reduction
+/// across the K channels in registers and warp shuffles (block::reduce_epilogue, fold + finish); y and
+/// indices written once. Cooperative: both warpgroups consume every tile of the block; ping-pong:
+/// warpgroup g the block's tiles g, g + 2, ... (its stages at ring positions i * kt ..., the other
+/// warpgroup's skipped), the two taking turns at issuing their mainloops (order[]): a warpgroup starts
+/// tile i's mainloop once the other has issued tile i - 1's, so it never waits on a stage barrier more
+/// than one phase ahead (the parity waits would alias) and its epilogue runs under the other's wgmmas.
+template <class Policy, class Op, class Epilogue>
+__device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, const wgmma_smem<Policy, Op>& sm,
+                                        const tile_scheduler& sched, Op op, Epilogue epi, float* y,
+                                        std::int64_t* indices, exp_clock_counts& clk) {
+  using mainloop = block::conv_mainloop_wgmma<Policy>;
   using epilogue_t = block::reduce_epilogue<mainloop, Op, false>;  // one channel tile: states in registers
+  constexpr int TW = Policy::tile_w, TH = Policy::tile_h, step = Policy::pingpong ? 2 : 1;
+  auto& tail = sm.tail;
   epilogue_t red(tail.reduce, op);
+  pipeline_state<Policy::stages> st;
   float d[2][64];
   int prev = -1;
   if (prm.resident_bytes) convred::detail::mbarrier_wait(&tail.filter_full, 0);
-  // cooperative: both warpgroups consume every tile of the block; ping-pong: warpgroup g the block's
-  // tiles g, g + 2, ... (its stages at ring positions i * kt ..., the other warpgroup's skipped), the
-  // two taking turns at issuing their mainloops (order[]): a warpgroup starts tile i's mainloop once the
-  // other has issued tile i - 1's, so it never waits on a stage barrier more than one phase ahead (the
-  // parity waits would alias) and its epilogue runs under the other's wgmmas
-  constexpr int step = Policy::pingpong ? 2 : 1;
-  const int wg = tid / 128, first_i = Policy::pingpong ? wg : 0;
-  for (std::int64_t i = first_i, tile = blockIdx.x + first_i * std::int64_t(gridDim.x); tile < prm.tiles;
-       i += step, tile += step * std::int64_t(gridDim.x)) {
+  const int wg = static_cast<int>(threadIdx.x) / 128, first_i = Policy::pingpong ? wg : 0;
+  for (std::int64_t i = first_i, tile = sched.first(first_i); tile < sched.tiles; i += step, tile = sched.next(tile, step)) {
     if (Policy::pingpong) {
       if (i > 0) convred::detail::mbarrier_wait(&tail.order[wg], static_cast<std::uint32_t>(((i - 1) / 2) & 1));
       st.seek(i * prm.kt);
     }
 #ifdef CONVRED_EXP_CLOCKS
     const long long tile_t0 = clock64();
-    ++clk[4];
+    ++clk.c[4];
 #endif
     for (int kt = 0; kt < prm.kt; ++kt, st.advance()) {
       CONVRED_EXP_TIME(1, st.wait_full(tail.full));
 #ifndef CONVRED_EXP_NOMMA
-      const unsigned char* stage = stages + st.slot * prm.stage_bytes;
-      mainloop::run_stage(prm.resident_bytes ? smem + kt * prm.b_bytes : stage, stage + prm.a_offset, d, kt == 0, prm);
+      const unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
+      mainloop::run_stage(prm.resident_bytes ? sm.base + kt * prm.b_bytes : stage, stage + prm.a_offset, d, kt == 0,
+                          prm);
 #else
-      if (kt == 0) for (int e = 0; e < 64; ++e) d[0][e] = d[1][e] = 0.f;
+      if (kt == 0)
+        for (int e = 0; e < 64; ++e) d[0][e] = d[1][e] = 0.f;
 #endif
       if constexpr (mainloop::promotes) {  // the stage has completed: release it now
         convred::detail::mbarrier_arrive(&tail.empty[st.slot]);
@@ -270,33 +311,58 @@ __global__ void __launch_bounds__(Policy::threads, 1)
       prev = st.slot;
     }
     if (Policy::pingpong) convred::detail::mbarrier_arrive(&tail.order[wg ^ 1]);  // the other's turn
-    std::int64_t n, tp, tq;  // the tile's image and position, worked out while the last wgmmas run
-    decode(tile, n, tp, tq);
+    const tile_scheduler::coord t = sched.decode(tile);  // worked out while the last wgmmas run
     warpgroup::wait<0>();
     mainloop::fence_acc(d);
 #ifdef CONVRED_EXP_CLOCKS
-    clk[0] += clock64() - tile_t0;
+    clk.c[0] += clock64() - tile_t0;
 #endif
     if constexpr (!mainloop::promotes) convred::detail::mbarrier_arrive(&tail.empty[prev]);
     prev = -1;
     // tile complete: epilogue + reduction
     float acc[mainloop::TM][mainloop::TN];
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-      for (int j = 0; j < 16; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[2 * mt + e / 2][2 * j + e % 2] = d[mt][4 * j + e];
+    mainloop::to_tile(d, acc);
     typename epilogue_t::accum_t state[mainloop::TM];
 #pragma unroll
-    for (int i = 0; i < mainloop::TM; ++i) state[i] = Op::template identity<float>();
+    for (int r = 0; r < mainloop::TM; ++r) state[r] = Op::template identity<float>();
     CONVRED_EXP_TIME(2, red.fold(acc, prm.bias ? tail.bias : nullptr, epi, 0, prm.K, mainloop::tile_n, state));
-    const std::int64_t p0 = tp * TH, q0 = tq * TW;
+    const std::int64_t p0 = t.tp * TH, q0 = t.tq * TW;
     CONVRED_EXP_TIME(3, red.finish(state, y, indices, prm.K, mainloop::tile_m, [&](int px) {
       const std::int64_t p = p0 + px / TW, q = q0 + px % TW;
-      return p < prm.P && q < prm.Q ? (n * prm.P + p) * prm.Q + q : std::int64_t(-1);
+      return p < prm.P && q < prm.Q ? (t.n * prm.P + p) * prm.Q + q : std::int64_t(-1);
     }));
   }
+}
+
+/// @brief Persistent fused kernel: block b computes the tiles tile_scheduler gives it (tile_h x 64 output
+/// pixels; cooperative: both consumer warpgroups on each tile; ping-pong: the warpgroups take turns).
+/// Warpgroup 2 produces (produce; its registers lowered with setmaxnreg), warpgroups 0-1 consume
+/// (consume). Synchronisation is by mbarriers only (no block-wide barrier after the set-up).
+/// Diagnosis builds only (bench/wgmma_stages.cu, bench/NOTES.md): `-DCONVRED_EXP_CLOCKS` counts cycles per
+/// phase (exp_clocks); wrong results: `-DCONVRED_EXP_NOMMA` skips the consumers' wgmmas (times the
+/// producer alone), `-DCONVRED_EXP_NOTRANSFORM` skips the plane conversion, `-DCONVRED_EXP_NOLOAD` skips
+/// every copy and the conversion (times the consumers alone).
+template <class Policy, class Op, class Epilogue>
+__global__ void __launch_bounds__(Policy::threads, 1)
+    conv2d_reduce_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const block::wgmma_conv_params prm, Op op,
+                               Epilogue epi, float* y, std::int64_t* indices) {
+#if CONVRED_HAS_WGMMA
+  extern __shared__ __align__(128) unsigned char smem[];
+  const wgmma_smem<Policy, Op> sm(smem, prm);
+  const int tid = static_cast<int>(threadIdx.x);
+  if (tid == 0) init_barriers(sm.tail, prm);
+  for (int i = tid; i < Policy::block_n; i += Policy::threads)
+    sm.tail.bias[i] = prm.bias && i < prm.K ? prm.bias[i] : 0.f;
+  __syncthreads();
+  const tile_scheduler sched(prm);
+  exp_clock_counts clk(tid == 0 || tid == 128 || tid == Policy::consumer_threads + 32);
+  if (tid >= Policy::consumer_threads) {  // producer warpgroup
+    warpgroup::set_max_registers<Policy::producer_registers, false>();
+    produce(&x_map, prm, sm, sched, tid - Policy::consumer_threads, clk);
+    return;
+  }
+  warpgroup::set_max_registers<Policy::consumer_registers, true>();
+  consume(prm, sm, sched, op, epi, y, indices, clk);
 #else
   (void)x_map, (void)prm, (void)op, (void)epi, (void)y, (void)indices;
 #endif
