@@ -108,6 +108,23 @@ TEST_CASE("conv2d_reduce_direct: every op vs float64, both layouts, strides, dil
   check_fused<direct_entry>("direct exact sum", p, d, op::sum{}, epi::identity{}, epi::identity{}, o);
 }
 
+TEST_CASE("conv2d_reduce_direct: 1, 2 and 4 lanes per pixel (large images), 7-wide and run-time filters") {
+  require_gpu();
+  // the host picks lanes from the pixel count (about 2^17 threads): 147,456 pixels -> 1 lane, 40,000 -> 2,
+  // 32,400 -> 4; integer data, so values and argmin indices (ties: lowest k) are exact
+  std::uint64_t seed = 57000;
+  opts o;
+  o.exact = true;
+  for (const conv2d_problem& p : {make_problem(1, 8, 384, 384, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8),
+                                  make_problem(1, 8, 200, 200, 16, 7, 7, 3, 3, 1, 1, 1, 1, 8),
+                                  make_problem(1, 8, 180, 180, 8, 5, 5, 2, 2, 1, 1, 1, 1, 8, layout::nhwc)}) {
+    const auto d = make_data<float>(p, ++seed, data_kind::integer);
+    check_fused<direct_entry>("direct lanes argmin " + describe(p), p, d, op::argmin{}, epi::scale<float>{2.0f},
+                              epi::scale<float>{2.0f}, o);
+    check_fused<direct_entry>("direct lanes sum " + describe(p), p, d, op::sum{}, epi::identity{}, epi::identity{}, o);
+  }
+}
+
 TEST_CASE("conv2d_reduce_direct: +-inf and NaN in x, w and bias, exact") {
   require_gpu();
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();

@@ -13,11 +13,13 @@ namespace convred::block {
 /// @brief bias[k] + conv2d(x, w)[n, k, p, q] in V (float, or double for double data) for a problem with
 /// C/groups == 1: output channel k reads input channel c = k / (K/groups) only (PyTorch's depthwise
 /// conv2d with a channel multiplier K/groups), its R x S window at rows p*stride_h - pad_h + r*dil_h and
-/// columns q*stride_w - pad_w + s*dil_w. Taps in the zero padding multiply 0 by the filter value, as
-/// PyTorch's padded input does (so an infinite or NaN filter value still gives NaN there). w is
+/// columns q*stride_w - pad_w + s*dil_w. Taps in the zero padding multiply 0 by the filter value, as the
+/// library's float64 reference and GEMM kernels do and as a conv over an explicitly zero-padded input does
+/// (so an infinite or NaN filter value gives NaN there; PyTorch's own CUDA depthwise kernel skips padded
+/// taps and would give +-inf instead). FR or FS 0: that extent at run time (prm.R, prm.S). w is
 /// (K, 1, R, S); x in prm.x_layout. The sum runs in the order r, s with one multiply-add per tap
 /// (math::ieee), then the bias is added, as the GEMM kernels add it after their sums. FR, FS: the filter
-/// size at compile time (unrolled taps, their loads all in flight), or 0 for prm.R / prm.S at run time.
+/// size at compile time (unrolled taps, their loads in flight together), or 0 for prm.R / prm.S at run time.
 /// Host and device: the host suite checks it against the float64 reference.
 template <class V, int FR = 0, int FS = 0, class T>
 __host__ __device__ inline V direct_conv_at(const conv_params<T>& prm, std::int64_t n, std::int64_t k, std::int64_t p,

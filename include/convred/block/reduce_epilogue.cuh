@@ -14,8 +14,8 @@
 namespace convred::block {
 
 namespace detail {
-/// `__shfl_xor_sync` of any trivially copyable value of a multiple of 4 bytes within segments of Width
-/// lanes (all 32 lanes take part): arithmetic types directly, others word by word through memcpy, which
+/// `__shfl_xor_sync` of any trivially copyable value within segments of Width lanes (all 32 lanes take
+/// part): arithmetic types directly, others word by word through memcpy into ceil(size / 4) words, which
 /// the compiler folds away (cub::ShuffleIndex casts the address of its argument, which put a 16-byte
 /// stack frame into the wgmma kernels).
 template <int Width, class T>
@@ -23,11 +23,11 @@ __device__ __forceinline__ T shfl_xor(const T& v, int lane_mask) {
   if constexpr (std::is_arithmetic_v<T>) {
     return __shfl_xor_sync(0xffffffffu, v, lane_mask, Width);  // float, double, int: the intrinsic's overloads
   } else {
-    static_assert(sizeof(T) % 4 == 0, "shfl_xor: the value's size must be a multiple of 4 bytes");
-    unsigned int w[sizeof(T) / 4];
+    constexpr int words = static_cast<int>((sizeof(T) + 3) / 4);
+    unsigned int w[words] = {};
     std::memcpy(w, &v, sizeof(T));
 #pragma unroll
-    for (int i = 0; i < static_cast<int>(sizeof(T) / 4); ++i) w[i] = __shfl_xor_sync(0xffffffffu, w[i], lane_mask, Width);
+    for (int i = 0; i < words; ++i) w[i] = __shfl_xor_sync(0xffffffffu, w[i], lane_mask, Width);
     T r;
     std::memcpy(&r, w, sizeof(T));
     return r;

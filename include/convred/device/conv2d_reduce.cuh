@@ -103,7 +103,9 @@ status conv2d_reduce_direct(const conv2d_problem& p, const T* x, const T* w, con
   const detail::buffer_arg args[] = {detail::input(x, p.x_elements()), detail::input(w, p.w_elements()),
                                      detail::input(bias, p.K), detail::output(y, ny), detail::output(indices, ny)};
   if (status s = detail::check_buffers(args, blocks); s != status::success) return s;
-  auto kern = kernel::conv2d_reduce_direct_kernel<T, Op, Epilogue>;
+  auto kern = p.R == 3 && p.S == 3 ? kernel::conv2d_reduce_direct_kernel<T, Op, Epilogue, 3, 3>
+              : p.S == 7         ? kernel::conv2d_reduce_direct_kernel<T, Op, Epilogue, 0, 7>
+                                 : kernel::conv2d_reduce_direct_kernel<T, Op, Epilogue, 0, 0>;
   if (status s = detail::check_device(kern); s != status::success) return s;
   kern<<<static_cast<unsigned>(blocks), threads, 0, stream>>>(block::make_conv_params(p, x, w, bias), op, epi, y,
                                                                indices, lanes);

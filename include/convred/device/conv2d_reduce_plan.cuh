@@ -267,7 +267,7 @@ class conv2d_reduce_plan {
     const char* fma = std::is_same_v<T, double> ? "fp64" : "fp32";
     if (p_.C_per_group() == 1) {
       kind_ = kernel_kind::direct;
-      why_ = std::string("direct (exact ") + fma + " FMA, one thread per output pixel): C/groups == 1 (depthwise)" +
+      why_ = std::string("direct (exact ") + fma + " FMA, one or a few threads per output pixel): C/groups == 1 (depthwise)" +
              (std::is_same_v<Math, math::ieee> || accurate ? "" : ", exact for any math");
       return;
     }

@@ -61,11 +61,13 @@ inline constexpr int direct_threads = 64;
 /// @brief Fused conv2d -> epilogue -> channel reduction for problems with C/groups == 1 (depthwise):
 /// `lanes` consecutive threads (a power of two <= 32, chosen by the host so that small problems still fill
 /// the GPU) share an output pixel m = (n, p, q); lane j of them takes channels j, j + lanes, ..., each a
-/// direct R x S window sum (block::direct_conv_at, exact FMA, taps unrolled for 3x3, 5x5 and 7x7) folded
-/// into its own reduction state; the lanes' states are then combined with shuffles and the first lane
-/// writes y (and the index). Nothing is staged in shared memory. NCHW x reads are coalesced in runs of
-/// 32 / lanes consecutive pixels; the filter taps are broadcast across those runs.
-template <class T, class Op, class Epilogue>
+/// direct R x S window sum (block::direct_conv_at, exact FMA) folded into its own reduction state; the
+/// lanes' states are then combined with shuffles and the first lane writes y (and the index). Nothing is
+/// staged in shared memory. NCHW x reads are coalesced in runs of 32 / lanes consecutive pixels; the filter
+/// taps are broadcast across those runs. FR, FS: the filter size the taps are unrolled for (0: run time);
+/// the host instantiates 3 x 3, 0 x 7 (7-wide rows: one row's 7 loads in flight, 7 x 7 unrolled would
+/// take ~200 registers) and 0 x 0, one kernel each, so that each gets only the registers it needs.
+template <class T, class Op, class Epilogue, int FR = 0, int FS = 0>
 __global__ void __launch_bounds__(direct_threads)
     conv2d_reduce_direct_kernel(const block::conv_params<T> prm, Op op, Epilogue epi, T* y, std::int64_t* indices,
                                 int lanes) {
@@ -77,21 +79,11 @@ __global__ void __launch_bounds__(direct_threads)
   const std::int64_t mm = live ? m : 0;
   const std::int64_t n = mm / prm.PQ, pq = mm - n * prm.PQ, p = pq / prm.Q, q = pq - p * prm.Q;
   auto state = Op::template identity<V>();
-  auto fold = [&](auto conv) {
 #pragma unroll 1
-    for (std::int64_t k = j; live && k < prm.K; k += lanes) {
-      const V v = conv(k);
-      state = op(state, Op::template make<V>(apply_epilogue(epi, v, static_cast<int>(k)), static_cast<int>(k)));
-    }
-  };
-  if (prm.R == 3 && prm.S == 3)
-    fold([&](std::int64_t k) { return block::direct_conv_at<V, 3, 3>(prm, n, k, p, q); });
-  else if (prm.R == 5 && prm.S == 5)
-    fold([&](std::int64_t k) { return block::direct_conv_at<V, 5, 5>(prm, n, k, p, q); });
-  else if (prm.R == 7 && prm.S == 7)
-    fold([&](std::int64_t k) { return block::direct_conv_at<V, 7, 7>(prm, n, k, p, q); });
-  else
-    fold([&](std::int64_t k) { return block::direct_conv_at<V>(prm, n, k, p, q); });
+  for (std::int64_t k = j; live && k < prm.K; k += lanes) {
+    const V v = block::direct_conv_at<V, FR, FS>(prm, n, k, p, q);
+    state = op(state, Op::template make<V>(apply_epilogue(epi, v, static_cast<int>(k)), static_cast<int>(k)));
+  }
   for (int d = lanes / 2; d >= 1; d /= 2) state = op(state, block::detail::shfl_xor<32>(state, d));
   if (!live || j != 0) return;
   if (y) y[m] = from_compute<T>(Op::template value<V>(state, prm.K));
