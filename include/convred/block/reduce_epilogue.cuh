@@ -35,6 +35,19 @@ __device__ __forceinline__ T shfl_xor(const T& v, int lane_mask) {
 }
 }  // namespace detail
 
+/// Writes one pixel's reduced state r: y[m] = Op's value (converted to T; `count` = K for mean) and, for
+/// index ops, indices[m] = the channel index; y or indices may be null; m < 0 (a pixel past the tensor's
+/// edge) writes nothing. Shared by every fused kernel's store.
+template <class Op, class V, class T>
+__device__ __forceinline__ void write_reduced(T* y, std::int64_t* indices, std::int64_t m,
+                                              const typename Op::template accum_t<V>& r, std::int64_t count) {
+  if (m < 0) return;
+  if (y) y[m] = from_compute<T>(Op::template value<V>(r, count));
+  if constexpr (Op::has_index) {
+    if (indices) indices[m] = Op::template index<V>(r);
+  }
+}
+
 /// @brief Folds a ThreadM x ThreadN conv accumulator tile into per-pixel reduction states, then reduces
 /// across the block's channel groups (warp shuffles, or cub::WarpReduce) and writes y (and indices).
 ///
@@ -191,11 +204,7 @@ struct reduce_epilogue {
  private:
   template <class T>
   __device__ static void write(T* y, std::int64_t* indices, std::int64_t m, const accum_t& r, std::int64_t count) {
-    if (m < 0) return;
-    if (y) y[m] = from_compute<T>(Op::template value<V>(r, count));
-    if constexpr (Op::has_index) {
-      if (indices) indices[m] = Op::template index<V>(r);
-    }
+    write_reduced<Op, V>(y, indices, m, r, count);
   }
 };
 

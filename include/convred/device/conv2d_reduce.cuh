@@ -81,7 +81,18 @@ status conv2d_reduce(const conv2d_problem& p, const T* x, const T* w, const nond
 /// Same semantics, arguments and errors as conv2d_reduce (PyTorch's conv2d with groups, then the epilogue,
 /// then the reduction across all K channels; x NCHW or NHWC; y (N,1,P,Q)), plus invalid_groups when
 /// C/groups != 1. conv2d_reduce_plan picks it for such problems whatever the math asked for (it is exact).
-/// @return as conv2d_reduce; invalid_groups also when C/groups != 1.
+/// @param p        problem with C/groups == 1; x layout NCHW or NHWC
+/// @param x        device pointer, (N,C,H,W) elements of T (float, double, __half, __nv_bfloat16)
+/// @param w        device pointer, (K, 1, R, S) elements (PyTorch's KCRS with C/groups = 1), contiguous
+/// @param bias     device pointer to K elements, or nullptr for no bias
+/// @param y        device pointer, N*P*Q elements of T, (N,1,P,Q); may be nullptr only for index ops with indices
+/// @param indices  device pointer, N*P*Q int64; must be nullptr for ops without an index
+/// @param op       reduction op (functional.cuh; associative and commutative: lanes combine their shares)
+/// @param epi      epilogue `V e(V, int k)` or `V e(V)`, run on the device in the compute type
+/// @param stream   CUDA stream the kernel is launched on (asynchronous)
+/// @return as conv2d_reduce (success, validate's codes, null_pointer, misaligned_pointer,
+///   indices_not_supported, overlapping_buffers, size_overflow, no_device, cuda_error); invalid_groups also
+///   when C/groups != 1.
 template <class T, class Op, class Epilogue = epilogue::identity>
 status conv2d_reduce_direct(const conv2d_problem& p, const T* x, const T* w, const nondeduced_t<T>* bias, T* y,
                             std::int64_t* indices, Op op = {}, Epilogue epi = {}, cudaStream_t stream = nullptr) {

@@ -85,11 +85,7 @@ __global__ void __launch_bounds__(direct_threads)
     state = op(state, Op::template make<V>(apply_epilogue(epi, v, static_cast<int>(k)), static_cast<int>(k)));
   }
   for (int d = lanes / 2; d >= 1; d /= 2) state = op(state, block::detail::shfl_xor<32>(state, d));
-  if (!live || j != 0) return;
-  if (y) y[m] = from_compute<T>(Op::template value<V>(state, prm.K));
-  if constexpr (Op::has_index) {
-    if (indices) indices[m] = Op::template index<V>(state);
-  }
+  if (live && j == 0) block::write_reduced<Op, V>(y, indices, m, state, prm.K);
 }
 
 /// @brief conv2d + epilogue writing the full output (layout of x: NCHW -> (N,K,P,Q), NHWC -> (N,P,Q,K)).
