@@ -12,5 +12,6 @@
 #include "device/channel_reduce.cuh"
 #include "device/conv2d_reduce.cuh"
 #include "device/conv2d_reduce_packed.cuh"
+#include "device/conv2d_reduce_split.cuh"
 #include "device/conv2d_reduce_plan.cuh"
 #include "reference/conv2d.hpp"

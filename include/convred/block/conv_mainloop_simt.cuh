@@ -88,13 +88,15 @@ struct conv_mainloop_simt {
   }
 
   /// Accumulates the conv of this block's pixels with channels [k_first, k_first + BN) of group g into
-  /// acc (overwritten). Ends with a barrier, so TempStorage may be reused afterwards.
-  __device__ void run(std::int32_t g, std::int64_t k_first, V (&acc)[TM][TN]) {
+  /// acc (overwritten), over GEMM_K slices [first, last) (BK rows each, loader::run; default: all of
+  /// GEMM_K; an empty range leaves acc zero). Ends with a barrier, so TempStorage may be reused afterwards.
+  __device__ void run(std::int32_t g, std::int64_t k_first, V (&acc)[TM][TN], std::int32_t first = 0,
+                      std::int32_t last = 0x7fffffff) {
 #pragma unroll
     for (int i = 0; i < TM; ++i)
 #pragma unroll
       for (int j = 0; j < TN; ++j) acc[i][j] = V(0);
-    ld.run(g, k_first, [&](int buf) { mma_stage(buf, acc); });
+    ld.run(g, k_first, [&](int buf) { mma_stage(buf, acc); }, first, last);
   }
 
   /// GEMM_M row (within the tile) of accumulator row i for this thread.

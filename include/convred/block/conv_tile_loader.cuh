@@ -197,51 +197,58 @@ struct conv_tile_loader {
     }
   }
 
-  /// Streams GEMM_K of group g for channels [k_first, k_first + BN) (k_first is the global channel index
-  /// of tile column 0) through the stages, calling `consume(buf)` once per slice with stage `buf` complete
-  /// and visible to the whole block. cp.async path: Stages-deep pipeline (Stages-1 slices in flight while
-  /// one is consumed; one barrier per slice). Register path: double-buffered (the next slice's loads are
-  /// in flight in registers while the current one is consumed). Ends with a barrier, so TempStorage may
-  /// be reused afterwards.
+  /// Number of BK-row slices of GEMM_K, ceil(gemm_k / BK): the slice indices run and its slice range take.
+  __host__ __device__ static constexpr std::int32_t slices_of(std::int32_t gemm_k) { return (gemm_k + BK - 1) / BK; }
+
+  /// Streams slices [first, last) of GEMM_K (slice s is rows s*BK .. s*BK+BK-1; last is clamped to
+  /// slices_of(gemm_k); the default is the whole of GEMM_K) of group g for channels [k_first, k_first + BN)
+  /// (k_first is the global channel index of tile column 0) through the stages, calling `consume(buf)` once
+  /// per slice, in slice order, with stage `buf` complete and visible to the whole block; an empty range
+  /// calls it never. cp.async path: Stages-deep pipeline (Stages-1 slices in flight while one is
+  /// consumed; one barrier per slice). Register path: double-buffered (the next slice's loads are in
+  /// flight in registers while the current one is consumed). Ends with a barrier, so TempStorage may be
+  /// reused afterwards.
   template <class Consume>
-  __device__ void run(std::int32_t g, std::int64_t k_first, Consume&& consume) {
+  __device__ void run(std::int32_t g, std::int64_t k_first, Consume&& consume, std::int32_t first = 0,
+                      std::int32_t last = 0x7fffffff) {
     const T* w_tile = prm.w + k_first * std::int64_t(prm.gemm_k);              // weight row of tile column 0
     const int n_valid = static_cast<int>(std::int64_t(g + 1) * prm.Kg - k_first);  // channels of group g left
-    const int slices = (prm.gemm_k + BK - 1) / BK;
+    const int slices = min(last, slices_of(prm.gemm_k)) - first;  // slices of the range (<= 0: none)
+    const std::int32_t kk_first = first * BK;                     // GEMM_K row of the range's first slice
     staging st;
     if constexpr (async_copy) {
 #pragma unroll
-      for (int j = 0; j < S; ++j) build_taps(j, j * BK, g);
+      for (int j = 0; j < S; ++j) build_taps(j, kk_first + j * BK, g);
       __syncthreads();
 #pragma unroll
       for (int j = 0; j < S - 1; ++j) {
-        if (j < slices) begin_stage(j * BK, j, j, w_tile, n_valid, st);
+        if (j < slices) begin_stage(kk_first + j * BK, j, j, w_tile, n_valid, st);
         convred::detail::cp_async_commit();
       }
       for (int sl = 0; sl < slices; ++sl) {
         convred::detail::cp_async_wait<S - 2>();  // this thread's copies of slice sl have landed
         __syncthreads();                           // everyone's have; stage (sl-1)%S is free again
         const int nxt = sl + S - 1;
-        if (nxt < slices) begin_stage(nxt * BK, nxt % S, nxt % S, w_tile, n_valid, st);
+        if (nxt < slices) begin_stage(kk_first + nxt * BK, nxt % S, nxt % S, w_tile, n_valid, st);
         convred::detail::cp_async_commit();
         consume(sl % S);
-        build_taps(sl % S, (sl + S) * BK, g);  // slot of slice sl, last read when slice sl was issued
+        build_taps(sl % S, kk_first + (sl + S) * BK, g);  // slot of slice sl, last read when slice sl was issued
       }
       convred::detail::cp_async_wait<0>();
       __syncthreads();
     } else {
-      build_taps(0, 0, g);
-      build_taps(1, BK, g);
+      build_taps(0, kk_first, g);
+      build_taps(1, kk_first + BK, g);
       __syncthreads();
-      begin_stage(0, 0, 0, w_tile, n_valid, st);
+      begin_stage(kk_first, 0, 0, w_tile, n_valid, st);  // an empty range loads one unused slice (in bounds)
       end_stage(0, st);
       __syncthreads();
       for (int sl = 0; sl < slices; ++sl) {
         const bool more = sl + 1 < slices;
-        if (more) begin_stage((sl + 1) * BK, (sl + 1) & 1, (sl + 1) & 1, w_tile, n_valid, st);
+        if (more) begin_stage(kk_first + (sl + 1) * BK, (sl + 1) & 1, (sl + 1) & 1, w_tile, n_valid, st);
         consume(sl & 1);
         if (more) end_stage((sl + 1) & 1, st);
-        build_taps(sl & 1, (sl + 2) * BK, g);  // slot of slice sl, last read while loading slice sl
+        build_taps(sl & 1, kk_first + (sl + 2) * BK, g);  // slot of slice sl, last read while loading slice sl
         __syncthreads();
       }
     }

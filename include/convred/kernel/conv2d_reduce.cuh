@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(direct_threads)
     const V v = block::direct_conv_at<V, FR, FS>(prm, n, k, p, q);
     state = op(state, Op::template make<V>(apply_epilogue(epi, v, static_cast<int>(k)), static_cast<int>(k)));
   }
-  for (int d = lanes / 2; d >= 1; d /= 2) state = op(state, block::detail::shfl_xor<32>(state, d));
+  state = block::combine_lanes(state, lanes, op);
   if (live && j == 0) block::write_reduced<Op, V>(y, indices, m, state, prm.K);
 }
 

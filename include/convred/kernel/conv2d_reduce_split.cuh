@@ -1,0 +1,114 @@
+/// @file kernel/conv2d_reduce_split.cuh
+/// @brief Thin __global__ kernels of the split path (device::conv2d_reduce_split): raw partial conv tiles
+/// over a range of GEMM_K into a workspace, then a fixup that sums them, applies bias and epilogue and
+/// reduces across the channels.
+#pragma once
+
+#include <cstdint>
+
+#include "../block/conv_params.cuh"
+#include "../block/reduce_epilogue.cuh"
+#include "../functional.cuh"
+#include "../numeric.cuh"
+#include "conv2d_reduce.cuh"
+
+namespace convred::kernel {
+
+/// @brief The GEMM_K slices [first, last) of split z of `splits` over `slices` slices of BlockK rows:
+/// contiguous, in order, sizes differing by at most one (first = floor(z * slices / splits)); a split past
+/// the slices (splits > slices) gets an empty range.
+__host__ __device__ inline void split_range(std::int32_t slices, std::int32_t splits, std::int32_t z,
+                                            std::int32_t& first, std::int32_t& last) {
+  first = static_cast<std::int32_t>(std::int64_t(slices) * z / splits);
+  last = static_cast<std::int32_t>(std::int64_t(slices) * (z + 1) / splits);
+}
+
+/// @brief One block per (BlockM pixels, BlockN channels of one group, GEMM_K split): grid (ceil(M /
+/// BlockM), groups * ceil((K/groups) / BlockN), splits). The block runs the policy's mainloop
+/// (conv_mainloop_mma_sync or conv_mainloop_simt) over its split's GEMM_K slices (split_range) and stores
+/// the raw accumulators (no bias, no epilogue) to `partial[z][m][k]` (z = blockIdx.z; m the pixel, GEMM_M
+/// row, k the global output channel, fastest): only pixels m < M and the channels of the tile's group.
+/// Every element of the M x K plane of each split is written by exactly one block.
+/// @param prm     the conv parameters (block::make_conv_params; the bias is not read)
+/// @param partial device pointer, gridDim.z * M * K elements of the mainloop's accumulator type (float;
+///   double for the SIMT policy on double data)
+template <class Policy, class T>
+__global__ void __launch_bounds__(Policy::threads, Policy::min_blocks_per_sm)
+    conv2d_split_partial_kernel(const block::conv_params<T> prm, typename mainloop_t<Policy, T>::V* partial) {
+  using mainloop = mainloop_t<Policy, T>;
+  using V = typename mainloop::V;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  auto& smem = *reinterpret_cast<typename mainloop::TempStorage*>(smem_raw);
+
+  const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.x) * Policy::block_m;
+  const std::int32_t tiles_per_group = (prm.Kg + Policy::block_n - 1) / Policy::block_n;
+  const std::int32_t tile = static_cast<std::int32_t>(blockIdx.y);
+  const std::int32_t g = tile / tiles_per_group, n0 = (tile - g * tiles_per_group) * Policy::block_n;
+  const std::int64_t k_first = std::int64_t(g) * prm.Kg + n0;
+  const int valid = min(Policy::block_n, prm.Kg - n0);
+  std::int32_t first, last;
+  split_range(mainloop::loader::slices_of(prm.gemm_k), static_cast<std::int32_t>(gridDim.z),
+              static_cast<std::int32_t>(blockIdx.z), first, last);
+
+  mainloop ml(smem, prm, m0);
+  V acc[mainloop::TM][mainloop::TN];
+  ml.run(g, k_first, acc, first, last);
+
+  V* out = partial + static_cast<std::int64_t>(blockIdx.z) * prm.M * prm.K + k_first;
+#pragma unroll
+  for (int i = 0; i < mainloop::TM; ++i) {
+    const std::int64_t m = m0 + mainloop::tile_m(i);
+    if (m >= prm.M) continue;
+#pragma unroll
+    for (int j = 0; j < mainloop::TN; ++j) {
+      const int c = mainloop::tile_n(j);
+      if (c < valid) out[m * prm.K + c] = acc[i][j];
+    }
+  }
+}
+
+/// Threads per block of conv2d_reduce_split_fixup_kernel.
+inline constexpr int split_fixup_threads = 256;
+
+/// @brief The split path's second kernel: `lanes` consecutive threads (a power of two <= 32) share an
+/// output pixel m; lane j of them takes channels k = j, j + lanes, ..., and for each sums the `splits`
+/// partials partial[0][m][k] + partial[1][m][k] + ... in split order (IEEE fp32 adds, fp64 for double:
+/// deterministic), adds bias[k] (0 without a bias, as the fused kernels do), applies the epilogue
+/// (apply_epilogue(epi, v, k)) and folds Op::make(v, k) into its state; the lanes' states are then combined
+/// with block::combine_lanes and the first lane writes y[m] (and indices[m]) with block::write_reduced
+/// (mean divides by K). Consecutive lanes read consecutive k: coalesced. As every fused kernel: lowest k
+/// on ties and the first NaN for argmin / argmax (their combine is a total order).
+/// @param partial device pointer, splits * M * K elements ([split][m][k], k fastest), conv2d_split_partial_kernel's output
+/// @param splits  number of partial planes, >= 1
+/// @param M       output pixels, N*P*Q
+/// @param K       output channels
+/// @param bias    device pointer to K elements of T, or nullptr
+/// @param op      the reduction op
+/// @param epi     the epilogue, `V e(V, int k)` or `V e(V)`
+/// @param y       device pointer, M elements of T, or nullptr (index ops with indices)
+/// @param indices device pointer, M int64, or nullptr
+/// @param lanes   threads per pixel, a power of two <= 32
+template <class T, class Op, class Epilogue, class V>
+__global__ void __launch_bounds__(split_fixup_threads)
+    conv2d_reduce_split_fixup_kernel(const V* partial, int splits, std::int64_t M, std::int32_t K, const T* bias,
+                                     Op op, Epilogue epi, T* y, std::int64_t* indices, int lanes) {
+  const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t m = t / lanes;
+  const int j = static_cast<int>(t % lanes);
+  const bool live = m < M;  // every lane stays for the shuffles
+  const std::int64_t plane = M * K;
+  const V* row = partial + (live ? m : 0) * K;
+  auto state = Op::template identity<V>();
+#pragma unroll 1
+  for (std::int32_t k = j; live && k < K; k += lanes) {
+    V v = row[k];
+#pragma unroll 4
+    for (int z = 1; z < splits; ++z) v += row[z * plane + k];
+    const V b = bias ? to_compute(bias[k]) : V(0);
+    state = op(state, Op::template make<V>(apply_epilogue(epi, v + b, static_cast<int>(k)), static_cast<int>(k)));
+  }
+  state = block::combine_lanes(state, lanes, op);
+  if (live && j == 0) block::write_reduced<Op, V>(y, indices, m, state, K);
+}
+
+}  // namespace convred::kernel
