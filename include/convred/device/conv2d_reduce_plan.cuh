@@ -1,7 +1,8 @@
 /// @file device/conv2d_reduce_plan.cuh
 /// @brief The planner: one host object that picks, for a problem, an element type, a math and a device,
-/// the fused conv2d -> epilogue -> channel-reduction kernel and its tile policy, owns or borrows the
-/// packed-filter workspace, says what it picked and why, and runs it.
+/// the fused conv2d -> epilogue -> channel-reduction kernel and its tile policy (and, for layers with few
+/// output pixels, a split over channel tiles and GEMM_K), owns or borrows its workspace (the packed filter
+/// or the split's partial sums), says what it picked and why, and runs it.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,6 +19,7 @@
 #include "../status.cuh"
 #include "conv2d_reduce.cuh"
 #include "conv2d_reduce_packed.cuh"
+#include "conv2d_reduce_split.cuh"
 
 namespace convred::device {
 
@@ -40,13 +42,16 @@ inline const char* to_string(kernel_kind k) noexcept {
   return "unknown";
 }
 
-/// @brief What the planner needs to know about a device: its compute capability and whether the program
-/// carries sm_90a code that runs on it. Plain data, so that plans can be made (and tested) for a device
-/// other than the current one.
+/// @brief What the planner needs to know about a device: its compute capability, whether the program
+/// carries sm_90a code that runs on it, and its number of SMs. Plain data, so that plans can be made (and
+/// tested) for a device other than the current one.
 struct device_info {
   int cc_major = 0;          ///< compute capability major (0: no device)
   int cc_minor = 0;          ///< compute capability minor
   bool wgmma_image = false;  ///< an sm_90a image of convred's kernels runs on the device
+  /// streaming multiprocessors (cudaDevAttrMultiProcessorCount: 132 on an H200, 108 on an A100); 0:
+  /// unknown, and the plan never splits (choose_k_splits)
+  int sm_count = 0;
 
   /// The current device (cudaGetDevice); all zero when there is none. A CUDA error pending from the
   /// caller's own work is left alone; one caused here (no device) is cleared.
@@ -55,7 +60,8 @@ struct device_info {
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&d.cc_major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&d.cc_minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+        cudaDeviceGetAttribute(&d.cc_minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&d.sm_count, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
       cudaGetLastError();  // ours: no usable device
       return device_info{};
     }
@@ -79,10 +85,17 @@ struct device_info {
 /// - tf32, tf32x3, bf16, fp16: the wgmma kernel (default_wgmma_policy<Math>) on a compute capability 9.0
 ///   device running sm_90a code when it serves the problem (float NCHW x, stride 1, groups 1, K <= 128, ...:
 ///   packed_filter_bytes), else the mma.sync kernel (default_mma_sync_policy<Math>) on sm_80 and newer.
-/// Use: construct; query workspace_bytes(); prepare(w) (packs the filter once when the wgmma kernel was
-/// picked: into a workspace the plan allocates and owns, or into one the caller lends); then run(x, bias,
-/// y, indices, op, epi, stream) as often as needed. The plan keeps the weight pointer given to prepare
-/// (the mma.sync and SIMT kernels read w on every run): w must stay valid and unchanged until the last run.
+/// The mma.sync and SIMT kernels give each block BlockM output pixels and loop it over every channel and
+/// all of GEMM_K; when their pixel tiles are fewer than the device's SMs (device_info::sm_count: small
+/// batches, deep layers), the plan splits instead (choose_k_splits: channel tiles x GEMM_K splits, about
+/// two blocks per SM, splits of at least 4 BlockK slices, at most 64 MiB of partial sums) and runs
+/// conv2d_reduce_split with the same policy and math (k_splits() > 0).
+/// Use: construct; query workspace_bytes(); prepare(w) (binds the workspace: packs the filter into it once
+/// when the wgmma kernel was picked, or keeps it for the split's partial sums; one the plan allocates and
+/// owns, or one the caller lends); then run(x, bias, y, indices, op, epi, stream) as often as needed. The
+/// plan keeps the weight pointer given to prepare (the mma.sync and SIMT kernels read w on every run): w
+/// must stay valid and unchanged until the last run. A split plan's runs write its workspace: runs of one
+/// such plan on different streams must not overlap in time (use one plan per stream).
 /// Not copyable (it may own device memory); movable.
 ///
 /// @tparam T    element type of x, w, bias and y: float, double, __half or __nv_bfloat16 (double: math::ieee)
@@ -136,11 +149,11 @@ class conv2d_reduce_plan {
   conv2d_reduce_plan& operator=(conv2d_reduce_plan&& o) {
     if (this != &o) {
       release();
-      p_ = o.p_, state_ = o.state_, kind_ = o.kind_, why_ = o.why_, need_ = o.need_, device_ = o.device_;
-      w_ = o.w_, packed_ = o.packed_, packed_bytes_ = o.packed_bytes_, prepared_ = o.prepared_,
-      prepared_on_ = o.prepared_on_;
+      p_ = o.p_, state_ = o.state_, kind_ = o.kind_, why_ = o.why_, need_ = o.need_, splits_ = o.splits_,
+      device_ = o.device_;
+      w_ = o.w_, ws_ = o.ws_, ws_bytes_ = o.ws_bytes_, prepared_ = o.prepared_, prepared_on_ = o.prepared_on_;
       owned_ = o.owned_, owned_bytes_ = o.owned_bytes_;
-      o.owned_ = nullptr, o.owned_bytes_ = 0, o.packed_ = nullptr, o.packed_bytes_ = 0, o.prepared_ = false;
+      o.owned_ = nullptr, o.owned_bytes_ = 0, o.ws_ = nullptr, o.ws_bytes_ = 0, o.prepared_ = false;
     }
     return *this;
   }
@@ -151,28 +164,37 @@ class conv2d_reduce_plan {
   status state() const { return state_; }
   /// The kernel the plan picked.
   kernel_kind kernel() const { return kind_; }
+  /// GEMM_K splits of the split path (conv2d_reduce_split with the mma.sync or SIMT policy, over
+  /// split_channel_tiles channel tiles), or 0 when the kernel runs unsplit.
+  int k_splits() const { return splits_; }
   /// Which kernel and why, one line for a log, e.g. "wgmma tf32 (sm_90a, packed filter streamed, 4
-  /// stages, 4x64-pixel tiles)" or "mma.sync tf32: the wgmma kernel does not serve this problem: K > 128".
+  /// stages, 4x64-pixel tiles)", "mma.sync tf32 (256-pixel x 128-channel tiles): the wgmma kernel does
+  /// not serve this problem: K > 128" or "mma.sync tf32 split 4 channel tiles x 36 GEMM_K splits
+  /// (256-pixel x 128-channel tiles; 1 pixel tile for 132 SMs; 3612672-byte workspace): ...".
   const std::string& description() const { return why_; }
   /// The problem planned.
   const conv2d_problem& problem() const { return p_; }
-  /// Bytes of packed-filter workspace the plan needs (0 unless the wgmma kernel was picked):
-  /// packed_filter_bytes<wgmma_policy_t, T>(p).
+  /// Bytes of workspace the plan needs: the packed filter when the wgmma kernel was picked
+  /// (packed_filter_bytes<wgmma_policy_t, T>(p)), the partial sums when it splits (k_splits() > 0:
+  /// conv2d_reduce_split_workspace_bytes<T>(p, k_splits())), else 0.
   std::size_t workspace_bytes() const { return need_; }
 
   /// Prepares the plan for the KCRS weights w (device pointer, K * C/groups * R * S elements of T), the
   /// workspace lent by the caller: `workspace` (16-byte aligned device memory of `bytes` >=
   /// workspace_bytes(), or nullptr when that is 0) receives the packed filter (pack_filter, one small kernel
-  /// on `stream`); the plan neither frees nor resizes it. w and workspace must outlive the plan's runs.
+  /// on `stream`) or, for a split plan, the partial sums of every run; the plan neither frees nor resizes
+  /// it. w and workspace must outlive the plan's runs.
   /// @return success; state() when the plan cannot run; null_pointer (w null with work to do, or the
   ///   workspace null when needed); no_device when the current device is not the one the plan was made
-  ///   for (a plan made from a device_info: one the plan's choice does not fit); and pack_filter's codes
-  ///   (misaligned_pointer, workspace_too_small, overlapping_buffers, cuda_error). N = 0: nothing is packed.
+  ///   for (a plan made from a device_info: one the plan's choice does not fit); and pack_filter's codes,
+  ///   which a split plan checks too (misaligned_pointer: workspace not 16-byte aligned or w not aligned to
+  ///   T; workspace_too_small; overlapping_buffers: the workspace overlaps w; cuda_error). N = 0: nothing
+  ///   is packed or checked.
   status prepare(const T* w, void* workspace, std::size_t bytes, cudaStream_t stream = nullptr) {
     prepared_ = false;
     if (state_ != status::success) return state_;
     if (p_.y_elements() == 0) {
-      w_ = w, packed_ = nullptr, packed_bytes_ = 0, prepared_ = true;  // no work: nothing to pack
+      w_ = w, ws_ = nullptr, ws_bytes_ = 0, prepared_ = true;  // no work: nothing to pack
       return status::success;
     }
     if (!w) return status::null_pointer;
@@ -181,8 +203,10 @@ class conv2d_reduce_plan {
       if constexpr (tensor_math) {
         if (status s = pack_filter<wgmma_policy_t>(p_, w, workspace, bytes, stream); s != status::success) return s;
       }
+    } else if (splits_ > 0) {
+      if (status s = check_split_workspace(w, workspace, bytes); s != status::success) return s;
     }
-    w_ = w, packed_ = workspace, packed_bytes_ = bytes, prepared_ = true;
+    w_ = w, ws_ = workspace, ws_bytes_ = bytes, prepared_ = true;
     if (cudaGetDevice(&prepared_on_) != cudaSuccess) {
       cudaGetLastError();
       prepared_on_ = -1;
@@ -215,7 +239,7 @@ class conv2d_reduce_plan {
   /// @param op      reduction op (functional.cuh)
   /// @param epi     epilogue `V e(V, int k)` or `V e(V)`, run on the device in the compute type
   /// @param stream  CUDA stream the kernel is launched on (asynchronous; nothing is synchronised)
-  /// @return as conv2d_reduce / conv2d_reduce_packed; also state() when the plan cannot run, and
+  /// @return as conv2d_reduce / conv2d_reduce_packed / conv2d_reduce_split; also state() when the plan cannot run, and
   ///   not_prepared before a successful prepare, no_device when the current device is not the one it
   ///   was prepared on. The wgmma kernel reads x through TMA from a 16-byte aligned base; another x runs
   ///   conv2d_reduce_packed's fallback (the mma.sync kernel, same math).
@@ -234,10 +258,16 @@ class conv2d_reduce_plan {
     if (kind_ == kernel_kind::direct) return conv2d_reduce_direct(p_, x, w_, bias, y, indices, op, epi, stream);
     if constexpr (tensor_math) {
       if (kind_ == kernel_kind::wgmma)
-        return conv2d_reduce_packed<wgmma_policy_t>(p_, x, w_, packed_, packed_bytes_, bias, y, indices, op, epi, stream);
-      if (kind_ == kernel_kind::mma_sync)
+        return conv2d_reduce_packed<wgmma_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, op, epi, stream);
+      if (kind_ == kernel_kind::mma_sync) {
+        if (splits_ > 0)
+          return conv2d_reduce_split<mma_sync_policy_t>(p_, x, w_, bias, y, indices, ws_, ws_bytes_, splits_, op, epi,
+                                                        stream);
         return conv2d_reduce<mma_sync_policy_t>(p_, x, w_, bias, y, indices, op, epi, stream);
+      }
     }
+    if (splits_ > 0)
+      return conv2d_reduce_split<simt_policy_t>(p_, x, w_, bias, y, indices, ws_, ws_bytes_, splits_, op, epi, stream);
     return conv2d_reduce<simt_policy_t>(p_, x, w_, bias, y, indices, op, epi, stream);
   }
 
@@ -271,17 +301,17 @@ class conv2d_reduce_plan {
              (std::is_same_v<Math, math::ieee> || accurate ? "" : ", exact for any math");
       return;
     }
-    const std::string simt = std::string("simt ieee (exact ") + fma + " FMA, " +
-                             std::to_string(simt_policy_t::block_m) + "-pixel x " +
-                             std::to_string(simt_policy_t::block_n) + "-channel tiles)";
-    if constexpr (!tensor_math) {
+    // the SIMT kernel, when chosen below (split on dev when its pixel tiles are too few)
+    auto simt = [&] {
       kind_ = kernel_kind::simt;
-      why_ = simt + (accurate ? ": math::accurate on double data (error vs float64 <= 1e-6)" : ": math::ieee");
+      return std::string("simt ieee") + split<simt_policy_t>(dev, std::string("exact ") + fma + " FMA, ");
+    };
+    if constexpr (!tensor_math) {
+      why_ = simt() + (accurate ? ": math::accurate on double data (error vs float64 <= 1e-6)" : ": math::ieee");
     } else {
       if (dev.cc_major < 8) {
         if (accurate) {
-          kind_ = kernel_kind::simt;
-          why_ = simt + ": math::accurate on a GPU older than sm_80 (no TF32 tensor cores)";
+          why_ = simt() + ": math::accurate on a GPU older than sm_80 (no TF32 tensor cores)";
           return;
         }
         state_ = status::no_device;
@@ -300,11 +330,41 @@ class conv2d_reduce_plan {
                std::to_string(smem) + " bytes of shared memory)" + accurate_note();
       } else {
         kind_ = kernel_kind::mma_sync;
-        why_ = std::string("mma.sync ") + math_name() + " (" + std::to_string(mma_sync_policy_t::block_m) +
-               "-pixel x " + std::to_string(mma_sync_policy_t::block_n) +
-               "-channel tiles): the wgmma kernel does not serve this problem: " + no_wgmma + accurate_note();
+        why_ = std::string("mma.sync ") + math_name() + split<mma_sync_policy_t>(dev, "") +
+               ": the wgmma kernel does not serve this problem: " + no_wgmma + accurate_note();
       }
     }
+  }
+
+  /// For the mma.sync or SIMT kernel with Policy on dev: sets splits_ and need_ (choose_k_splits,
+  /// conv2d_reduce_split_workspace_bytes) and returns the description's middle, " (<what>B-pixel x
+  /// B-channel tiles)" or " split C channel tiles x S GEMM_K splits (<what>tiles; m pixel tiles for n SMs;
+  /// bytes-byte workspace)".
+  template <class Policy>
+  std::string split(const device_info& dev, const std::string& what) {
+    splits_ = choose_k_splits<Policy, T>(p_, dev.sm_count);
+    const std::string tiles = what + std::to_string(Policy::block_m) + "-pixel x " + std::to_string(Policy::block_n) +
+                              "-channel tiles";
+    if (splits_ == 0) return " (" + tiles + ")";
+    need_ = conv2d_reduce_split_workspace_bytes<T>(p_, splits_);
+    const std::int64_t m_tiles = (p_.gemm_m() + Policy::block_m - 1) / Policy::block_m;
+    return " split " + std::to_string(split_channel_tiles<Policy, T>(p_)) + " channel tiles x " +
+           std::to_string(splits_) + " GEMM_K splits (" + tiles + "; " + std::to_string(m_tiles) + " pixel tile" +
+           (m_tiles == 1 ? "" : "s") + " for " + std::to_string(dev.sm_count) + " SMs; " + std::to_string(need_) +
+           "-byte workspace)";
+  }
+
+  /// prepare's checks of a split plan's workspace (pack_filter's, for the partial sums): null_pointer,
+  /// misaligned_pointer (not 16-byte aligned; w not aligned to T), workspace_too_small, overlapping_buffers
+  /// (the workspace overlaps w), cuda_error (a CUDA error pending on entry, left pending).
+  status check_split_workspace(const T* w, const void* workspace, std::size_t bytes) const {
+    if (status s = detail::pending_status(); s != status::success) return s;
+    if (!workspace) return status::null_pointer;
+    if (!detail::aligned(w) || reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0) return status::misaligned_pointer;
+    if (bytes < need_) return status::workspace_too_small;
+    const detail::span in[] = {detail::make_span(w, p_.w_elements())};
+    const detail::span out[] = {detail::make_span(static_cast<const unsigned char*>(workspace), static_cast<std::int64_t>(need_))};
+    return detail::any_overlap(in, out) ? status::overlapping_buffers : status::success;
   }
 
   /// nullptr when the wgmma kernel serves the problem on dev (k and smem then hold its parameters and
@@ -345,7 +405,7 @@ class conv2d_reduce_plan {
 
   void release() noexcept {
     if (owned_) {
-      if (packed_ == owned_) packed_ = nullptr, packed_bytes_ = 0, prepared_ = false;
+      if (ws_ == owned_) ws_ = nullptr, ws_bytes_ = 0, prepared_ = false;
       cudaFree(owned_);
     }
     owned_ = nullptr, owned_bytes_ = 0;
@@ -356,9 +416,10 @@ class conv2d_reduce_plan {
   kernel_kind kind_ = kernel_kind::simt;
   std::string why_;
   std::size_t need_ = 0;
+  int splits_ = 0;  ///< GEMM_K splits of the split path (0: unsplit)
   const T* w_ = nullptr;
-  void* packed_ = nullptr;
-  std::size_t packed_bytes_ = 0;
+  void* ws_ = nullptr;          ///< the workspace bound by prepare (packed filter or partial sums)
+  std::size_t ws_bytes_ = 0;    ///< its size
   void* owned_ = nullptr;
   std::size_t owned_bytes_ = 0;
   bool prepared_ = false;

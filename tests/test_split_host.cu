@@ -1,0 +1,279 @@
+// Host suite of the split path (no GPU needed): the heuristic device::choose_k_splits, the workspace size,
+// the planner's choice for devices described by device_info (with an SM count) on small-batch and deep
+// layers and on large ones, and device::conv2d_reduce_split's refusals of bad input, which come before any
+// CUDA call (fake, aligned pointers, never dereferenced).
+#include <doctest/doctest.h>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <convred/device/conv2d_reduce_plan.cuh>
+#include <convred/device/conv2d_reduce_split.cuh>
+
+namespace {
+
+using convred::conv2d_problem;
+using convred::layout;
+using convred::status;
+using convred::device::choose_k_splits;
+using convred::device::conv2d_reduce_plan;
+using convred::device::conv2d_reduce_split_workspace_bytes;
+using convred::device::device_info;
+using convred::device::kernel_kind;
+using convred::device::split_channel_tiles;
+namespace math = convred::math;
+namespace op = convred::op;
+
+using tf32_policy = convred::default_mma_sync_policy<math::tf32>::type;      // 256 x 128 x 32
+using tf32x3_policy = convred::default_mma_sync_policy<math::tf32x3>::type;  // 128 x 128 x 32
+using simt_policy = convred::default_simt_policy<float>::type;                // 256 x 128 x 8
+
+conv2d_problem conv(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t K, std::int64_t R,
+                    std::int64_t pad, std::int64_t stride = 1, layout lay = layout::nchw) {
+  conv2d_problem p;
+  p.N = N, p.C = C, p.H = H, p.W = W, p.K = K, p.R = p.S = R;
+  p.pad_h = p.pad_w = pad, p.stride_h = p.stride_w = stride, p.x_layout = lay;
+  return p;
+}
+
+// The layers of the problem statement (H200 times of the fused mma.sync kernel: 0.4 to 3.5 ms)
+const conv2d_problem layer4_b32 = conv(32, 512, 7, 7, 512, 3, 1);  // ResNet-50 layer4 3x3: M = 1568
+const conv2d_problem layer4_b1 = conv(1, 512, 7, 7, 512, 3, 1);    // M = 49
+const conv2d_problem unet = conv(1, 512, 32, 32, 1024, 3, 1);      // U-Net bottleneck: M = 1024
+const conv2d_problem layer3_b1 = conv(1, 256, 14, 14, 256, 3, 1);  // M = 196
+const conv2d_problem proj_s2 = conv(1, 512, 28, 28, 1024, 1, 0, 2);  // 1x1 stride 2: M = 196, GEMM_K = 512
+const conv2d_problem seed = conv(64, 64, 256, 256, 128, 3, 0);      // M = 4.1 M: never split
+
+// devices with an SM count (H200: 132 SMs; A100: 108)
+const device_info h200{9, 0, true, 132};
+const device_info h200_no_image{9, 0, false, 132};
+const device_info a100{8, 0, false, 108};
+const device_info a100_132{8, 0, false, 132};
+const device_info unknown_sms{8, 0, false};  // sm_count 0: never split
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_SUITE("host") {
+TEST_CASE("split: workspace size and channel tiles") {
+  // k_splits * N*P*Q * K * 4 bytes for float, __half and bf16; 8 for double
+  CHECK(conv2d_reduce_split_workspace_bytes<float>(layer4_b1, 1) == 49u * 512u * 4u);
+  CHECK(conv2d_reduce_split_workspace_bytes<float>(layer4_b1, 36) == 36u * 49u * 512u * 4u);
+  CHECK(conv2d_reduce_split_workspace_bytes<__half>(layer4_b1, 3) == 3u * 49u * 512u * 4u);
+  CHECK(conv2d_reduce_split_workspace_bytes<__nv_bfloat16>(unet, 2) == 2u * 1024u * 1024u * 4u);
+  CHECK(conv2d_reduce_split_workspace_bytes<double>(layer4_b32, 5) == 5u * 1568u * 512u * 8u);
+  // nothing to run, or arguments conv2d_reduce_split refuses: 0
+  conv2d_problem empty = layer4_b1, bad = layer4_b1;
+  empty.N = 0, bad.groups = 3;
+  CHECK(conv2d_reduce_split_workspace_bytes<float>(empty, 4) == 0u);
+  CHECK(conv2d_reduce_split_workspace_bytes<float>(bad, 4) == 0u);
+  CHECK(conv2d_reduce_split_workspace_bytes<float>(layer4_b1, 0) == 0u);
+  CHECK(conv2d_reduce_split_workspace_bytes<float>(layer4_b1, convred::device::max_k_splits + 1) == 0u);
+  CHECK(conv2d_reduce_split_workspace_bytes<float>(layer4_b1, convred::device::max_k_splits) ==
+        std::size_t(convred::device::max_k_splits) * 49u * 512u * 4u);
+  // groups * ceil((K/groups) / BlockN): a tile never spans two groups
+  CHECK(split_channel_tiles<tf32_policy>(layer4_b1) == 4);
+  CHECK(split_channel_tiles<tf32_policy>(unet) == 8);
+  conv2d_problem g = layer4_b1;
+  g.K = 130, g.groups = 2;  // 65 channels per group: one tile each
+  CHECK(split_channel_tiles<tf32_policy>(g) == 2);
+  g.K = 514;  // 257 per group: three tiles each
+  CHECK(split_channel_tiles<tf32_policy>(g) == 6);
+  CHECK(split_channel_tiles<convred::default_simt_policy<double>::type, double>(layer4_b1) == 8);  // 64-channel tiles
+  CHECK(split_channel_tiles<tf32_policy>(bad) == 0);
+}
+
+TEST_CASE("split: choose_k_splits, about two blocks per SM, splits of >= 4 slices, bounded workspace") {
+  // ResNet-50 layer4 at batch 32: 7 pixel tiles x 4 channel tiles; ceil(264 / 28) = 10 splits (144 slices)
+  CHECK(choose_k_splits<tf32_policy, float>(layer4_b32, 132) == 10);
+  // at batch 1: ceil(264 / 4) = 66, capped at 144 slices / 4 = 36
+  CHECK(choose_k_splits<tf32_policy, float>(layer4_b1, 132) == 36);
+  // U-Net bottleneck: 4 x 8 tiles: ceil(264 / 32) = 9 on 132 SMs, ceil(216 / 32) = 7 on 108
+  CHECK(choose_k_splits<tf32_policy, float>(unet, 132) == 9);
+  CHECK(choose_k_splits<tf32_policy, float>(unet, 108) == 7);
+  // ResNet layer3 at batch 1: 1 x 2 tiles: 132, capped at 72 / 4 = 18
+  CHECK(choose_k_splits<tf32_policy, float>(layer3_b1, 132) == 18);
+  // 1x1 stride 2: GEMM_K = 512 is 16 slices: 4 splits of 4
+  CHECK(choose_k_splits<tf32_policy, float>(proj_s2, 132) == 4);
+  // 3xTF32's 128-pixel tiles: layer4 at batch 32 is 13 x 4 tiles: ceil(264 / 52) = 6
+  CHECK(choose_k_splits<tf32x3_policy, float>(layer4_b32, 132) == 6);
+  // the SIMT policy's 8-deep slices allow more splits: 66 of 576 / 4 = 144 possible
+  CHECK(choose_k_splits<simt_policy, float>(layer4_b1, 132) == 66);
+  // the workspace bound: at most max_workspace / (M * K * 4) splits
+  const std::size_t plane = conv2d_reduce_split_workspace_bytes<float>(layer4_b1, 1);
+  CHECK(choose_k_splits<tf32_policy, float>(layer4_b1, 132, 4 * plane) == 4);
+  CHECK(choose_k_splits<tf32_policy, float>(layer4_b1, 132, 4 * plane + plane / 2) == 4);
+  CHECK(choose_k_splits<tf32_policy, float>(layer4_b1, 132, plane) == 1);  // channel tiles alone still spread
+  CHECK(choose_k_splits<tf32_policy, float>(layer4_b1, 132, plane - 1) == 0);
+  // 100 pixel tiles of 1024 channels: 100 MiB per split, above the 64 MiB default: the fused kernel
+  CHECK(choose_k_splits<tf32_policy, float>(conv(1, 256, 160, 160, 1024, 3, 1), 132) == 0);
+  // no split: unknown SM count, as many pixel tiles as SMs, nothing to spread, empty or invalid problems
+  CHECK(choose_k_splits<tf32_policy, float>(layer4_b1, 0) == 0);
+  CHECK(choose_k_splits<tf32_policy, float>(seed, 132) == 0);
+  CHECK(choose_k_splits<tf32_policy, float>(conv(1, 256, 132 * 16, 16, 256, 1, 0), 132) == 0);  // 132 pixel tiles
+  // 131 pixel tiles: 2 channel tiles, 1 split (ceil(264 / 262); 8 slices allow 2)
+  CHECK(choose_k_splits<tf32_policy, float>(conv(1, 256, 131 * 16, 16, 256, 1, 0), 132) == 1);
+  CHECK(choose_k_splits<tf32_policy, float>(conv(1, 4, 8, 8, 8, 3, 1), 132) == 0);  // 1 tile, 2 slices
+  conv2d_problem empty = layer4_b1, bad = layer4_b1;
+  empty.N = 0, bad.stride_h = 0;
+  CHECK(choose_k_splits<tf32_policy, float>(empty, 132) == 0);
+  CHECK(choose_k_splits<tf32_policy, float>(bad, 132) == 0);
+}
+
+TEST_CASE("conv2d_reduce_plan: small-M layers split on the mma.sync and SIMT kernels, large ones do not") {
+  {
+    // W = 7 is not a multiple of 4: mma.sync on the H200 too
+    conv2d_reduce_plan<float, math::tf32> plan(layer4_b1, h200);
+    CAPTURE(plan.description());
+    CHECK(plan.state() == status::success);
+    CHECK(plan.kernel() == kernel_kind::mma_sync);
+    CHECK(plan.k_splits() == 36);
+    CHECK(plan.workspace_bytes() == 36u * 49u * 512u * 4u);
+    CHECK(has(plan.description(), "mma.sync tf32 split 4 channel tiles x 36 GEMM_K splits (256-pixel x 128-channel "
+                                  "tiles; 1 pixel tile for 132 SMs; 3612672-byte workspace): the wgmma kernel"));
+    conv2d_reduce_plan<float, math::tf32> moved(std::move(plan));
+    CHECK(moved.k_splits() == 36);
+    CHECK(moved.workspace_bytes() == 3612672u);
+  }
+  {
+    conv2d_reduce_plan<float, math::tf32> plan(layer4_b32, a100_132);
+    CAPTURE(plan.description());
+    CHECK(plan.kernel() == kernel_kind::mma_sync);
+    CHECK(plan.k_splits() == 10);
+    CHECK(plan.workspace_bytes() == conv2d_reduce_split_workspace_bytes<float>(layer4_b32, 10));
+    CHECK(has(plan.description(), "7 pixel tiles for 132 SMs"));
+  }
+  {
+    // math::accurate: tf32x3's mma.sync policy (128-pixel tiles), on both devices
+    conv2d_reduce_plan<float> plan(layer4_b32, h200);
+    CAPTURE(plan.description());
+    CHECK(plan.kernel() == kernel_kind::mma_sync);
+    CHECK(plan.k_splits() == 6);
+    CHECK(has(plan.description(), "mma.sync tf32x3 split 4 channel tiles x 6 GEMM_K splits (128-pixel"));
+    CHECK(has(plan.description(), "math::accurate"));
+    conv2d_reduce_plan<float> ampere(layer4_b1, a100);
+    CHECK(ampere.kernel() == kernel_kind::mma_sync);
+    CHECK(ampere.k_splits() == 36);
+    CHECK(has(ampere.description(), "for 108 SMs"));
+  }
+  {
+    // U-Net bottleneck (A100: the wgmma kernel is not there); NHWC on the H200 (the wgmma kernel takes NCHW)
+    conv2d_reduce_plan<float, math::bf16> plan(unet, a100);
+    CHECK(plan.kernel() == kernel_kind::mma_sync);
+    CHECK(plan.k_splits() == 7);
+    CHECK(plan.workspace_bytes() == 7u * 1024u * 1024u * 4u);
+    conv2d_problem unet_nhwc = unet;
+    unet_nhwc.x_layout = layout::nhwc;
+    conv2d_reduce_plan<__nv_bfloat16, math::bf16> nhwc(unet_nhwc, h200);
+    CAPTURE(nhwc.description());
+    CHECK(nhwc.kernel() == kernel_kind::mma_sync);
+    CHECK(nhwc.k_splits() == 9);
+    CHECK(has(nhwc.description(), "mma.sync bf16 split 8 channel tiles x 9 GEMM_K splits"));
+  }
+  {
+    // stride 2 (mma.sync on every device) and layer3 (W = 14)
+    conv2d_reduce_plan<float, math::tf32> s2(proj_s2, h200);
+    CHECK(s2.kernel() == kernel_kind::mma_sync);
+    CHECK(s2.k_splits() == 4);
+    CHECK(has(s2.description(), "split 8 channel tiles x 4 GEMM_K splits"));
+    conv2d_reduce_plan<float, math::tf32> l3(layer3_b1, h200_no_image);
+    CHECK(l3.k_splits() == 18);
+    CHECK(l3.workspace_bytes() == 18u * 196u * 256u * 4u);
+  }
+  {
+    // the SIMT kernel splits too: math::ieee, and double data under math::accurate
+    conv2d_reduce_plan<float, math::ieee> ieee(layer4_b1, h200);
+    CAPTURE(ieee.description());
+    CHECK(ieee.kernel() == kernel_kind::simt);
+    CHECK(ieee.k_splits() == 66);
+    CHECK(has(ieee.description(), "simt ieee split 4 channel tiles x 66 GEMM_K splits (exact fp32 FMA, 256-pixel x "
+                                  "128-channel tiles; 1 pixel tile for 132 SMs"));
+    CHECK(has(ieee.description(), ": math::ieee"));
+    conv2d_reduce_plan<double> dbl(layer4_b1, a100);  // 64 x 64 tiles: 8 channel tiles, ceil(216 / 8) = 27
+    CAPTURE(dbl.description());
+    CHECK(dbl.kernel() == kernel_kind::simt);
+    CHECK(dbl.k_splits() == 27);
+    CHECK(dbl.workspace_bytes() == 27u * 49u * 512u * 8u);
+    CHECK(has(dbl.description(), "exact fp64 FMA"));
+  }
+  {
+    // large layers, an unknown SM count, the wgmma kernel and depthwise layers: never split
+    conv2d_reduce_plan<float, math::tf32> big(seed, a100);
+    CHECK(big.kernel() == kernel_kind::mma_sync);
+    CHECK(big.k_splits() == 0);
+    CHECK(big.workspace_bytes() == 0u);
+    CHECK(!has(big.description(), "split"));
+    CHECK(has(big.description(), "mma.sync tf32 (256-pixel x 128-channel tiles): the wgmma kernel"));
+    conv2d_reduce_plan<float, math::ieee> big_simt(seed, h200);
+    CHECK(big_simt.k_splits() == 0);
+    CHECK(has(big_simt.description(), "simt ieee (exact fp32 FMA, 256-pixel x 128-channel tiles): math::ieee"));
+    conv2d_reduce_plan<float, math::tf32> unknown(layer4_b1, unknown_sms);
+    CHECK(unknown.kernel() == kernel_kind::mma_sync);
+    CHECK(unknown.k_splits() == 0);
+    CHECK(unknown.workspace_bytes() == 0u);
+    conv2d_reduce_plan<float, math::tf32> wgmma(seed, h200);
+    CHECK(wgmma.kernel() == kernel_kind::wgmma);
+    CHECK(wgmma.k_splits() == 0);
+    conv2d_problem dw = layer4_b1;
+    dw.groups = dw.C;
+    conv2d_reduce_plan<float> direct(dw, h200);
+    CHECK(direct.kernel() == kernel_kind::direct);
+    CHECK(direct.k_splits() == 0);
+    CHECK(direct.workspace_bytes() == 0u);
+  }
+  CHECK(device_info{}.sm_count == 0);
+}
+
+TEST_CASE("device::conv2d_reduce_split: bad input is refused before any CUDA call") {
+  using namespace convred;
+  auto fake_f = [](std::uintptr_t a) { return reinterpret_cast<float*>(a); };
+  const float* X = fake_f(0x100000);
+  const float* Wt = fake_f(0x200000);
+  const float* B = fake_f(0x300000);
+  float* Y = fake_f(0x400000);
+  auto* I = reinterpret_cast<std::int64_t*>(0x500000);
+  void* ws = reinterpret_cast<void*>(0x1000000);
+  conv2d_problem p;
+  p.N = 2, p.C = 4, p.H = 9, p.W = 9, p.K = 8, p.R = 3, p.S = 3;
+  const std::size_t need = conv2d_reduce_split_workspace_bytes<float>(p, 3);  // 3 * 98 * 8 * 4
+  REQUIRE(need == 3u * 98u * 8u * 4u);
+  using pol = default_policy_for<math::tf32>;
+  auto split = [&](const conv2d_problem& q, const float* x, const float* w, const float* b, float* y, std::int64_t* idx,
+                   void* work, std::size_t bytes, int ks) {
+    return device::conv2d_reduce_split<pol>(q, x, w, b, y, idx, work, bytes, ks, op::argmin{});
+  };
+  conv2d_problem q = p;
+  q.C = 0;
+  CHECK(split(q, X, Wt, B, Y, I, ws, need, 3) == status::invalid_shape);
+  q = p, q.groups = 3;
+  CHECK(split(q, X, Wt, B, Y, I, ws, need, 3) == status::invalid_groups);
+  CHECK(device::conv2d_reduce_split<pol>(p, X, Wt, B, Y, I, ws, need, 3, op::min{}) == status::indices_not_supported);
+  CHECK(split(p, X, Wt, B, Y, I, ws, need, 0) == status::invalid_argument);
+  CHECK(split(p, X, Wt, B, Y, I, ws, need, -2) == status::invalid_argument);
+  CHECK(split(p, X, Wt, B, Y, I, ws, need, device::max_k_splits + 1) == status::invalid_argument);
+  CHECK(split(p, nullptr, Wt, B, Y, I, ws, need, 3) == status::null_pointer);
+  CHECK(split(p, X, nullptr, B, Y, I, ws, need, 3) == status::null_pointer);
+  CHECK(split(p, X, Wt, B, nullptr, nullptr, ws, need, 3) == status::null_pointer);
+  CHECK(split(p, X, Wt, B, Y, I, nullptr, need, 3) == status::null_pointer);
+  CHECK(split(p, X, Wt, B, Y, I, ws, need - 1, 3) == status::workspace_too_small);
+  CHECK(split(p, X, Wt, B, Y, I, ws, 0, 3) == status::workspace_too_small);
+  CHECK(split(p, X, Wt, B, Y, I, reinterpret_cast<void*>(0x1000002), need, 3) == status::misaligned_pointer);
+  CHECK(split(p, fake_f(0x100002), Wt, B, Y, I, ws, need, 3) == status::misaligned_pointer);
+  // the workspace is written: it must not overlap x, w, bias, y or indices (its used part: `need` bytes)
+  CHECK(split(p, X, Wt, B, Y, I, fake_f(0x100000 + 64), need, 3) == status::overlapping_buffers);  // in x
+  CHECK(split(p, X, Wt, B, Y, I, fake_f(0x200000 - 64), need, 3) == status::overlapping_buffers);  // runs into w
+  CHECK(split(p, X, Wt, B, Y, I, fake_f(0x300000), need, 3) == status::overlapping_buffers);       // over bias
+  CHECK(split(p, X, Wt, B, Y, I, fake_f(0x400000 + 16), need, 3) == status::overlapping_buffers);  // over y
+  CHECK(split(p, X, Wt, B, Y, I, fake_f(0x500000 - 256), need, 3) == status::overlapping_buffers);  // into indices
+  CHECK(split(p, X, Wt, B, fake_f(0x100000), I, ws, need, 3) == status::overlapping_buffers);      // y over x
+  conv2d_problem empty = p;
+  empty.N = 0;
+  CHECK(split(empty, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0, 3) == status::success);  // no work
+  CHECK(split(empty, X, Wt, B, Y, I, ws, need, 0) == status::invalid_argument);  // k_splits checked first
+}
+}  // TEST_SUITE("host")
