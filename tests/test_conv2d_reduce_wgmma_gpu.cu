@@ -28,7 +28,8 @@ bool on_hopper() {
 }
 
 /// Shapes the wgmma kernel serves (NCHW fp32, W a multiple of 4): odd C (channel tails inside a stage),
-/// K in {1, 17, 33, 100, 128}, 1x1 / 3x3 / 3x1 / 1x3 (unrolled and run-time tap loops), padding 0-3 (TMA
+/// K in {1, 17, 33, 100, 128} and K > 128 in several channel passes of 128 (130: a 2-channel last pass;
+/// 257; 513 with a 1x1 filter; the reduction state carried across passes), 1x1 / 3x3 / 3x1 / 1x3 (unrolled and run-time tap loops), padding 0-3 (TMA
 /// box starts shifted to 16-byte alignment), outputs narrower and wider than the 64-column tile with
 /// partial tiles, and one problem with more tiles than SMs (several tiles per persistent block, the
 /// pipeline crossing tile boundaries).
@@ -43,6 +44,9 @@ std::vector<conv2d_problem> wgmma_shapes() {
       make_problem(1, 12, 7, 132, 40, 3, 3, 1, 1),   // Q = 132: three column tiles, the last of 4 columns
       make_problem(2, 3, 9, 20, 9, 2, 2, 1, 1),      // 2x2: the run-time tap loop
       make_problem(8, 9, 70, 72, 128, 3, 3, 0, 0),   // 272 tiles
+      make_problem(2, 7, 10, 20, 130, 3, 3, 1, 1),   // 2 channel passes
+      make_problem(1, 33, 9, 68, 257, 3, 3, 1, 1),   // 3 passes, two column tiles
+      make_problem(2, 3, 6, 12, 513, 1, 1),          // 5 passes, 1x1
   };
 }
 
@@ -74,7 +78,6 @@ void sweep(const char* label, std::uint64_t seed) {
   for (const conv2d_problem& q : {make_problem(2, 8, 13, 17, 3, 3, 3, 2, 1, 1, 2, 2, 2, 1),  // stride, dilation
                                   make_problem(1, 6, 9, 9, 10, 3, 3, 1, 1, 1, 1, 1, 1, 2),   // groups
                                   make_problem(2, 7, 11, 13, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, layout::nhwc),
-                                  make_problem(1, 5, 6, 8, 130, 3, 3, 1, 1),    // K > 128
                                   make_problem(1, 5, 6, 7, 13, 3, 3, 1, 1)}) {  // W % 4 != 0 (TMA rows)
     CHECK(convred::device::packed_filter_bytes<Policy, float>(q) == 0);
     check_scaled<Policy, float>(std::string(label) + " fallback " + describe(q), q, ++seed, op::argmin{});
@@ -120,6 +123,10 @@ TEST_CASE("conv2d_reduce_packed wgmma sanitizer: every math, padding, K tail, pa
   check_scaled<wg<math::tf32x3>, float>("sanitizer wgmma tf32x3", p, 10, op::argmin{});
   check_scaled<wg<math::tf32x3>, float>("sanitizer wgmma tf32x3 1x1", make_problem(2, 9, 5, 12, 17, 1, 1), 11,
                                         op::sum{});
+  // K > 128: channel passes (tf32 filter streamed, bf16 resident)
+  const conv2d_problem q = make_problem(1, 5, 6, 16, 260, 3, 3, 1, 1);
+  check_scaled<wg<math::tf32>, float>("sanitizer wgmma tf32 K=260", q, 12, op::argmin{});
+  check_scaled<wg<math::bf16>, float>("sanitizer wgmma bf16 K=260", q, 13, op::min{});
 }
 
 TEST_CASE("pack_filter / conv2d_reduce_packed: argument errors") {

@@ -147,14 +147,13 @@ TEST_CASE("conv2d_reduce_plan: shapes the wgmma kernel does not serve name the r
     conv2d_problem p;
     const char* why;
   };
-  conv2d_problem k256 = seed(), nhwc = seed(), stride2 = seed(), groups = seed(), dil = seed(), w_odd = seed();
-  k256.K = 256;
+  conv2d_problem nhwc = seed(), stride2 = seed(), groups = seed(), dil = seed(), w_odd = seed();
   nhwc.x_layout = convred::layout::nhwc;
   stride2.stride_h = stride2.stride_w = 2;
   groups.groups = 2;
   dil.dil_h = 2;
   w_odd.W = 255;
-  for (const row& r : {row{k256, "K > 128"}, row{nhwc, "not NCHW"}, row{stride2, "stride != 1"},
+  for (const row& r : {row{nhwc, "not NCHW"}, row{stride2, "stride != 1"},
                        row{groups, "groups != 1"}, row{dil, "dilation != 1"}, row{w_odd, "multiple of 4"}}) {
     conv2d_reduce_plan<float, math::tf32> plan(r.p, h100);
     CAPTURE(plan.description());
@@ -162,6 +161,23 @@ TEST_CASE("conv2d_reduce_plan: shapes the wgmma kernel does not serve name the r
     CHECK(plan.kernel() == kernel_kind::mma_sync);
     CHECK(plan.workspace_bytes() == 0u);
     CHECK(has(plan.description(), r.why));
+  }
+  // K > 128: channel passes of 128 (the packed filter twice the size of K = 128's); with fewer tiles
+  // than SMs the mma.sync kernel (split) instead
+  conv2d_problem k256 = seed();
+  k256.K = 256;
+  {
+    conv2d_reduce_plan<float, math::tf32> plan(k256, h100), half(seed(), h100);
+    CAPTURE(plan.description());
+    CHECK(plan.kernel() == kernel_kind::wgmma);
+    CHECK(plan.workspace_bytes() == 2 * half.workspace_bytes());
+    device_info sms = h100;
+    sms.sm_count = 132;
+    k256.N = 1, k256.H = k256.W = 32;  // 8 tiles
+    conv2d_reduce_plan<float, math::tf32> few(k256, sms);
+    CAPTURE(few.description());
+    CHECK(few.kernel() == kernel_kind::mma_sync);
+    CHECK(has(few.description(), "fewer tiles than SMs"));
   }
   // a 7x7 stem: each stage would hold 49 taps x 128 x 16 filter values (200 KB in bf16): not served yet
   conv2d_problem stem = seed();

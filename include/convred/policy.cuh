@@ -138,8 +138,9 @@ struct default_simt_policy<double> {
 /// (device::conv2d_reduce_packed): `wgmma.mma_async` with both operands in shared memory.
 ///
 /// A block (persistent: one per SM, looping over tiles) of two consumer warpgroups and a producer
-/// warpgroup computes tiles of tile_h x 64 output pixels (rows x columns of one image) by all K <= 128
-/// output channels. Per stage of `block_c` input channels, one producer thread copies with TMA the input
+/// warpgroup computes tiles of tile_h x 64 output pixels (rows x columns of one image) by all K output
+/// channels, in channel passes of 128 (K > 128: the stages of each pass stage the patch again, the
+/// reduction state stays in registers). Per stage of `block_c` input channels, one producer thread copies with TMA the input
 /// patch ((tile_h+R-1) x (64+S-1) pixels, fp32 as given, zero outside the image: each x element is loaded once per
 /// tile, not R*S times as in im2col) into `RawStages` raw buffers, and with a bulk copy the stage's
 /// R*S x 128 x block_c slice of the packed filter (raw buffers hold raw_c = 8 channels: a 16-channel stage
@@ -165,7 +166,7 @@ struct wgmma_policy {
   static constexpr int tile_h = PingPong ? 2 : 4;  ///< output rows per tile
   static constexpr int tile_w = 64;            ///< output columns per tile (one m64 wgmma row segment)
   static constexpr int block_m = tile_h * tile_w;  ///< output pixels per tile (GEMM_M)
-  static constexpr int block_n = 128;          ///< output channels per tile (GEMM_N): K <= 128
+  static constexpr int block_n = 128;          ///< output channels per channel pass (GEMM_N tile)
   static constexpr int consumer_threads = 256; ///< two warpgroups (wgmma, epilogue, reduction)
   static constexpr int threads = 384;          ///< the consumers and a producer warpgroup
   /// registers per consumer thread after `setmaxnreg` (the 128 accumulators and the epilogue)

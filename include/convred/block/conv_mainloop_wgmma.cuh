@@ -15,9 +15,10 @@
 namespace convred::block {
 
 /// @brief Parameter block of the packed-filter wgmma kernel (kernel::conv2d_reduce_wgmma_kernel): NCHW fp32 x,
-/// groups 1, stride 1, dilation 1, K <= 128 (conv_mainloop_wgmma::make_params decides). A tile is tile_h x 64
+/// groups 1, stride 1, dilation 1, any K (conv_mainloop_wgmma::make_params decides). A tile is tile_h x 64
 /// output pixels (rows x columns; tile_h 4, or 2 for ping-pong) of one image; tiles run q fastest, then p,
-/// then n.
+/// then n. Each tile runs `npass` channel passes of 128 output channels (K > 128: the patch is staged again
+/// for each pass, the reduction state carried across them), each pass kt stages of block_c input channels.
 /// Shared memory: the whole packed filter when it is resident (resident_bytes, else nothing), then
 /// `stages` operand stages of stage_bytes (the packed filter slice, b_bytes, unless resident, then the
 /// planes of the input patch: parts x part_bytes, see block::conv_patch_loader), then `raw_stages` raw
@@ -35,7 +36,7 @@ struct wgmma_conv_params {
   /// @var W
   /// @brief input width
   /// @var K
-  /// @brief output channels (<= 128)
+  /// @brief output channels (npass passes of 128)
   /// @var P
   /// @brief output height
   /// @var Q
@@ -55,8 +56,10 @@ struct wgmma_conv_params {
   /// @var tiles_q
   /// @brief tiles across the output, ceil(Q / 64)
   /// @var kt
-  /// @brief stages per tile: ceil(C / block_c)
-  std::int32_t tiles_p = 0, tiles_q = 0, kt = 0;
+  /// @brief stages per channel pass: ceil(C / block_c)
+  /// @var npass
+  /// @brief channel passes per tile: ceil(K / 128); a tile is npass * kt stages
+  std::int32_t tiles_p = 0, tiles_q = 0, kt = 0, npass = 0;
   /// @var rp
   /// @brief raw patch row pitch in floats: the TMA box width (>= pw + col_shift, a multiple of 4)
   /// @var bh
@@ -82,14 +85,15 @@ struct wgmma_conv_params {
   /// @brief bytes of one set of planes (block_c channels, the big or the small parts): block_c / E planes
   std::int32_t raw_copy_bytes = 0, raw_bytes = 0, plane_bytes = 0, part_bytes = 0;
   /// @var b_bytes
-  /// @brief packed filter bytes per stage: parts * R*S * 128 * block_c * element bytes
+  /// @brief packed filter bytes per stage (one pass's 128 channels x block_c input channels): parts * R*S *
+  /// 128 * block_c * element bytes; slice `pass * kt + kt_i` of the packed filter
   /// @var stage_bytes
   /// @brief shared-memory bytes per operand stage, a multiple of 128: the filter slice (b_bytes) then the
   /// planes; the planes only when the filter is resident
   /// @var a_offset
   /// @brief offset of the planes in an operand stage: b_bytes, or 0 when the filter is resident
   /// @var resident_bytes
-  /// @brief the whole packed filter (kt * b_bytes), resident in shared memory ahead of the operand stages
+  /// @brief the whole packed filter (npass * kt * b_bytes), resident in shared memory ahead of the operand stages
   /// for the block's lifetime and copied once; 0 when it is streamed with each stage instead
   std::int32_t b_bytes = 0, stage_bytes = 0, a_offset = 0, resident_bytes = 0;
   convred::detail::fast_divmod div_quads;  ///< divides by rp / 4 (transform item -> plane row, 4 raw columns)
@@ -176,7 +180,6 @@ struct conv_mainloop_wgmma {
     if (p.groups != 1) return "groups != 1";
     if (p.stride_h != 1 || p.stride_w != 1) return "stride != 1";
     if (p.dil_h != 1 || p.dil_w != 1) return "dilation != 1";
-    if (p.K > Policy::block_n) return "K > 128";
     if (promotes && !((p.R == 3 && p.S == 3) || (p.R == 1 && p.S == 1))) return "3xTF32 with a filter other than 3x3 or 1x1";
     if (p.P() <= 0 || p.Q() <= 0) return "empty output";
     if (p.W % 4 != 0) return "W not a multiple of 4 (TMA rows of 16 bytes)";
@@ -190,7 +193,7 @@ struct conv_mainloop_wgmma {
   /// which must not exceed `max_smem`. The filter is made resident (copied once per block instead of a
   /// slice per stage) whenever that layout fits `max_smem` and is under 2^20 bytes (one mbarrier
   /// transaction count); otherwise it is streamed. Not served: NHWC x, groups != 1, stride or dilation
-  /// != 1, K > 128, W not a multiple of 4 (TMA rows are 16-byte multiples), N >= 2^31 or one image of 2^40 bytes or more (TMA coordinates and
+  /// != 1, W not a multiple of 4 (TMA rows are 16-byte multiples), N >= 2^31 or one image of 2^40 bytes or more (TMA coordinates and
   /// strides), stages larger than the shared memory. p must be valid (convred::validate). Independent of N
   /// otherwise (N = 0 is served, with no tiles).
   static bool make_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,
@@ -203,6 +206,7 @@ struct conv_mainloop_wgmma {
     k.pad_h = static_cast<std::int32_t>(p.pad_h), k.pad_w = static_cast<std::int32_t>(p.pad_w);
     k.tiles_p = (k.P + TH - 1) / TH, k.tiles_q = (k.Q + TW - 1) / TW;
     k.kt = (k.C + Policy::block_c - 1) / Policy::block_c;
+    k.npass = static_cast<std::int32_t>((p.K + Policy::block_n - 1) / Policy::block_n);
     const std::int64_t ph = TH + p.R - 1, pw = TW + p.S - 1;  // patch rows and columns
     // TMA box (rp x ph per channel; rp a multiple of 4 for 16-byte rows), starting col_shift columns left
     // of the patch so that its first column is 16-byte aligned
@@ -217,7 +221,9 @@ struct conv_mainloop_wgmma {
     // as a slice per stage
     const std::int64_t rest = Policy::raw_stages * raw_bytes + static_cast<std::int64_t>(tail_bytes);
     const std::int64_t planes = (Policy::parts * part + 127) / 128 * 128;
-    const std::int64_t resident = (k.kt * b_bytes + 127) / 128 * 128;
+    const std::int64_t slices = std::int64_t(k.kt) * k.npass;  // packed filter slices of b_bytes
+    if (slices * b_bytes >= (std::int64_t(1) << 40)) return false;
+    const std::int64_t resident = (slices * b_bytes + 127) / 128 * 128;
     std::int64_t stage = planes, smem = resident + Policy::stages * planes + rest;
     if (smem > static_cast<std::int64_t>(max_smem) || resident >= (std::int64_t(1) << 20)) {
       stage = (b_bytes + Policy::parts * part + 127) / 128 * 128;
@@ -238,6 +244,12 @@ struct conv_mainloop_wgmma {
     k.tiles = p.N * k.tiles_p * k.tiles_q;
     smem_bytes = static_cast<std::size_t>(smem);
     return true;
+  }
+
+  /// Bytes of the packed filter (device::pack_filter) for parameters k from make_params: npass * kt
+  /// slices of b_bytes.
+  static std::size_t packed_bytes(const wgmma_conv_params& k) {
+    return static_cast<std::size_t>(k.npass) * static_cast<std::size_t>(k.kt) * static_cast<std::size_t>(k.b_bytes);
   }
 
   /// Issues the wgmmas of one stage into d as one commit group (not waited for): `filter` is the stage's

@@ -21,7 +21,8 @@ namespace convred::block {
 /// - copy_patch: one 4D TMA box of (rp, bh, raw_c, 1) fp32 elements of x at (w0, h0, c0, n) into a raw
 ///   buffer, laid out [channel][row][column] (raw_c = 8 channels; a stage is block_c / raw_c boxes). Coordinates outside x read as zeros: the conv's zero padding
 ///   and the channel tail. w0 is a multiple of 4 (TMA reads rows from 16-byte aligned addresses).
-/// - copy_filter: the stage's packed filter slice (b_bytes, one bulk copy; device::pack_filter's layout).
+/// - copy_filter: the stage's packed filter slice (b_bytes, one bulk copy; device::pack_filter's layout:
+///   slice pass * kt + kt_i for channel pass `pass` and stage kt_i of it).
 /// - to_planes: each raw buffer rewritten, converted once to the math's operand type, as `raw_c / E`
 ///   of the stage's `block_c / E` planes of E channels (E = 16 bytes / element: 4 tf32 or 8 bf16/fp16), each plane pixel-major with a
 ///   16-byte pixel pitch: plane j holds pixel (row, col) of the patch at byte ((row * pw) + col) * 16, channels
@@ -49,25 +50,26 @@ struct conv_patch_loader {
 #endif
   }
 
-  /// Copies stage `kt`'s packed filter slice into `b` (16-byte aligned); `bar` is armed with its bytes and
-  /// this thread's arrival.
-  __device__ static void copy_filter(unsigned char* b, std::uint64_t* bar, const wgmma_conv_params& p, int kt) {
+  /// Copies packed filter slice `slice` (pass * kt + stage of the pass) into `b` (16-byte aligned); `bar` is
+  /// armed with its bytes and this thread's arrival.
+  __device__ static void copy_filter(unsigned char* b, std::uint64_t* bar, const wgmma_conv_params& p, int slice) {
 #ifdef CONVRED_EXP_NOLOAD
     convred::detail::mbarrier_arrive(bar);
     return;
 #endif
     convred::detail::mbarrier_arrive_expect_tx(bar, static_cast<std::uint32_t>(p.b_bytes));
-    const auto* src = static_cast<const unsigned char*>(p.filter) + static_cast<std::int64_t>(kt) * p.b_bytes;
+    const auto* src = static_cast<const unsigned char*>(p.filter) + static_cast<std::int64_t>(slice) * p.b_bytes;
     convred::detail::bulk_copy_g2s(b, src, static_cast<std::uint32_t>(p.b_bytes), bar);
   }
 
-  /// Copies the whole packed filter (kt slices of b_bytes, resident_bytes in all, < 2^20) into `b` (128-byte
-  /// aligned) for the block's lifetime; `bar` is armed with its bytes and this thread's arrival.
+  /// Copies the whole packed filter (npass * kt slices of b_bytes, resident_bytes in all, < 2^20) into `b`
+  /// (128-byte aligned) for the block's lifetime; `bar` is armed with its bytes and this thread's arrival.
   __device__ static void copy_filter_resident(unsigned char* b, std::uint64_t* bar, const wgmma_conv_params& p) {
-    convred::detail::mbarrier_arrive_expect_tx(bar, static_cast<std::uint32_t>(p.kt) * static_cast<std::uint32_t>(p.b_bytes));
-    for (int kt = 0; kt < p.kt; ++kt)
-      convred::detail::bulk_copy_g2s(b + static_cast<std::int64_t>(kt) * p.b_bytes,
-                                     static_cast<const unsigned char*>(p.filter) + static_cast<std::int64_t>(kt) * p.b_bytes,
+    const int slices = p.npass * p.kt;
+    convred::detail::mbarrier_arrive_expect_tx(bar, static_cast<std::uint32_t>(slices) * static_cast<std::uint32_t>(p.b_bytes));
+    for (int i = 0; i < slices; ++i)
+      convred::detail::bulk_copy_g2s(b + static_cast<std::int64_t>(i) * p.b_bytes,
+                                     static_cast<const unsigned char*>(p.filter) + static_cast<std::int64_t>(i) * p.b_bytes,
                                      static_cast<std::uint32_t>(p.b_bytes), bar);
   }
 

@@ -125,8 +125,9 @@ bool make_x_tensor_map(CUtensorMap& map, const float* x, const block::wgmma_conv
 }
 
 /// Packed filter bytes of a plan (zero when the wgmma kernel does not serve the problem).
-inline std::size_t packed_bytes(const wgmma_plan_t& plan) {
-  return plan.served ? static_cast<std::size_t>(plan.k.kt) * static_cast<std::size_t>(plan.k.b_bytes) : 0;
+template <class Policy>
+std::size_t packed_bytes(const wgmma_plan_t& plan) {
+  return plan.served ? block::conv_mainloop_wgmma<Policy>::packed_bytes(plan.k) : 0;
 }
 
 }  // namespace detail
@@ -136,12 +137,12 @@ inline std::size_t packed_bytes(const wgmma_plan_t& plan) {
 /// Zero when the wgmma kernel cannot serve p (then conv2d_reduce_packed runs `Policy::fallback`, the
 /// mma.sync tensor-core kernel with the same math, on the KCRS weights w, and needs no packed filter).
 /// The wgmma kernel serves: T = float, NCHW x (16-byte aligned, else the call falls back), W a multiple
-/// of 4, groups 1, stride 1, dilation 1, K <= 128, N < 2^31, and R, S, padding and output width whose
-/// operand stages fit in shared memory (every 3x3, 3x1, 1x3 and 1x1 filter with the default policies),
-/// on a compute capability 9.0 device running an sm_90a image. The answer does not depend on N or on the
-/// reduction op. Size: ceil(C/block_c) * parts * R*S * 128 * block_c * (4 bytes for tf32/tf32x3, 2 for
-/// bf16/fp16); the seed problem (C = 64, 3x3): 294,912 bytes for tf32, 589,824 for tf32x3, 147,456 for
-/// bf16/fp16.
+/// of 4, groups 1, stride 1, dilation 1, N < 2^31, any K (K > 128 runs ceil(K/128) channel passes per
+/// tile), and R, S, padding and output width whose operand stages fit in shared memory (every 3x3, 3x1,
+/// 1x3 and 1x1 filter with the default policies), on a compute capability 9.0 device running an sm_90a
+/// image. The answer does not depend on N or on the reduction op. Size: ceil(K/128) * ceil(C/block_c) *
+/// parts * R*S * 128 * block_c * (4 bytes for tf32/tf32x3, 2 for bf16/fp16); the seed problem (C = 64,
+/// K = 128, 3x3): 294,912 bytes for tf32, 589,824 for tf32x3, 147,456 for bf16/fp16.
 /// @tparam Policy a wgmma_policy (or default_wgmma_policy<Math>::type)
 /// @tparam T element type of x and w (only float is served by the wgmma kernel)
 template <class Policy, class T>
@@ -149,7 +150,7 @@ std::size_t packed_filter_bytes(const conv2d_problem& p) {
   static_assert(is_wgmma_policy_v<Policy>,
                 "convred: Policy must be a wgmma_policy<Math, ...>, e.g. convred::default_wgmma_policy<convred::math::tf32>::type "
                 "(device::conv2d_reduce_plan picks a kernel and policy for any GPU and problem)");
-  return detail::packed_bytes(detail::wgmma_plan<Policy, T, op::argmin>(p));
+  return detail::packed_bytes<Policy>(detail::wgmma_plan<Policy, T, op::argmin>(p));
 }
 
 /// @brief Packs the KCRS weights w (K, C, R, S) into `packed` for conv2d_reduce_packed: a separate,
@@ -175,7 +176,7 @@ status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
   if (status s = detail::pending_status(); s != status::success) return s;  // the caller's error, left pending
   const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p);
-  const std::size_t need = detail::packed_bytes(plan);
+  const std::size_t need = detail::packed_bytes<Policy>(plan);
   if (need == 0) return status::success;
   if constexpr (std::is_same_v<T, float>) {
     const block::wgmma_conv_params& k = plan.k;
@@ -243,7 +244,7 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
     }
     const std::int64_t ny = p.y_elements();
     if (ny == 0) return status::success;
-    const std::size_t need = detail::packed_bytes(plan);
+    const std::size_t need = detail::packed_bytes<Policy>(plan);
     if (!x || !w || !packed || (!y && !indices)) return status::null_pointer;
     if (!detail::aligned(w) || !detail::aligned(bias) || !detail::aligned(y) || !detail::aligned(indices) ||
         reinterpret_cast<std::uintptr_t>(packed) % 16 != 0)

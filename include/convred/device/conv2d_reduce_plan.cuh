@@ -83,7 +83,7 @@ struct device_info {
 /// - math::ieee (exact fp32 FMA for float/16-bit data, fp64 for double): the SIMT kernel,
 ///   default_simt_policy<T>;
 /// - tf32, tf32x3, bf16, fp16: the wgmma kernel (default_wgmma_policy<Math>) on a compute capability 9.0
-///   device running sm_90a code when it serves the problem (float NCHW x, stride 1, groups 1, K <= 128, ...:
+///   device running sm_90a code when it serves the problem (float NCHW x, stride 1, groups 1, any K, ...:
 ///   packed_filter_bytes), else the mma.sync kernel (default_mma_sync_policy<Math>) on sm_80 and newer.
 /// The mma.sync and SIMT kernels give each block BlockM output pixels and loop it over every channel and
 /// all of GEMM_K; when their pixel tiles are fewer than the device's SMs (device_info::sm_count: small
@@ -323,7 +323,7 @@ class conv2d_reduce_plan {
       const char* no_wgmma = wgmma_rejection(dev, k, smem);
       if (!no_wgmma) {
         kind_ = kernel_kind::wgmma;
-        need_ = static_cast<std::size_t>(k.kt) * static_cast<std::size_t>(k.b_bytes);
+        need_ = block::conv_mainloop_wgmma<wgmma_policy_t>::packed_bytes(k);
         why_ = std::string("wgmma ") + math_name() + " (sm_90a, packed filter " +
                (k.resident_bytes ? "resident" : "streamed") + ", " + std::to_string(wgmma_policy_t::stages) +
                " stages, " + std::to_string(wgmma_policy_t::tile_h) + "x64-pixel tiles, " +
@@ -378,6 +378,9 @@ class conv2d_reduce_plan {
       if (!block::conv_mainloop_wgmma<wgmma_policy_t>::make_params(
               p_, detail::wgmma_tail_bytes<wgmma_policy_t, op::argmin>(), detail::max_smem_per_block, k, smem))
         return "its operand stages do not fit in shared memory";
+      // K > 128: each tile runs npass channel passes one after the other on one SM; with fewer tiles
+      // than SMs most of the GPU would idle, where the mma.sync kernels' split spreads the work
+      if (k.npass > 1 && dev.sm_count > 0 && k.tiles < dev.sm_count) return "K > 128 with fewer tiles than SMs";
       return nullptr;
     } else {
       (void)dev, (void)k, (void)smem;

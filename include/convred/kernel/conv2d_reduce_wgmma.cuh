@@ -19,12 +19,13 @@
 
 namespace convred::kernel {
 
-/// @brief Packs KCRS fp32 weights (K <= 128, groups 1) into the wgmma kernel's shared-memory image, one
-/// thread per packed element. Layout, in elements: [stage kt][part][tap r*S+s][n/8][c/E][n%8][c%E] with
-/// E = 16 / element bytes (one 16-byte core-matrix row), c = channel within the stage's block_c; so each
-/// tap's 128 x block_c slice is K-major no-swizzle core matrices (128 B each, 128 B apart along K, 256 B
-/// along N). Values: tf32 (round to nearest even), the 3xTF32 big / small parts (part 0 / 1), bf16 or fp16
-/// (round to nearest even); zero for n >= K and c >= C.
+/// @brief Packs KCRS fp32 weights (groups 1) into the wgmma kernel's shared-memory image, one thread per
+/// packed element. Layout, in elements: [pass][stage kt][part][tap r*S+s][n/8][c/E][n%8][c%E] with
+/// E = 16 / element bytes (one 16-byte core-matrix row), n = output channel within the pass's 128
+/// (channel pass * 128 + n), c = channel within the stage's block_c; so each tap's 128 x block_c slice is
+/// K-major no-swizzle core matrices (128 B each, 128 B apart along K, 256 B along N). Values: tf32 (round
+/// to nearest even), the 3xTF32 big / small parts (part 0 / 1), bf16 or fp16 (round to nearest even);
+/// zero for channels >= K and c >= C.
 template <class Policy>
 __global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict__ out, std::int32_t K, std::int32_t C,
                                    std::int32_t R, std::int32_t S, std::int64_t total) {
@@ -44,11 +45,13 @@ __global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict
   const int tap = static_cast<int>(rest % taps);
   rest /= taps;
   const int part = static_cast<int>(rest % Policy::parts);
-  const std::int64_t kt = rest / Policy::parts;
-  const int n = ng * 8 + n8;
+  rest /= Policy::parts;
+  const std::int64_t kts = (C + BC - 1) / BC;  // stages per pass
+  const std::int64_t kt = rest % kts, pass = rest / kts;
+  const std::int64_t n = pass * 128 + ng * 8 + n8;
   const std::int64_t c = kt * BC + cb * E + ce;
   const int r = tap / S, s = tap % S;
-  const float v = (n < K && c < C) ? w[((static_cast<std::int64_t>(n) * C + c) * R + r) * S + s] : 0.f;
+  const float v = (n < K && c < C) ? w[((n * C + c) * R + r) * S + s] : 0.f;
   if constexpr (Policy::is_tf32) {
     std::uint32_t big, small;
     if constexpr (Policy::parts == 2)
@@ -111,7 +114,7 @@ struct wgmma_tail_storage {
   std::uint64_t raw_full[Policy::raw_stages];   ///< raw buffer landed (TMA bytes)
   std::uint64_t raw_empty[Policy::raw_stages];  ///< raw buffer read (every transform thread)
   std::uint64_t order[2];  ///< ping-pong: order[g] completes when the other warpgroup's mainloop turn ended
-  float bias[Policy::block_n];  ///< the bias (zeros past K), read once per block
+  float bias[Policy::block_n];  ///< the bias of the first 128 channels (zeros past K), read once per block
 };
 
 /// @brief A position in a ring of `N` buffers: the slot and the phase parity of its mbarriers (flips each
@@ -233,11 +236,12 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
     const tile_scheduler::coord t = sched.decode(tile);
     const int h0 = static_cast<int>(t.tp) * Policy::tile_h - prm.pad_h;
     const int w0 = static_cast<int>(t.tq) * Policy::tile_w - prm.pad_w - prm.col_shift;
-    for (int kt = 0; kt < prm.kt; ++kt, st.advance()) {
+    for (int sl = 0; sl < prm.npass * prm.kt; ++sl, st.advance()) {  // slice sl: channel pass sl / kt
+      const int kt = sl % prm.kt;                                      // stage kt of the pass
       unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
       if (pt == 1) {  // the filter copier: as soon as the consumers release the stage
         st.wait_free(tail.empty);
-        loader::copy_filter(stage, &tail.full[st.slot], prm, kt);
+        loader::copy_filter(stage, &tail.full[st.slot], prm, sl);
         continue;
       }
       if (pt >= 32) CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
@@ -262,70 +266,80 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
 
 /// @brief A consumer warpgroup's work: per stage one commit group of wgmmas (block::conv_mainloop_wgmma),
 /// the stage released when the next stage's group is issued and its own has completed (3xTF32: when
-/// run_stage returns, the stage complete); per tile, the epilogue e(acc + bias[k], k) and the reduction
-/// across the K channels in registers and warp shuffles (block::reduce_epilogue, fold + finish); y and
-/// indices written once. Cooperative: both warpgroups consume every tile of the block; ping-pong:
-/// warpgroup g the block's tiles g, g + 2, ... (its stages at ring positions i * kt ..., the other
-/// warpgroup's skipped), the two taking turns at issuing their mainloops (order[]): a warpgroup starts
-/// tile i's mainloop once the other has issued tile i - 1's, so it never waits on a stage barrier more
-/// than one phase ahead (the parity waits would alias) and its epilogue runs under the other's wgmmas.
+/// run_stage returns, the stage complete); per channel pass of 128 output channels (npass of them, K >
+/// 128), the epilogue e(acc + bias[k], k) folded into the pixels' reduction states in registers
+/// (block::reduce_epilogue::fold), which carry over to the next pass; per tile, the reduction across the
+/// lanes in warp shuffles (finish) and y and indices written once. Cooperative: both warpgroups consume
+/// every tile of the block; ping-pong: warpgroup g the block's tiles g, g + 2, ... (its stages at ring
+/// positions i * npass * kt ..., the other warpgroup's skipped), the two taking turns at issuing their
+/// mainloops (order[]): a warpgroup starts tile i's mainloop once the other has issued tile i - 1's, so
+/// it never waits on a stage barrier more than one phase ahead (the parity waits would alias) and its
+/// epilogue runs under the other's wgmmas.
 template <class Policy, class Op, class Epilogue>
 __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, const wgmma_smem<Policy, Op>& sm,
                                         const tile_scheduler& sched, Op op, Epilogue epi, float* y,
                                         std::int64_t* indices, exp_clock_counts& clk) {
   using mainloop = block::conv_mainloop_wgmma<Policy>;
-  using epilogue_t = block::reduce_epilogue<mainloop, Op, false>;  // one channel tile: states in registers
-  constexpr int TW = Policy::tile_w, TH = Policy::tile_h, step = Policy::pingpong ? 2 : 1;
+  using epilogue_t = block::reduce_epilogue<mainloop, Op, false>;  // states in registers
+  constexpr int TW = Policy::tile_w, TH = Policy::tile_h, step = Policy::pingpong ? 2 : 1, BN = Policy::block_n;
   auto& tail = sm.tail;
   epilogue_t red(tail.reduce, op);
   pipeline_state<Policy::stages> st;
   float d[2][64];
   int prev = -1;
   if (prm.resident_bytes) convred::detail::mbarrier_wait(&tail.filter_full, 0);
+  // the bias: the block's copy of the first 128 channels, or (several passes) read where it lies
+  const float* bias = prm.bias ? (prm.npass == 1 ? tail.bias : prm.bias) : nullptr;
   const int wg = static_cast<int>(threadIdx.x) / 128, first_i = Policy::pingpong ? wg : 0;
   for (std::int64_t i = first_i, tile = sched.first(first_i); tile < sched.tiles; i += step, tile = sched.next(tile, step)) {
     if (Policy::pingpong) {
       if (i > 0) convred::detail::mbarrier_wait(&tail.order[wg], static_cast<std::uint32_t>(((i - 1) / 2) & 1));
-      st.seek(i * prm.kt);
+      st.seek(i * prm.npass * prm.kt);
     }
 #ifdef CONVRED_EXP_CLOCKS
     const long long tile_t0 = clock64();
     ++clk.c[4];
 #endif
-    for (int kt = 0; kt < prm.kt; ++kt, st.advance()) {
-      CONVRED_EXP_TIME(1, st.wait_full(tail.full));
-#ifndef CONVRED_EXP_NOMMA
-      const unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
-      mainloop::run_stage(prm.resident_bytes ? sm.base + kt * prm.b_bytes : stage, stage + prm.a_offset, d, kt == 0,
-                          prm);
-#else
-      if (kt == 0)
-        for (int e = 0; e < 64; ++e) d[0][e] = d[1][e] = 0.f;
-#endif
-      if constexpr (mainloop::promotes) {  // the stage has completed: release it now
-        convred::detail::mbarrier_arrive(&tail.empty[st.slot]);
-        continue;
-      }
-      warpgroup::wait<1>();  // the previous stage's group has completed: release its slot
-      if (prev >= 0) convred::detail::mbarrier_arrive(&tail.empty[prev]);
-      prev = st.slot;
-    }
-    if (Policy::pingpong) convred::detail::mbarrier_arrive(&tail.order[wg ^ 1]);  // the other's turn
-    const tile_scheduler::coord t = sched.decode(tile);  // worked out while the last wgmmas run
-    warpgroup::wait<0>();
-    mainloop::fence_acc(d);
-#ifdef CONVRED_EXP_CLOCKS
-    clk.c[0] += clock64() - tile_t0;
-#endif
-    if constexpr (!mainloop::promotes) convred::detail::mbarrier_arrive(&tail.empty[prev]);
-    prev = -1;
-    // tile complete: epilogue + reduction
-    float acc[mainloop::TM][mainloop::TN];
-    mainloop::to_tile(d, acc);
     typename epilogue_t::accum_t state[mainloop::TM];
 #pragma unroll
     for (int r = 0; r < mainloop::TM; ++r) state[r] = Op::template identity<float>();
-    CONVRED_EXP_TIME(2, red.fold(acc, prm.bias ? tail.bias : nullptr, epi, 0, prm.K, mainloop::tile_n, state));
+    tile_scheduler::coord t{};
+    for (int pass = 0; pass < prm.npass; ++pass) {
+      for (int kt = 0; kt < prm.kt; ++kt, st.advance()) {
+        CONVRED_EXP_TIME(1, st.wait_full(tail.full));
+#ifndef CONVRED_EXP_NOMMA
+        const unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
+        const unsigned char* filter =
+            prm.resident_bytes ? sm.base + static_cast<std::int64_t>(pass * prm.kt + kt) * prm.b_bytes : stage;
+        mainloop::run_stage(filter, stage + prm.a_offset, d, kt == 0, prm);
+#else
+        if (kt == 0)
+          for (int e = 0; e < 64; ++e) d[0][e] = d[1][e] = 0.f;
+#endif
+        if constexpr (mainloop::promotes) {  // the stage has completed: release it now
+          convred::detail::mbarrier_arrive(&tail.empty[st.slot]);
+          continue;
+        }
+        warpgroup::wait<1>();  // the previous stage's group has completed: release its slot
+        if (prev >= 0) convred::detail::mbarrier_arrive(&tail.empty[prev]);
+        prev = st.slot;
+      }
+      const bool last = pass + 1 == prm.npass;
+      if (Policy::pingpong && last) convred::detail::mbarrier_arrive(&tail.order[wg ^ 1]);  // the other's turn
+      if (last) t = sched.decode(tile);  // worked out while the last wgmmas run
+      warpgroup::wait<0>();
+      mainloop::fence_acc(d);
+#ifdef CONVRED_EXP_CLOCKS
+      if (last) clk.c[0] += clock64() - tile_t0;
+#endif
+      if constexpr (!mainloop::promotes) convred::detail::mbarrier_arrive(&tail.empty[prev]);
+      prev = -1;
+      // the pass complete: its 128 channels folded into the states
+      float acc[mainloop::TM][mainloop::TN];
+      mainloop::to_tile(d, acc);
+      const int k0 = pass * BN;
+      CONVRED_EXP_TIME(2, red.fold(acc, bias, epi, k0, min(BN, prm.K - k0), mainloop::tile_n, state));
+    }
     const std::int64_t p0 = t.tp * TH, q0 = t.tq * TW;
     CONVRED_EXP_TIME(3, red.finish(state, y, indices, prm.K, mainloop::tile_m, [&](int px) {
       const std::int64_t p = p0 + px / TW, q = q0 + px % TW;
