@@ -29,7 +29,8 @@ bool on_hopper() {
 
 /// Shapes the wgmma kernel serves (NCHW fp32, W a multiple of 4): odd C (channel tails inside a stage),
 /// K in {1, 17, 33, 100, 128} and K > 128 in several channel passes of 128 (130: a 2-channel last pass;
-/// 257; 513 with a 1x1 filter; the reduction state carried across passes), 1x1 / 3x3 / 3x1 / 1x3 (unrolled and run-time tap loops), padding 0-3 (TMA
+/// 257; 513 with a 1x1 filter; the reduction state carried across passes), narrow images (Q + S - 1 <=
+/// 32: planes of pitch 16 or 32, one m64 row over 4 or 2 output rows, most of the small shapes here), 1x1 / 3x3 / 3x1 / 1x3 (unrolled and run-time tap loops), padding 0-3 (TMA
 /// box starts shifted to 16-byte alignment), outputs narrower and wider than the 64-column tile with
 /// partial tiles, and one problem with more tiles than SMs (several tiles per persistent block, the
 /// pipeline crossing tile boundaries).
@@ -47,6 +48,8 @@ std::vector<conv2d_problem> wgmma_shapes() {
       make_problem(2, 7, 10, 20, 130, 3, 3, 1, 1),   // 2 channel passes
       make_problem(1, 33, 9, 68, 257, 3, 3, 1, 1),   // 3 passes, two column tiles
       make_problem(2, 3, 6, 12, 513, 1, 1),          // 5 passes, 1x1
+      make_problem(2, 9, 28, 28, 64, 3, 3, 1, 1),    // narrow: pitch 32, 8-row tiles (ResNet layer2-like)
+      make_problem(1, 8, 21, 28, 40, 3, 3, 0, 0),    // narrow: pitch 32 (Q = 26), a partial last tile
   };
 }
 
@@ -93,14 +96,15 @@ TEST_CASE("conv2d_reduce_packed wgmma: bf16 vs float64 (<= 1e-2)") { sweep<wg<ma
 TEST_CASE("conv2d_reduce_packed wgmma: fp16 vs float64 (<= 1e-2)") { sweep<wg<math::fp16>>("wgmma fp16", 900); }
 TEST_CASE("conv2d_reduce_packed wgmma: 2 stages, tf32") { sweep<wgmma_policy<math::tf32, 2>>("wgmma tf32 S2", 1000); }
 // The ping-pong schedule (2-row tiles taken in turn by the two consumer warpgroups; the filter streamed
-// or resident by C), plus a problem of 2,080 one-stage tiles (about 16 per block): many turns, the case
+// or resident by C), plus problems of 2,080 and 128 (narrow) one-stage tiles: many turns, the case
 // in which a warpgroup running a tile ahead would wait on a stage barrier two phases ahead.
 template <class Policy>
 void pingpong(const char* label, std::uint64_t seed) {
   sweep<Policy>(label, seed);
-  const conv2d_problem p = make_problem(16, 4, 130, 72, 16, 3, 3, 1, 1);
-  if (on_hopper()) CHECK(convred::device::packed_filter_bytes<Policy, float>(p) > 0);
-  check_scaled<Policy, float>(std::string(label) + " many tiles " + describe(p), p, seed + 99, op::argmin{});
+  for (const conv2d_problem& p : {make_problem(16, 4, 130, 72, 16, 3, 3, 1, 1), make_problem(16, 4, 60, 28, 16, 3, 3, 1, 1)}) {
+    if (on_hopper()) CHECK(convred::device::packed_filter_bytes<Policy, float>(p) > 0);
+    check_scaled<Policy, float>(std::string(label) + " many tiles " + describe(p), p, seed + 99, op::argmin{});
+  }
 }
 TEST_CASE("conv2d_reduce_packed wgmma: tf32 ping-pong") { pingpong<wgmma_policy<math::tf32, 4, 2, true>>("wgmma tf32 pp", 1100); }
 TEST_CASE("conv2d_reduce_packed wgmma: bf16 ping-pong") { pingpong<wgmma_policy<math::bf16, 4, 2, true>>("wgmma bf16 pp", 1200); }
@@ -124,7 +128,9 @@ TEST_CASE("conv2d_reduce_packed wgmma sanitizer: every math, padding, K tail, pa
   check_scaled<wg<math::tf32x3>, float>("sanitizer wgmma tf32x3 1x1", make_problem(2, 9, 5, 12, 17, 1, 1), 11,
                                         op::sum{});
   // K > 128: channel passes (tf32 filter streamed, bf16 resident)
-  const conv2d_problem q = make_problem(1, 5, 6, 16, 260, 3, 3, 1, 1);
+  const conv2d_problem q = make_problem(1, 5, 6, 16, 260, 3, 3, 1, 1);  // narrow (pitch 32)
+  check_scaled<wg<math::tf32>, float>("sanitizer wgmma tf32 wide", make_problem(1, 5, 6, 70, 40, 3, 3, 1, 1), 14,
+                                      op::min{});
   check_scaled<wg<math::tf32>, float>("sanitizer wgmma tf32 K=260", q, 12, op::argmin{});
   check_scaled<wg<math::bf16>, float>("sanitizer wgmma bf16 K=260", q, 13, op::min{});
 }

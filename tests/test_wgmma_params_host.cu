@@ -24,8 +24,16 @@ void check_layout(const conv2d_problem& p, const convred::block::wgmma_conv_para
   constexpr int E = 16 / Policy::filter_elem_bytes, BC = Policy::block_c, RC = Policy::raw_c;
   static_assert(BC % RC == 0 && RC % E == 0, "a stage is whole raw buffers, a raw buffer whole planes");
   CHECK(smem <= convred::device::detail::max_smem_per_block);
-  CHECK(k.ph == Policy::tile_h + p.R - 1);
-  CHECK(k.pw == Policy::tile_w + p.S - 1);
+  // narrow images (Q + S - 1 <= 32): planes of pitch 16 or 32, one m64 row over 64 / pw output rows
+  const std::int64_t span = p.Q() + p.S - 1;
+  const bool narrow = span <= 32;
+  CHECK(k.pw == (span <= 16 ? 16 : span <= 32 ? 32 : Policy::tile_w + p.S - 1));
+  CHECK(k.tile_cols == (narrow ? k.pw : 64));
+  CHECK(k.tile_cols >= (narrow ? p.Q() : 64));
+  CHECK(k.tile_rows == (narrow ? Policy::tile_h * 64 / k.pw : Policy::tile_h));
+  CHECK(k.mrow_step == (narrow ? 64 : k.pw));
+  CHECK(k.mrow_step * Policy::tile_h == k.tile_rows * k.pw);  // the tile's m64 rows cover its output rows
+  CHECK(k.ph == k.tile_rows + p.R - 1);
   CHECK(k.bh == k.ph);
   CHECK(k.rp % 4 == 0);                     // TMA rows are 16-byte multiples
   CHECK(k.rp >= k.pw + k.col_shift);        // the box covers the patch after the alignment shift
@@ -36,14 +44,17 @@ void check_layout(const conv2d_problem& p, const convred::block::wgmma_conv_para
   CHECK(k.col_shift < 4);
   CHECK(k.raw_copy_bytes == RC * k.ph * k.rp * 4);
   CHECK(k.raw_bytes == up128(k.raw_copy_bytes));
-  CHECK(k.plane_bytes == k.ph * k.pw * 16);
+  // the last m64 row's shifted reads stay inside the plane: (tile_h - 1) * mrow_step + (R - 1) * pw +
+  // (S - 1) + 64 pixels
+  CHECK(k.plane_bytes == (k.ph * k.pw + (narrow ? p.S - 1 : 0)) * 16);
+  CHECK(((Policy::tile_h - 1) * k.mrow_step + (p.R - 1) * k.pw + (p.S - 1) + 64) * 16 <= k.plane_bytes);
   CHECK(k.part_bytes == k.plane_bytes * (BC / E));
   CHECK(k.kt == (p.C + BC - 1) / BC);
   CHECK(k.npass == (p.K + 127) / 128);  // channel passes of 128
   CHECK(convred::block::conv_mainloop_wgmma<Policy>::packed_bytes(k) ==
         static_cast<std::size_t>(k.npass) * k.kt * k.b_bytes);
   CHECK(k.b_bytes == Policy::parts * p.R * p.S * 128 * BC * Policy::filter_elem_bytes);
-  CHECK(k.tiles == p.N * ((p.P() + Policy::tile_h - 1) / Policy::tile_h) * ((p.Q() + 63) / 64));
+  CHECK(k.tiles == p.N * ((p.P() + k.tile_rows - 1) / k.tile_rows) * ((p.Q() + k.tile_cols - 1) / k.tile_cols));
   const std::int64_t planes = up128(static_cast<std::int64_t>(Policy::parts) * k.part_bytes);
   const std::int64_t rest = static_cast<std::int64_t>(Policy::raw_stages) * k.raw_bytes + static_cast<std::int64_t>(tail);
   const std::int64_t resident = up128(static_cast<std::int64_t>(k.npass) * k.kt * k.b_bytes);
@@ -100,9 +111,11 @@ void sweep(std::uint64_t seed) {
       check_layout<Policy>(p, k, smem, tail);
     } else {
       // only shared memory may refuse it: the streamed layout must not fit
-      const std::int64_t ph = Policy::tile_h + p.R - 1, pw = 64 + p.S - 1;
+      const std::int64_t span = p.Q() + p.S - 1;
+      const std::int64_t pw = span <= 16 ? 16 : span <= 32 ? 32 : 64 + p.S - 1;
+      const std::int64_t ph = (pw <= 32 ? Policy::tile_h * 64 / pw : Policy::tile_h) + p.R - 1;
       const std::int64_t rp = (pw + (4 - p.pad_w % 4) % 4 + 3) / 4 * 4;
-      const std::int64_t part = ph * pw * 16 * (Policy::block_c / (16 / Policy::filter_elem_bytes));
+      const std::int64_t part = (ph * pw + (pw <= 32 ? p.S - 1 : 0)) * 16 * (Policy::block_c / (16 / Policy::filter_elem_bytes));
       const std::int64_t b = Policy::parts * p.R * p.S * 128 * Policy::block_c * Policy::filter_elem_bytes;
       const std::int64_t streamed = Policy::stages * up128(b + Policy::parts * part) +
                                     Policy::raw_stages * up128(Policy::raw_c * ph * rp * 4) +

@@ -15,9 +15,11 @@
 namespace convred::block {
 
 /// @brief Parameter block of the packed-filter wgmma kernel (kernel::conv2d_reduce_wgmma_kernel): NCHW fp32 x,
-/// groups 1, stride 1, dilation 1, any K (conv_mainloop_wgmma::make_params decides). A tile is tile_h x 64
-/// output pixels (rows x columns; tile_h 4, or 2 for ping-pong) of one image; tiles run q fastest, then p,
-/// then n. Each tile runs `npass` channel passes of 128 output channels (K > 128: the patch is staged again
+/// groups 1, stride 1, dilation 1, any K (conv_mainloop_wgmma::make_params decides). A tile is tile_h m64
+/// wgmma rows of one image (tile_h 4, or 2 for ping-pong): tile_h output rows x 64 columns, or for narrow
+/// images (Q + S - 1 <= 32) tile_rows = tile_h * 64 / pw output rows of the whole width (pw = 16 or 32
+/// plane pitch; an m64 row then spans 4 or 2 output rows, its pixels past Q computed and dropped); tiles
+/// run q fastest, then p, then n. Each tile runs `npass` channel passes of 128 output channels (K > 128: the patch is staged again
 /// for each pass, the reduction state carried across them), each pass kt stages of block_c input channels.
 /// Shared memory: the whole packed filter when it is resident (resident_bytes, else nothing), then
 /// `stages` operand stages of stage_bytes (the packed filter slice, b_bytes, unless resident, then the
@@ -70,17 +72,28 @@ struct wgmma_conv_params {
   /// at column -1 stopped the kernel with an illegal-instruction error on the H200)
   std::int32_t rp = 0, bh = 0, col_shift = 0;
   /// @var ph
-  /// @brief patch rows, 4 + R - 1
+  /// @brief patch rows, tile_rows + R - 1
   /// @var pw
-  /// @brief patch columns, 64 + S - 1: the plane row pitch in 16-byte pixels
-  std::int32_t ph = 0, pw = 0;
+  /// @brief patch columns, the plane row pitch in 16-byte pixels: 64 + S - 1, or in narrow tiles 16 or 32
+  /// (>= Q + S - 1)
+  /// @var tile_rows
+  /// @brief output rows per tile: tile_h, or in narrow tiles tile_h * 64 / pw (each m64 wgmma row then
+  /// spans 64 / pw output rows)
+  /// @var tile_cols
+  /// @brief output pixels per tile row: 64, or pw in narrow tiles (of which the first Q are outputs, the
+  /// rest computed from zeros and dropped)
+  /// @var mrow_step
+  /// @brief plane pixels between the A operands of consecutive m64 rows: pw (one patch row), or 64 in
+  /// narrow tiles
+  std::int32_t ph = 0, pw = 0, tile_rows = 0, tile_cols = 0, mrow_step = 0;
   /// @var raw_copy_bytes
   /// @brief bytes one TMA box writes: raw_c * bh * rp * 4 (raw_c = 8 channels: one raw buffer; a stage
   /// of block_c channels is block_c / raw_c of them)
   /// @var raw_bytes
   /// @brief shared-memory bytes per raw buffer, raw_copy_bytes rounded up to 128
   /// @var plane_bytes
-  /// @brief bytes of one plane (E channels of the patch): ph * pw * 16
+  /// @brief bytes of one plane (E channels of the patch): (ph * pw + S - 1) * 16 in narrow tiles (the
+  /// last m64 row's shifted reads run S - 1 pixels past the patch: dropped outputs only), else ph * pw * 16
   /// @var part_bytes
   /// @brief bytes of one set of planes (block_c channels, the big or the small parts): block_c / E planes
   std::int32_t raw_copy_bytes = 0, raw_bytes = 0, plane_bytes = 0, part_bytes = 0;
@@ -200,21 +213,30 @@ struct conv_mainloop_wgmma {
                           wgmma_conv_params& k, std::size_t& smem_bytes) {
     if (cannot_implement(p)) return false;
     constexpr int TH = Policy::tile_h, TW = Policy::tile_w, E = 16 / Policy::filter_elem_bytes;
+    static_assert(TW == 64, "one m64 wgmma row per 64 tile pixels");
     k.N = p.N, k.C = static_cast<std::int32_t>(p.C), k.H = static_cast<std::int32_t>(p.H), k.W = static_cast<std::int32_t>(p.W);
     k.K = static_cast<std::int32_t>(p.K), k.P = static_cast<std::int32_t>(p.P()), k.Q = static_cast<std::int32_t>(p.Q());
     k.R = static_cast<std::int32_t>(p.R), k.S = static_cast<std::int32_t>(p.S);
     k.pad_h = static_cast<std::int32_t>(p.pad_h), k.pad_w = static_cast<std::int32_t>(p.pad_w);
-    k.tiles_p = (k.P + TH - 1) / TH, k.tiles_q = (k.Q + TW - 1) / TW;
+    // narrow images (Q + S - 1 <= 32): planes of pitch 16 or 32, each m64 row covering 4 or 2 output
+    // rows of the whole width; otherwise rows of 64 output pixels, patch rows of 64 + S - 1
+    const std::int64_t span = p.Q() + p.S - 1;
+    const std::int64_t pw = span <= 16 ? 16 : span <= 32 ? 32 : TW + p.S - 1;
+    const bool narrow = pw <= 32;
+    k.tile_cols = static_cast<std::int32_t>(narrow ? pw : TW);
+    k.tile_rows = static_cast<std::int32_t>(narrow ? TH * (TW / pw) : TH);
+    k.mrow_step = static_cast<std::int32_t>(narrow ? TW : pw);
+    k.tiles_p = (k.P + k.tile_rows - 1) / k.tile_rows, k.tiles_q = (k.Q + k.tile_cols - 1) / k.tile_cols;
     k.kt = (k.C + Policy::block_c - 1) / Policy::block_c;
     k.npass = static_cast<std::int32_t>((p.K + Policy::block_n - 1) / Policy::block_n);
-    const std::int64_t ph = TH + p.R - 1, pw = TW + p.S - 1;  // patch rows and columns
+    const std::int64_t ph = k.tile_rows + p.R - 1;  // patch rows
     // TMA box (rp x ph per channel; rp a multiple of 4 for 16-byte rows), starting col_shift columns left
     // of the patch so that its first column is 16-byte aligned
     k.col_shift = static_cast<std::int32_t>((4 - p.pad_w % 4) % 4);
     const std::int64_t rp = (pw + k.col_shift + 3) / 4 * 4;
     const std::int64_t raw_copy = std::int64_t(Policy::raw_c) * ph * rp * 4;
     const std::int64_t raw_bytes = (raw_copy + 127) / 128 * 128;
-    const std::int64_t plane = ph * pw * 16, part = plane * (Policy::block_c / E);
+    const std::int64_t plane = (ph * pw + (narrow ? p.S - 1 : 0)) * 16, part = plane * (Policy::block_c / E);
     const std::int64_t b_bytes = std::int64_t(Policy::parts) * p.R * p.S * Policy::block_n * Policy::block_c *
                                  Policy::filter_elem_bytes;
     // the filter resident (copied once per block: no filter bytes per stage) when it fits, else streamed
@@ -299,11 +321,12 @@ struct conv_mainloop_wgmma {
     const int row0 = wg_row0() + row;
     // A: K-major no-swizzle, core matrices 8 pixels x 16 bytes: LBO = one plane (the next E channels),
     // SBO = 128 bytes (the next 8 pixels); B: LBO 128 bytes (next E channels), SBO 256 (next 8 channels)
-    const std::uint64_t a0 = warpgroup::make_smem_desc(planes + row0 * p.pw * 16, p.plane_bytes, 128);
+    const std::uint64_t a0 = warpgroup::make_smem_desc(planes + row0 * p.mrow_step * 16, p.plane_bytes, 128);
     const std::uint64_t b0 = warpgroup::make_smem_desc(filter, 128, 256);
     const std::uint64_t a_small = static_cast<std::uint64_t>(p.part_bytes) >> 4;
     const std::uint64_t b_small = (static_cast<std::uint64_t>(R * S) * tap_bytes) >> 4;
-    const std::uint64_t row_step = static_cast<std::uint64_t>(p.pw);  // one patch row, in 16-byte units
+    const std::uint64_t row_step = static_cast<std::uint64_t>(p.pw);         // one patch row, in 16-byte units
+    const std::uint64_t m_step = static_cast<std::uint64_t>(p.mrow_step);    // the next m64 row
     warpgroup::fence();
 #pragma unroll
     for (int r = 0; r < R; ++r)
@@ -315,7 +338,7 @@ struct conv_mainloop_wgmma {
         const bool acc = !(first && tap == 0);
 #pragma unroll
         for (int mt = 0; mt < Rows; ++mt) {
-          const std::uint64_t am = a + static_cast<std::uint64_t>(mt) * row_step;
+          const std::uint64_t am = a + static_cast<std::uint64_t>(mt) * m_step;
           if constexpr (x3) {
             warpgroup::mma_ss_m64n128<kind>(d[mt], am + a_small, b, acc);
             warpgroup::mma_ss_m64n128<kind>(d[mt], am, b + b_small);

@@ -99,7 +99,7 @@ struct conv_patch_loader {
       std::uint32_t w[4][W];  // w[u]: the plane entry of raw column 4q + u
       pack(v, 0, w[0]), pack(v, 1, w[1]), pack(v, 2, w[2]), pack(v, 3, w[3]);
       rotate<1>(w, rot & 1), rotate<2>(w, rot & 2);  // now w[s] is raw column 4q + ((s + rot) & 3)
-      unsigned char* row_base = planes + static_cast<std::int64_t>(jr) * p.pw * 16;
+      unsigned char* row_base = planes + static_cast<std::int64_t>(j) * p.plane_bytes + row * p.pw * 16;
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
         const int col = 4 * q + ((s + rot) & 3) - p.col_shift;

@@ -234,8 +234,8 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
   if (pt >= 2 && pt < 32) return;
   for (std::int64_t tile = sched.first(); tile < sched.tiles; tile = sched.next(tile)) {
     const tile_scheduler::coord t = sched.decode(tile);
-    const int h0 = static_cast<int>(t.tp) * Policy::tile_h - prm.pad_h;
-    const int w0 = static_cast<int>(t.tq) * Policy::tile_w - prm.pad_w - prm.col_shift;
+    const int h0 = static_cast<int>(t.tp) * prm.tile_rows - prm.pad_h;
+    const int w0 = static_cast<int>(t.tq) * prm.tile_cols - prm.pad_w - prm.col_shift;
     for (int sl = 0; sl < prm.npass * prm.kt; ++sl, st.advance()) {  // slice sl: channel pass sl / kt
       const int kt = sl % prm.kt;                                      // stage kt of the pass
       unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
@@ -281,7 +281,7 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
                                         std::int64_t* indices, exp_clock_counts& clk) {
   using mainloop = block::conv_mainloop_wgmma<Policy>;
   using epilogue_t = block::reduce_epilogue<mainloop, Op, false>;  // states in registers
-  constexpr int TW = Policy::tile_w, TH = Policy::tile_h, step = Policy::pingpong ? 2 : 1, BN = Policy::block_n;
+  constexpr int step = Policy::pingpong ? 2 : 1, BN = Policy::block_n;
   auto& tail = sm.tail;
   epilogue_t red(tail.reduce, op);
   pipeline_state<Policy::stages> st;
@@ -340,9 +340,9 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
       const int k0 = pass * BN;
       CONVRED_EXP_TIME(2, red.fold(acc, bias, epi, k0, min(BN, prm.K - k0), mainloop::tile_n, state));
     }
-    const std::int64_t p0 = t.tp * TH, q0 = t.tq * TW;
+    const std::int64_t p0 = t.tp * prm.tile_rows, q0 = t.tq * prm.tile_cols;
     CONVRED_EXP_TIME(3, red.finish(state, y, indices, prm.K, mainloop::tile_m, [&](int px) {
-      const std::int64_t p = p0 + px / TW, q = q0 + px % TW;
+      const std::int64_t p = p0 + px / prm.tile_cols, q = q0 + px % prm.tile_cols;
       return p < prm.P && q < prm.Q ? (t.n * prm.P + p) * prm.Q + q : std::int64_t(-1);
     }));
   }
