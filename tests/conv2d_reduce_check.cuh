@@ -35,6 +35,7 @@
 
 #include <convred/device/conv2d_reduce.cuh>
 #include <convred/device/conv2d_reduce_packed.cuh>
+#include <convred/device/conv2d_reduce_split.cuh>
 #include <convred/reference/conv2d.hpp>
 
 #include "test_util.cuh"
@@ -120,6 +121,31 @@ constexpr double rel_tol_for() {
 struct direct_entry {
   using math = convred::math::ieee;  ///< exact FMA
 };
+
+/// Policy tag of check_fused for the split entry point (device::conv2d_reduce_split with Policy and
+/// KSplits GEMM_K splits): `launch` gives it a workspace of exactly conv2d_reduce_split_workspace_bytes,
+/// poisoned first (every byte 0xFF: NaN partial sums, so that a partial left unwritten shows in y), and
+/// synchronises before freeing it.
+template <class Policy, int KSplits>
+struct split_entry {
+  using math = typename convred::detail::resolve_policy_t<Policy, float>::math;  ///< the policy's math
+  static constexpr int k_splits = KSplits;                                       ///< GEMM_K splits
+  /// conv2d_reduce_split<Policy>(p, ..., KSplits, op, epi) on the default stream, then synchronised.
+  template <class T, class Op, class Epi>
+  static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
+                       Op op, Epi epi) {
+    const std::size_t bytes = convred::device::conv2d_reduce_split_workspace_bytes<T>(p, KSplits);
+    thrust::device_vector<unsigned char> ws(bytes ? bytes : 1, static_cast<unsigned char>(0xFF));
+    const status s =
+        convred::device::conv2d_reduce_split<Policy>(p, x, w, bias, y, indices, raw(ws), bytes, KSplits, op, epi);
+    const cudaError_t e = cudaDeviceSynchronize();  // the workspace is freed on return
+    return s == status::success && e != cudaSuccess ? status::cuda_error : s;
+  }
+};
+template <class Policy>
+struct is_split_entry : std::false_type {};
+template <class Policy, int KSplits>
+struct is_split_entry<split_entry<Policy, KSplits>> : std::true_type {};
 
 /// True for policies of the packed-filter entry point (wgmma_policy: has `parts`).
 template <class Policy, class = void>
@@ -226,6 +252,8 @@ void check_fused(const std::string& name, const conv2d_problem& p, const host_da
   if constexpr (std::is_same_v<Policy, direct_entry>) {
     s = convred::device::conv2d_reduce_direct(p, craw(dx), craw(dw), dbias, raw(dy), Op::has_index ? raw(di) : nullptr,
                                               op, de);
+  } else if constexpr (is_split_entry<Policy>::value) {
+    s = Policy::launch(p, craw(dx), craw(dw), dbias, raw(dy), Op::has_index ? raw(di) : nullptr, op, de);
   } else if constexpr (uses_packed_filter<Policy>::value) {  // wgmma_policy: pack the filter, then the packed entry point
     const std::size_t bytes = convred::device::packed_filter_bytes<Policy, T>(p);
     thrust::device_vector<unsigned char> packed(bytes);

@@ -13,8 +13,21 @@ using convred::device::kernel_kind;
 
 namespace {
 
-/// Runs plan (prepared) and the direct entry point of its kernel on the same data; CHECKs equal y and
-/// indices.
+/// conv2d_reduce<Policy>, or with k_splits > 0 conv2d_reduce_split<Policy> with that many splits and a
+/// workspace of its own (synchronised before it is freed).
+template <class Policy, class T, class Op, class Epi>
+status unsplit_or_split(int k_splits, const conv2d_problem& p, const T* x, const T* w, const T* b, T* y,
+                        std::int64_t* indices, Op op, Epi e) {
+  if (k_splits == 0) return convred::device::conv2d_reduce<Policy>(p, x, w, b, y, indices, op, e);
+  const std::size_t bytes = convred::device::conv2d_reduce_split_workspace_bytes<T>(p, k_splits);
+  thrust::device_vector<unsigned char> ws(bytes);
+  const status s = convred::device::conv2d_reduce_split<Policy>(p, x, w, b, y, indices, raw(ws), bytes, k_splits, op, e);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  return s;
+}
+
+/// Runs plan (prepared) and the direct entry point of its kernel (split as the plan says) on the same
+/// data; CHECKs equal y and indices.
 template <class Math, class Op>
 void same_as_direct(const char* label, const conv2d_problem& p, std::uint64_t seed, Op op, bool borrow) {
   using T = float;
@@ -50,13 +63,13 @@ void same_as_direct(const char* label, const conv2d_problem& p, std::uint64_t se
                                                    Op::has_index ? raw(i2) : nullptr, op, e);
     } else {
       REQUIRE(plan.kernel() == kernel_kind::mma_sync);
-      s = convred::device::conv2d_reduce<typename PlanT::mma_sync_policy_t>(p, craw(dx), craw(dw), craw(db), raw(y2),
-                                                                           Op::has_index ? raw(i2) : nullptr, op, e);
+      s = unsplit_or_split<typename PlanT::mma_sync_policy_t>(plan.k_splits(), p, craw(dx), craw(dw), craw(db), raw(y2),
+                                                              Op::has_index ? raw(i2) : nullptr, op, e);
     }
   } else {
     REQUIRE(plan.kernel() == kernel_kind::simt);
-    s = convred::device::conv2d_reduce<typename PlanT::simt_policy_t>(p, craw(dx), craw(dw), craw(db), raw(y2),
-                                                                     Op::has_index ? raw(i2) : nullptr, op, e);
+    s = unsplit_or_split<typename PlanT::simt_policy_t>(plan.k_splits(), p, craw(dx), craw(dw), craw(db), raw(y2),
+                                                        Op::has_index ? raw(i2) : nullptr, op, e);
   }
   REQUIRE(s == status::success);
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
@@ -79,6 +92,7 @@ TEST_CASE("conv2d_reduce_plan: the kernel the device rules pick, same result as 
   const conv2d_problem served = make_problem(2, 9, 10, 40, 65, 3, 3, 1, 1);       // the wgmma kernel's shape
   const conv2d_problem k_large = make_problem(1, 5, 6, 8, 130, 3, 3, 1, 1);       // K > 128: mma.sync
   const conv2d_problem nhwc = make_problem(2, 7, 11, 13, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, layout::nhwc);
+  const conv2d_problem deep = make_problem(1, 64, 7, 7, 256, 3, 3, 1, 1);  // 49 pixels: the split path
   {
     conv2d_reduce_plan<float, math::tf32> plan(served);
     const bool hopper = dev.cc_major == 9 && dev.cc_minor == 0 && dev.wgmma_image;
@@ -86,10 +100,19 @@ TEST_CASE("conv2d_reduce_plan: the kernel the device rules pick, same result as 
     CHECK(conv2d_reduce_plan<float, math::tf32>(k_large).kernel() == kernel_kind::mma_sync);
     CHECK(conv2d_reduce_plan<float, math::ieee>(served).kernel() == kernel_kind::simt);
     CHECK(conv2d_reduce_plan<float>(served).kernel() == (hopper ? kernel_kind::wgmma : kernel_kind::mma_sync));
+    // few pixels: split as choose_k_splits says for this device's SM count
+    CHECK(dev.sm_count > 0);
+    conv2d_reduce_plan<float, math::tf32> split(deep);
+    CAPTURE(split.description());
+    CHECK(split.kernel() == kernel_kind::mma_sync);
+    CHECK(split.k_splits() ==
+          convred::device::choose_k_splits<conv2d_reduce_plan<float, math::tf32>::mma_sync_policy_t, float>(deep, dev.sm_count));
+    CHECK(split.k_splits() > 0);
+    CHECK(conv2d_reduce_plan<float, math::ieee>(deep).k_splits() > 0);
   }
   std::uint64_t seed = 9100;
   for (bool borrow : {false, true}) {
-    for (const conv2d_problem& p : {served, k_large, nhwc}) {
+    for (const conv2d_problem& p : {served, k_large, nhwc, deep}) {
       same_as_direct<math::tf32>("tf32 min", p, ++seed, op::min{}, borrow);
       same_as_direct<math::bf16>("bf16 argmin", p, ++seed, op::argmin{}, borrow);
       same_as_direct<math::ieee>("ieee max", p, ++seed, op::max{}, borrow);
@@ -162,6 +185,8 @@ double seed_like_error(const conv2d_problem& p, const char* label) {
     s = plan.run(craw(dx), craw(db), raw(dy), nullptr, op::min{}, e);
     REQUIRE(s == status::success);
     REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  } else if constexpr (is_split_entry<Policy>::value) {
+    s = Policy::launch(p, craw(dx), craw(dw), craw(db), raw(dy), nullptr, op::min{}, e);
   } else if constexpr (convred::is_wgmma_policy_v<Policy>) {
     const std::size_t bytes = convred::device::packed_filter_bytes<Policy, float>(p);
     thrust::device_vector<unsigned char> packed(bytes ? bytes : 16);
@@ -199,7 +224,60 @@ TEST_CASE("math::accurate (the planner's default) holds the error vs float64 to 
         test::tol::accurate);
   CHECK(seed_like_error<math::accurate>(make_problem(1, 24, 20, 20, 96, 5, 5, 2, 2), "plan 5x5") <=
         test::tol::accurate);
+  // the split path (3xTF32 on mma.sync) on deep, small layers: ResNet-50 layer4 and layer3 at batch 1, 1 to
+  // 36 GEMM_K splits, and through the plan (which splits them on this GPU)
+  const conv2d_problem layer4 = make_problem(1, 512, 7, 7, 512, 3, 3, 1, 1);
+  const conv2d_problem layer3 = make_problem(1, 256, 14, 14, 256, 3, 3, 1, 1);
+  using tf32x3_mma = convred::default_policy_for<math::tf32x3>;
+  CHECK(seed_like_error<math::tf32x3, split_entry<tf32x3_mma, 1>>(layer4, "split tf32x3 layer4, 1 split") <=
+        test::tol::accurate);
+  CHECK(seed_like_error<math::tf32x3, split_entry<tf32x3_mma, 6>>(layer4, "split tf32x3 layer4, 6 splits") <=
+        test::tol::accurate);
+  CHECK(seed_like_error<math::tf32x3, split_entry<tf32x3_mma, 36>>(layer4, "split tf32x3 layer4, 36 splits") <=
+        test::tol::accurate);
+  CHECK(seed_like_error<math::accurate>(layer4, "plan layer4 (split)") <= test::tol::accurate);
+  CHECK(seed_like_error<math::accurate>(layer3, "plan layer3 (split)") <= test::tol::accurate);
+  CHECK(conv2d_reduce_plan<float>(layer4).k_splits() > 0);
   // TF32 does not hold it (the check can tell the maths apart)
   CHECK(seed_like_error<math::tf32>(p, "plan tf32") > test::tol::accurate);
+}
+}  // TEST_SUITE("gpu")
+
+TEST_SUITE("gpu") {
+TEST_CASE("conv2d_reduce_plan split: prepare checks the workspace, owned and borrowed workspaces agree") {
+  require_gpu();
+  const conv2d_problem p = make_problem(1, 64, 7, 7, 256, 3, 3, 1, 1);  // 49 pixels: split on any GPU
+  conv2d_reduce_plan<float, math::tf32> plan(p);
+  CAPTURE(plan.description());
+  REQUIRE(plan.state() == status::success);
+  REQUIRE(plan.k_splits() > 0);
+  const std::size_t need = plan.workspace_bytes();
+  REQUIRE(need == convred::device::conv2d_reduce_split_workspace_bytes<float>(p, plan.k_splits()));
+  const auto d = make_data<float>(p, 9500, data_kind::real);
+  auto dx = test::to_device(d.x);
+  auto dw = test::to_device(d.w);
+  auto db = test::to_device(d.b);
+  thrust::device_vector<unsigned char> lent(need + 16, static_cast<unsigned char>(0xFF));
+  CHECK(plan.prepare(craw(dw), nullptr, need) == status::null_pointer);
+  CHECK(plan.prepare(craw(dw), raw(lent), need - 4) == status::workspace_too_small);
+  CHECK(plan.prepare(craw(dw), raw(lent) + 4, need) == status::misaligned_pointer);
+  CHECK(plan.prepare(craw(dw), const_cast<float*>(craw(dw)), need) == status::overlapping_buffers);
+  const std::size_t ny = static_cast<std::size_t>(p.y_elements());
+  thrust::device_vector<float> y1(ny), y2(ny);
+  thrust::device_vector<std::int64_t> i1(ny), i2(ny);
+  test::poison(y1), test::poison(y2), test::poison(i1), test::poison(i2);
+  CHECK(plan.run(craw(dx), craw(db), raw(y1), raw(i1), op::argmin{}) == status::not_prepared);
+  REQUIRE(plan.prepare(craw(dw), raw(lent), need) == status::success);  // borrowed, poisoned (NaN partials)
+  REQUIRE(plan.run(craw(dx), craw(db), raw(y1), raw(i1), op::argmin{}) == status::success);
+  REQUIRE(plan.prepare(craw(dw)) == status::success);  // owned
+  REQUIRE(plan.run(craw(dx), craw(db), raw(y2), raw(i2), op::argmin{}) == status::success);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  const auto a = test::to_host(y1), b = test::to_host(y2);
+  CHECK(test::count_nan(a) == 0);
+  CHECK(bytes_equal(a, b));
+  CHECK(test::to_host(i1) == test::to_host(i2));
+  // against float64 through the split entry point's own check
+  check_scaled<split_entry<conv2d_reduce_plan<float, math::tf32>::mma_sync_policy_t, 3>, float>("plan-sized split", p,
+                                                                                               9501, op::argmin{});
 }
 }  // TEST_SUITE("gpu")
