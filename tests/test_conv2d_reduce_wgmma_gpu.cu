@@ -50,6 +50,13 @@ std::vector<conv2d_problem> wgmma_shapes() {
       make_problem(2, 3, 6, 12, 513, 1, 1),          // 5 passes, 1x1
       make_problem(2, 9, 28, 28, 64, 3, 3, 1, 1),    // narrow: pitch 32, 8-row tiles (ResNet layer2-like)
       make_problem(1, 8, 21, 28, 40, 3, 3, 0, 0),    // narrow: pitch 32 (Q = 26), a partial last tile
+      // the gathering producer (no TMA): W % 4 != 0, stride 2 (phase planes)
+      make_problem(2, 6, 13, 14, 40, 3, 3, 1, 1),              // W = 14
+      make_problem(2, 9, 20, 22, 70, 3, 3, 1, 1, 2, 2),        // stride 2, narrow (Q = 11)
+      make_problem(1, 5, 9, 150, 33, 3, 3, 1, 1, 2, 2),        // stride 2, two column tiles
+      make_problem(2, 17, 14, 14, 200, 1, 1, 0, 0, 2, 2),      // 1x1 stride 2, 2 channel passes
+      make_problem(1, 4, 11, 13, 9, 5, 5, 2, 2, 2, 2),         // 5x5 stride 2: run-time taps, 2 halo rows
+      make_problem(1, 3, 10, 10, 16, 2, 2, 0, 0, 2, 2),        // 2x2 stride 2: each tap its own phase
   };
 }
 
@@ -60,8 +67,9 @@ void sweep(const char* label, std::uint64_t seed) {
   for (const conv2d_problem& p : wgmma_shapes()) {
     const std::string name = std::string(label) + " " + describe(p);
     INFO("case: " << name);
-    // the wgmma kernel serves it (3xTF32: 3x3 and 1x1 filters only; the others run the mma.sync fallback)
-    const bool served = Policy::parts == 1 || (p.R == p.S && (p.R == 3 || p.R == 1));
+    // the wgmma kernel serves it (3xTF32: 3x3 and 1x1 filters at stride 1 only; the others run the
+    // mma.sync fallback)
+    const bool served = Policy::parts == 1 || (p.R == p.S && (p.R == 3 || p.R == 1) && p.stride_h == 1);
     if (hopper) CHECK((convred::device::packed_filter_bytes<Policy, float>(p) > 0) == served);
     check_scaled<Policy, float>(name + " min", p, ++seed, op::min{});
     check_scaled<Policy, float>(name + " argmax", p, ++seed, op::argmax{}, -1.5f);
@@ -81,7 +89,7 @@ void sweep(const char* label, std::uint64_t seed) {
   for (const conv2d_problem& q : {make_problem(2, 8, 13, 17, 3, 3, 3, 2, 1, 1, 2, 2, 2, 1),  // stride, dilation
                                   make_problem(1, 6, 9, 9, 10, 3, 3, 1, 1, 1, 1, 1, 1, 2),   // groups
                                   make_problem(2, 7, 11, 13, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, layout::nhwc),
-                                  make_problem(1, 5, 6, 7, 13, 3, 3, 1, 1)}) {  // W % 4 != 0 (TMA rows)
+                                  make_problem(1, 5, 9, 9, 13, 3, 3, 1, 1, 3, 3)}) {  // stride 3
     CHECK(convred::device::packed_filter_bytes<Policy, float>(q) == 0);
     check_scaled<Policy, float>(std::string(label) + " fallback " + describe(q), q, ++seed, op::argmin{});
   }
@@ -131,6 +139,11 @@ TEST_CASE("conv2d_reduce_packed wgmma sanitizer: every math, padding, K tail, pa
   const conv2d_problem q = make_problem(1, 5, 6, 16, 260, 3, 3, 1, 1);  // narrow (pitch 32)
   check_scaled<wg<math::tf32>, float>("sanitizer wgmma tf32 wide", make_problem(1, 5, 6, 70, 40, 3, 3, 1, 1), 14,
                                       op::min{});
+  // the gathering producer: stride 2 (phase planes) and W % 4 != 0
+  check_scaled<wg<math::tf32>, float>("sanitizer wgmma tf32 stride 2", make_problem(1, 6, 11, 19, 40, 3, 3, 1, 1, 2, 2),
+                                      15, op::argmin{});
+  check_scaled<wg<math::bf16>, float>("sanitizer wgmma bf16 W=7", make_problem(2, 5, 7, 7, 140, 3, 3, 1, 1), 16,
+                                      op::max{});
   check_scaled<wg<math::tf32>, float>("sanitizer wgmma tf32 K=260", q, 12, op::argmin{});
   check_scaled<wg<math::bf16>, float>("sanitizer wgmma bf16 K=260", q, 13, op::min{});
 }

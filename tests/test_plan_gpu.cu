@@ -90,7 +90,7 @@ TEST_CASE("conv2d_reduce_plan: the kernel the device rules pick, same result as 
   require_gpu();
   const convred::device::device_info dev = convred::device::device_info::current();
   const conv2d_problem served = make_problem(2, 9, 10, 40, 65, 3, 3, 1, 1);       // the wgmma kernel's shape
-  const conv2d_problem k_large = make_problem(1, 5, 6, 8, 130, 3, 3, 1, 1);       // K > 128: mma.sync
+  const conv2d_problem k_large = make_problem(1, 40, 6, 8, 130, 3, 3, 1, 1);  // K > 128, 2 tiles, C*R*S > 256: mma.sync
   const conv2d_problem nhwc = make_problem(2, 7, 11, 13, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, layout::nhwc);
   const conv2d_problem deep = make_problem(1, 64, 7, 7, 256, 3, 3, 1, 1);  // 49 pixels: the split path
   {

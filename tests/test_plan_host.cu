@@ -147,14 +147,15 @@ TEST_CASE("conv2d_reduce_plan: shapes the wgmma kernel does not serve name the r
     conv2d_problem p;
     const char* why;
   };
-  conv2d_problem nhwc = seed(), stride2 = seed(), groups = seed(), dil = seed(), w_odd = seed();
+  conv2d_problem nhwc = seed(), stride3 = seed(), groups = seed(), dil = seed(), w_odd = seed(), stride2 = seed();
   nhwc.x_layout = convred::layout::nhwc;
+  stride3.stride_h = stride3.stride_w = 3;
   stride2.stride_h = stride2.stride_w = 2;
   groups.groups = 2;
   dil.dil_h = 2;
   w_odd.W = 255;
-  for (const row& r : {row{nhwc, "not NCHW"}, row{stride2, "stride != 1"},
-                       row{groups, "groups != 1"}, row{dil, "dilation != 1"}, row{w_odd, "multiple of 4"}}) {
+  for (const row& r : {row{nhwc, "not NCHW"}, row{stride3, "stride other than 1 or 2"},
+                       row{groups, "groups != 1"}, row{dil, "dilation != 1"}}) {
     conv2d_reduce_plan<float, math::tf32> plan(r.p, h100);
     CAPTURE(plan.description());
     CHECK(plan.state() == status::success);
@@ -162,6 +163,11 @@ TEST_CASE("conv2d_reduce_plan: shapes the wgmma kernel does not serve name the r
     CHECK(plan.workspace_bytes() == 0u);
     CHECK(has(plan.description(), r.why));
   }
+  // stride 2 and W % 4 != 0: served by the gathering producer (tf32), not by the 3xTF32 promotion at stride 2
+  CHECK(conv2d_reduce_plan<float, math::tf32>(stride2, h100).kernel() == kernel_kind::wgmma);
+  CHECK(conv2d_reduce_plan<float, math::bf16>(w_odd, h100).kernel() == kernel_kind::wgmma);
+  CHECK(conv2d_reduce_plan<float, math::tf32x3>(w_odd, h100).kernel() == kernel_kind::wgmma);
+  CHECK(has(conv2d_reduce_plan<float, math::tf32x3>(stride2, h100).description(), "3xTF32 with stride 2"));
   // K > 128: channel passes of 128 (the packed filter twice the size of K = 128's); with fewer tiles
   // than SMs the mma.sync kernel (split) instead
   conv2d_problem k256 = seed();

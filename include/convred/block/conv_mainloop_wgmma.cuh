@@ -86,14 +86,34 @@ struct wgmma_conv_params {
   /// @brief plane pixels between the A operands of consecutive m64 rows: pw (one patch row), or 64 in
   /// narrow tiles
   std::int32_t ph = 0, pw = 0, tile_rows = 0, tile_cols = 0, mrow_step = 0;
+  /// @var stride
+  /// @brief convolution stride, 1 or 2 (both dimensions)
+  /// @var phases_h
+  /// @brief row phases of the planes: min(stride, R) (stride 2: even and odd input rows apart, so that
+  /// every tap reads its phase's sub-patch at an unstrided shifted start)
+  /// @var phases_w
+  /// @brief column phases of the planes: min(stride, S)
+  /// @var phase_pixels
+  /// @brief pixels of one phase's sub-patch in a plane: ph * pw (phase (a, b) at (a * phases_w + b) *
+  /// phase_pixels; plane pixel (row, col) of phase (a, b) is input (stride * (p0 + row) + a - pad_h,
+  /// stride * (q0 + col) + b - pad_w), so tap (r, s) reads phase (r % stride, s % stride) shifted by
+  /// (r / stride, s / stride))
+  /// @var gather
+  /// @brief 1: the transform warps load x themselves (stride 2, or W not a multiple of 4: no TMA box
+  /// serves these), no raw buffers; 0: TMA boxes into raw buffers, then the transform
+  std::int32_t stride = 1, phases_h = 1, phases_w = 1, phase_pixels = 0, gather = 0;
+  /// @brief operand stages in use: Policy::stages, or fewer (down to 2) when that many do not fit in
+  /// shared memory (large stride-2 patches, large filters)
+  std::int32_t stages = 0;
   /// @var raw_copy_bytes
   /// @brief bytes one TMA box writes: raw_c * bh * rp * 4 (raw_c = 8 channels: one raw buffer; a stage
   /// of block_c channels is block_c / raw_c of them)
   /// @var raw_bytes
   /// @brief shared-memory bytes per raw buffer, raw_copy_bytes rounded up to 128
   /// @var plane_bytes
-  /// @brief bytes of one plane (E channels of the patch): (ph * pw + S - 1) * 16 in narrow tiles (the
-  /// last m64 row's shifted reads run S - 1 pixels past the patch: dropped outputs only), else ph * pw * 16
+  /// @brief bytes of one plane (E channels of the patch): (phases_h * phases_w * phase_pixels + (S - 1) /
+  /// stride) * 16 in narrow tiles (the last m64 row's shifted reads run (S - 1) / stride pixels past its
+  /// phase's sub-patch: dropped outputs only), else phases_h * phases_w * phase_pixels * 16
   /// @var part_bytes
   /// @brief bytes of one set of planes (block_c channels, the big or the small parts): block_c / E planes
   std::int32_t raw_copy_bytes = 0, raw_bytes = 0, plane_bytes = 0, part_bytes = 0;
@@ -191,11 +211,12 @@ struct conv_mainloop_wgmma {
   static const char* cannot_implement(const conv2d_problem& p) {
     if (p.x_layout != layout::nchw) return "x is not NCHW";
     if (p.groups != 1) return "groups != 1";
-    if (p.stride_h != 1 || p.stride_w != 1) return "stride != 1";
+    if (p.stride_h != p.stride_w || p.stride_h > 2) return "stride other than 1 or 2 (the same in both dimensions)";
     if (p.dil_h != 1 || p.dil_w != 1) return "dilation != 1";
     if (promotes && !((p.R == 3 && p.S == 3) || (p.R == 1 && p.S == 1))) return "3xTF32 with a filter other than 3x3 or 1x1";
+    // (the stride-2 tap loops next to the promoted stages pushed ptxas into spilling ~250 bytes)
+    if (promotes && p.stride_h != 1) return "3xTF32 with stride 2";
     if (p.P() <= 0 || p.Q() <= 0) return "empty output";
-    if (p.W % 4 != 0) return "W not a multiple of 4 (TMA rows of 16 bytes)";
     if (p.N > 0x7fffffff || p.C * p.H * p.W * 4 >= (std::int64_t(1) << 40)) return "N >= 2^31 or an image of 2^40 bytes or more";
     return nullptr;
   }
@@ -205,9 +226,10 @@ struct conv_mainloop_wgmma {
   /// resident filter, operand stages, raw buffers, then `tail_bytes` of reduction state and barriers),
   /// which must not exceed `max_smem`. The filter is made resident (copied once per block instead of a
   /// slice per stage) whenever that layout fits `max_smem` and is under 2^20 bytes (one mbarrier
-  /// transaction count); otherwise it is streamed. Not served: NHWC x, groups != 1, stride or dilation
-  /// != 1, W not a multiple of 4 (TMA rows are 16-byte multiples), N >= 2^31 or one image of 2^40 bytes or more (TMA coordinates and
-  /// strides), stages larger than the shared memory. p must be valid (convred::validate). Independent of N
+  /// transaction count); otherwise it is streamed. Stride 2, or W not a multiple of 4 (TMA rows are
+  /// 16-byte multiples), is served by the gathering producer (`gather`). Not served: NHWC x, groups != 1,
+  /// dilation != 1, strides other than 1 or 2 in both dimensions, N >= 2^31 or one image of 2^40 bytes or
+  /// more (TMA coordinates and strides), stages larger than the shared memory. p must be valid (convred::validate). Independent of N
   /// otherwise (N = 0 is served, with no tiles).
   static bool make_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,
                           wgmma_conv_params& k, std::size_t& smem_bytes) {
@@ -220,8 +242,14 @@ struct conv_mainloop_wgmma {
     k.pad_h = static_cast<std::int32_t>(p.pad_h), k.pad_w = static_cast<std::int32_t>(p.pad_w);
     // narrow images (Q + S - 1 <= 32): planes of pitch 16 or 32, each m64 row covering 4 or 2 output
     // rows of the whole width; otherwise rows of 64 output pixels, patch rows of 64 + S - 1
-    const std::int64_t span = p.Q() + p.S - 1;
-    const std::int64_t pw = span <= 16 ? 16 : span <= 32 ? 32 : TW + p.S - 1;
+    // stride 2 (or W % 4 != 0: TMA rows are 16-byte multiples): the transform warps gather x themselves
+    k.stride = static_cast<std::int32_t>(p.stride_h);
+    k.gather = (k.stride != 1 || p.W % 4 != 0) ? 1 : 0;
+    k.phases_h = static_cast<std::int32_t>(p.R < p.stride_h ? p.R : p.stride_h);
+    k.phases_w = static_cast<std::int32_t>(p.S < p.stride_w ? p.S : p.stride_w);
+    const std::int64_t halo_h = (p.R - 1) / p.stride_h, halo_w = (p.S - 1) / p.stride_w;  // extra rows, columns
+    const std::int64_t span = p.Q() + halo_w;
+    const std::int64_t pw = span <= 16 ? 16 : span <= 32 ? 32 : TW + halo_w;
     const bool narrow = pw <= 32;
     k.tile_cols = static_cast<std::int32_t>(narrow ? pw : TW);
     k.tile_rows = static_cast<std::int32_t>(narrow ? TH * (TW / pw) : TH);
@@ -229,14 +257,16 @@ struct conv_mainloop_wgmma {
     k.tiles_p = (k.P + k.tile_rows - 1) / k.tile_rows, k.tiles_q = (k.Q + k.tile_cols - 1) / k.tile_cols;
     k.kt = (k.C + Policy::block_c - 1) / Policy::block_c;
     k.npass = static_cast<std::int32_t>((p.K + Policy::block_n - 1) / Policy::block_n);
-    const std::int64_t ph = k.tile_rows + p.R - 1;  // patch rows
+    const std::int64_t ph = k.tile_rows + halo_h;  // patch rows (of each phase)
     // TMA box (rp x ph per channel; rp a multiple of 4 for 16-byte rows), starting col_shift columns left
     // of the patch so that its first column is 16-byte aligned
     k.col_shift = static_cast<std::int32_t>((4 - p.pad_w % 4) % 4);
     const std::int64_t rp = (pw + k.col_shift + 3) / 4 * 4;
-    const std::int64_t raw_copy = std::int64_t(Policy::raw_c) * ph * rp * 4;
+    const std::int64_t raw_copy = k.gather ? 0 : std::int64_t(Policy::raw_c) * ph * rp * 4;  // gather: no raw buffers
     const std::int64_t raw_bytes = (raw_copy + 127) / 128 * 128;
-    const std::int64_t plane = (ph * pw + (narrow ? p.S - 1 : 0)) * 16, part = plane * (Policy::block_c / E);
+    const std::int64_t phase_pixels = ph * pw;
+    const std::int64_t plane = (k.phases_h * k.phases_w * phase_pixels + (narrow ? halo_w : 0)) * 16;
+    const std::int64_t part = plane * (Policy::block_c / E);
     const std::int64_t b_bytes = std::int64_t(Policy::parts) * p.R * p.S * Policy::block_n * Policy::block_c *
                                  Policy::filter_elem_bytes;
     // the filter resident (copied once per block: no filter bytes per stage) when it fits, else streamed
@@ -247,9 +277,12 @@ struct conv_mainloop_wgmma {
     if (slices * b_bytes >= (std::int64_t(1) << 40)) return false;
     const std::int64_t resident = (slices * b_bytes + 127) / 128 * 128;
     std::int64_t stage = planes, smem = resident + Policy::stages * planes + rest;
+    k.stages = Policy::stages;
     if (smem > static_cast<std::int64_t>(max_smem) || resident >= (std::int64_t(1) << 20)) {
+      // streamed: as many stages (<= Policy::stages, >= 2) as fit
       stage = (b_bytes + Policy::parts * part + 127) / 128 * 128;
-      smem = Policy::stages * stage + rest;
+      while (k.stages > 2 && k.stages * stage + rest > static_cast<std::int64_t>(max_smem)) --k.stages;
+      smem = k.stages * stage + rest;
       k.resident_bytes = 0, k.a_offset = static_cast<std::int32_t>(b_bytes);
     } else {
       k.resident_bytes = static_cast<std::int32_t>(resident), k.a_offset = 0;
@@ -258,6 +291,7 @@ struct conv_mainloop_wgmma {
     if (smem > static_cast<std::int64_t>(max_smem) || rp > 256 || ph > 256) return false;
     k.rp = static_cast<std::int32_t>(rp), k.bh = static_cast<std::int32_t>(ph);
     k.ph = static_cast<std::int32_t>(ph), k.pw = static_cast<std::int32_t>(pw);
+    k.phase_pixels = static_cast<std::int32_t>(phase_pixels);
     k.raw_copy_bytes = static_cast<std::int32_t>(raw_copy), k.raw_bytes = static_cast<std::int32_t>(raw_bytes);
     k.plane_bytes = static_cast<std::int32_t>(plane), k.part_bytes = static_cast<std::int32_t>(part);
     k.b_bytes = static_cast<std::int32_t>(b_bytes), k.stage_bytes = static_cast<std::int32_t>(stage);
@@ -304,17 +338,26 @@ struct conv_mainloop_wgmma {
   template <int Rows>
   __device__ static void dispatch(const unsigned char* filter, const unsigned char* planes, float (&d)[Rows][64],
                                   int row, bool first, const wgmma_conv_params& p) {
-    if (p.R == 3 && p.S == 3)
-      issue<3, 3, Rows>(filter, planes, d, row, first, p);
-    else if (promotes || (p.R == 1 && p.S == 1))  // promotes: 1x1 here (cannot_implement)
-      issue<1, 1, Rows>(filter, planes, d, row, first, p);
-    else
-      issue<0, 0, Rows>(filter, planes, d, row, first, p);
+    if (!promotes && p.stride == 2) {  // taps read the stride phases (3xTF32: stride 1 only)
+      if (p.R == 3 && p.S == 3)
+        issue<3, 3, Rows, 2>(filter, planes, d, row, first, p);
+      else if (promotes || (p.R == 1 && p.S == 1))
+        issue<1, 1, Rows, 2>(filter, planes, d, row, first, p);
+      else
+        issue<0, 0, Rows, 2>(filter, planes, d, row, first, p);
+    } else if (p.R == 3 && p.S == 3) {
+      issue<3, 3, Rows, 1>(filter, planes, d, row, first, p);
+    } else if (promotes || (p.R == 1 && p.S == 1)) {  // promotes: 1x1 here (cannot_implement)
+      issue<1, 1, Rows, 1>(filter, planes, d, row, first, p);
+    } else {
+      issue<0, 0, Rows, 1>(filter, planes, d, row, first, p);
+    }
   }
 
   /// One commit group of the stage's wgmmas for an R x S filter known at compile time (FR, FS > 0) or at
-  /// run time (FR = FS = 0): rows row .. row + Rows - 1 of the warpgroup's, into d[0 .. Rows - 1].
-  template <int FR, int FS, int Rows>
+  /// run time (FR = FS = 0) and stride ST (tap (r, s) reads phase (r % ST, s % ST) at (r / ST, s / ST)):
+  /// rows row .. row + Rows - 1 of the warpgroup's, into d[0 .. Rows - 1].
+  template <int FR, int FS, int Rows, int ST>
   __device__ static void issue(const unsigned char* filter, const unsigned char* planes, float (&d)[Rows][64],
                                int row, bool first, const wgmma_conv_params& p) {
     const int R = FR > 0 ? FR : p.R, S = FS > 0 ? FS : p.S;
@@ -334,7 +377,9 @@ struct conv_mainloop_wgmma {
       for (int s = 0; s < S; ++s) {
         const int tap = r * S + s;
         const std::uint64_t b = b0 + ((static_cast<std::uint64_t>(tap) * tap_bytes) >> 4);
-        const std::uint64_t a = a0 + static_cast<std::uint64_t>(r) * row_step + static_cast<std::uint64_t>(s);
+        const int phase = (r % ST) * p.phases_w + s % ST;  // 0 for stride 1
+        const std::uint64_t a = a0 + static_cast<std::uint64_t>(phase) * static_cast<std::uint64_t>(p.phase_pixels) +
+                                static_cast<std::uint64_t>(r / ST) * row_step + static_cast<std::uint64_t>(s / ST);
         const bool acc = !(first && tap == 0);
 #pragma unroll
         for (int mt = 0; mt < Rows; ++mt) {

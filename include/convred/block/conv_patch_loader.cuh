@@ -87,7 +87,6 @@ struct conv_patch_loader {
 #endif
     constexpr int W = x3 ? 8 : 4;  // 32-bit words per pixel: the 16-byte entry (and 3xTF32's small parts)
     const int quads = p.rp / 4, items = (RC / E) * p.ph * quads, cstride = p.bh * p.rp;
-    const int rot = (static_cast<int>(threadIdx.x) >> 1) & 3;
     for (int it = t; it < items; it += nthreads) {
       std::int32_t jr, q, j, row;  // jr = j * ph + row: plane j, patch row; q: the 4 raw columns 4q..4q+3
       p.div_quads.divmod(it, jr, q);
@@ -98,23 +97,89 @@ struct conv_patch_loader {
       for (int e = 0; e < E; ++e) v[e] = *reinterpret_cast<const float4*>(src + e * cstride);
       std::uint32_t w[4][W];  // w[u]: the plane entry of raw column 4q + u
       pack(v, 0, w[0]), pack(v, 1, w[1]), pack(v, 2, w[2]), pack(v, 3, w[3]);
-      rotate<1>(w, rot & 1), rotate<2>(w, rot & 2);  // now w[s] is raw column 4q + ((s + rot) & 3)
-      unsigned char* row_base = planes + static_cast<std::int64_t>(j) * p.plane_bytes + row * p.pw * 16;
+      store_quad(w, planes + static_cast<std::int64_t>(j) * p.plane_bytes + row * p.pw * 16, 4 * q - p.col_shift, p);
+    }
+    warpgroup::fence_proxy_async();
+  }
+
+  /// The gathering producer (`p.gather`: stride 2, or W not a multiple of 4): writes channels [c0, c0 +
+  /// block_c) of the patch of the tile at output (p0, q0) of image n straight from x (NCHW fp32, global
+  /// loads, zeros outside x and past C) as the stage's block_c / E planes, each holding phases_h x
+  /// phases_w sub-patches of ph x pw pixels (see wgmma_conv_params::phase_pixels); work shared by
+  /// `nthreads` threads of which this is `t`; ends with the fence that makes the planes visible to wgmma.
+  /// One work item is 4 plane columns of one sub-patch row for the E channels of one plane (consecutive
+  /// threads take consecutive columns: coalesced loads), one column at a time (E loads, converted into one
+  /// 16-byte entry; few registers: the producer runs with 72), in to_planes' lane rotation.
+  __device__ static void gather_planes(const float* __restrict__ x, unsigned char* __restrict__ planes,
+                                       const wgmma_conv_params& p, std::int64_t n, int p0, int q0, int c0, int t,
+                                       int nthreads) {
+#if defined(CONVRED_EXP_NOTRANSFORM) || defined(CONVRED_EXP_NOLOAD)
+    return;  // diagnosis builds (wrong results)
+#endif
+    constexpr int W = x3 ? 8 : 4;
+    const int quads = (p.pw + 3) / 4, phases = p.phases_h * p.phases_w;
+    const int items = (Policy::block_c / E) * phases * p.ph * quads;
+    for (int it = t; it < items; it += nthreads) {
+      const int q = it % quads, rest = it / quads, row = rest % p.ph, rest2 = rest / p.ph;
+      const int phase = rest2 % phases, j = rest2 / phases;
+      const int a = phase / p.phases_w, b = phase % p.phases_w;
+      const int h = p.stride * (p0 + row) + a - p.pad_h;
+      const int w0 = p.stride * (q0 + 4 * q) + b - p.pad_w;
+      const bool row_in = h >= 0 && h < p.H;
+      unsigned char* row_base = planes + static_cast<std::int64_t>(j) * p.plane_bytes +
+                                (static_cast<std::int64_t>(phase) * p.phase_pixels + row * p.pw) * 16;
+      const int rot = (static_cast<int>(threadIdx.x) >> 1) & 3;  // as store_quad: no bank conflict
 #pragma unroll
-      for (int s = 0; s < 4; ++s) {
-        const int col = 4 * q + ((s + rot) & 3) - p.col_shift;
-        if (col < 0 || col >= p.pw) continue;
+      for (int s = 0; s < 4; ++s) {  // one column at a time: E loads, one plane entry
+        const int u = (s + rot) & 3, col = 4 * q + u, w = w0 + u * p.stride;
+        if (col >= p.pw) continue;
+        const bool in = row_in && w >= 0 && w < p.W;
+        float f[E];
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+          const int c = c0 + j * E + e;
+          f[e] = in && c < p.C ? x[((n * p.C + c) * p.H + h) * static_cast<std::int64_t>(p.W) + w] : 0.f;
+        }
+        std::uint32_t wd[W];
+        pack_entry(f, wd);
         unsigned char* dst = row_base + col * 16;
-        *reinterpret_cast<uint4*>(dst) = make_uint4(w[s][0], w[s][1], w[s][2], w[s][3]);
-        if constexpr (x3) *reinterpret_cast<uint4*>(dst + p.part_bytes) = make_uint4(w[s][4], w[s][5], w[s][6], w[s][7]);
+        *reinterpret_cast<uint4*>(dst) = make_uint4(wd[0], wd[1], wd[2], wd[3]);
+        if constexpr (x3) *reinterpret_cast<uint4*>(dst + p.part_bytes) = make_uint4(wd[4], wd[5], wd[6], wd[7]);
       }
     }
     warpgroup::fence_proxy_async();
   }
 
  private:
+  /// Stores the plane entries w[u] of columns col0 + u (u = 0..3) of one plane row at row_base (those in
+  /// [0, pw); 3xTF32: the small parts part_bytes further), in a lane-dependent rotation so that the 8
+  /// lanes of a quarter-warp write 8 distinct 16-byte bank groups (no shared-memory bank conflict).
+  template <int W>
+  __device__ static void store_quad(std::uint32_t (&w)[4][W], unsigned char* row_base, int col0,
+                                    const wgmma_conv_params& p) {
+    const int rot = (static_cast<int>(threadIdx.x) >> 1) & 3;
+    rotate<1>(w, rot & 1), rotate<2>(w, rot & 2);  // now w[s] is column col0 + ((s + rot) & 3)
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const int col = col0 + ((s + rot) & 3);
+      if (col < 0 || col >= p.pw) continue;
+      unsigned char* dst = row_base + col * 16;
+      *reinterpret_cast<uint4*>(dst) = make_uint4(w[s][0], w[s][1], w[s][2], w[s][3]);
+      if constexpr (x3) *reinterpret_cast<uint4*>(dst + p.part_bytes) = make_uint4(w[s][4], w[s][5], w[s][6], w[s][7]);
+    }
+  }
+
   /// Component u of a float4.
   __device__ static float comp(const float4& f, int u) { return u == 0 ? f.x : u == 1 ? f.y : u == 2 ? f.z : f.w; }
+
+  /// The plane entry of one pixel from its E channel values f (as pack).
+  template <int W>
+  __device__ static void pack_entry(const float (&f)[E], std::uint32_t (&w)[W]) {
+    float4 v[E];
+#pragma unroll
+    for (int e = 0; e < E; ++e) v[e] = make_float4(f[e], 0.f, 0.f, 0.f);
+    pack(v, 0, w);
+  }
 
   /// The plane entry of column u (compile-time after unrolling) of the E loaded channels: tf32 words
   /// (3xTF32: big parts in words 0-3, small parts in 4-7) or bf16/fp16 pairs, round to nearest (even).

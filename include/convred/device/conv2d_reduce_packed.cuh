@@ -136,9 +136,8 @@ std::size_t packed_bytes(const wgmma_plan_t& plan) {
 ///
 /// Zero when the wgmma kernel cannot serve p (then conv2d_reduce_packed runs `Policy::fallback`, the
 /// mma.sync tensor-core kernel with the same math, on the KCRS weights w, and needs no packed filter).
-/// The wgmma kernel serves: T = float, NCHW x (16-byte aligned, else the call falls back), W a multiple
-/// of 4, groups 1, stride 1, dilation 1, N < 2^31, any K (K > 128 runs ceil(K/128) channel passes per
-/// tile), and R, S, padding and output width whose operand stages fit in shared memory (every 3x3, 3x1,
+/// The wgmma kernel serves: T = float, NCHW x, groups 1, stride 1 or 2 (the same in both dimensions),
+/// dilation 1, N < 2^31, any K (K > 128 runs ceil(K/128) channel passes per tile), and R, S, padding and output width whose operand stages fit in shared memory (every 3x3, 3x1,
 /// 1x3 and 1x1 filter with the default policies), on a compute capability 9.0 device running an sm_90a
 /// image. The answer does not depend on N or on the reduction op. Size: ceil(K/128) * ceil(C/block_c) *
 /// parts * R*S * 128 * block_c * (4 bytes for tf32/tf32x3, 2 for bf16/fp16); the seed problem (C = 64,
@@ -200,7 +199,8 @@ status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_
 /// (wgmma), with a filter packed by pack_filter. Same semantics, arguments and errors as conv2d_reduce
 /// (y[n,0,p,q] = Op over k of e(bias[k] + conv2d(x, w)[n,k,p,q], k); PyTorch's conv2d), plus `packed`.
 ///
-/// When packed_filter_bytes<Policy, T>(p) is 0, or x is not 16-byte aligned, this is
+/// When packed_filter_bytes<Policy, T>(p) is 0, or x is not 16-byte aligned where the kernel reads it with
+/// TMA (stride 1 and W a multiple of 4; otherwise its producer gathers x with plain loads), this is
 /// conv2d_reduce<Policy::fallback> on w (packed is ignored and may be null). Otherwise `packed` must hold
 /// pack_filter's output for this problem and these weights, in a buffer of `packed_bytes` >=
 /// packed_filter_bytes bytes (checked: a too small buffer is refused; its contents are not checked: a
@@ -236,8 +236,9 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
   if (status s = detail::pending_status(); p.y_elements() > 0 && s != status::success) return s;  // caller's error
   const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, Op>(p);
   auto fallback = [&] { return conv2d_reduce<typename Policy::fallback>(p, x, w, bias, y, indices, op, epi, stream); };
-  // TMA reads x from a 16-byte aligned base: any other x (legal for float) takes the fallback too
-  if (!plan.served || reinterpret_cast<std::uintptr_t>(x) % 16 != 0) return fallback();
+  // TMA reads x from a 16-byte aligned base: any other x (legal for float) takes the fallback too (the
+  // gathering producer, for stride 2 or W % 4 != 0, reads any x)
+  if (!plan.served || (!plan.k.gather && reinterpret_cast<std::uintptr_t>(x) % 16 != 0)) return fallback();
   if constexpr (std::is_same_v<T, float>) {
     if constexpr (!Op::has_index) {
       if (indices) return status::indices_not_supported;
@@ -258,8 +259,8 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
     if (detail::any_overlap(in, out)) return status::overlapping_buffers;
     block::wgmma_conv_params k = plan.k;
     k.x = x, k.filter = packed, k.bias = bias;
-    CUtensorMap x_map;
-    if (!detail::make_x_tensor_map<Policy>(x_map, x, k)) return fallback();  // the driver refused the map
+    CUtensorMap x_map{};  // unused by the gathering producer
+    if (!k.gather && !detail::make_x_tensor_map<Policy>(x_map, x, k)) return fallback();  // the driver refused it
     auto kern = kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue>;
     const std::size_t smem = plan.smem_bytes;
     if (status s = detail::check_device(kern, smem); s != status::success) return s;

@@ -325,8 +325,10 @@ class conv2d_reduce_plan {
         kind_ = kernel_kind::wgmma;
         need_ = block::conv_mainloop_wgmma<wgmma_policy_t>::packed_bytes(k);
         why_ = std::string("wgmma ") + math_name() + " (sm_90a, packed filter " +
-               (k.resident_bytes ? "resident" : "streamed") + ", " + std::to_string(wgmma_policy_t::stages) +
-               " stages, " + std::to_string(wgmma_policy_t::tile_h) + "x64-pixel tiles, " +
+               (k.resident_bytes ? "resident" : "streamed") + ", " + std::to_string(k.stages) + " stages, " +
+               std::to_string(k.tile_rows) + "x" + std::to_string(k.tile_cols) + "-pixel tiles, " +
+               (k.npass > 1 ? std::to_string(k.npass) + " channel passes, " : "") +
+               (k.gather ? "x gathered (stride " + std::to_string(k.stride) + "), " : "") +
                std::to_string(smem) + " bytes of shared memory)" + accurate_note();
       } else {
         kind_ = kernel_kind::mma_sync;
@@ -380,7 +382,9 @@ class conv2d_reduce_plan {
         return "its operand stages do not fit in shared memory";
       // K > 128: each tile runs npass channel passes one after the other on one SM; with fewer tiles
       // than SMs most of the GPU would idle, where the mma.sync kernels' split spreads the work
-      if (k.npass > 1 && dev.sm_count > 0 && k.tiles < dev.sm_count) return "K > 128 with fewer tiles than SMs";
+      // (C*R*S <= 256: the passes are short, the wgmma kernel is still the faster one)
+      if (k.npass > 1 && dev.sm_count > 0 && k.tiles < dev.sm_count && p_.gemm_k() > 256)
+        return "K > 128 with fewer tiles than SMs";
       return nullptr;
     } else {
       (void)dev, (void)k, (void)smem;

@@ -117,28 +117,30 @@ struct wgmma_tail_storage {
   float bias[Policy::block_n];  ///< the bias of the first 128 channels (zeros past K), read once per block
 };
 
-/// @brief A position in a ring of `N` buffers: the slot and the phase parity of its mbarriers (flips each
+/// @brief A position in a ring of `n` buffers: the slot and the phase parity of its mbarriers (flips each
 /// time the ring wraps). Producers wait for a slot's release with `phase ^ 1`, consumers for its fill
-/// with `phase`; `count` says how many positions came before (the first N fills need no release).
-template <int N>
+/// with `phase`; `count` says how many positions came before (the first n fills need no release).
 struct pipeline_state {
+  int n;                    ///< buffers in the ring
   int slot = 0;             ///< buffer index
   std::uint32_t phase = 0;  ///< parity of the slot's current mbarrier phase
   std::int64_t count = 0;   ///< positions passed so far
+  /// The first position of a ring of `buffers` buffers.
+  __device__ explicit pipeline_state(int buffers) : n(buffers) {}
   /// Moves to the next buffer.
   __device__ void advance() {
     ++count;
-    if (++slot == N) slot = 0, phase ^= 1;
+    if (++slot == n) slot = 0, phase ^= 1;
   }
-  /// Waits until the slot's previous contents were released on `bars[slot]` (no wait for the first N).
+  /// Waits until the slot's previous contents were released on `bars[slot]` (no wait for the first n).
   __device__ void wait_free(std::uint64_t* bars) const {
-    if (count >= N) convred::detail::mbarrier_wait(&bars[slot], phase ^ 1);
+    if (count >= n) convred::detail::mbarrier_wait(&bars[slot], phase ^ 1);
   }
   /// Moves to position `pos` (a consumer skipping the positions of tiles another warpgroup consumes).
   __device__ void seek(std::int64_t pos) {
     count = pos;
-    slot = static_cast<int>(pos % N);
-    phase = static_cast<std::uint32_t>((pos / N) & 1);
+    slot = static_cast<int>(pos % n);
+    phase = static_cast<std::uint32_t>((pos / n) & 1);
   }
   /// Waits until the slot was filled (its `bars[slot]` phase completed).
   __device__ void wait_full(std::uint64_t* bars) const { convred::detail::mbarrier_wait(&bars[slot], phase); }
@@ -187,7 +189,7 @@ struct wgmma_smem {
   __device__ wgmma_smem(unsigned char* smem, const block::wgmma_conv_params& prm)
       : base(smem),
         stages(smem + prm.resident_bytes),
-        raw(stages + Policy::stages * prm.stage_bytes),
+        raw(stages + prm.stages * prm.stage_bytes),
         tail(*reinterpret_cast<wgmma_tail_storage<Policy, Op>*>(raw + Policy::raw_stages * prm.raw_bytes)) {}
 };
 
@@ -199,7 +201,7 @@ inline constexpr int wgmma_transform_threads = 96;
 /// ping-pong); a raw buffer is full after its TMA bytes, empty after the transform warps'.
 template <class Policy, class Op>
 __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& tail, const block::wgmma_conv_params& prm) {
-  for (int s = 0; s < Policy::stages; ++s) {
+  for (int s = 0; s < prm.stages; ++s) {
     convred::detail::mbarrier_init(&tail.full[s], wgmma_transform_threads + (prm.resident_bytes ? 0 : 1));
     convred::detail::mbarrier_init(&tail.empty[s], Policy::pingpong ? 128 : Policy::consumer_threads);
   }
@@ -217,7 +219,8 @@ __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& ta
 /// (raw_c channels; a stage of block_c channels is block_c / raw_c of them), thread 1 the bulk copy of
 /// each stage's packed filter slice (or, once, of the whole filter when it is resident), warps 1-3 convert
 /// each raw buffer into the stage's planes (block::conv_patch_loader); each runs ahead across tile
-/// boundaries as its buffers are released.
+/// boundaries as its buffers are released. With `prm.gather` (stride 2, W % 4 != 0) warps 1-3 load each
+/// stage's planes from x themselves (conv_patch_loader::gather_planes) and no TMA box is copied.
 template <class Policy, class Op>
 __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::wgmma_conv_params& prm,
                                         const wgmma_smem<Policy, Op>& sm, const tile_scheduler& sched, int pt,
@@ -225,13 +228,13 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
   using loader = block::conv_patch_loader<Policy>;
   constexpr int E = 16 / Policy::filter_elem_bytes, chunks = Policy::block_c / Policy::raw_c;
   auto& tail = sm.tail;
-  pipeline_state<Policy::stages> st;
-  pipeline_state<Policy::raw_stages> rs;
+  pipeline_state st(prm.stages), rs(Policy::raw_stages);
   if (pt == 1 && prm.resident_bytes) {  // the resident filter: copied once
     loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
     return;
   }
   if (pt >= 2 && pt < 32) return;
+  if (prm.gather && pt == 0) return;  // no TMA boxes: the transform warps gather x themselves
   for (std::int64_t tile = sched.first(); tile < sched.tiles; tile = sched.next(tile)) {
     const tile_scheduler::coord t = sched.decode(tile);
     const int h0 = static_cast<int>(t.tp) * prm.tile_rows - prm.pad_h;
@@ -245,6 +248,14 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
         continue;
       }
       if (pt >= 32) CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
+      if (prm.gather) {  // the transform warps: the stage's planes straight from x
+        CONVRED_EXP_TIME(7, loader::gather_planes(prm.x, stage + prm.a_offset, prm, t.n,
+                                                  static_cast<int>(t.tp) * prm.tile_rows,
+                                                  static_cast<int>(t.tq) * prm.tile_cols, kt * Policy::block_c,
+                                                  pt - 32, wgmma_transform_threads));
+        convred::detail::mbarrier_arrive(&tail.full[st.slot]);
+        continue;
+      }
       for (int c = 0; c < chunks; ++c, rs.advance()) {  // the stage's raw buffers of raw_c channels
         unsigned char* rbuf = sm.raw + rs.slot * prm.raw_bytes;
         if (pt == 0) {  // the patch copier: runs up to raw_stages buffers ahead of the transform
@@ -284,7 +295,7 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
   constexpr int step = Policy::pingpong ? 2 : 1, BN = Policy::block_n;
   auto& tail = sm.tail;
   epilogue_t red(tail.reduce, op);
-  pipeline_state<Policy::stages> st;
+  pipeline_state st(prm.stages);
   float d[2][64];
   int prev = -1;
   if (prm.resident_bytes) convred::detail::mbarrier_wait(&tail.filter_full, 0);
