@@ -3,7 +3,8 @@
 /// one-line reproducer, its data, and the check of every entry point against the float64 reference.
 ///
 /// A case (`fcase`) names an entry point (fused conv2d_reduce, full-output conv2d, channel_reduce, the
-/// packed path pack_filter + conv2d_reduce_packed), an element type, a math, a reduction op, the problem,
+/// packed path pack_filter + conv2d_reduce_packed, the split path conv2d_reduce_split with its GEMM_K
+/// split count), an element type, a math, a reduction op, the problem,
 /// the epilogue (scale of either sign or zero, composed with an optional per-channel scale), bias on/off,
 /// element offsets of every pointer from an aligned allocation, the data kind (uniform reals, or small
 /// integers: exact sums and real ties) and how many NaN / +-inf / +-0 / huge values are injected, plus the
@@ -19,8 +20,9 @@
 /// 1e-2 relative norm) and a per-output bound from Sum|x*w|+|b|. With `run_opts::determinism` the call is
 /// repeated on the same stream and on two streams at once, and all outputs must be bitwise identical.
 ///
-/// The runners live in three translation units (test_fuzz_simt.cu: SIMT fused and full conv2d;
-/// test_fuzz_mma_sync.cu: mma.sync fused and the packed path; test_fuzz_channel.cu: channel_reduce), each
+/// The runners live in four translation units (test_fuzz_simt.cu: SIMT fused and full conv2d;
+/// test_fuzz_mma_sync.cu: mma.sync fused and the packed path; test_fuzz_channel.cu: channel_reduce;
+/// test_fuzz_split.cu: the split path), each
 /// instantiating only the (type, math, op) combinations of `supported()`: few kernels, so they compile fast.
 #pragma once
 
@@ -48,7 +50,7 @@
 namespace convred::fuzz {
 
 /// Entry point of a case.
-enum class entry : int { fused, conv2d, channel, packed };
+enum class entry : int { fused, conv2d, channel, packed, split };
 /// Element type of a case.
 enum class elem : int { f32, f64, f16, bf16 };
 /// Math of a case (ieee: the SIMT kernels; the others: tensor cores).
@@ -57,7 +59,7 @@ enum class mathk : int { ieee, tf32, tf32x3, bf16, fp16 };
 enum class opk : int { min, max, sum, mean, argmin, argmax, range };
 
 inline const char* name(entry e) {
-  const char* n[] = {"fused", "conv2d", "channel", "packed"};
+  const char* n[] = {"fused", "conv2d", "channel", "packed", "split"};
   return n[static_cast<int>(e)];
 }
 inline const char* name(elem e) {
@@ -87,6 +89,7 @@ struct fcase {
   bool integer = false;                                        ///< small-integer data (exact, ties)
   int n_nan = 0, n_inf = 0, n_zero = 0, n_huge = 0;            ///< injected special values
   std::uint64_t seed = 1;                                      ///< data seed
+  int ks = 1;                                                  ///< GEMM_K splits (entry split only)
 };
 
 /// True if a case injects NaN or an infinity (outputs may then hold NaN legitimately).
@@ -119,6 +122,17 @@ inline bool supported(entry e, elem t, mathk m, opk o) {
       if (m == mathk::ieee) return o == opk::min;  // op unused: min stands for "no op"
       if (t == elem::f16) return m == mathk::fp16 && o == opk::min;
       return t == elem::f32 && o == opk::min;
+    case entry::split:  // conv2d_reduce_split with the SIMT (ieee) or mma.sync policy
+      if (m == mathk::ieee) return (t == elem::f32 && (o == opk::min || o == opk::argmax || o == opk::mean)) ||
+                                   (t == elem::f64 && o == opk::sum);
+      if (t == elem::f16) return m == mathk::fp16 && o == opk::argmin;
+      if (t != elem::f32) return false;
+      switch (m) {
+        case mathk::tf32: return o == opk::argmin || o == opk::sum;
+        case mathk::tf32x3: return o == opk::argmin || o == opk::mean;
+        case mathk::bf16: return o == opk::argmax || o == opk::range;
+        default: return false;
+      }
     case entry::channel:
       if (m != mathk::ieee) return false;
       if (t == elem::f32) return true;
@@ -140,6 +154,7 @@ inline std::string to_string(const fcase& c) {
     << " scale=" << c.scale << " pcs=" << c.pcs << " off=" << c.off_x << ',' << c.off_w << ',' << c.off_b << ','
     << c.off_y << ',' << c.off_i << " data=" << (c.integer ? "int" : "real") << " nan=" << c.n_nan << " inf=" << c.n_inf
     << " zero=" << c.n_zero << " huge=" << c.n_huge << " seed=" << c.seed;
+  if (c.e == entry::split) s << " ks=" << c.ks;
   return s.str();
 }
 
@@ -166,7 +181,7 @@ inline bool parse(const std::string& line, fcase& c) {
     auto num = [&] { return std::stoll(v); };
     conv2d_problem& p = c.p;
     bool ok = true;
-    if (k == "entry") ok = pick(v, c.e, 4, [](entry x) { return std::string(name(x)); });
+    if (k == "entry") ok = pick(v, c.e, 5, [](entry x) { return std::string(name(x)); });
     else if (k == "T") ok = pick(v, c.t, 4, [](elem x) { return std::string(name(x)); });
     else if (k == "math") ok = pick(v, c.m, 5, [](mathk x) { return std::string(name(x)); });
     else if (k == "op") ok = pick(v, c.o, 7, [](opk x) { return std::string(name(x)); });
@@ -192,6 +207,7 @@ inline bool parse(const std::string& line, fcase& c) {
     else if (k == "zero") c.n_zero = static_cast<int>(num());
     else if (k == "huge") c.n_huge = static_cast<int>(num());
     else if (k == "seed") c.seed = std::stoull(v);
+    else if (k == "ks") c.ks = static_cast<int>(num());
     else return false;
     if (!ok) return false;
   }
@@ -656,6 +672,8 @@ result run_simt_or_conv2d(const fcase& c, const run_opts& ro);
 result run_tc(const fcase& c, const run_opts& ro);
 /// channel_reduce: test_fuzz_channel.cu.
 result run_channel(const fcase& c, const run_opts& ro);
+/// conv2d_reduce_split (SIMT and mma.sync policies): test_fuzz_split.cu.
+result run_split(const fcase& c, const run_opts& ro);
 
 /// Runs any case with its runner.
 inline result run(const fcase& c, const run_opts& ro = {}) {
@@ -666,6 +684,7 @@ inline result run(const fcase& c, const run_opts& ro = {}) {
     return r;
   }
   if (c.e == entry::channel) return run_channel(c, ro);
+  if (c.e == entry::split) return run_split(c, ro);
   if (c.e == entry::conv2d || c.m == mathk::ieee) return run_simt_or_conv2d(c, ro);
   return run_tc(c, ro);
 }

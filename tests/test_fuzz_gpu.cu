@@ -43,7 +43,7 @@ struct gen_opts {
 /// All supported (entry, type, math, op) combinations.
 std::vector<fcase> combos() {
   std::vector<fcase> v;
-  for (int e = 0; e < 4; ++e)
+  for (int e = 0; e < 5; ++e)
     for (int t = 0; t < 4; ++t)
       for (int m = 0; m < 5; ++m)
         for (int o = 0; o < 7; ++o)
@@ -85,7 +85,10 @@ fcase generate(std::uint64_t seed, const gen_opts& g) {
     c.e = g.e, c.t = g.t, c.m = g.m, c.o = g.o;
   } else {
     const double r = std::uniform_real_distribution<double>(0, 1)(gen);
-    const entry e = r < 0.4 ? entry::fused : r < 0.6 ? entry::packed : r < 0.75 ? entry::conv2d : entry::channel;
+    entry e = r < 0.4 ? entry::fused : r < 0.6 ? entry::packed : r < 0.75 ? entry::conv2d : entry::channel;
+    // a quarter of the fused cases run the split path, chosen by a hash of the seed (not a draw: every
+    // other case draws the same numbers as before the split path existed)
+    if (e == entry::fused && test::mix64(seed ^ 0x5B117ull) % 4 == 0) e = entry::split;
     std::vector<fcase> all;
     for (const fcase& k : combos())
       if (k.e == e) all.push_back(k);
@@ -173,6 +176,10 @@ fcase generate(std::uint64_t seed, const gen_opts& g) {
   }
   if (c.m == mathk::tf32x3 && !g.tf32x3_inf) c.n_inf = 0;
   c.seed = seed;
+  if (c.e == entry::split) {  // 1 to 12 GEMM_K splits, sometimes up to 64 (more than the slices: empty ranges)
+    const std::uint64_t h = test::mix64(seed ^ 0x5B117ull) >> 8;
+    c.ks = h % 5 == 0 ? 1 + static_cast<int>((h >> 8) % 64) : 1 + static_cast<int>((h >> 8) % 12);
+  }
   return c;
 }
 
@@ -216,6 +223,7 @@ std::vector<fcase> simpler(const fcase& c) {
   add([](fcase& d) { d.n_inf = d.n_inf > 1 ? 1 : 0; });
   add([](fcase& d) { d.n_zero = 0; });
   add([](fcase& d) { d.n_huge = 0; });
+  add([](fcase& d) { d.ks = 1; });
   return v;
 }
 
