@@ -494,10 +494,13 @@ int run(const options& o) {
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
-  // prepare, once and untimed: packs W into the plan's own workspace when the wgmma kernel was picked (the
-  // other kernels read W on every run).
+  // prepare, once and untimed: packs W into the plan's own workspace when the wgmma kernel was picked, or
+  // allocates the split path's partial sums (the other kernels read W on every run).
   convred::status st = plan.prepare(pw, stream);
-  if (plan.workspace_bytes() > 0)
+  if (plan.workspace_bytes() > 0 && plan.k_splits() > 0)
+    std::printf("prepare  : %s (%zu bytes of workspace the plan owns for the %d GEMM_K splits' partial sums; "
+                "untimed)\n", convred::to_string(st), plan.workspace_bytes(), plan.k_splits());
+  else if (plan.workspace_bytes() > 0)
     std::printf("prepare  : %s (W packed into %zu bytes of workspace the plan owns; untimed)\n", convred::to_string(st),
                 plan.workspace_bytes());
   else
