@@ -179,11 +179,11 @@ TEST_CASE("conv2d_reduce_plan: shapes the wgmma kernel does not serve name the r
     CHECK(plan.workspace_bytes() == 2 * half.workspace_bytes());
     device_info sms = h100;
     sms.sm_count = 132;
-    k256.N = 1, k256.H = k256.W = 32;  // 8 tiles
+    k256.N = 1, k256.H = k256.W = 32;  // 4 tiles (8 x 30 of 8 x 32)
     conv2d_reduce_plan<float, math::tf32> few(k256, sms);
     CAPTURE(few.description());
     CHECK(few.kernel() == kernel_kind::mma_sync);
-    CHECK(has(few.description(), "fewer tiles than SMs"));
+    CHECK(has(few.description(), "too few tiles to fill the GPU"));
   }
   // a 7x7 stem: each stage would hold 49 taps x 128 x 16 filter values (200 KB in bf16): not served yet
   conv2d_problem stem = seed();

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -380,11 +381,18 @@ class conv2d_reduce_plan {
       if (!block::conv_mainloop_wgmma<wgmma_policy_t>::make_params(
               p_, detail::wgmma_tail_bytes<wgmma_policy_t, op::argmin>(), detail::max_smem_per_block, k, smem))
         return "its operand stages do not fit in shared memory";
-      // K > 128: each tile runs npass channel passes one after the other on one SM; with fewer tiles
-      // than SMs most of the GPU would idle, where the mma.sync kernels' split spreads the work
-      // (C*R*S <= 256: the passes are short, the wgmma kernel is still the faster one)
-      if (k.npass > 1 && dev.sm_count > 0 && k.tiles < dev.sm_count && p_.gemm_k() > 256)
-        return "K > 128 with fewer tiles than SMs";
+      // K > 128: each tile runs npass channel passes one after the other on one SM; with few tiles (small
+      // batches, small images in big tiles) most SMs idle, and the mma.sync kernels' split, slower per
+      // SM but on all of them, wins. Rough times from the H200's measured rates (bench/NOTES.md, TF32;
+      // the other maths scale both alike): wgmma ~3 TFLOP/s per SM per tile, waves of one tile per SM,
+      // every computed pixel counted; split ~0.34 TFLOP/s per SM on the useful work, plus ~8 us.
+      if (k.npass > 1 && dev.sm_count > 0) {
+        const double sms = dev.sm_count, gk = static_cast<double>(p_.gemm_k());
+        const double waves = std::ceil(static_cast<double>(k.tiles) / sms);
+        const double t_wgmma = waves * 2.0 * wgmma_policy_t::block_m * 128.0 * k.npass * gk / 3.0e12;
+        const double t_split = 8e-6 + 2.0 * static_cast<double>(p_.gemm_m()) * static_cast<double>(p_.K) * gk / (0.34e12 * sms);
+        if (t_split < t_wgmma) return "K > 128 with too few tiles to fill the GPU";
+      }
       return nullptr;
     } else {
       (void)dev, (void)k, (void)smem;
