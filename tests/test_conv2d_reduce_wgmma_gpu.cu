@@ -55,7 +55,7 @@ std::vector<conv2d_problem> wgmma_shapes() {
       make_problem(2, 9, 20, 22, 70, 3, 3, 1, 1, 2, 2),        // stride 2, narrow (Q = 11)
       make_problem(1, 5, 9, 150, 33, 3, 3, 1, 1, 2, 2),        // stride 2, two column tiles
       make_problem(2, 17, 14, 14, 200, 1, 1, 0, 0, 2, 2),      // 1x1 stride 2, 2 channel passes
-      make_problem(1, 4, 11, 13, 9, 5, 5, 2, 2, 2, 2),         // 5x5 stride 2: run-time taps, 2 halo rows
+      make_problem(1, 4, 11, 13, 9, 3, 2, 1, 0, 2, 2),         // 3x2 stride 2: run-time taps, phases 2 x 2
       make_problem(1, 3, 10, 10, 16, 2, 2, 0, 0, 2, 2),        // 2x2 stride 2: each tap its own phase
   };
 }

@@ -168,6 +168,9 @@ TEST_CASE("conv2d_reduce_plan: shapes the wgmma kernel does not serve name the r
   CHECK(conv2d_reduce_plan<float, math::bf16>(w_odd, h100).kernel() == kernel_kind::wgmma);
   CHECK(conv2d_reduce_plan<float, math::tf32x3>(w_odd, h100).kernel() == kernel_kind::wgmma);
   CHECK(has(conv2d_reduce_plan<float, math::tf32x3>(stride2, h100).description(), "3xTF32 with stride 2"));
+  conv2d_problem proj2 = stride2;  // a 1x1 stride-2 projection: one tap per stage, the gather cannot keep up
+  proj2.R = proj2.S = 1;
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(proj2, h100).description(), "1x1 filter with x gathered"));
   // K > 128: channel passes of 128 (the packed filter twice the size of K = 128's); with fewer tiles
   // than SMs the mma.sync kernel (split) instead
   conv2d_problem k256 = seed();

@@ -313,13 +313,16 @@ struct conv_mainloop_wgmma {
   /// stage of a tile, whose first wgmma per row overwrites d (scale-d = 0) instead of adding.
   /// 3x3 and 1x1 filters run a fully unrolled tap loop (no loop-carried accumulators for ptxas to fence).
   /// 3xTF32 (`promotes`): one group per row into a fresh tile, waited for and added to d (see promotes).
+  /// Gather: the kernel variant of the gathering producer, whose planes may hold stride-2 phases (the
+  /// TMA variant is compiled without those tap loops).
+  template <bool Gather>
   __device__ static void run_stage(const unsigned char* filter, const unsigned char* planes, float (&d)[2][64],
                                    bool first, const wgmma_conv_params& p) {
     if constexpr (promotes) {
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) {
         float part[1][64];
-        dispatch(filter, planes, part, mt, true, p);
+        dispatch<Gather>(filter, planes, part, mt, true, p);
         warpgroup::wait<0>();
 #pragma unroll
         for (int i = 0; i < 64; ++i) {
@@ -328,17 +331,17 @@ struct conv_mainloop_wgmma {
         }
       }
     } else {
-      dispatch(filter, planes, d, 0, first, p);
+      dispatch<Gather>(filter, planes, d, 0, first, p);
     }
   }
 
  private:
   /// issue for the filter size: 3x3 and 1x1 unrolled, others a run-time tap loop (not with promotes:
   /// ptxas then serialises every wgmma of the kernel, warning C7520; cannot_implement turns them away).
-  template <int Rows>
+  template <bool Gather, int Rows>
   __device__ static void dispatch(const unsigned char* filter, const unsigned char* planes, float (&d)[Rows][64],
                                   int row, bool first, const wgmma_conv_params& p) {
-    if (!promotes && p.stride == 2) {  // taps read the stride phases (3xTF32: stride 1 only)
+    if (Gather && !promotes && p.stride == 2) {  // taps read the stride phases (3xTF32: stride 1 only)
       if (p.R == 3 && p.S == 3)
         issue<3, 3, Rows, 2>(filter, planes, d, row, first, p);
       else if (promotes || (p.R == 1 && p.S == 1))

@@ -108,8 +108,8 @@ struct conv_patch_loader {
   /// phases_w sub-patches of ph x pw pixels (see wgmma_conv_params::phase_pixels); work shared by
   /// `nthreads` threads of which this is `t`; ends with the fence that makes the planes visible to wgmma.
   /// One work item is 4 plane columns of one sub-patch row for the E channels of one plane (consecutive
-  /// threads take consecutive columns: coalesced loads), one column at a time (E loads, converted into one
-  /// 16-byte entry; few registers: the producer runs with 72), in to_planes' lane rotation.
+  /// threads take consecutive columns: coalesced loads): its 4E loads issued together (one round trip to
+  /// L2 per item), then each column converted into its 16-byte entry and stored.
   __device__ static void gather_planes(const float* __restrict__ x, unsigned char* __restrict__ planes,
                                        const wgmma_conv_params& p, std::int64_t n, int p0, int q0, int c0, int t,
                                        int nthreads) {
@@ -128,21 +128,29 @@ struct conv_patch_loader {
       const bool row_in = h >= 0 && h < p.H;
       unsigned char* row_base = planes + static_cast<std::int64_t>(j) * p.plane_bytes +
                                 (static_cast<std::int64_t>(phase) * p.phase_pixels + row * p.pw) * 16;
-      const int rot = (static_cast<int>(threadIdx.x) >> 1) & 3;  // as store_quad: no bank conflict
+      // all 4E loads first (one L2 round trip per item, not one per column), then convert and store;
+      // addresses: one pointer (channel c0 + jE, row h, column w0) plus constant channel / column steps
+      const std::int64_t plane_stride = static_cast<std::int64_t>(p.H) * p.W;
+      const int cj = c0 + j * E;
+      const float* src = x + ((n * p.C + cj) * p.H + h) * static_cast<std::int64_t>(p.W) + w0;
+      bool col_in[4];
 #pragma unroll
-      for (int s = 0; s < 4; ++s) {  // one column at a time: E loads, one plane entry
-        const int u = (s + rot) & 3, col = 4 * q + u, w = w0 + u * p.stride;
-        if (col >= p.pw) continue;
-        const bool in = row_in && w >= 0 && w < p.W;
-        float f[E];
+      for (int u = 0; u < 4; ++u) {
+        const int w = w0 + u * p.stride;
+        col_in[u] = row_in && w >= 0 && w < p.W && 4 * q + u < p.pw;
+      }
+      float f[4][E];
 #pragma unroll
-        for (int e = 0; e < E; ++e) {
-          const int c = c0 + j * E + e;
-          f[e] = in && c < p.C ? x[((n * p.C + c) * p.H + h) * static_cast<std::int64_t>(p.W) + w] : 0.f;
-        }
+      for (int e = 0; e < E; ++e)
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+          f[u][e] = col_in[u] && cj + e < p.C ? src[e * plane_stride + u * p.stride] : 0.f;
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {  // in column order (few registers; the stores' bank conflicts are cheap here)
+        if (4 * q + u >= p.pw) continue;
         std::uint32_t wd[W];
-        pack_entry(f, wd);
-        unsigned char* dst = row_base + col * 16;
+        pack_entry(f[u], wd);
+        unsigned char* dst = row_base + (4 * q + u) * 16;
         *reinterpret_cast<uint4*>(dst) = make_uint4(wd[0], wd[1], wd[2], wd[3]);
         if constexpr (x3) *reinterpret_cast<uint4*>(dst + p.part_bytes) = make_uint4(wd[4], wd[5], wd[6], wd[7]);
       }

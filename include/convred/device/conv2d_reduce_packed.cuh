@@ -261,7 +261,8 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
     k.x = x, k.filter = packed, k.bias = bias;
     CUtensorMap x_map{};  // unused by the gathering producer
     if (!k.gather && !detail::make_x_tensor_map<Policy>(x_map, x, k)) return fallback();  // the driver refused it
-    auto kern = kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue>;
+    auto kern = k.gather ? kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, true>
+                         : kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, false>;
     const std::size_t smem = plan.smem_bytes;
     if (status s = detail::check_device(kern, smem); s != status::success) return s;
     int dev = 0, sms = 0;

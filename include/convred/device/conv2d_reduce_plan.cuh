@@ -386,12 +386,16 @@ class conv2d_reduce_plan {
       // SM but on all of them, wins. Rough times from the H200's measured rates (bench/NOTES.md, TF32;
       // the other maths scale both alike): wgmma ~3 TFLOP/s per SM per tile, waves of one tile per SM,
       // every computed pixel counted; split ~0.34 TFLOP/s per SM on the useful work, plus ~8 us.
-      if (k.npass > 1 && dev.sm_count > 0) {
+      // Gathered x (stride 2, W % 4 != 0): the producer's plain loads are slower than TMA (counted as
+      // half the rate), and a 1x1 filter (one tap per stage) leaves it no time at all.
+      if (k.gather && p_.R * p_.S == 1) return "1x1 filter with x gathered (stride 2 or W % 4 != 0)";
+      if ((k.npass > 1 || k.gather) && dev.sm_count > 0) {
         const double sms = dev.sm_count, gk = static_cast<double>(p_.gemm_k());
         const double waves = std::ceil(static_cast<double>(k.tiles) / sms);
-        const double t_wgmma = waves * 2.0 * wgmma_policy_t::block_m * 128.0 * k.npass * gk / 3.0e12;
+        const double t_wgmma =
+            (k.gather ? 2.0 : 1.0) * waves * 2.0 * wgmma_policy_t::block_m * 128.0 * k.npass * gk / 3.0e12;
         const double t_split = 8e-6 + 2.0 * static_cast<double>(p_.gemm_m()) * static_cast<double>(p_.K) * gk / (0.34e12 * sms);
-        if (t_split < t_wgmma) return "K > 128 with too few tiles to fill the GPU";
+        if (t_split < t_wgmma) return "too few tiles to fill the GPU (K > 128 or x gathered)";
       }
       return nullptr;
     } else {

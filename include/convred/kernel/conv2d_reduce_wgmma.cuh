@@ -221,7 +221,7 @@ __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& ta
 /// each raw buffer into the stage's planes (block::conv_patch_loader); each runs ahead across tile
 /// boundaries as its buffers are released. With `prm.gather` (stride 2, W % 4 != 0) warps 1-3 load each
 /// stage's planes from x themselves (conv_patch_loader::gather_planes) and no TMA box is copied.
-template <class Policy, class Op>
+template <class Policy, class Op, bool Gather>
 __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::wgmma_conv_params& prm,
                                         const wgmma_smem<Policy, Op>& sm, const tile_scheduler& sched, int pt,
                                         exp_clock_counts& clk) {
@@ -234,7 +234,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
     return;
   }
   if (pt >= 2 && pt < 32) return;
-  if (prm.gather && pt == 0) return;  // no TMA boxes: the transform warps gather x themselves
+  if (Gather && pt == 0) return;  // no TMA boxes: the transform warps gather x themselves
   for (std::int64_t tile = sched.first(); tile < sched.tiles; tile = sched.next(tile)) {
     const tile_scheduler::coord t = sched.decode(tile);
     const int h0 = static_cast<int>(t.tp) * prm.tile_rows - prm.pad_h;
@@ -248,7 +248,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
         continue;
       }
       if (pt >= 32) CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
-      if (prm.gather) {  // the transform warps: the stage's planes straight from x
+      if constexpr (Gather) {  // the transform warps: the stage's planes straight from x
         CONVRED_EXP_TIME(7, loader::gather_planes(prm.x, stage + prm.a_offset, prm, t.n,
                                                   static_cast<int>(t.tp) * prm.tile_rows,
                                                   static_cast<int>(t.tq) * prm.tile_cols, kt * Policy::block_c,
@@ -286,7 +286,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
 /// mainloops (order[]): a warpgroup starts tile i's mainloop once the other has issued tile i - 1's, so
 /// it never waits on a stage barrier more than one phase ahead (the parity waits would alias) and its
 /// epilogue runs under the other's wgmmas.
-template <class Policy, class Op, class Epilogue>
+template <class Policy, class Op, class Epilogue, bool Gather>
 __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, const wgmma_smem<Policy, Op>& sm,
                                         const tile_scheduler& sched, Op op, Epilogue epi, float* y,
                                         std::int64_t* indices, exp_clock_counts& clk) {
@@ -322,7 +322,7 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
         const unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
         const unsigned char* filter =
             prm.resident_bytes ? sm.base + static_cast<std::int64_t>(pass * prm.kt + kt) * prm.b_bytes : stage;
-        mainloop::run_stage(filter, stage + prm.a_offset, d, kt == 0, prm);
+        mainloop::template run_stage<Gather>(filter, stage + prm.a_offset, d, kt == 0, prm);
 #else
         if (kt == 0)
           for (int e = 0; e < 64; ++e) d[0][e] = d[1][e] = 0.f;
@@ -367,7 +367,10 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
 /// phase (exp_clocks); wrong results: `-DCONVRED_EXP_NOMMA` skips the consumers' wgmmas (times the
 /// producer alone), `-DCONVRED_EXP_NOTRANSFORM` skips the plane conversion, `-DCONVRED_EXP_NOLOAD` skips
 /// every copy and the conversion (times the consumers alone).
-template <class Policy, class Op, class Epilogue>
+/// Gather: the variant for parameters with `gather` set (stride 2, W % 4 != 0; the transform warps load x
+/// themselves); the TMA variant (Gather = false) is compiled without that code, which would cost its
+/// 72-register producer spills.
+template <class Policy, class Op, class Epilogue, bool Gather = false>
 __global__ void __launch_bounds__(Policy::threads, 1)
     conv2d_reduce_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const block::wgmma_conv_params prm, Op op,
                                Epilogue epi, float* y, std::int64_t* indices) {
@@ -383,11 +386,11 @@ __global__ void __launch_bounds__(Policy::threads, 1)
   exp_clock_counts clk(tid == 0 || tid == 128 || tid == Policy::consumer_threads + 32);
   if (tid >= Policy::consumer_threads) {  // producer warpgroup
     warpgroup::set_max_registers<Policy::producer_registers, false>();
-    produce(&x_map, prm, sm, sched, tid - Policy::consumer_threads, clk);
+    produce<Policy, Op, Gather>(&x_map, prm, sm, sched, tid - Policy::consumer_threads, clk);
     return;
   }
   warpgroup::set_max_registers<Policy::consumer_registers, true>();
-  consume(prm, sm, sched, op, epi, y, indices, clk);
+  consume<Policy, Op, Epilogue, Gather>(prm, sm, sched, op, epi, y, indices, clk);
 #else
   (void)x_map, (void)prm, (void)op, (void)epi, (void)y, (void)indices;
 #endif
