@@ -116,8 +116,9 @@ TEST_CASE("split: choose_k_splits, about two blocks per SM, splits of >= 4 slice
   CHECK(choose_k_splits<tf32_policy, float>(layer4_b1, 0) == 0);
   CHECK(choose_k_splits<tf32_policy, float>(seed, 132) == 0);
   CHECK(choose_k_splits<tf32_policy, float>(conv(1, 256, 132 * 16, 16, 256, 1, 0), 132) == 0);  // 132 pixel tiles
-  // 131 pixel tiles: 2 channel tiles, 1 split (ceil(264 / 262); 8 slices allow 2)
-  CHECK(choose_k_splits<tf32_policy, float>(conv(1, 256, 131 * 16, 16, 256, 1, 0), 132) == 1);
+  CHECK(choose_k_splits<tf32_policy, float>(conv(1, 256, 66 * 16, 16, 256, 1, 0), 132) == 0);  // 66: half the SMs
+  // 65 pixel tiles, 2 channel tiles: ceil(264 / 130) = 3 splits, capped at 8 slices / 4 = 2
+  CHECK(choose_k_splits<tf32_policy, float>(conv(1, 256, 65 * 16, 16, 256, 1, 0), 132) == 2);
   CHECK(choose_k_splits<tf32_policy, float>(conv(1, 4, 8, 8, 8, 3, 1), 132) == 0);  // 1 tile, 2 slices
   conv2d_problem empty = layer4_b1, bad = layer4_b1;
   empty.N = 0, bad.stride_h = 0;
