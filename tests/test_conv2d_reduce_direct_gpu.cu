@@ -1,13 +1,19 @@
-// Tests of the direct (depthwise) path: block::direct_conv_at on the host against the float64 reference
-// (host suite), and device::conv2d_reduce_direct against float64 for every op, both layouts, strides,
-// dilations, paddings, channel multipliers, non-finite values and the element types (gpu suite); its
-// argument errors; and the planner's choice of it.
+// Tests of the direct (depthwise) path. Host suite: the tiled kernel's block pieces (direct_tiling,
+// direct_tile_at, the patch stager's two element enumerations, direct_strip, the ordered combine of the
+// splits) run on the host block by block, thread by thread and stage by stage exactly as the kernel runs
+// them, against the float64 reference (every filter variant, both layouts, tilings the heuristic picks and
+// forced ones: tile tails, splits 1 ... 8, channels per stage, strip heights), including the padded taps
+// with non-finite weights; and the tiling heuristic (choose_direct_config). GPU suite:
+// device::conv2d_reduce_direct against float64 for every op, both layouts, strides, dilations, paddings,
+// channel multipliers, non-finite values, the element types, random shapes and forced tilings (exact on
+// integer data); its argument errors; and the planner's choice of it.
 #include <convred/device/conv2d_reduce_plan.cuh>
 
 #include "conv2d_reduce_check.cuh"
 
 using namespace convred_test_fused;
 namespace math = convred::math;
+namespace dev = convred::device;
 
 namespace {
 
@@ -24,42 +30,372 @@ std::vector<conv2d_problem> direct_shapes(layout lay) {
   };
 }
 
+/// The filter variant the entry point runs for p: 3, 5 or 7 (unrolled), 0 (run time).
+int variant_of(const conv2d_problem& p) { return dev::direct_unrolled_filter(p); }
+
+/// What emulate_direct found besides y: structural faults of the staging and the store.
+struct emulation {
+  std::size_t staged_twice = 0;    ///< patch elements staged by more than one thread (or not at all)
+  std::size_t slot_mismatch = 0;   ///< elements the register path's enumeration stages differently
+  std::size_t written_twice = 0;   ///< outputs written more than once, or never
+};
+
+/// Runs the direct kernel's block pieces on the host for tiling c of problem p (variant FR x FS): every
+/// tile, split, stage and thread in turn, as kernel::conv2d_reduce_direct_kernel and
+/// block::direct_store_tile do; writes y (N*P*Q) and, for index ops, idx. Stage buffers are filled with NaN
+/// first, so that a strip reading an element the stager did not write shows in y.
+template <int FR, int FS, class T, class Op, class Epi>
+emulation emulate_direct(const conv2d_problem& p, const host_data<T>& d, bool bias, const dev::direct_config& c, Op op,
+                         Epi epi, std::vector<T>& y, std::vector<std::int64_t>& idx) {
+  using strip = convred::block::direct_strip<T, FR, FS>;
+  using stager = convred::block::direct_patch_stager<T>;
+  using V = typename strip::V;
+  using A = typename Op::template accum_t<V>;
+  emulation out;
+  const auto t = convred::block::make_direct_tiling(p, sizeof(T), sizeof(A), c.sh, strip::SW, strip::unrolled,
+                                                    stager::stages, c.tx, c.ty, c.splits, c.cb, c.staged);
+  const auto prm = convred::block::make_conv_params(p, d.x.data(), d.w.data(), bias ? d.b.data() : nullptr);
+  std::vector<uint4> mem(t.smem_bytes / 16 + 1);
+  T* smem = reinterpret_cast<T*>(mem.data());
+  const T poison = convred::from_compute<T>(std::numeric_limits<double>::quiet_NaN());
+  const T zero = convred::from_compute<T>(0.0);
+  y.assign(static_cast<std::size_t>(p.y_elements()), poison);
+  idx.assign(y.size(), -1);
+  std::vector<int> writes(y.size(), 0);
+  const int px = t.tile_h * t.tile_w, nstate = strip::SH * strip::SW;
+  for (std::int64_t tile = 0; tile < t.tiles; ++tile) {
+    std::vector<std::vector<A>> park(static_cast<std::size_t>(t.splits), std::vector<A>(px, Op::template identity<V>()));
+    convred::block::direct_tile b0{};
+    for (int rank = 0; rank < t.splits; ++rank) {
+      const auto b = convred::block::direct_tile_at(t, prm, tile * t.splits + rank);
+      if (rank == 0) b0 = b;
+      const T* ximg = d.x.data() + b.n * p.C * p.H * p.W;
+      std::vector<A> state(static_cast<std::size_t>(t.threads) * nstate, Op::template identity<V>());
+      const stager st0(prm, t, b, smem, 0);
+      if constexpr (!strip::unrolled) {
+        if (!t.staged)  // x read directly
+          for (int tid = 0; tid < t.threads; ++tid) {
+            std::int32_t ty, tx;
+            t.div_tx.divmod(tid, ty, tx);
+            A(&st)[strip::SH][strip::SW] = *reinterpret_cast<A(*)[strip::SH][strip::SW]>(&state[static_cast<std::size_t>(tid) * nstate]);
+            for (std::int64_t k = b.c0 * p.K_per_group(); k < b.c1 * p.K_per_group(); ++k) {
+              V acc[strip::SH][strip::SW] = {};
+              strip::conv_global(t, b, prm, ty, tx, k, acc);
+              strip::fold(op, epi, acc, prm.bias, k, t.sh, st);
+            }
+          }
+      }
+      for (int s = 0; t.staged && s < st0.stage_count(); ++s) {
+        T* buf = st0.buffer(s);
+        const int nch = st0.stage_channels(s), cells = t.cb * t.plane;
+        std::fill(buf, buf + cells, poison);
+        std::vector<int> count(static_cast<std::size_t>(cells), 0);
+        std::vector<T> alt(static_cast<std::size_t>(cells), poison);
+        for (int tid = 0; tid < t.threads; ++tid) {
+          const stager st(prm, t, b, smem, tid);
+          st.for_each_line_element(s, [&](int e, std::int64_t off, bool in) {
+            buf[e] = in ? ximg[off] : zero;
+            ++count[static_cast<std::size_t>(e)];
+          });
+          for (int j = 0; j < stager::slots; ++j)
+            st.for_slot(s, j, [&](int e, std::int64_t off, bool in) { alt[static_cast<std::size_t>(e)] = in ? ximg[off] : zero; });
+        }
+        for (int cl = 0; cl < t.cb; ++cl)
+          for (int i = 0; i < t.rows; ++i)
+            for (int j = 0; j < t.pitch; ++j) {
+              const auto e = static_cast<std::size_t>(cl * t.plane + i * t.pitch + j);
+              const bool staged = cl < nch && j < t.cols;
+              out.staged_twice += count[e] != (staged ? 1 : 0);
+              if (stager::slots > 0 && staged) out.slot_mismatch += std::memcmp(&alt[e], &buf[e], sizeof(T)) != 0;
+            }
+        for (int tid = 0; tid < t.threads; ++tid) {
+          std::int32_t ty, tx;
+          t.div_tx.divmod(tid, ty, tx);
+          A(&st)[strip::SH][strip::SW] = *reinterpret_cast<A(*)[strip::SH][strip::SW]>(&state[static_cast<std::size_t>(tid) * nstate]);
+          for (int cl = 0; cl < nch; ++cl)
+            for (std::int64_t k = (st0.stage_first(s) + cl) * p.K_per_group(); k < (st0.stage_first(s) + cl + 1) * p.K_per_group(); ++k) {
+              V acc[strip::SH][strip::SW] = {};
+              strip::conv(buf + cl * t.plane, t, prm, ty, tx, k, acc);
+              strip::fold(op, epi, acc, prm.bias, k, t.sh, st);
+            }
+        }
+      }
+      for (int tid = 0; tid < t.threads; ++tid) {
+        std::int32_t ty, tx;
+        t.div_tx.divmod(tid, ty, tx);
+        for (int i = 0; i < t.sh; ++i)
+          for (int j = 0; j < strip::SW; ++j)
+            park[static_cast<std::size_t>(rank)][static_cast<std::size_t>(convred::block::direct_park_index(t, ty, tx, i, j))] =
+                state[static_cast<std::size_t>(tid) * nstate + i * strip::SW + j];
+      }
+    }
+    for (int q = 0; q < px; ++q) {
+      A r = park[0][static_cast<std::size_t>(q)];
+      for (int rank = 1; rank < t.splits; ++rank) r = op(r, park[static_cast<std::size_t>(rank)][static_cast<std::size_t>(q)]);
+      const std::int64_t m = convred::block::direct_output_offset(t, b0, prm, q);
+      if (m < 0) continue;
+      y[static_cast<std::size_t>(m)] = convred::from_compute<T>(Op::template value<V>(r, p.K));
+      if constexpr (Op::has_index) idx[static_cast<std::size_t>(m)] = Op::template index<V>(r);
+      ++writes[static_cast<std::size_t>(m)];
+    }
+  }
+  for (int w : writes) out.written_twice += w != 1;
+  return out;
+}
+
+/// emulate_direct with the variant the entry point picks for p.
+template <class T, class Op, class Epi>
+emulation emulate(const conv2d_problem& p, const host_data<T>& d, bool bias, const dev::direct_config& c, Op op, Epi epi,
+                  std::vector<T>& y, std::vector<std::int64_t>& idx) {
+  switch (variant_of(p)) {
+    case 3: return emulate_direct<3, 3>(p, d, bias, c, op, epi, y, idx);
+    case 5: return emulate_direct<5, 5>(p, d, bias, c, op, epi, y, idx);
+    case 7: return emulate_direct<7, 7>(p, d, bias, c, op, epi, y, idx);
+    default: return emulate_direct<0, 0>(p, d, bias, c, op, epi, y, idx);
+  }
+}
+
+/// The tilings the host suite emulates for p with element type T: the heuristic's for an H200 (132 SMs,
+/// clusters) and an A100 (108 SMs, none), and forced ones (odd thread grids, 1 to 8 splits, 1 to 3
+/// channels per stage, every strip height), those that fit.
+template <class T>
+std::vector<dev::direct_config> tilings_for(const conv2d_problem& p) {
+  const auto k = dev::direct_kernel_shape_of<T>(p);
+  std::vector<dev::direct_config> all = {dev::choose_direct_config(p, k, 132, 8), dev::choose_direct_config(p, k, 108, 1)};
+  const int splits[] = {1, 2, 3, 8};
+  const int shapes[][2] = {{1, 1}, {3, 2}, {2, 5}, {5, 3}};
+  int i = 0;
+  for (const auto& s : shapes)
+    for (int sh = 1; sh <= k.sh_max; sh += (k.sh_max > 2 ? 3 : 1)) {
+      dev::direct_config c;
+      c.tx = s[0], c.ty = s[1], c.sh = sh, c.splits = std::min<int>(splits[i % 4], static_cast<int>(p.C)), c.cb = 1 + i % 3;
+      ++i;
+      all.push_back(c);
+    }
+  if (!k.unrolled) {  // the unstaged mode (x read directly), with and without splits
+    dev::direct_config c;
+    c.tx = 3, c.ty = 2, c.sh = 2, c.staged = false;
+    all.push_back(c);
+    c.splits = std::min<int>(3, static_cast<int>(p.C));
+    all.push_back(c);
+  }
+  std::vector<dev::direct_config> fit;
+  for (const auto& c : all)
+    if (dev::direct_config_fits(p, k, c, 8)) fit.push_back(c);
+  return fit;
+}
+
+/// Exact comparison of an emulated or GPU result with the float64 reference on integer data: y equal to
+/// the reference rounded to T (NaN where it is NaN), indices equal (lowest k on ties, first NaN). Returns
+/// the number of mismatching pixels.
+template <class T, class Op>
+std::size_t exact_mismatches(const std::vector<T>& y, const std::vector<std::int64_t>& idx, const std::vector<double>& yref,
+                             const std::vector<std::int64_t>& iref) {
+  std::size_t bad = 0;
+  for (std::size_t m = 0; m < yref.size(); ++m) {
+    const double got = convred::to_double(y[m]), want = convred::to_double(convred::from_compute<T>(yref[m]));
+    bool ok = same_value(got, want);
+    if constexpr (Op::has_index) ok = ok && idx[m] == iref[m];
+    bad += !ok;
+  }
+  return bad;
+}
+
+/// The float64 reference of a fused call (values and, for index ops, indices).
+template <class T, class Op, class Epi>
+void reference_of(const conv2d_problem& p, const host_data<T>& d, bool bias, Op op, Epi epi, std::vector<double>& yref,
+                  std::vector<std::int64_t>& iref) {
+  yref.assign(static_cast<std::size_t>(p.y_elements()), 0);
+  iref.assign(yref.size(), -1);
+  convred::reference::conv2d_reduce(p, d.x.data(), d.w.data(), bias ? d.b.data() : nullptr, yref.data(),
+                                    Op::has_index ? iref.data() : nullptr, op, epi);
+}
+
+/// Emulates every tiling of tilings_for on integer data and requires the exact reference and no
+/// structural fault. Returns the number of tilings run.
+template <class T, class Op, class Epi>
+int check_emulated(const std::string& name, const conv2d_problem& p, const host_data<T>& d, bool bias, Op op, Epi epi) {
+  std::vector<double> yref;
+  std::vector<std::int64_t> iref;
+  reference_of(p, d, bias, op, epi, yref, iref);
+  int n = 0;
+  for (const auto& c : tilings_for<T>(p)) {
+    INFO(name << " " << describe(p) << " T=" << std::string(type_name<T>()) << " op=" << std::string(op_name<Op>())
+              << " tiling tx=" << c.tx << " ty=" << c.ty << " sh=" << c.sh << " splits=" << c.splits << " cb=" << c.cb
+              << (c.staged ? "" : " unstaged"));
+    std::vector<T> y;
+    std::vector<std::int64_t> idx;
+    const emulation e = emulate(p, d, bias, c, op, epi, y, idx);
+    CHECK(e.staged_twice == 0);
+    CHECK(e.slot_mismatch == 0);
+    CHECK(e.written_twice == 0);
+    CHECK(exact_mismatches<T, Op>(y, idx, yref, iref) == 0);
+    ++n;
+  }
+  return n;
+}
+
+/// The problems of the non-finite tests under forced tilings: 7x7 (unrolled) and a 3x3 with stride 2
+/// down and dilation 2 across (the run-time variant).
+std::vector<conv2d_problem> nonfinite_shapes(layout lay) {
+  return {make_problem(2, 6, 13, 17, 12, 7, 7, 3, 3, 1, 1, 1, 1, 6, lay),
+          make_problem(1, 5, 12, 9, 5, 3, 3, 1, 2, 2, 1, 1, 2, 5, lay)};
+}
+
+/// Integer data with non-finite values for p (a nonfinite_shapes problem): x +inf, -inf and NaN inside
+/// and on the border; w +inf on channel 0's corner tap (meets the padding: NaN there), -inf, NaN; bias
+/// -inf and NaN.
+host_data<float> nonfinite_data(const conv2d_problem& p, std::uint64_t seed) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  host_data<float> d = make_data<float>(p, seed, data_kind::integer);
+  d.x[static_cast<std::size_t>(convred::reference::x_offset(p, 0, 1, 4, 4))] = static_cast<float>(inf);
+  d.x[static_cast<std::size_t>(convred::reference::x_offset(p, 0, 2, 0, 3))] = static_cast<float>(-inf);
+  d.x[static_cast<std::size_t>(convred::reference::x_offset(p, p.N - 1, 4, 7, 8))] = static_cast<float>(nan);
+  d.w[0] = static_cast<float>(inf);
+  d.w[static_cast<std::size_t>(3 * p.R * p.S + 1)] = static_cast<float>(-inf);
+  d.w[static_cast<std::size_t>(4 * p.R * p.S + p.R * p.S - 1)] = static_cast<float>(nan);
+  d.b[2] = static_cast<float>(-inf), d.b[static_cast<std::size_t>(p.K - 1)] = static_cast<float>(nan);
+  return d;
+}
+
+/// A random depthwise problem for the sweeps: filter from {1x1, 3x3, 5x5, 7x7, 3x1}, stride 1 or 2,
+/// padding 0 ... 3, dilation 1 or 2 (a quarter of the time), K from {1, 3, 33, 96, 144, 257} with
+/// multiplier 2 for even K (C = K / 2) and 1 otherwise, a sixth of the time C = 1 (groups 1, multiplier
+/// K), N from {1, 3}, H and W from 1 to `most` (tile tails; above 64: several tile rows and columns),
+/// either layout; valid (P, Q >= 1).
+conv2d_problem random_direct_problem(picker& pick, std::int64_t most) {
+  const std::int64_t filters[][2] = {{1, 1}, {3, 3}, {5, 5}, {7, 7}, {3, 1}};
+  const std::int64_t Ks[] = {1, 3, 33, 96, 144, 257};
+  for (;;) {
+    const auto* f = filters[pick(0, 4)];
+    const std::int64_t K = Ks[pick(0, 5)];
+    const bool one = pick(0, 5) == 0;
+    const std::int64_t C = one ? 1 : (K % 2 == 0 ? K / 2 : K);
+    const std::int64_t stride = pick(1, 2), dil = pick(0, 3) == 0 ? 2 : 1;
+    const conv2d_problem p = make_problem(pick(0, 1) ? 3 : 1, C, pick(1, most), pick(1, most), K, f[0], f[1],
+                                          pick(0, 3), pick(0, 3), stride, pick(0, 1) ? stride : 1, dil, dil,
+                                          one ? 1 : C, pick(0, 1) ? layout::nhwc : layout::nchw);
+    const std::int64_t nh = p.H + 2 * p.pad_h - p.dil_h * (p.R - 1) - 1, nw = p.W + 2 * p.pad_w - p.dil_w * (p.S - 1) - 1;
+    if (nh < 0 || nw < 0 || convred::validate(p, 4) != status::success) continue;
+    return p;
+  }
+}
+
+/// True if the direct kernels of this program can be launched as clusters on the current device (splits
+/// > 1): compute capability 9.0+ and code built for sm_90+.
+bool direct_clusters() {
+  int sms = 0;
+  bool clusters = false;
+  return dev::detail::direct_device_facts(convred::kernel::conv2d_reduce_direct_kernel<float, op::argmin, epi::scale<float>, 0, 0>,
+                                          sms, clusters) &&
+         clusters;
+}
+
+/// Runs device::detail::conv2d_reduce_direct_with with tiling c (forced) on integer data and requires the
+/// exact float64 reference: y (poisoned first with a finite sentinel) and indices (poisoned with
+/// INT64_MIN) all written, values and indices equal (lowest k on ties, first NaN), inputs unmodified.
+template <class T, class Op, class Epi>
+void check_forced(const std::string& name, const conv2d_problem& p, const host_data<T>& d, bool bias,
+                  const dev::direct_config& c, Op op, Epi epi) {
+  INFO(name << " " << describe(p) << " T=" << std::string(type_name<T>()) << " op=" << std::string(op_name<Op>())
+            << " tiling tx=" << c.tx << " ty=" << c.ty << " sh=" << c.sh << " splits=" << c.splits << " cb=" << c.cb
+            << (c.staged ? "" : " unstaged"));
+  auto dx = test::to_device(d.x);
+  auto dw = test::to_device(d.w);
+  auto db = test::to_device(d.b);
+  thrust::device_vector<T> dy(static_cast<std::size_t>(p.y_elements()));
+  thrust::device_vector<std::int64_t> di(Op::has_index ? dy.size() : 0);
+  poison_output(dy, true);
+  test::poison(di);
+  const status s = dev::detail::conv2d_reduce_direct_with<T>(&c, p, craw(dx), craw(dw), bias ? craw(db) : nullptr, raw(dy),
+                                                             Op::has_index ? raw(di) : nullptr, op, epi, nullptr);
+  INFO("status: " << std::string(convred::to_string(s)));
+  REQUIRE(s == status::success);
+  const cudaError_t e = cudaDeviceSynchronize();
+  INFO("CUDA: " << std::string(cudaGetErrorString(e)));
+  REQUIRE(e == cudaSuccess);
+  const auto y = test::to_host(dy);
+  auto idx = test::to_host(di);
+  CHECK(count_unwritten(y, true) == 0);
+  CHECK(bytes_equal(test::to_host(dx), d.x));
+  // deterministic: a second run gives the same bits (splits combine in rank order)
+  REQUIRE(dev::detail::conv2d_reduce_direct_with<T>(&c, p, craw(dx), craw(dw), bias ? craw(db) : nullptr, raw(dy),
+                                                    Op::has_index ? raw(di) : nullptr, op, epi, nullptr) == status::success);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  CHECK(bytes_equal(test::to_host(dy), y));
+  CHECK(test::to_host(di) == idx);
+  std::vector<double> yref;
+  std::vector<std::int64_t> iref;
+  reference_of(p, d, bias, op, epi, yref, iref);
+  if (!Op::has_index) idx.assign(y.size(), -1);
+  CHECK(exact_mismatches<T, Op>(y, idx, yref, iref) == 0);
+}
+
+/// The forced tilings of the GPU tests for p and T: every split count 1 ... 8 (when clusters launch),
+/// channels per stage 1 ... 3, strip heights 1 ... SH, a thread grid wider than the output, and the
+/// unstaged mode (run-time variant), those that fit.
+template <class T>
+std::vector<dev::direct_config> forced_tilings(const conv2d_problem& p, bool clusters) {
+  const auto k = dev::direct_kernel_shape_of<T>(p);
+  std::vector<dev::direct_config> all;
+  for (int splits = 1; splits <= 8; ++splits) {
+    dev::direct_config c;
+    c.tx = 1 + splits % 4 * 3, c.ty = 1 + (splits * 5) % 7, c.sh = 1 + (splits - 1) % k.sh_max, c.cb = 1 + splits % 3;
+    c.splits = splits;
+    all.push_back(c);
+  }
+  dev::direct_config wide;
+  wide.tx = 32, wide.ty = 8, wide.sh = k.sh_max, wide.cb = 2;
+  all.push_back(wide);
+  if (!k.unrolled) {
+    dev::direct_config u;
+    u.tx = 5, u.ty = 3, u.sh = 2, u.staged = false, u.splits = clusters ? 3 : 1;
+    all.push_back(u);
+  }
+  std::vector<dev::direct_config> fit;
+  for (const auto& c : all)
+    if (dev::direct_config_fits(p, k, c, clusters ? 8 : 1)) fit.push_back(c);
+  return fit;
+}
+
 }  // namespace
 
 TEST_SUITE("host") {
-TEST_CASE("direct_conv_at equals the float64 reference conv (float and double, both layouts)") {
+TEST_CASE("direct kernel pieces run on the host equal the float64 reference (every variant, both layouts, tilings)") {
+  // the block pieces of kernel::conv2d_reduce_direct_kernel emulated block by block, thread by thread:
+  // exact on integer data (float, double and half), every tiling staged each element exactly once, the
+  // register path's enumeration the same elements, every output written once
   std::uint64_t seed = 51000;
+  int tilings = 0;
   for (layout lay : kLayouts)
     for (const conv2d_problem& p : direct_shapes(lay)) {
-      INFO(describe(p));
-      const auto d = make_data<double>(p, ++seed, data_kind::real);
-      std::vector<double> ref(static_cast<std::size_t>(p.out_elements()));
-      convred::reference::conv2d(p, d.x.data(), d.w.data(), d.b.data(), ref.data());
-      const auto prm = convred::block::make_conv_params(p, d.x.data(), d.w.data(), d.b.data());
-      const auto df = make_data<float>(p, seed, data_kind::integer);  // integers: exact in float too
-      std::vector<double> reff(ref.size());
-      convred::reference::conv2d(p, df.x.data(), df.w.data(), df.b.data(), reff.data());
-      const auto prmf = convred::block::make_conv_params(p, df.x.data(), df.w.data(), df.b.data());
-      std::size_t bad = 0, badf = 0;
-      for (std::int64_t n = 0; n < p.N; ++n)
-        for (std::int64_t k = 0; k < p.K; ++k)
-          for (std::int64_t i = 0; i < p.P(); ++i)
-            for (std::int64_t j = 0; j < p.Q(); ++j) {
-              const auto o = static_cast<std::size_t>(convred::reference::out_offset(p, n, k, i, j));
-              const double got = convred::block::direct_conv_at<double>(prm, n, k, i, j);
-              bad += std::abs(got - ref[o]) > 1e-12 * (1 + std::abs(ref[o]));
-              badf += convred::block::direct_conv_at<float>(prmf, n, k, i, j) != static_cast<float>(reff[o]);
-              // the unrolled variants the kernel runs for 3x3, 5x5 and 7x7 (same order: bitwise equal)
-              if (p.R == 3 && p.S == 3) bad += convred::block::direct_conv_at<double, 3, 3>(prm, n, k, i, j) != got;
-              if (p.R == 7 && p.S == 7) bad += convred::block::direct_conv_at<double, 7, 7>(prm, n, k, i, j) != got;
-              if (p.R == 5 && p.S == 5) bad += convred::block::direct_conv_at<double, 5, 5>(prm, n, k, i, j) != got;
-            }
-      CHECK(bad == 0);
-      CHECK(badf == 0);
+      const auto df = make_data<float>(p, ++seed, data_kind::integer);
+      tilings += check_emulated("argmin", p, df, true, op::argmin{}, epi::scale<float>{2.0f});
+      tilings += check_emulated("sum", p, df, true, op::sum{}, epi::identity{});
+      const auto dd = make_data<double>(p, ++seed, data_kind::integer);
+      tilings += check_emulated("max no bias", p, dd, false, op::max{}, epi::scale<float>{-1.5f});
+      const auto dh = make_data<__half>(p, ++seed, data_kind::integer);
+      tilings += check_emulated("argmax", p, dh, true, op::argmax{}, epi::scale<float>{-1.5f});
     }
+  MESSAGE(tilings << " tilings emulated");
+  CHECK(tilings > 100);
 }
 
-TEST_CASE("direct_conv_at: infinite and NaN filter values meet the zero padding as 0 * w (NaN), as in PyTorch") {
+TEST_CASE("direct kernel pieces on the host: random depthwise shapes, exact") {
+  picker pick{std::mt19937_64(58000)};
+  std::uint64_t seed = 58100;
+  for (int i = 0; i < 40; ++i) {
+    const conv2d_problem p = random_direct_problem(pick, 24);
+    const auto d = make_data<float>(p, ++seed, data_kind::integer);
+    switch (i % 3) {
+      case 0: check_emulated("random argmin", p, d, true, op::argmin{}, epi::scale<float>{2.0f}); break;
+      case 1: check_emulated("random min", p, d, i % 2 == 0, op::min{}, epi::identity{}); break;
+      default: check_emulated("random sum", p, d, true, op::sum{}, epi::scale<float>{-1.0f}); break;
+    }
+  }
+}
+
+TEST_CASE("direct kernel pieces on the host: infinite and NaN filter values meet the zero padding as 0 * w (NaN)") {
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   for (layout lay : kLayouts) {
     const conv2d_problem p = make_problem(1, 3, 6, 7, 6, 3, 3, 1, 1, 1, 1, 1, 1, 3, lay);
@@ -68,21 +404,97 @@ TEST_CASE("direct_conv_at: infinite and NaN filter values meet the zero padding 
     d.w[9 + 8] = static_cast<float>(-inf);  // channel 1, tap (2, 2)
     d.w[18 + 4] = static_cast<float>(nan);  // channel 2, centre tap
     d.x[static_cast<std::size_t>(convred::reference::x_offset(p, 0, 1, 3, 3))] = static_cast<float>(inf);
-    std::vector<double> ref(static_cast<std::size_t>(p.out_elements()));
-    convred::reference::conv2d(p, d.x.data(), d.w.data(), d.b.data(), ref.data());
-    const auto prm = convred::block::make_conv_params(p, d.x.data(), d.w.data(), d.b.data());
-    std::size_t bad = 0, nans = 0;
-    for (std::int64_t k = 0; k < p.K; ++k)
-      for (std::int64_t i = 0; i < p.P(); ++i)
-        for (std::int64_t j = 0; j < p.Q(); ++j) {
-          const double want = ref[static_cast<std::size_t>(convred::reference::out_offset(p, 0, k, i, j))];
-          const float got = convred::block::direct_conv_at<float, 3, 3>(prm, 0, k, i, j);
-          nans += std::isnan(want);
-          bad += !(got == static_cast<float>(want) || (std::isnan(got) && std::isnan(want)));
-        }
-    CHECK(nans > 0);
-    CHECK(bad == 0);
+    // sum: every channel's value shows (NaN where a padded tap met an infinite weight), argmax: first NaN
+    std::vector<double> yref;
+    std::vector<std::int64_t> iref;
+    reference_of(p, d, true, op::sum{}, epi::identity{}, yref, iref);
+    CHECK(test::count_nan(yref) > 0);
+    check_emulated("non-finite sum", p, d, true, op::sum{}, epi::identity{});
+    check_emulated("non-finite argmax", p, d, true, op::argmax{}, epi::scale<float>{2.0f});
+    check_emulated("non-finite min", p, d, false, op::min{}, epi::scale<float>{-1.5f});
   }
+  // the data of the GPU test under forced tilings, every op it runs
+  std::uint64_t seed = 63000;
+  for (layout lay : kLayouts)
+    for (const conv2d_problem& p : nonfinite_shapes(lay)) {
+      const host_data<float> d = nonfinite_data(p, ++seed);
+      std::vector<double> yref;
+      std::vector<std::int64_t> iref;
+      reference_of(p, d, true, op::argmin{}, epi::scale<float>{2.0f}, yref, iref);
+      CHECK(test::count_nan(yref) > 0);
+      check_emulated("non-finite argmin", p, d, true, op::argmin{}, epi::scale<float>{2.0f});
+      check_emulated("non-finite argmax", p, d, true, op::argmax{}, epi::scale<float>{-1.5f});
+      check_emulated("non-finite max", p, d, false, op::max{}, epi::identity{});
+      check_emulated("non-finite sum", p, d, true, op::sum{}, epi::identity{});
+    }
+}
+
+TEST_CASE("direct tiling heuristic: fits, fills the GPU with splits on small batches, none without clusters") {
+  const conv2d_problem mbv2 = make_problem(32, 144, 56, 56, 144, 3, 3, 1, 1, 1, 1, 1, 1, 144);
+  const conv2d_problem convnext = make_problem(32, 96, 56, 56, 96, 7, 7, 3, 3, 1, 1, 1, 1, 96);
+  for (conv2d_problem p : {mbv2, convnext}) {
+    for (std::int64_t n : {32, 1}) {
+      p.N = n;
+      INFO(describe(p));
+      const auto k = dev::direct_kernel_shape_of<float>(p);
+      CHECK(k.unrolled);
+      CHECK(k.sw == 4);
+      const dev::direct_config h200 = dev::choose_direct_config(p, k, 132, 8);
+      CHECK(dev::direct_config_fits(p, k, h200, 8));
+      const auto t = convred::block::make_direct_tiling(p, 4, 8, h200.sh, k.sw, k.unrolled, k.stages, h200.tx, h200.ty,
+                                                        h200.splits, h200.cb);
+      MESSAGE(describe(p) << ": " << dev::describe_direct_config(p, k, h200) << "; " << t.blocks() << " blocks, "
+                          << t.smem_bytes << " bytes of shared memory, estimate " << h200.cycles << " cycles");
+      CHECK(t.smem_bytes <= 64u * 1024);
+      if (n == 1) CHECK(h200.splits > 1);  // 3136 pixels: the channels are shared out
+      CHECK(h200.cycles > 0);
+      // no clusters (sm_80, or code without sm_90): never split; unknown SM count: never split
+      const dev::direct_config a100 = dev::choose_direct_config(p, k, 108, 1);
+      CHECK(a100.splits == 1);
+      CHECK(dev::direct_config_fits(p, k, a100, 1));
+      CHECK(dev::choose_direct_config(p, k, 0, 8).splits == 1);
+      // the same answer again (the cached path gives the same)
+      const dev::direct_config again = dev::choose_direct_config(p, k, 132, 8);
+      CHECK(again.tx == h200.tx);
+      CHECK(again.ty == h200.ty);
+      CHECK(again.splits == h200.splits);
+    }
+  }
+  // 16-bit data: every choice keeps a stage within the registers; the run-time variant for stride 2
+  picker pick{std::mt19937_64(59000)};
+  for (int i = 0; i < 200; ++i) {
+    const conv2d_problem p = random_direct_problem(pick, 120);
+    INFO(describe(p));
+    const auto kh = dev::direct_kernel_shape_of<__half>(p);
+    CHECK(dev::direct_config_fits(p, kh, dev::choose_direct_config(p, kh, 132, 8), 8));
+    const auto kd = dev::direct_kernel_shape_of<double>(p);
+    CHECK(dev::direct_config_fits(p, kd, dev::choose_direct_config(p, kd, 132, 8), 8));
+    CHECK(kh.unrolled == (variant_of(p) > 0));
+  }
+  // refusals of a forced tiling
+  const auto k = dev::direct_kernel_shape_of<float>(mbv2);
+  dev::direct_config c;
+  c.tx = 16, c.ty = 32;  // 512 threads
+  CHECK_FALSE(dev::direct_config_fits(mbv2, k, c, 8));
+  c.tx = 4, c.ty = 4, c.splits = 2;
+  CHECK_FALSE(dev::direct_config_fits(mbv2, k, c, 1));  // no clusters
+  CHECK(dev::direct_config_fits(mbv2, k, c, 8));
+  c.sh = 5;  // above the strip's SH
+  CHECK_FALSE(dev::direct_config_fits(mbv2, k, c, 8));
+}
+
+TEST_CASE("conv2d_reduce_plan describes the direct kernel's tiling for the device") {
+  const conv2d_problem dw = make_problem(1, 96, 56, 56, 96, 7, 7, 3, 3, 1, 1, 1, 1, 96);
+  const dev::device_info h200{9, 0, true, 132}, a100{8, 0, false, 108};
+  const std::string d1 = dev::conv2d_reduce_plan<float>(dw, h200).description();
+  CHECK(d1.find("direct (exact fp32 FMA") == 0);
+  CHECK(d1.find("blocks per tile") != std::string::npos);  // batch 1 on an H200: split in clusters
+  CHECK(d1.find("C/groups == 1") != std::string::npos);
+  const std::string d2 = dev::conv2d_reduce_plan<float, math::tf32>(dw, a100).description();
+  CHECK(d2.find("blocks per tile") == std::string::npos);
+  CHECK(d2.find("pixel tiles") != std::string::npos);
+  MESSAGE(d1);
+  MESSAGE(d2);
 }
 }  // TEST_SUITE("host")
 
@@ -108,10 +520,10 @@ TEST_CASE("conv2d_reduce_direct: every op vs float64, both layouts, strides, dil
   check_fused<direct_entry>("direct exact sum", p, d, op::sum{}, epi::identity{}, epi::identity{}, o);
 }
 
-TEST_CASE("conv2d_reduce_direct: 1, 2 and 4 lanes per pixel (large images), 7-wide and run-time filters") {
+TEST_CASE("conv2d_reduce_direct: large images (many tiles, tile tails), 3x3, 7x7 and 5x5 NHWC filters") {
   require_gpu();
-  // the host picks lanes from the pixel count (about 2^17 threads): 147,456 pixels -> 1 lane, 40,000 -> 2,
-  // 32,400 -> 4; integer data, so values and argmin indices (ties: lowest k) are exact
+  // 384 x 384, 200 x 200 and 180 x 180 outputs: many tile rows and columns and tails in both directions
+  // for whatever tiling the host picks; integer data, so values and argmin indices (ties: lowest k) are exact
   std::uint64_t seed = 57000;
   opts o;
   o.exact = true;
@@ -166,6 +578,127 @@ TEST_CASE("conv2d_reduce_direct sanitizer: depthwise, multiplier, stride, both l
                                       ++seed, op::argmin{});
     check_scaled<direct_entry, float>("sanitizer direct 1x1", make_problem(1, 5, 4, 6, 5, 1, 1, 0, 0, 1, 1, 1, 1, 5, lay),
                                       ++seed, op::sum{});
+    // every variant (3x3, 5x5, 7x7 unrolled; run time), the register-staged 16-bit path, double, splits
+    check_scaled<direct_entry, float>("sanitizer direct 5x5", make_problem(1, 9, 11, 13, 18, 5, 5, 2, 2, 1, 1, 1, 1, 9, lay),
+                                      ++seed, op::max{});
+    check_scaled<direct_entry, __half>("sanitizer direct 7x7 half", make_problem(1, 7, 10, 9, 7, 7, 7, 3, 3, 1, 1, 1, 1, 7, lay),
+                                       ++seed, op::min{});
+    check_scaled<direct_entry, double>("sanitizer direct 3x3 double",
+                                       make_problem(2, 4, 6, 5, 8, 3, 3, 1, 1, 1, 1, 1, 1, 4, lay), ++seed, op::argmax{});
+  }
+  // forced tilings: splits 1 ... 8 in clusters (sm_90), stages, strip heights, the unstaged mode
+  const bool clusters = direct_clusters();
+  for (const conv2d_problem& p : {make_problem(1, 16, 9, 11, 16, 3, 3, 1, 1, 1, 1, 1, 1, 16),
+                                  make_problem(1, 12, 8, 7, 24, 3, 2, 1, 0, 2, 1, 2, 1, 12, layout::nhwc)}) {
+    const auto d = make_data<float>(p, ++seed, data_kind::integer);
+    for (const auto& c : forced_tilings<float>(p, clusters))
+      check_forced("sanitizer direct forced", p, d, true, c, op::argmin{}, epi::scale<float>{2.0f});
+    const auto h = make_data<__nv_bfloat16>(p, ++seed, data_kind::integer);
+    for (const auto& c : forced_tilings<__nv_bfloat16>(p, clusters))
+      check_forced("sanitizer direct forced bf16", p, h, true, c, op::sum{}, epi::identity{});
+  }
+}
+
+TEST_CASE("conv2d_reduce_direct: forced tilings (splits 1-8, stages, strips, unstaged), every filter variant, exact") {
+  require_gpu();
+  const bool clusters = direct_clusters();
+  if (!clusters) MESSAGE("no cluster launch on this device or build: splits > 1 not tested");
+  std::uint64_t seed = 60000;
+  for (layout lay : kLayouts)
+    for (const conv2d_problem& p : {make_problem(3, 33, 23, 37, 33, 3, 3, 1, 1, 1, 1, 1, 1, 33, lay),
+                                    make_problem(1, 48, 30, 29, 96, 7, 7, 3, 3, 1, 1, 1, 1, 48, lay),
+                                    make_problem(1, 20, 21, 22, 20, 5, 5, 2, 2, 1, 1, 1, 1, 20, lay),
+                                    make_problem(3, 9, 25, 19, 18, 3, 1, 3, 0, 2, 1, 2, 1, 9, lay),
+                                    make_problem(1, 1, 17, 19, 257, 3, 3, 1, 1, 1, 1, 1, 1, 1, lay)}) {
+      const auto d = make_data<float>(p, ++seed, data_kind::integer);
+      const auto h = make_data<__half>(p, ++seed, data_kind::integer);
+      const auto g = make_data<double>(p, ++seed, data_kind::integer);
+      for (const auto& c : forced_tilings<float>(p, clusters)) {
+        check_forced("forced argmin", p, d, true, c, op::argmin{}, epi::scale<float>{2.0f});
+        check_forced("forced sum", p, d, false, c, op::sum{}, epi::identity{});
+      }
+      for (const auto& c : forced_tilings<__half>(p, clusters))
+        check_forced("forced half argmax", p, h, true, c, op::argmax{}, epi::scale<float>{-1.5f});
+      for (const auto& c : forced_tilings<double>(p, clusters))
+        check_forced("forced double min", p, g, true, c, op::min{}, epi::scale<float>{2.0f});
+    }
+  // a refused forced tiling: nothing launched
+  const conv2d_problem p = make_problem(1, 4, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 4);
+  thrust::device_vector<float> x(static_cast<std::size_t>(p.x_elements()), 1.f), w(static_cast<std::size_t>(p.w_elements()), 1.f);
+  thrust::device_vector<float> y(static_cast<std::size_t>(p.y_elements()));
+  dev::direct_config bad;
+  bad.tx = 64, bad.ty = 8;  // 512 threads
+  CHECK(dev::detail::conv2d_reduce_direct_with<float>(&bad, p, craw(x), craw(w), nullptr, raw(y), nullptr, op::min{},
+                                                      epi::identity{}, nullptr) == status::invalid_argument);
+  bad.tx = 2, bad.ty = 2, bad.staged = false;  // unstaged needs the run-time variant; 3x3 stride 1 is unrolled
+  CHECK(dev::detail::conv2d_reduce_direct_with<float>(&bad, p, craw(x), craw(w), nullptr, raw(y), nullptr, op::min{},
+                                                      epi::identity{}, nullptr) == status::invalid_argument);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+}
+
+TEST_CASE("conv2d_reduce_direct: +-inf and NaN in x, w and bias under forced tilings, every filter variant, exact") {
+  require_gpu();
+  const bool clusters = direct_clusters();
+  std::uint64_t seed = 63000;
+  for (layout lay : kLayouts)
+    for (const conv2d_problem& p : nonfinite_shapes(lay)) {
+      const host_data<float> d = nonfinite_data(p, ++seed);
+      for (const auto& c : forced_tilings<float>(p, clusters)) {
+        check_forced("non-finite argmin", p, d, true, c, op::argmin{}, epi::scale<float>{2.0f});
+        check_forced("non-finite argmax", p, d, true, c, op::argmax{}, epi::scale<float>{-1.5f});
+        check_forced("non-finite max", p, d, false, c, op::max{}, epi::identity{});
+        check_forced("non-finite sum", p, d, true, c, op::sum{}, epi::identity{});
+      }
+    }
+}
+
+TEST_CASE("conv2d_reduce_direct: random depthwise shapes, every type, op and layout, poisoned outputs, exact") {
+  require_gpu();
+  // filters {1x1, 3x3, 5x5, 7x7, 3x1}, stride 1 and 2, padding 0..3, dilation 2, multipliers 1 and 2, K in
+  // {1, 3, 33, 96, 144, 257}, N in {1, 3}, H and W up to 70 (tile tails; several tile rows and columns),
+  // NCHW and NHWC; float, half, bf16, double; the six ops and a user op; integer data: exact
+  picker pick{std::mt19937_64(61000)};
+  std::uint64_t seed = 61100;
+  for (int i = 0; i < 56; ++i) {
+    const conv2d_problem p = random_direct_problem(pick, 70);
+    const std::string name = "direct random " + std::to_string(i);
+    opts o;
+    o.exact = true;
+    o.bias = i % 5 != 0;
+    auto run = [&](auto t, auto op_) {
+      using T = decltype(t);
+      const auto d = make_data<T>(p, ++seed, data_kind::integer);
+      check_fused<direct_entry>(name, p, d, op_, epi::scale<float>{i % 2 ? 2.0f : -1.0f}, epi::scale<float>{i % 2 ? 2.0f : -1.0f}, o);
+    };
+    switch (i % 7) {
+      case 0: run(float{}, op::min{}); break;
+      case 1: run(__half{}, op::max{}); break;
+      case 2: run(__nv_bfloat16{}, op::argmin{}); break;
+      case 3: run(double{}, op::argmax{}); break;
+      case 4: run(float{}, op::sum{}); break;
+      case 5: run(__half{}, op::mean{}); break;
+      default: run(float{}, range_op{}); break;
+    }
+  }
+}
+
+TEST_CASE("conv2d_reduce_direct: huge dilation (no patch fits: x read directly) and stride, exact") {
+  require_gpu();
+  std::uint64_t seed = 62000;
+  opts o;
+  o.exact = true;
+  for (layout lay : kLayouts) {
+    // dilation 300 (3x3): a patch spans 601 x 601 input elements, more than any buffer
+    const conv2d_problem dil = make_problem(1, 3, 640, 610, 6, 3, 3, 10, 2, 1, 1, 300, 300, 3, lay);
+    REQUIRE_FALSE(dev::choose_direct_config(dil, dev::direct_kernel_shape_of<float>(dil), 132, 8).staged);
+    const auto d = make_data<float>(dil, ++seed, data_kind::integer);
+    check_fused<direct_entry>("direct dilation 300", dil, d, op::argmin{}, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+    const auto h = make_data<__half>(dil, ++seed, data_kind::integer);
+    check_fused<direct_entry>("direct dilation 300 half", dil, h, op::sum{}, epi::identity{}, epi::identity{}, o);
+    // stride 700: every output pixel its own patch
+    const conv2d_problem str = make_problem(2, 2, 1500, 1400, 4, 2, 2, 0, 0, 700, 700, 1, 1, 2, lay);
+    const auto e = make_data<float>(str, ++seed, data_kind::integer);
+    check_fused<direct_entry>("direct stride 700", str, e, op::max{}, epi::identity{}, epi::identity{}, o);
   }
 }
 

@@ -37,8 +37,8 @@ __device__ __forceinline__ T shfl_xor(const T& v, int lane_mask) {
 
 /// Combines the states of each aligned group of `lanes` consecutive lanes (a power of two <= 32; every
 /// lane of the warp takes part) with log2(lanes) xor shuffles: every lane of a group ends with Op over the
-/// group's states, combined in a fixed order (deterministic). The direct kernel and the split path's fixup
-/// kernel, where several lanes share one output pixel's channels, end with it.
+/// group's states, combined in a fixed order (deterministic). The split path's fixup kernel, where several
+/// lanes share one output pixel's channels, ends with it.
 template <class Op, class A>
 __device__ __forceinline__ A combine_lanes(A state, int lanes, const Op& op) {
   for (int d = lanes / 2; d >= 1; d /= 2) state = op(state, detail::shfl_xor<32>(state, d));

@@ -1,5 +1,6 @@
 /// @file device/conv2d_reduce.cuh
-/// @brief Host entry points: fused conv2d -> epilogue -> channel reduction, and conv2d with epilogue.
+/// @brief Host entry points: fused conv2d -> epilogue -> channel reduction, and conv2d with epilogue (the
+/// direct kernel's entry point, conv2d_reduce_direct, is in conv2d_reduce_direct.cuh, included here).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,6 +13,7 @@
 #include "../problem.cuh"
 #include "../status.cuh"
 #include "common.cuh"
+#include "conv2d_reduce_direct.cuh"
 
 namespace convred::device {
 
@@ -68,58 +70,6 @@ status conv2d_reduce(const conv2d_problem& p, const T* x, const T* w, const nond
   if (status s = detail::check_device(kern, smem); s != status::success) return s;
   kern<<<static_cast<unsigned>(blocks), policy::threads, smem, stream>>>(block::make_conv_params(p, x, w, bias), op,
                                                                        epi, y, indices);
-  return detail::launch_status();
-}
-
-/// @brief conv2d_reduce for problems where each output channel reads one input channel (C/groups == 1:
-/// depthwise convolutions, any channel multiplier K/groups), by direct convolution: one thread per output
-/// pixel (several threads per pixel, each over a share of the channels, when the pixels are too few to
-/// fill the GPU), exact FMA (math::ieee: fp32, fp64 for double), no GEMM tiles
-/// (kernel::conv2d_reduce_direct_kernel). The GEMM kernels spend a 128-channel tile on each group's
-/// K/groups channels there; this kernel reads x about once from L2 and is memory- and cache-bound.
-///
-/// Same semantics, arguments and errors as conv2d_reduce (PyTorch's conv2d with groups, then the epilogue,
-/// then the reduction across all K channels; x NCHW or NHWC; y (N,1,P,Q)), plus invalid_groups when
-/// C/groups != 1. conv2d_reduce_plan picks it for such problems whatever the math asked for (it is exact).
-/// @param p        problem with C/groups == 1; x layout NCHW or NHWC
-/// @param x        device pointer, (N,C,H,W) elements of T (float, double, __half, __nv_bfloat16)
-/// @param w        device pointer, (K, 1, R, S) elements (PyTorch's KCRS with C/groups = 1), contiguous
-/// @param bias     device pointer to K elements, or nullptr for no bias
-/// @param y        device pointer, N*P*Q elements of T, (N,1,P,Q); may be nullptr only for index ops with indices
-/// @param indices  device pointer, N*P*Q int64; must be nullptr for ops without an index
-/// @param op       reduction op (functional.cuh; associative and commutative: lanes combine their shares)
-/// @param epi      epilogue `V e(V, int k)` or `V e(V)`, run on the device in the compute type
-/// @param stream   CUDA stream the kernel is launched on (asynchronous)
-/// @return as conv2d_reduce (success, validate's codes, null_pointer, misaligned_pointer,
-///   indices_not_supported, overlapping_buffers, size_overflow, no_device, cuda_error); invalid_groups also
-///   when C/groups != 1.
-template <class T, class Op, class Epilogue = epilogue::identity>
-status conv2d_reduce_direct(const conv2d_problem& p, const T* x, const T* w, const nondeduced_t<T>* bias, T* y,
-                            std::int64_t* indices, Op op = {}, Epilogue epi = {}, cudaStream_t stream = nullptr) {
-  static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
-  if (status s = validate(p, sizeof(T)); s != status::success) return s;
-  if (p.C_per_group() != 1) return status::invalid_groups;
-  if constexpr (!Op::has_index) {
-    if (indices) return status::indices_not_supported;
-  }
-  const std::int64_t ny = p.y_elements();
-  if (ny == 0) return status::success;
-  if (!x || !w || (!y && !indices)) return status::null_pointer;
-  constexpr int threads = kernel::direct_threads;
-  // lanes per output pixel: enough threads for about 128 K of them in flight (a full H200 or A100), at
-  // most 32 and no more than there are channels
-  int lanes = 1;
-  while (lanes < 32 && 2 * lanes <= p.K && ny * lanes < (std::int64_t(1) << 17)) lanes *= 2;
-  const std::int64_t blocks = (ny * lanes + threads - 1) / threads;
-  const detail::buffer_arg args[] = {detail::input(x, p.x_elements()), detail::input(w, p.w_elements()),
-                                     detail::input(bias, p.K), detail::output(y, ny), detail::output(indices, ny)};
-  if (status s = detail::check_buffers(args, blocks); s != status::success) return s;
-  auto kern = p.R == 3 && p.S == 3 ? kernel::conv2d_reduce_direct_kernel<T, Op, Epilogue, 3, 3>
-              : p.S == 7         ? kernel::conv2d_reduce_direct_kernel<T, Op, Epilogue, 0, 7>
-                                 : kernel::conv2d_reduce_direct_kernel<T, Op, Epilogue, 0, 0>;
-  if (status s = detail::check_device(kern); s != status::success) return s;
-  kern<<<static_cast<unsigned>(blocks), threads, 0, stream>>>(block::make_conv_params(p, x, w, bias), op, epi, y,
-                                                               indices, lanes);
   return detail::launch_status();
 }
 

@@ -77,8 +77,10 @@ struct device_info {
 ///
 /// The constructor picks the kernel from the policy chain of the math, best first, and records why:
 /// - every math, when each output channel reads one input channel (C/groups == 1: depthwise convs): the
-///   direct kernel (conv2d_reduce_direct: exact FMA, so at least as accurate as any math asks; the GEMM
-///   kernels would spend a 128-channel tile on each group's K/groups channels);
+///   tiled direct kernel (conv2d_reduce_direct: exact FMA, so at least as accurate as any math asks; the
+///   GEMM kernels would spend a 128-channel tile on each group's K/groups channels); the description names
+///   the tiling choose_direct_config picks for `dev` (tiles, strips, channels per stage, and the blocks per
+///   tile when small batches split the channels over a cluster);
 /// - math::accurate (the default: the error vs float64 held to 1e-6): tf32x3's chain below on sm_80 and
 ///   newer, else (older GPUs, double data) the SIMT kernel in exact FMA;
 /// - math::ieee (exact fp32 FMA for float/16-bit data, fp64 for double): the SIMT kernel,
@@ -298,8 +300,12 @@ class conv2d_reduce_plan {
     const char* fma = std::is_same_v<T, double> ? "fp64" : "fp32";
     if (p_.C_per_group() == 1) {
       kind_ = kernel_kind::direct;
-      why_ = std::string("direct (exact ") + fma + " FMA, one or a few threads per output pixel): C/groups == 1 (depthwise)" +
-             (std::is_same_v<Math, math::ieee> || accurate ? "" : ", exact for any math");
+      // the tiling conv2d_reduce_direct will pick there (clusters: compute capability 9.0+ running sm_90a code)
+      const direct_kernel_shape shape = direct_kernel_shape_of<T>(p_);
+      const bool clusters = dev.cc_major >= 9 && dev.wgmma_image;
+      const direct_config c = choose_direct_config(p_, shape, dev.sm_count, clusters ? direct_max_splits : 1);
+      why_ = std::string("direct (exact ") + fma + " FMA, " + describe_direct_config(p_, shape, c) +
+             "): C/groups == 1 (depthwise)" + (std::is_same_v<Math, math::ieee> || accurate ? "" : ", exact for any math");
       return;
     }
     // the SIMT kernel, when chosen below (split on dev when its pixel tiles are too few)
