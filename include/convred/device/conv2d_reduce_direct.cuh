@@ -337,7 +337,7 @@ inline direct_config cached_direct_config(const conv2d_problem& p, const direct_
 }
 
 /// Launches the direct kernel variant FR x FS (0: run time) with tiling c (fitting: direct_config_fits)
-/// for a checked problem.
+/// for a checked problem; when a cluster launch (c.splits > 1) is refused, the same tiling with one split.
 template <int FR, int FS, class T, class Op, class Epilogue>
 status launch_direct(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
                      Op op, Epilogue epi, cudaStream_t stream, const direct_config& c) {
@@ -368,7 +368,14 @@ status launch_direct(const conv2d_problem& p, const T* x, const T* w, const T* b
   attr[0].val.clusterDim.z = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  if (cudaLaunchKernelEx(&cfg, kern, prm, t, op, epi, y, indices) != cudaSuccess) return status::cuda_error;
+  if (cudaLaunchKernelEx(&cfg, kern, prm, t, op, epi, y, indices) != cudaSuccess) {
+    // the cluster could not be placed (resources): that error is ours (check_device found none pending);
+    // the same tiling without splits instead
+    cudaGetLastError();
+    direct_config one = c;
+    one.splits = 1;
+    return launch_direct<FR, FS>(p, x, w, bias, y, indices, op, epi, stream, one);
+  }
   return launch_status();
 }
 
