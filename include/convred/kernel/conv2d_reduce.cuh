@@ -55,6 +55,7 @@ __global__ void __launch_bounds__(Policy::threads, Policy::min_blocks_per_sm)
   red.store(y, indices, prm.K, mainloop::tile_m,
             [&](int p) { return m0 + p < prm.M ? m0 + p : std::int64_t(-1); });
 }
+
 /// Most threads per block of conv2d_reduce_direct_kernel (the host's tilings stay at or below it).
 inline constexpr int direct_max_threads = 256;
 
