@@ -254,23 +254,23 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
                                                   static_cast<int>(t.tq) * prm.tile_cols, kt * Policy::block_c,
                                                   pt - 32, wgmma_transform_threads));
         convred::detail::mbarrier_arrive(&tail.full[st.slot]);
-        continue;
-      }
-      for (int c = 0; c < chunks; ++c, rs.advance()) {  // the stage's raw buffers of raw_c channels
-        unsigned char* rbuf = sm.raw + rs.slot * prm.raw_bytes;
-        if (pt == 0) {  // the patch copier: runs up to raw_stages buffers ahead of the transform
-          rs.wait_free(tail.raw_empty);
-          loader::copy_patch(rbuf, &tail.raw_full[rs.slot], x_map, prm, static_cast<int>(t.n), h0, w0,
-                             kt * Policy::block_c + c * Policy::raw_c);
-        } else {  // the transform warps
-          CONVRED_EXP_TIME(5, rs.wait_full(tail.raw_full));
-          CONVRED_EXP_TIME(7, loader::to_planes(reinterpret_cast<const float*>(rbuf),
-                                                stage + prm.a_offset + c * (Policy::raw_c / E) * prm.plane_bytes, prm,
-                                                pt - 32, wgmma_transform_threads));
-          convred::detail::mbarrier_arrive(&tail.raw_empty[rs.slot]);
+      } else {
+        for (int c = 0; c < chunks; ++c, rs.advance()) {  // the stage's raw buffers of raw_c channels
+          unsigned char* rbuf = sm.raw + rs.slot * prm.raw_bytes;
+          if (pt == 0) {  // the patch copier: runs up to raw_stages buffers ahead of the transform
+            rs.wait_free(tail.raw_empty);
+            loader::copy_patch(rbuf, &tail.raw_full[rs.slot], x_map, prm, static_cast<int>(t.n), h0, w0,
+                               kt * Policy::block_c + c * Policy::raw_c);
+          } else {  // the transform warps
+            CONVRED_EXP_TIME(5, rs.wait_full(tail.raw_full));
+            CONVRED_EXP_TIME(7, loader::to_planes(reinterpret_cast<const float*>(rbuf),
+                                                  stage + prm.a_offset + c * (Policy::raw_c / E) * prm.plane_bytes,
+                                                  prm, pt - 32, wgmma_transform_threads));
+            convred::detail::mbarrier_arrive(&tail.raw_empty[rs.slot]);
+          }
         }
+        if (pt >= 32) convred::detail::mbarrier_arrive(&tail.full[st.slot]);
       }
-      if (pt >= 32) convred::detail::mbarrier_arrive(&tail.full[st.slot]);
     }
   }
 }
