@@ -180,6 +180,22 @@ TEST_CASE("pack_filter / conv2d_reduce_packed: argument errors") {
   CHECK(cudaDeviceSynchronize() == cudaSuccess);
 }
 
+TEST_CASE("conv2d_reduce_packed: gathered x (stride 2) not aligned to float is refused, nothing launched") {
+  require_gpu();
+  using P = wg<math::tf32>;
+  const conv2d_problem p = make_problem(1, 5, 9, 14, 17, 3, 3, 1, 1, 2, 2);  // stride 2: the gathering producer
+  if (on_hopper()) REQUIRE(convred::device::packed_filter_bytes<P, float>(p) > 0);
+  thrust::device_vector<float> x(static_cast<std::size_t>(p.x_elements()) + 1, 1.f), w(static_cast<std::size_t>(p.w_elements()), 1.f);
+  thrust::device_vector<float> y(static_cast<std::size_t>(p.y_elements()));
+  const std::size_t bytes = convred::device::packed_filter_bytes<P, float>(p);
+  thrust::device_vector<unsigned char> packed(bytes > 0 ? bytes : 16);
+  REQUIRE(convred::device::pack_filter<P>(p, craw(w), raw(packed), packed.size()) == status::success);
+  const float* odd = reinterpret_cast<const float*>(reinterpret_cast<const char*>(craw(x)) + 2);
+  CHECK(convred::device::conv2d_reduce_packed<P>(p, odd, craw(w), raw(packed), packed.size(), nullptr, raw(y), nullptr,
+                                                 op::min{}) == status::misaligned_pointer);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+}
+
 TEST_CASE("conv2d_reduce_packed: x not 16-byte aligned takes the fallback, same answer") {
   require_gpu();
   using P = wg<math::tf32>;

@@ -121,6 +121,19 @@ TEST_CASE("conv2d_reduce_plan: the kernel the device rules pick, same result as 
   }
 }
 
+TEST_CASE("conv2d_reduce_plan from a device_info: prepare accepts a device where the time model chose mma.sync") {
+  require_gpu();
+  // K > 128 on 2 tiles: the wgmma kernel would serve it, the plan's time model picks the split mma.sync
+  // path; prepare on the current device (described with its SM count) must accept that choice
+  const conv2d_problem p = make_problem(1, 40, 6, 8, 130, 3, 3, 1, 1);
+  const convred::device::device_info dev = convred::device::device_info::current();
+  conv2d_reduce_plan<float, math::tf32> plan(p, dev);
+  CAPTURE(plan.description());
+  REQUIRE(plan.state() == status::success);
+  thrust::device_vector<float> w(static_cast<std::size_t>(p.w_elements()), 1.f);
+  CHECK(plan.prepare(craw(w)) == status::success);
+}
+
 TEST_CASE("conv2d_reduce_plan: prepare errors and re-preparing") {
   require_gpu();
   const conv2d_problem p = make_problem(1, 4, 8, 8, 8, 3, 3, 1, 1);

@@ -188,6 +188,18 @@ TEST_CASE("conv2d_reduce_plan: shapes the wgmma kernel does not serve name the r
     CHECK(few.kernel() == kernel_kind::mma_sync);
     CHECK(has(few.description(), "too few tiles to fill the GPU"));
   }
+  // many tiles but no split on the mma.sync side (2 * pixel tiles >= SMs): the wgmma kernel, whatever
+  // the time model says about a split that would not happen
+  {
+    conv2d_problem many = seed();
+    many.N = 400, many.C = 256, many.H = many.W = 16, many.K = 256, many.pad_h = many.pad_w = 1;
+    many.stride_h = many.stride_w = 2;
+    device_info sms = h100;
+    sms.sm_count = 132;
+    conv2d_reduce_plan<float, math::tf32> plan(many, sms);
+    CAPTURE(plan.description());
+    CHECK(plan.kernel() == kernel_kind::wgmma);
+  }
   // a 7x7 stem: each stage would hold 49 taps x 128 x 16 filter values (200 KB in bf16): not served yet
   conv2d_problem stem = seed();
   stem.R = stem.S = 7, stem.pad_h = stem.pad_w = 3, stem.C = 3, stem.K = 64;

@@ -247,8 +247,8 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
     if (ny == 0) return status::success;
     const std::size_t need = detail::packed_bytes<Policy>(plan);
     if (!x || !w || !packed || (!y && !indices)) return status::null_pointer;
-    if (!detail::aligned(w) || !detail::aligned(bias) || !detail::aligned(y) || !detail::aligned(indices) ||
-        reinterpret_cast<std::uintptr_t>(packed) % 16 != 0)
+    if (!detail::aligned(x) || !detail::aligned(w) || !detail::aligned(bias) || !detail::aligned(y) ||
+        !detail::aligned(indices) || reinterpret_cast<std::uintptr_t>(packed) % 16 != 0)  // x: the gather's loads
       return status::misaligned_pointer;
     if (packed_bytes < need) return status::workspace_too_small;
     const detail::span in[] = {

@@ -86,7 +86,7 @@ struct device_info {
 /// - math::ieee (exact fp32 FMA for float/16-bit data, fp64 for double): the SIMT kernel,
 ///   default_simt_policy<T>;
 /// - tf32, tf32x3, bf16, fp16: the wgmma kernel (default_wgmma_policy<Math>) on a compute capability 9.0
-///   device running sm_90a code when it serves the problem (float NCHW x, stride 1, groups 1, any K, ...:
+///   device running sm_90a code when it serves the problem (float NCHW x, stride 1 or 2, groups 1, any K, ...:
 ///   packed_filter_bytes), else the mma.sync kernel (default_mma_sync_policy<Math>) on sm_80 and newer.
 /// The mma.sync and SIMT kernels give each block BlockM output pixels and loop it over every channel and
 /// all of GEMM_K; when their pixel tiles are fewer than the device's SMs (device_info::sm_count: small
@@ -401,7 +401,9 @@ class conv2d_reduce_plan {
         const double t_wgmma =
             (k.gather ? 2.0 : 1.0) * waves * 2.0 * wgmma_policy_t::block_m * 128.0 * k.npass * gk / 3.0e12;
         const double t_split = 8e-6 + 2.0 * static_cast<double>(p_.gemm_m()) * static_cast<double>(p_.K) * gk / (0.34e12 * sms);
-        if (t_split < t_wgmma) return "too few tiles to fill the GPU (K > 128 or x gathered)";
+        // (only when the mma.sync path would split: without a split it would not fill the GPU either)
+        if (t_split < t_wgmma && choose_k_splits<mma_sync_policy_t, T>(p_, dev.sm_count) > 0)
+          return "too few tiles to fill the GPU (K > 128 or x gathered)";
       }
       return nullptr;
     } else {
@@ -411,7 +413,8 @@ class conv2d_reduce_plan {
   }
 
   /// prepare's device check: the current device is the plan's (plans for the current device), or, for a
-  /// plan made from a device_info, one on which the choice holds (the same wgmma decision and size).
+  /// plan made from a device_info, one on which the choice holds (a wgmma plan: the wgmma kernel serves p
+  /// there with the same packed size; the other kernels: any device, their launch checks it).
   status check_device() const {
     int dev = -1;
     if (cudaGetDevice(&dev) != cudaSuccess) {
@@ -420,10 +423,12 @@ class conv2d_reduce_plan {
     }
     if (device_ >= 0) return dev == device_ ? status::success : status::no_device;
     if constexpr (tensor_math) {
-      if (kind_ == kernel_kind::direct) return status::success;              // any device
-      const std::size_t here = packed_filter_bytes<wgmma_policy_t, T>(p_);  // 0 where wgmma does not serve p
-      if ((kind_ == kernel_kind::wgmma) != (here > 0) || (kind_ == kernel_kind::wgmma && here != need_))
-        return status::no_device;
+      // the wgmma choice must hold here (same packed size); the other kernels run on any device their
+      // launch accepts (a plan's time model may pick mma.sync where the wgmma kernel could serve p)
+      if (kind_ == kernel_kind::wgmma) {
+        const std::size_t here = packed_filter_bytes<wgmma_policy_t, T>(p_);  // 0 where wgmma does not serve p
+        if (here == 0 || here != need_) return status::no_device;
+      }
     }
     return status::success;
   }
