@@ -15,9 +15,9 @@
 namespace convred::block {
 
 /// @brief Parameter block of the packed-filter wgmma kernel (kernel::conv2d_reduce_wgmma_kernel): NCHW fp32 x,
-/// groups 1, stride 1, dilation 1, any K (conv_mainloop_wgmma::make_params decides). A tile is tile_h m64
+/// groups 1, stride 1 or 2, dilation 1, any K (conv_mainloop_wgmma::make_params decides). A tile is tile_h m64
 /// wgmma rows of one image (tile_h 4, or 2 for ping-pong): tile_h output rows x 64 columns, or for narrow
-/// images (Q + S - 1 <= 32) tile_rows = tile_h * 64 / pw output rows of the whole width (pw = 16 or 32
+/// images (Q + (S - 1) / stride <= 32) tile_rows = tile_h * 64 / pw output rows of the whole width (pw = 16 or 32
 /// plane pitch; an m64 row then spans 4 or 2 output rows, its pixels past Q computed and dropped); tiles
 /// run q fastest, then p, then n. Each tile runs `npass` channel passes of 128 output channels (K > 128: the patch is staged again
 /// for each pass, the reduction state carried across them), each pass kt stages of block_c input channels.
@@ -54,9 +54,9 @@ struct wgmma_conv_params {
   /// @brief zero padding columns
   std::int32_t R = 0, S = 0, pad_h = 0, pad_w = 0;
   /// @var tiles_p
-  /// @brief tiles down the output, ceil(P / 4)
+  /// @brief tiles down the output, ceil(P / tile_rows)
   /// @var tiles_q
-  /// @brief tiles across the output, ceil(Q / 64)
+  /// @brief tiles across the output, ceil(Q / tile_cols) (1 for narrow tiles)
   /// @var kt
   /// @brief stages per channel pass: ceil(C / block_c)
   /// @var npass

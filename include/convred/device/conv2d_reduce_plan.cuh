@@ -89,7 +89,7 @@ struct device_info {
 ///   device running sm_90a code when it serves the problem (float NCHW x, stride 1 or 2, groups 1, any K, ...:
 ///   packed_filter_bytes), else the mma.sync kernel (default_mma_sync_policy<Math>) on sm_80 and newer.
 /// The mma.sync and SIMT kernels give each block BlockM output pixels and loop it over every channel and
-/// all of GEMM_K; when their pixel tiles are fewer than the device's SMs (device_info::sm_count: small
+/// all of GEMM_K; when their pixel tiles are fewer than half the device's SMs (device_info::sm_count: small
 /// batches, deep layers), the plan splits instead (choose_k_splits: channel tiles x GEMM_K splits, about
 /// two blocks per SM, splits of at least 4 BlockK slices, at most 64 MiB of partial sums) and runs
 /// conv2d_reduce_split with the same policy and math (k_splits() > 0).
@@ -171,8 +171,8 @@ class conv2d_reduce_plan {
   /// split_channel_tiles channel tiles), or 0 when the kernel runs unsplit.
   int k_splits() const { return splits_; }
   /// Which kernel and why, one line for a log, e.g. "wgmma tf32 (sm_90a, packed filter streamed, 4
-  /// stages, 4x64-pixel tiles)", "mma.sync tf32 (256-pixel x 128-channel tiles): the wgmma kernel does
-  /// not serve this problem: K > 128" or "mma.sync tf32 split 4 channel tiles x 36 GEMM_K splits
+  /// stages, 4x64-pixel tiles)", "mma.sync tf32x3 (128-pixel x 128-channel tiles): the wgmma kernel does
+  /// not serve this problem: 3xTF32 with stride 2" or "mma.sync tf32 split 4 channel tiles x 36 GEMM_K splits
   /// (256-pixel x 128-channel tiles; 1 pixel tile for 132 SMs; 3612672-byte workspace): ...".
   const std::string& description() const { return why_; }
   /// The problem planned.
@@ -245,7 +245,8 @@ class conv2d_reduce_plan {
   /// @return as conv2d_reduce / conv2d_reduce_packed / conv2d_reduce_split; also state() when the plan cannot run, and
   ///   not_prepared before a successful prepare, no_device when the current device is not the one it
   ///   was prepared on. The wgmma kernel reads x through TMA from a 16-byte aligned base; another x runs
-  ///   conv2d_reduce_packed's fallback (the mma.sync kernel, same math).
+  ///   conv2d_reduce_packed's fallback (the mma.sync kernel, same math), except where the kernel gathers
+  ///   x itself (stride 2, W % 4 != 0): any x aligned to float (else misaligned_pointer).
   template <class Op = op::min, class Epilogue = epilogue::identity>
   status run(const T* x, const nondeduced_t<T>* bias, T* y, std::int64_t* indices, Op op = {}, Epilogue epi = {},
              cudaStream_t stream = nullptr) const {

@@ -71,8 +71,8 @@ std::int64_t split_channel_tiles(const conv2d_problem& p) {
 /// ceil(2 * sm_count / (m_tiles * channel_tiles)) (about two blocks per SM), then lowered so that every
 /// split has at least min_split_slices BlockK slices (GEMM_K / BlockK / 4; at least 1), the workspace
 /// (conv2d_reduce_split_workspace_bytes) stays within `max_workspace_bytes`, and k_splits <= max_k_splits.
-/// @return 0 (run the fused kernel) when sm_count <= 0 (unknown), p is invalid or empty, m_tiles >=
-///   sm_count (the fused grid fills the GPU), channel_tiles > max_k_splits, one split's workspace is
+/// @return 0 (run the fused kernel) when sm_count <= 0 (unknown), p is invalid or empty, 2 * m_tiles >=
+///   sm_count (the fused grid keeps half the GPU or more busy), channel_tiles > max_k_splits, one split's workspace is
 ///   already above max_workspace_bytes, or channel_tiles * k_splits < 2 (nothing to spread); else k_splits >= 1.
 /// @tparam Policy a simt_policy or mma_sync_policy (or default_policy / default_policy_for<Math>)
 /// @tparam T      element type

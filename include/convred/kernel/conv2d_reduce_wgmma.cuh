@@ -146,7 +146,7 @@ struct pipeline_state {
   __device__ void wait_full(std::uint64_t* bars) const { convred::detail::mbarrier_wait(&bars[slot], phase); }
 };
 
-/// @brief The persistent kernel's tile scheduler. The tiles (tile_h x 64 output pixels) form an
+/// @brief The persistent kernel's tile scheduler. The tiles (tile_rows x tile_cols output pixels) form an
 /// N x tiles_p x tiles_q grid, ordered q fastest, then p, then n; block b takes tiles b, b + G, b + 2G,
 /// ... (G = gridDim.x). The producer walks that sequence; cooperative consumers too, ping-pong consumer
 /// warpgroup g every second tile from its g-th.
@@ -154,8 +154,8 @@ struct tile_scheduler {
   /// Where a tile lies.
   struct coord {
     std::int64_t n;   ///< image
-    std::int64_t tp;  ///< tile row: output rows tp * tile_h ...
-    std::int64_t tq;  ///< tile column: output columns tq * 64 ...
+    std::int64_t tp;  ///< tile row: output rows tp * tile_rows ...
+    std::int64_t tq;  ///< tile column: output columns tq * tile_cols ...
   };
   std::int64_t tiles;    ///< tiles in all (N * tiles_p * tiles_q)
   std::int64_t tiles_p;  ///< tile rows per image
