@@ -57,6 +57,14 @@ namespace op = convred::op;
 namespace epi = convred::epilogue;
 namespace test = convred::test;
 
+/// A small tensor-core policy (64 x 32 tiles, 2 x 2 warps, BlockK one mma deep: 8 for tf32/tf32x3, 16 for
+/// bf16/fp16), so that small problems cross many pixel tiles, channel tiles and GEMM_K slices.
+template <class Math>
+using small_tc = convred::mma_sync_policy<Math, 64, 32,
+                                          (std::is_same_v<Math, convred::math::tf32> ||
+                                           std::is_same_v<Math, convred::math::tf32x3>) ? 8 : 16,
+                                          2, 2, 1, 2>;
+
 /// A user epilogue functor taking only the value (no channel index): 0.5 v - 0.25.
 struct half_minus_quarter {
   template <class V>

@@ -5,16 +5,9 @@
 
 using namespace convred_test_fused;
 using convred::default_policy_for;
-using convred::mma_sync_policy;
 namespace math = convred::math;
 
 namespace {
-
-/// A small tensor-core policy (64 x 32 tile, 2 x 2 warps, BlockK one mma deep) so that small problems
-/// cross many tiles and K = 65, 130 need several channel tiles.
-template <class Math>
-using small_tc = mma_sync_policy<Math, 64, 32, (std::is_same_v<Math, math::tf32> || std::is_same_v<Math, math::tf32x3>) ? 8 : 16,
-                           2, 2, 1, 2>;
 
 /// Shapes every math policy is checked on: odd sizes, K in {1, 3, 33, 65, 130}, 1x1 / 3x3 / 5x5 / 3x1,
 /// stride 2, dilation 2, padding, groups (2 and depthwise), both layouts.

@@ -10,16 +10,9 @@
 
 using namespace convred_test_fused;
 using convred::default_policy_for;
-using convred::mma_sync_policy;
 namespace math = convred::math;
 
 namespace {
-
-/// A small tensor-core policy (64 x 32 tiles, 2 x 2 warps, BlockK one mma deep: 8 for tf32/tf32x3, 16 for
-/// bf16/fp16), so that small problems cross many pixel tiles, channel tiles and GEMM_K slices.
-template <class Math>
-using small_tc = mma_sync_policy<Math, 64, 32, (std::is_same_v<Math, math::tf32> || std::is_same_v<Math, math::tf32x3>) ? 8 : 16,
-                                 2, 2, 1, 2>;
 
 /// Problems of the sweeps (each in both layouts): C and K from {1, 3, 7, 33, 65, 130, 257, 513}, 1x1 / 3x3
 /// / 5x5 / 3x1, strides 1 and 2, paddings 0 to 2, dilation 2, groups 2 and 3. GEMM_K runs from 1 (C = 1,
