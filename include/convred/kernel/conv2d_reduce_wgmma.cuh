@@ -113,7 +113,9 @@ struct wgmma_tail_storage {
   std::uint64_t empty[Policy::stages];          ///< operand stage s consumed (every consumer thread)
   std::uint64_t raw_full[Policy::raw_stages];   ///< raw buffer landed (TMA bytes)
   std::uint64_t raw_empty[Policy::raw_stages];  ///< raw buffer read (every transform thread)
-  std::uint64_t order[2];  ///< ping-pong: order[g] completes when the other warpgroup's mainloop turn ended
+  /// ping-pong: order[g] completes when the other warpgroup's mainloop turn ended; cooperative with a
+  /// lag: order[1] completes once warpgroup 0 has issued its first lag stages
+  std::uint64_t order[2];
   float bias[Policy::block_n];  ///< the bias of the first 128 channels (zeros past K), read once per block
 };
 
@@ -285,7 +287,9 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
 /// positions i * npass * kt ..., the other warpgroup's skipped), the two taking turns at issuing their
 /// mainloops (order[]): a warpgroup starts tile i's mainloop once the other has issued tile i - 1's, so
 /// it never waits on a stage barrier more than one phase ahead (the parity waits would alias) and its
-/// epilogue runs under the other's wgmmas.
+/// epilogue runs under the other's wgmmas. Cooperative with `prm.lag` > 0: warpgroup 1 starts once
+/// warpgroup 0 has issued its first lag stages (order[1]) and then keeps that distance (both release
+/// every stage, so the leader is at most stages - 1 ahead), so the two epilogues no longer coincide.
 template <class Policy, class Op, class Epilogue, bool Gather>
 __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, const wgmma_smem<Policy, Op>& sm,
                                         const tile_scheduler& sched, Op op, Epilogue epi, float* y,
@@ -302,6 +306,13 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
   // the bias: the block's copy of the first 128 channels, or (several passes) read where it lies
   const float* bias = prm.bias ? (prm.npass == 1 ? tail.bias : prm.bias) : nullptr;
   const int wg = static_cast<int>(threadIdx.x) / 128, first_i = Policy::pingpong ? wg : 0;
+  // the cooperative stagger (prm.lag): warpgroup 1 starts once warpgroup 0 has issued lag stages
+  // (order[1]); the lag then persists, so one's epilogue overlaps the other's wgmmas
+  // (not in the gathering variant, whose producer bounds it, and whose registers are tight)
+  constexpr bool staggers = !Policy::pingpong && !Gather;
+  const bool leads = staggers && wg == 0;  // arrives on order[1] after its position lag - 1
+  if (staggers && prm.lag > 0 && wg == 1 && sched.first() < sched.tiles)
+    convred::detail::mbarrier_wait(&tail.order[1], 0);
   for (std::int64_t i = first_i, tile = sched.first(first_i); tile < sched.tiles; i += step, tile = sched.next(tile, step)) {
     if (Policy::pingpong) {
       if (i > 0) convred::detail::mbarrier_wait(&tail.order[wg], static_cast<std::uint32_t>(((i - 1) / 2) & 1));
@@ -327,6 +338,7 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
         if (kt == 0)
           for (int e = 0; e < 64; ++e) d[0][e] = d[1][e] = 0.f;
 #endif
+        if (leads && st.count + 1 == prm.lag) convred::detail::mbarrier_arrive(&tail.order[1]);
         if constexpr (mainloop::promotes) {  // the stage has completed: release it now
           convred::detail::mbarrier_arrive(&tail.empty[st.slot]);
           continue;
@@ -357,6 +369,7 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
       return p < prm.P && q < prm.Q ? (t.n * prm.P + p) * prm.Q + q : std::int64_t(-1);
     }));
   }
+  if (leads && st.count < prm.lag) convred::detail::mbarrier_arrive(&tail.order[1]);  // fewer than lag stages in all
 }
 
 /// @brief Persistent fused kernel: block b computes the tiles tile_scheduler gives it (tile_h x 64 output
