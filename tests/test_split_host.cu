@@ -88,22 +88,25 @@ TEST_CASE("split: workspace size and channel tiles") {
   CHECK(split_channel_tiles<tf32_policy>(bad) == 0);
 }
 
-TEST_CASE("split: choose_k_splits, about two blocks per SM, splits of >= 4 slices, bounded workspace") {
-  // ResNet-50 layer4 at batch 32: 7 pixel tiles x 4 channel tiles; ceil(264 / 28) = 10 splits (144 slices)
-  CHECK(choose_k_splits<tf32_policy, float>(layer4_b32, 132) == 10);
-  // at batch 1: ceil(264 / 4) = 66, capped at 144 slices / 4 = 36
-  CHECK(choose_k_splits<tf32_policy, float>(layer4_b1, 132) == 36);
-  // U-Net bottleneck: 4 x 8 tiles: ceil(264 / 32) = 9 on 132 SMs, ceil(216 / 32) = 7 on 108
-  CHECK(choose_k_splits<tf32_policy, float>(unet, 132) == 9);
-  CHECK(choose_k_splits<tf32_policy, float>(unet, 108) == 7);
-  // ResNet layer3 at batch 1: 1 x 2 tiles: 132, capped at 72 / 4 = 18
-  CHECK(choose_k_splits<tf32_policy, float>(layer3_b1, 132) == 18);
-  // 1x1 stride 2: GEMM_K = 512 is 16 slices: 4 splits of 4
-  CHECK(choose_k_splits<tf32_policy, float>(proj_s2, 132) == 4);
-  // 3xTF32's 128-pixel tiles: layer4 at batch 32 is 13 x 4 tiles: ceil(264 / 52) = 6
-  CHECK(choose_k_splits<tf32x3_policy, float>(layer4_b32, 132) == 6);
-  // the SIMT policy's 8-deep slices allow more splits: 66 of 576 / 4 = 144 possible
-  CHECK(choose_k_splits<simt_policy, float>(layer4_b1, 132) == 66);
+TEST_CASE("split: choose_k_splits, whole waves of resident blocks, bounded workspace") {
+  // The default policies keep one block per SM resident: whole waves of at most 132 blocks.
+  // ResNet-50 layer4 at batch 32: 7 pixel tiles x 4 channel tiles x 4 splits = 112 blocks, one round of
+  // 36 of the 144 slices (session 7's rule: 10 splits, 280 blocks, three rounds of 15)
+  CHECK(choose_k_splits<tf32_policy, float>(layer4_b32, 132) == 4);
+  // at batch 1: 4 x 29 = 116 blocks, one round of 5 slices (was 36 splits: 144 blocks, two rounds of 4)
+  CHECK(choose_k_splits<tf32_policy, float>(layer4_b1, 132) == 29);
+  // U-Net bottleneck: 4 x 8 tiles x 4 = 128 blocks on 132 SMs; x 3 = 96 on 108
+  CHECK(choose_k_splits<tf32_policy, float>(unet, 132) == 4);
+  CHECK(choose_k_splits<tf32_policy, float>(unet, 108) == 3);
+  // ResNet layer3 at batch 1: 1 x 2 tiles x 36 = 72 blocks of 2 slices (the 200 KB planes cost little)
+  CHECK(choose_k_splits<tf32_policy, float>(layer3_b1, 132) == 36);
+  // 1x1 stride 2: GEMM_K = 512 is 16 slices: 8 channel tiles x 8 splits of 2
+  CHECK(choose_k_splits<tf32_policy, float>(proj_s2, 132) == 8);
+  // 3xTF32's 128-pixel tiles: layer4 at batch 32 is 13 x 4 tiles: 5 splits, two rounds of 29 slices beat
+  // one round of 72 (2 splits)
+  CHECK(choose_k_splits<tf32x3_policy, float>(layer4_b32, 132) == 5);
+  // the SIMT policy's 8-deep slices: 4 x 32 = 128 blocks of 18 of the 576 slices
+  CHECK(choose_k_splits<simt_policy, float>(layer4_b1, 132) == 32);
   // the workspace bound: at most max_workspace / (M * K * 4) splits
   const std::size_t plane = conv2d_reduce_split_workspace_bytes<float>(layer4_b1, 1);
   CHECK(choose_k_splits<tf32_policy, float>(layer4_b1, 132, 4 * plane) == 4);
@@ -117,9 +120,11 @@ TEST_CASE("split: choose_k_splits, about two blocks per SM, splits of >= 4 slice
   CHECK(choose_k_splits<tf32_policy, float>(seed, 132) == 0);
   CHECK(choose_k_splits<tf32_policy, float>(conv(1, 256, 132 * 16, 16, 256, 1, 0), 132) == 0);  // 132 pixel tiles
   CHECK(choose_k_splits<tf32_policy, float>(conv(1, 256, 66 * 16, 16, 256, 1, 0), 132) == 0);  // 66: half the SMs
-  // 65 pixel tiles, 2 channel tiles: ceil(264 / 130) = 3 splits, capped at 8 slices / 4 = 2
-  CHECK(choose_k_splits<tf32_policy, float>(conv(1, 256, 65 * 16, 16, 256, 1, 0), 132) == 2);
-  CHECK(choose_k_splits<tf32_policy, float>(conv(1, 4, 8, 8, 8, 3, 1), 132) == 0);  // 1 tile, 2 slices
+  // 65 pixel tiles, 2 channel tiles: one split (130 blocks, one round of 8 slices) beats the fused kernel
+  // (65 blocks, 2 x 8 slices each) and 2 splits (260 blocks: two rounds)
+  CHECK(choose_k_splits<tf32_policy, float>(conv(1, 256, 65 * 16, 16, 256, 1, 0), 132) == 1);
+  // 1 tile, 2 slices: 2 splits would save one slice time, less than the fixup's launch
+  CHECK(choose_k_splits<tf32_policy, float>(conv(1, 4, 8, 8, 8, 3, 1), 132) == 0);
   conv2d_problem empty = layer4_b1, bad = layer4_b1;
   empty.N = 0, bad.stride_h = 0;
   CHECK(choose_k_splits<tf32_policy, float>(empty, 132) == 0);
@@ -133,20 +138,20 @@ TEST_CASE("conv2d_reduce_plan: small-M layers split on the mma.sync and SIMT ker
     CAPTURE(plan.description());
     CHECK(plan.state() == status::success);
     CHECK(plan.kernel() == kernel_kind::mma_sync);
-    CHECK(plan.k_splits() == 36);
-    CHECK(plan.workspace_bytes() == 36u * 49u * 512u * 4u);
-    CHECK(has(plan.description(), "mma.sync tf32 split 4 channel tiles x 36 GEMM_K splits (256-pixel x 128-channel "
-                                  "tiles; 1 pixel tile for 132 SMs; 3612672-byte workspace): the wgmma kernel"));
+    CHECK(plan.k_splits() == 29);
+    CHECK(plan.workspace_bytes() == 29u * 49u * 512u * 4u);
+    CHECK(has(plan.description(), "mma.sync tf32 split 4 channel tiles x 29 GEMM_K splits (256-pixel x 128-channel "
+                                  "tiles; 1 pixel tile for 132 SMs; 2910208-byte workspace): the wgmma kernel"));
     conv2d_reduce_plan<float, math::tf32> moved(std::move(plan));
-    CHECK(moved.k_splits() == 36);
-    CHECK(moved.workspace_bytes() == 3612672u);
+    CHECK(moved.k_splits() == 29);
+    CHECK(moved.workspace_bytes() == 2910208u);
   }
   {
     conv2d_reduce_plan<float, math::tf32> plan(layer4_b32, a100_132);
     CAPTURE(plan.description());
     CHECK(plan.kernel() == kernel_kind::mma_sync);
-    CHECK(plan.k_splits() == 10);
-    CHECK(plan.workspace_bytes() == conv2d_reduce_split_workspace_bytes<float>(layer4_b32, 10));
+    CHECK(plan.k_splits() == 4);
+    CHECK(plan.workspace_bytes() == conv2d_reduce_split_workspace_bytes<float>(layer4_b32, 4));
     CHECK(has(plan.description(), "7 pixel tiles for 132 SMs"));
   }
   {
@@ -154,45 +159,45 @@ TEST_CASE("conv2d_reduce_plan: small-M layers split on the mma.sync and SIMT ker
     conv2d_reduce_plan<float> plan(layer4_b32, h200);
     CAPTURE(plan.description());
     CHECK(plan.kernel() == kernel_kind::mma_sync);
-    CHECK(plan.k_splits() == 6);
-    CHECK(has(plan.description(), "mma.sync tf32x3 split 4 channel tiles x 6 GEMM_K splits (128-pixel"));
+    CHECK(plan.k_splits() == 5);
+    CHECK(has(plan.description(), "mma.sync tf32x3 split 4 channel tiles x 5 GEMM_K splits (128-pixel"));
     CHECK(has(plan.description(), "math::accurate"));
     conv2d_reduce_plan<float> ampere(layer4_b1, a100);
     CHECK(ampere.kernel() == kernel_kind::mma_sync);
-    CHECK(ampere.k_splits() == 36);
+    CHECK(ampere.k_splits() == 24);  // 4 x 24 = 96 blocks of 128 pixels on 108 SMs
     CHECK(has(ampere.description(), "for 108 SMs"));
   }
   {
     // U-Net bottleneck (A100: the wgmma kernel is not there); NHWC on the H200 (the wgmma kernel takes NCHW)
     conv2d_reduce_plan<float, math::bf16> plan(unet, a100);
     CHECK(plan.kernel() == kernel_kind::mma_sync);
-    CHECK(plan.k_splits() == 7);
-    CHECK(plan.workspace_bytes() == 7u * 1024u * 1024u * 4u);
+    CHECK(plan.k_splits() == 3);
+    CHECK(plan.workspace_bytes() == 3u * 1024u * 1024u * 4u);
     conv2d_problem unet_nhwc = unet;
     unet_nhwc.x_layout = layout::nhwc;
     conv2d_reduce_plan<__nv_bfloat16, math::bf16> nhwc(unet_nhwc, h200);
     CAPTURE(nhwc.description());
     CHECK(nhwc.kernel() == kernel_kind::mma_sync);
-    CHECK(nhwc.k_splits() == 9);
-    CHECK(has(nhwc.description(), "mma.sync bf16 split 8 channel tiles x 9 GEMM_K splits"));
+    CHECK(nhwc.k_splits() == 4);
+    CHECK(has(nhwc.description(), "mma.sync bf16 split 8 channel tiles x 4 GEMM_K splits"));
   }
   {
     // stride 2 (mma.sync on every device) and layer3 (W = 14)
     conv2d_reduce_plan<float, math::tf32> s2(proj_s2, h200);
     CHECK(s2.kernel() == kernel_kind::mma_sync);
-    CHECK(s2.k_splits() == 4);
-    CHECK(has(s2.description(), "split 8 channel tiles x 4 GEMM_K splits"));
+    CHECK(s2.k_splits() == 8);
+    CHECK(has(s2.description(), "split 8 channel tiles x 8 GEMM_K splits"));
     conv2d_reduce_plan<float, math::tf32> l3(layer3_b1, h200_no_image);
-    CHECK(l3.k_splits() == 18);
-    CHECK(l3.workspace_bytes() == 18u * 196u * 256u * 4u);
+    CHECK(l3.k_splits() == 36);
+    CHECK(l3.workspace_bytes() == 36u * 196u * 256u * 4u);
   }
   {
     // the SIMT kernel splits too: math::ieee, and double data under math::accurate
     conv2d_reduce_plan<float, math::ieee> ieee(layer4_b1, h200);
     CAPTURE(ieee.description());
     CHECK(ieee.kernel() == kernel_kind::simt);
-    CHECK(ieee.k_splits() == 66);
-    CHECK(has(ieee.description(), "simt ieee split 4 channel tiles x 66 GEMM_K splits (exact fp32 FMA, 256-pixel x "
+    CHECK(ieee.k_splits() == 32);
+    CHECK(has(ieee.description(), "simt ieee split 4 channel tiles x 32 GEMM_K splits (exact fp32 FMA, 256-pixel x "
                                   "128-channel tiles; 1 pixel tile for 132 SMs"));
     CHECK(has(ieee.description(), ": math::ieee"));
     conv2d_reduce_plan<double> dbl(layer4_b1, a100);  // 64 x 64 tiles: 8 channel tiles, ceil(216 / 8) = 27

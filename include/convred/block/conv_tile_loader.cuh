@@ -76,8 +76,9 @@ struct conv_tile_loader {
 
   /// Decoded GEMM_K index kk = (c, r, s) of one im2col row: x offset of the tap relative to the pixel's
   /// origin, and the tap's row/column displacement (r*dil_h, s*dil_w; -2^30 marks kk past GEMM_K).
-  struct tap {
-    std::int64_t delta;  ///< x offset (elements) of channel g*Cg + c at (dh, dw), relative to a_off; 0 past GEMM_K
+  /// 16 bytes, 16-byte aligned: one shared-memory load (LDS.128, a broadcast: a warp reads one row's tap).
+  struct alignas(16) tap {
+    std::int64_t delta;  ///< x offset in bytes of channel g*Cg + c at (dh, dw), relative to a_base; 0 past GEMM_K
     /// @var dh
     /// @brief row displacement r*dil_h; invalid_coord (-2^30) for kk past GEMM_K
     std::int32_t dh, dw;  ///< column displacement s*dil_w; 0 past GEMM_K
@@ -101,7 +102,15 @@ struct conv_tile_loader {
   /// @brief input row of the top-left tap of this thread's pixel (p*stride_h - pad_h); invalid_coord
   /// past GEMM_M, so every A load of such a thread reads zero
   std::int32_t a_h0, a_w0;  ///< input column of the top-left tap of this thread's pixel (q*stride_w - pad_w)
-  std::int64_t a_off;       ///< x offset of (n, channel 0, a_h0, a_w0) in x's layout (in elements)
+  /// address of x at (n, channel 0, a_h0, a_w0) in x's layout, as bytes (a tap's delta is added to it; it
+  /// may lie outside x: only the addresses of taps inside the image are read); x itself past GEMM_M
+  const char* a_base;
+  // This thread's weights (set by run() for its channel tile): element v of a slice starting at GEMM_K row
+  // kk0 is b_ptr + kk0 + v * b_step, inside the tile's group when v < b_count (n-major: the tile's
+  // channels; k-major: the thread's channel) and kk0 + b_k(v) < gemm_k.
+  const T* b_ptr = nullptr;     ///< weight of this thread's element 0 at GEMM_K row 0 (may lie outside w: not read then)
+  std::int64_t b_step = 0;      ///< distance between this thread's consecutive weight elements (elements)
+  int b_count = 0;              ///< elements v < b_count are inside the group's channels (n-major stage)
 
   /// Decodes the pixel this thread loads for block tile starting at GEMM_M row m0.
   __device__ conv_tile_loader(TempStorage& s, const block::conv_params<T>& p, std::int64_t m0) : smem(s), prm(p) {
@@ -113,7 +122,8 @@ struct conv_tile_loader {
     a_h0 = valid ? static_cast<std::int32_t>(op * p.stride_h - p.pad_h) : invalid_coord;
     a_w0 = static_cast<std::int32_t>(oq * p.stride_w - p.pad_w);
     const std::int64_t hw = std::int64_t(a_h0) * p.W + a_w0;
-    a_off = n * p.C * p.H * p.W + (p.x_layout == layout::nchw ? hw : hw * p.C);
+    const std::int64_t a_off = n * p.C * p.H * p.W + (p.x_layout == layout::nchw ? hw : hw * p.C);
+    a_base = reinterpret_cast<const char*>(p.x) + (valid ? a_off * std::int64_t(sizeof(T)) : 0);
   }
 
   /// Threads [0, BK) decode the taps of slice kk0 (rows kk0 .. kk0+BK-1) of group g into taps[slot].
@@ -128,7 +138,7 @@ struct conv_tile_loader {
       prm.div_s.divmod(rs, r, s);
       e.dh = r * prm.dil_h, e.dw = s * prm.dil_w;
       const std::int64_t cc = std::int64_t(g) * prm.Cg + c, hw = std::int64_t(e.dh) * prm.W + e.dw;
-      e.delta = prm.x_layout == layout::nchw ? cc * prm.H * prm.W + hw : hw * prm.C + cc;
+      e.delta = (prm.x_layout == layout::nchw ? cc * prm.H * prm.W + hw : hw * prm.C + cc) * std::int64_t(sizeof(T));
     }
     smem.taps[slot][t] = e;
   }
@@ -139,35 +149,50 @@ struct conv_tile_loader {
     V b[async_copy ? 1 : B_PER_THREAD];  ///< this thread's B_PER_THREAD weights (1, unused, on the cp.async path)
   };
 
+  /// Taps read from shared memory together before the copies that use them are issued: the copies write
+  /// shared memory, so neither compiler may move a later tap load above them (SASS before: one tap load
+  /// latency per element). The largest of 8, 4, 2, 1 dividing A_PER_THREAD.
+  static constexpr int TAP_BATCH = A_PER_THREAD % 8 == 0 ? 8 : A_PER_THREAD % 4 == 0 ? 4 : A_PER_THREAD % 2 == 0 ? 2 : 1;
+
+  /// Slice row of this thread's i-th im2col element.
+  __device__ static int a_row(int i) { return static_cast<int>(threadIdx.x) / BM + i * A_ROW_STEP; }
+
   /// Starts moving slice kk0 (taps in taps[slot]) into stage `buf`: this thread's A (im2col) and B
-  /// (weight) elements; padding taps, pixels past GEMM_M and rows past GEMM_K read zero.
-  __device__ void begin_stage(std::int32_t kk0, int slot, int buf, const T* w_tile, int n_valid, staging& st) {
+  /// (weight) elements; padding taps, pixels past GEMM_M and rows past GEMM_K read zero. Their copies
+  /// read nothing (cp.async with src-size 0, or the predicated-off load of the register path), so their
+  /// address is left as computed, possibly outside x or w (as CUTLASS's implicit-GEMM iterators do): two
+  /// integer adds per element instead of a 64-bit select and a shift.
+  __device__ void begin_stage(std::int32_t kk0, int slot, int buf, staging& st) {
     const int t = static_cast<int>(threadIdx.x);
 #pragma unroll
-    for (int i = 0; i < A_PER_THREAD; ++i) {
-      const int row = t / BM + i * A_ROW_STEP;
-      const tap e = smem.taps[slot][row];
-      const std::int32_t h = a_h0 + e.dh, w = a_w0 + e.dw;
-      const bool ok = static_cast<std::uint32_t>(h) < static_cast<std::uint32_t>(prm.H) &&
-                      static_cast<std::uint32_t>(w) < static_cast<std::uint32_t>(prm.W);
-      const T* src = prm.x + (ok ? a_off + e.delta : 0);
-      if constexpr (async_copy) {
-        convred::detail::cp_async_or_zero(&smem.a[buf][ALayout::offset(row, t % BM)], src, ok);
-      } else {
-        st.a[i] = to_compute(convred::detail::load_or_zero(src, ok));
+    for (int i0 = 0; i0 < A_PER_THREAD; i0 += TAP_BATCH) {
+      tap e[TAP_BATCH];
+#pragma unroll
+      for (int j = 0; j < TAP_BATCH; ++j) e[j] = smem.taps[slot][a_row(i0 + j)];
+#pragma unroll
+      for (int j = 0; j < TAP_BATCH; ++j) {
+        const int i = i0 + j, row = a_row(i);
+        const std::int32_t h = a_h0 + e[j].dh, w = a_w0 + e[j].dw;
+        const bool ok = static_cast<std::uint32_t>(h) < static_cast<std::uint32_t>(prm.H) &&
+                        static_cast<std::uint32_t>(w) < static_cast<std::uint32_t>(prm.W);
+        const T* src = reinterpret_cast<const T*>(a_base + e[j].delta);  // read only when ok
+        if constexpr (async_copy) {
+          convred::detail::cp_async_or_zero(&smem.a[buf][ALayout::offset(row, t % BM)], src, ok);
+        } else {
+          st.a[i] = to_compute(convred::detail::load_or_zero(src, ok));
+        }
       }
     }
+    const T* bp = b_ptr + kk0;
 #pragma unroll
-    for (int v = 0; v < B_PER_THREAD; ++v) {
+    for (int v = 0; v < B_PER_THREAD; ++v, bp += b_step) {
       int n, k;
       b_coord(v, n, k);
-      const std::int32_t kk = kk0 + k;
-      const bool ok = n < n_valid && kk < prm.gemm_k;
-      const T* src = w_tile + (ok ? std::int64_t(n) * prm.gemm_k + kk : 0);
+      const bool ok = (b_k_fastest ? v < b_count : b_count > 0) && kk0 + k < prm.gemm_k;
       if constexpr (async_copy) {
-        convred::detail::cp_async_or_zero(&smem.b[buf][BLayout::offset(k, n)], src, ok);
+        convred::detail::cp_async_or_zero(&smem.b[buf][BLayout::offset(k, n)], bp, ok);  // bp read only when ok
       } else {
-        st.b[v] = to_compute(convred::detail::load_or_zero(src, ok));
+        st.b[v] = to_compute(convred::detail::load_or_zero(bp, ok));
       }
     }
   }
@@ -188,7 +213,7 @@ struct conv_tile_loader {
     static_assert(!async_copy, "end_stage is the register path's second half");
     const int t = static_cast<int>(threadIdx.x);
 #pragma unroll
-    for (int i = 0; i < A_PER_THREAD; ++i) smem.a[buf][ALayout::offset(t / BM + i * A_ROW_STEP, t % BM)] = st.a[i];
+    for (int i = 0; i < A_PER_THREAD; ++i) smem.a[buf][ALayout::offset(a_row(i), t % BM)] = st.a[i];
 #pragma unroll
     for (int v = 0; v < B_PER_THREAD; ++v) {
       int n, k;
@@ -213,6 +238,18 @@ struct conv_tile_loader {
                       std::int32_t last = 0x7fffffff) {
     const T* w_tile = prm.w + k_first * std::int64_t(prm.gemm_k);              // weight row of tile column 0
     const int n_valid = static_cast<int>(std::int64_t(g + 1) * prm.Kg - k_first);  // channels of group g left
+    {
+      int n0, k0;  // this thread's element 0
+      b_coord(0, n0, k0);
+      b_ptr = w_tile + std::int64_t(n0) * prm.gemm_k + k0;
+      if constexpr (b_k_fastest) {  // element v: channel n0 + v * (NT / BK), row k0
+        b_step = std::int64_t(NT / BK) * prm.gemm_k;
+        b_count = n0 < n_valid ? (n_valid - n0 + NT / BK - 1) / (NT / BK) : 0;
+      } else {  // element v: channel n0, row k0 + v
+        b_step = 1;
+        b_count = n0 < n_valid ? 1 : 0;
+      }
+    }
     const int slices = min(last, slices_of(prm.gemm_k)) - first;  // slices of the range (<= 0: none)
     const std::int32_t kk_first = first * BK;                     // GEMM_K row of the range's first slice
     staging st;
@@ -222,14 +259,14 @@ struct conv_tile_loader {
       __syncthreads();
 #pragma unroll
       for (int j = 0; j < S - 1; ++j) {
-        if (j < slices) begin_stage(kk_first + j * BK, j, j, w_tile, n_valid, st);
+        if (j < slices) begin_stage(kk_first + j * BK, j, j, st);
         convred::detail::cp_async_commit();
       }
       for (int sl = 0; sl < slices; ++sl) {
         convred::detail::cp_async_wait<S - 2>();  // this thread's copies of slice sl have landed
         __syncthreads();                           // everyone's have; stage (sl-1)%S is free again
         const int nxt = sl + S - 1;
-        if (nxt < slices) begin_stage(kk_first + nxt * BK, nxt % S, nxt % S, w_tile, n_valid, st);
+        if (nxt < slices) begin_stage(kk_first + nxt * BK, nxt % S, nxt % S, st);
         convred::detail::cp_async_commit();
         consume(sl % S);
         build_taps(sl % S, kk_first + (sl + S) * BK, g);  // slot of slice sl, last read when slice sl was issued
@@ -240,12 +277,12 @@ struct conv_tile_loader {
       build_taps(0, kk_first, g);
       build_taps(1, kk_first + BK, g);
       __syncthreads();
-      begin_stage(kk_first, 0, 0, w_tile, n_valid, st);  // an empty range loads one unused slice (in bounds)
+      begin_stage(kk_first, 0, 0, st);  // an empty range loads one unused slice (in bounds)
       end_stage(0, st);
       __syncthreads();
       for (int sl = 0; sl < slices; ++sl) {
         const bool more = sl + 1 < slices;
-        if (more) begin_stage(kk_first + (sl + 1) * BK, (sl + 1) & 1, (sl + 1) & 1, w_tile, n_valid, st);
+        if (more) begin_stage(kk_first + (sl + 1) * BK, (sl + 1) & 1, (sl + 1) & 1, st);
         consume(sl & 1);
         if (more) end_stage((sl + 1) & 1, st);
         build_taps(sl & 1, kk_first + (sl + 2) * BK, g);  // slot of slice sl, last read while loading slice sl

@@ -27,9 +27,23 @@ inline constexpr int max_k_splits = 65535;
 /// Workspace bound of choose_k_splits' default: 64 MiB of partial sums.
 inline constexpr std::size_t default_split_workspace_limit = std::size_t(64) << 20;
 
-/// Shortest GEMM_K split choose_k_splits makes, in BlockK slices (unless GEMM_K is shorter): a split's
-/// pipeline prologue and epilogue store are then a small part of its work.
-inline constexpr int min_split_slices = 4;
+/// choose_k_splits' cost of a block beyond its slices, in slices: the pipeline's fill (Stages - 1 slices
+/// loaded before the first is multiplied) and the store of its partial tile.
+inline constexpr int split_block_overhead_slices = 2;
+
+/// choose_k_splits' mainloop rate per SM (FLOP/s) of the tensor-core (mma.sync) policies: the default
+/// tf32 policy's 256 x 128 x 32 slice in ~2.8 us (H200, bench/NOTES.md "Split path v2": session 7
+/// measured ~3.2 us per slice-wave; ~2.8 us expected after the loader change, not yet measured).
+inline constexpr double split_tensor_flops_per_sm = 0.75e12;
+/// choose_k_splits' mainloop rate per SM (FLOP/s) of the SIMT (math::ieee) policies (H200 seed: 36 TFLOP/s
+/// on 132 SMs).
+inline constexpr double split_simt_flops_per_sm = 0.27e12;
+/// choose_k_splits' rate (bytes/s) at which the partial sums are written by the first kernel and read by
+/// the fixup (each byte counted twice; most of the H200's 4.2 TB/s copy rate, the planes partly in L2).
+inline constexpr double split_workspace_bytes_per_s = 3.0e12;
+/// choose_k_splits' fixed cost of the split path over the fused kernel (seconds): the fixup kernel's launch
+/// and its tail.
+inline constexpr double split_fixed_seconds = 5e-6;
 
 /// @brief Bytes of workspace conv2d_reduce_split needs for problem p, element type T and `k_splits` GEMM_K
 /// splits: k_splits * N*P*Q * K partial sums of the compute type (compute_t<T>: 4 bytes for float, __half
@@ -66,14 +80,23 @@ std::int64_t split_channel_tiles(const conv2d_problem& p) {
 /// and all of GEMM_K: with fewer pixel tiles than SMs most of the GPU idles whatever the batch. Split
 /// only below sm_count / 2 pixel tiles: above that the partial sums' traffic costs more than the idle
 /// SMs (measured on the H200, ResNet-50 layer2.0 3x3 stride 2 at batch 32, 98 tiles: fused 0.124 ms,
-/// split 3 ways 0.175 ms). The split
-/// path runs m_tiles x channel_tiles x k_splits blocks (split_channel_tiles), so k_splits is chosen as
-/// ceil(2 * sm_count / (m_tiles * channel_tiles)) (about two blocks per SM), then lowered so that every
-/// split has at least min_split_slices BlockK slices (GEMM_K / BlockK / 4; at least 1), the workspace
-/// (conv2d_reduce_split_workspace_bytes) stays within `max_workspace_bytes`, and k_splits <= max_k_splits.
+/// split 3 ways 0.175 ms). The split path runs blocks = m_tiles x channel_tiles x k_splits
+/// (split_channel_tiles), of which sm_count x Policy::min_blocks_per_sm are resident at once (the launch
+/// bounds' residency: the default policies' registers allow no more), so it takes waves =
+/// ceil(blocks / resident) rounds of ceil(slices / k_splits) + split_block_overhead_slices slice times
+/// (slices = ceil(GEMM_K / BlockK); a slice time is 2 * BlockM * BlockN * BlockK FLOP at
+/// split_tensor_flops_per_sm or split_simt_flops_per_sm), and the fixup moves k_splits planes of partial
+/// sums twice at split_workspace_bytes_per_s. k_splits is the count in [1, min(slices, max_k_splits)]
+/// whose workspace (conv2d_reduce_split_workspace_bytes) fits `max_workspace_bytes` and whose estimate
+/// is least (the smallest on ties); the fused kernel is kept (0) when its own estimate, ceil(m_tiles /
+/// resident) rounds of channel_tiles * slices + split_block_overhead_slices slice times, is not above the
+/// split's plus split_fixed_seconds. Session 7's rule (about two blocks per SM, whatever the residency)
+/// made 2.2 waves of one resident block per SM, i.e. three rounds, on most of the H200's split layers
+/// (bench/NOTES.md, "Split path v2").
 /// @return 0 (run the fused kernel) when sm_count <= 0 (unknown), p is invalid or empty, 2 * m_tiles >=
 ///   sm_count (the fused grid keeps half the GPU or more busy), channel_tiles > max_k_splits, one split's workspace is
-///   already above max_workspace_bytes, or channel_tiles * k_splits < 2 (nothing to spread); else k_splits >= 1.
+///   already above max_workspace_bytes, channel_tiles * k_splits < 2 (nothing to spread), or the fused
+///   kernel's estimate is not above the split's; else k_splits >= 1.
 /// @tparam Policy a simt_policy or mma_sync_policy (or default_policy / default_policy_for<Math>)
 /// @tparam T      element type
 template <class Policy, class T>
@@ -86,15 +109,27 @@ int choose_k_splits(const conv2d_problem& p, int sm_count,
   const std::int64_t ctiles = split_channel_tiles<policy, T>(p);
   if (ctiles > max_k_splits) return 0;
   const std::int64_t slices = (p.gemm_k() + policy::block_k - 1) / policy::block_k;
-  std::int64_t ks = (2 * std::int64_t(sm_count) + m_tiles * ctiles - 1) / (m_tiles * ctiles);
-  const std::int64_t by_length = slices / min_split_slices;
-  if (ks > by_length) ks = by_length > 1 ? by_length : 1;
   const std::size_t plane = conv2d_reduce_split_workspace_bytes<T>(p, 1);
   if (plane == 0) return 0;
-  const std::int64_t by_workspace = static_cast<std::int64_t>(max_workspace_bytes / plane);
-  if (ks > by_workspace) ks = by_workspace;
-  if (ks > max_k_splits) ks = max_k_splits;
+  std::int64_t ks_max = static_cast<std::int64_t>(max_workspace_bytes / plane);
+  if (ks_max > slices) ks_max = slices;
+  if (ks_max > max_k_splits) ks_max = max_k_splits;
+  const std::int64_t resident = std::int64_t(sm_count) * (policy::min_blocks_per_sm > 1 ? policy::min_blocks_per_sm : 1);
+  const double slice_s = 2.0 * policy::block_m * policy::block_n * policy::block_k /
+                         (policy::tensor_core ? split_tensor_flops_per_sm : split_simt_flops_per_sm);
+  const double plane_s = 2.0 * static_cast<double>(plane) / split_workspace_bytes_per_s;
+  std::int64_t ks = 0;
+  double best = 0.0;
+  for (std::int64_t k = 1; k <= ks_max; ++k) {
+    const std::int64_t waves = (m_tiles * ctiles * k + resident - 1) / resident;
+    const double t = static_cast<double>(waves) * static_cast<double>((slices + k - 1) / k + split_block_overhead_slices) *
+                         slice_s + static_cast<double>(k) * plane_s;
+    if (ks == 0 || t < best) ks = k, best = t;
+  }
   if (ks < 1 || ctiles * ks < 2) return 0;
+  const double fused = static_cast<double>((m_tiles + resident - 1) / resident) *
+                       static_cast<double>(ctiles * slices + split_block_overhead_slices) * slice_s;
+  if (fused <= best + split_fixed_seconds) return 0;
   return static_cast<int>(ks);
 }
 
@@ -111,9 +146,9 @@ int choose_k_splits(const conv2d_problem& p, int sm_count,
 ///    one contiguous range of GEMM_K slices (kernel::split_range: k_splits ranges of whole BlockK slices,
 ///    balanced, in order) and stores its raw accumulators to workspace[split][m][k] (m = (n*P + p)*Q + q,
 ///    k fastest; no bias, no epilogue);
-/// 2. kernel::conv2d_reduce_split_fixup_kernel: per pixel, lanes over the K channels sum the k_splits
-///    partials in split order (IEEE adds in the compute type), add bias[k], apply the epilogue, fold with
-///    Op, combine the lanes with shuffles and write y (and indices).
+/// 2. kernel::conv2d_reduce_split_fixup_kernel: per pixel, up to 256 lanes over the K channels sum the
+///    k_splits partials in split order (IEEE adds in the compute type), add bias[k], apply the epilogue,
+///    fold with Op, combine the lanes (shuffles, then the warps in order) and write y (and indices).
 /// The result is deterministic (no atomics; fixed orders). With k_splits = 1 every channel's conv value is
 /// bitwise the fused kernel's (same mainloop, same slices), so selections (min, max, argmin, argmax) match
 /// conv2d_reduce bitwise; sums differ only by the order of the channel reduction. Splitting GEMM_K
@@ -173,8 +208,8 @@ status conv2d_reduce_split(const conv2d_problem& p, const T* x, const T* w, cons
   if (need == 0 || ctiles > max_k_splits) return status::size_overflow;
   if (workspace_bytes < need) return status::workspace_too_small;
   const std::int64_t m_tiles = (ny + policy::block_m - 1) / policy::block_m;
-  int lanes = 1;  // threads per pixel in the fixup: the channels, up to a warp
-  while (lanes < 32 && lanes < p.K) lanes *= 2;
+  int lanes = 1;  // threads per pixel in the fixup: the channels, up to a block
+  while (lanes < kernel::split_fixup_threads && lanes < p.K) lanes *= 2;
   const std::int64_t fixup_blocks = (ny * lanes + kernel::split_fixup_threads - 1) / kernel::split_fixup_threads;
   V* partial = static_cast<V*>(workspace);
   const detail::buffer_arg args[] = {detail::input(x, p.x_elements()), detail::input(w, p.w_elements()),

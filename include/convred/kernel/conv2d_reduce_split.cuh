@@ -70,14 +70,21 @@ __global__ void __launch_bounds__(Policy::threads, Policy::min_blocks_per_sm)
 /// Threads per block of conv2d_reduce_split_fixup_kernel.
 inline constexpr int split_fixup_threads = 256;
 
-/// @brief The split path's second kernel: `lanes` consecutive threads (a power of two <= 32) share an
-/// output pixel m; lane j of them takes channels k = j, j + lanes, ..., and for each sums the `splits`
-/// partials partial[0][m][k] + partial[1][m][k] + ... in split order (IEEE fp32 adds, fp64 for double:
-/// deterministic), adds bias[k] (0 without a bias, as the fused kernels do), applies the epilogue
-/// (apply_epilogue(epi, v, k)) and folds Op::make(v, k) into its state; the lanes' states are then combined
-/// with block::combine_lanes and the first lane writes y[m] (and indices[m]) with block::write_reduced
-/// (mean divides by K). Consecutive lanes read consecutive k: coalesced. As every fused kernel: lowest k
-/// on ties and the first NaN for argmin / argmax (their combine is a total order).
+/// Partial sums one thread of conv2d_reduce_split_fixup_kernel loads before adding them (all in flight
+/// together: one L2 round trip per group of this many splits, not one per split).
+inline constexpr int split_fixup_batch = 8;
+
+/// @brief The split path's second kernel: `lanes` consecutive threads (a power of two <= split_fixup_threads)
+/// share an output pixel m; lane j of them takes channels k = j, j + lanes, ..., and for each sums the
+/// `splits` partials partial[0][m][k] + partial[1][m][k] + ... in split order (IEEE fp32 adds, fp64 for
+/// double: deterministic; split_fixup_batch loads in flight at a time), adds bias[k] (0 without a bias, as
+/// the fused kernels do), applies the epilogue (apply_epilogue(epi, v, k)) and folds Op::make(v, k) into its
+/// state; the lanes' states are then combined, in a fixed order: within each warp with block::combine_lanes,
+/// then (lanes > 32) the warps' states in warp order through shared memory, and the first lane writes y[m]
+/// (and indices[m]) with block::write_reduced (mean divides by K). Consecutive lanes read consecutive k:
+/// coalesced. As every fused kernel: lowest k on ties and the first NaN for argmin / argmax (their combine
+/// is a total order). Up to 256 lanes per pixel, so that a layer with few pixels and many channels (e.g.
+/// 49 pixels x 512 channels) still spreads its loads over many threads.
 /// @param partial device pointer, splits * M * K elements ([split][m][k], k fastest), conv2d_split_partial_kernel's output
 /// @param splits  number of partial planes, >= 1
 /// @param M       output pixels, N*P*Q
@@ -87,27 +94,47 @@ inline constexpr int split_fixup_threads = 256;
 /// @param epi     the epilogue, `V e(V, int k)` or `V e(V)`
 /// @param y       device pointer, M elements of T, or nullptr (index ops with indices)
 /// @param indices device pointer, M int64, or nullptr
-/// @param lanes   threads per pixel, a power of two <= 32
+/// @param lanes   threads per pixel, a power of two <= split_fixup_threads
 template <class T, class Op, class Epilogue, class V>
 __global__ void __launch_bounds__(split_fixup_threads)
     conv2d_reduce_split_fixup_kernel(const V* partial, int splits, std::int64_t M, std::int32_t K, const T* bias,
                                      Op op, Epilogue epi, T* y, std::int64_t* indices, int lanes) {
+  using accum_t = typename Op::template accum_t<V>;
+  constexpr int warps = split_fixup_threads / 32;
+  __shared__ alignas(16) unsigned char warp_states_raw[warps * sizeof(accum_t)];
+  auto* warp_states = reinterpret_cast<accum_t*>(warp_states_raw);
   const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t m = t / lanes;
   const int j = static_cast<int>(t % lanes);
-  const bool live = m < M;  // every lane stays for the shuffles
+  const bool live = m < M;  // every lane stays for the shuffles and the barrier
   const std::int64_t plane = M * K;
   const V* row = partial + (live ? m : 0) * K;
   auto state = Op::template identity<V>();
 #pragma unroll 1
   for (std::int32_t k = j; live && k < K; k += lanes) {
-    V v = row[k];
-#pragma unroll 4
-    for (int z = 1; z < splits; ++z) v += row[z * plane + k];
+    const V* col = row + k;
+    V v = col[0];
+#pragma unroll 1
+    for (int z0 = 1; z0 < splits; z0 += split_fixup_batch) {
+      V part[split_fixup_batch];
+#pragma unroll
+      for (int i = 0; i < split_fixup_batch; ++i) part[i] = z0 + i < splits ? col[(z0 + i) * plane] : V(0);
+#pragma unroll
+      for (int i = 0; i < split_fixup_batch; ++i)
+        if (z0 + i < splits) v += part[i];  // split order
+    }
     const V b = bias ? to_compute(bias[k]) : V(0);
     state = op(state, Op::template make<V>(apply_epilogue(epi, v + b, static_cast<int>(k)), static_cast<int>(k)));
   }
-  state = block::combine_lanes(state, lanes, op);
+  state = block::combine_lanes(state, lanes < 32 ? lanes : 32, op);
+  if (lanes > 32) {  // the pixel's lanes / 32 warps, combined in warp order
+    const int warp = static_cast<int>(threadIdx.x) / 32;
+    if (threadIdx.x % 32 == 0) warp_states[warp] = state;
+    __syncthreads();
+    if (j == 0) {
+      for (int w = 1; w < lanes / 32; ++w) state = op(state, warp_states[warp + w]);
+    }
+  }
   if (live && j == 0) block::write_reduced<Op, V>(y, indices, m, state, K);
 }
 
