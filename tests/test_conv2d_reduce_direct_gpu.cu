@@ -34,6 +34,7 @@ std::vector<conv2d_problem> direct_shapes(layout lay) {
       make_problem(1, 4, 13, 12, 8, 3, 2, 2, 0, 1, 2, 2, 1, 4, lay),        // dilation, uneven stride
       make_problem(2, 1, 9, 10, 33, 5, 5, 2, 2, 1, 1, 1, 1, 1, lay),        // C = 1, groups = 1
       make_problem(1, 33, 4, 5, 33, 1, 1, 0, 0, 1, 1, 1, 1, 33, lay),       // 1x1 depthwise
+      make_problem(2, 6, 10, 20, 12, 5, 5, 2, 2, 1, 1, 1, 1, 6, lay),       // W % 4 == 0: 16-byte chunks (NCHW), shift 2
   };
 }
 
@@ -42,25 +43,27 @@ int variant_of(const conv2d_problem& p) { return dev::direct_unrolled_filter(p);
 
 /// What emulate_direct found besides y: structural faults of the staging and the store.
 struct emulation {
-  std::size_t staged_twice = 0;    ///< patch elements staged by more than one thread (or not at all)
-  std::size_t slot_mismatch = 0;   ///< elements the register path's enumeration stages differently
+  std::size_t staged_twice = 0;    ///< patch elements staged by more than one thread or item (or inside x and not at all)
   std::size_t written_twice = 0;   ///< outputs written more than once, or never
 };
 
-/// Runs the direct kernel's block pieces on the host for tiling c of problem p (variant FR x FS): every
-/// tile, split, stage and thread in turn, as kernel::conv2d_reduce_direct_kernel and
-/// block::direct_store_tile do; writes y (N*P*Q) and, for index ops, idx. Stage buffers are filled with NaN
-/// first, so that a strip reading an element the stager did not write shows in y.
+/// Runs the direct kernel's block pieces on the host for tiling c of problem p (variant FR x FS), staging
+/// in chunks when `vector` (block::direct_vector_staging must hold): every tile, split, stage, channel group
+/// and thread in turn, as kernel::conv2d_reduce_direct_kernel and block::direct_store_tile do (zero fill
+/// once, then only the items inside x; states combined over the groups in group order, then over the
+/// splits in rank order); writes y (N*P*Q) and, for index ops, idx. Buffers are filled with NaN before the
+/// zero fill's region is known to be all the stager relies on: cells of a stage that no item writes must
+/// be outside x (checked), and stale values of an earlier stage's channel would show in y.
 template <int FR, int FS, class T, class Op, class Epi>
 emulation emulate_direct(const conv2d_problem& p, const host_data<T>& d, bool bias, const dev::direct_config& c, Op op,
-                         Epi epi, std::vector<T>& y, std::vector<std::int64_t>& idx) {
+                         Epi epi, std::vector<T>& y, std::vector<std::int64_t>& idx, bool vector) {
   using strip = convred::block::direct_strip<T, FR, FS>;
   using stager = convred::block::direct_patch_stager<T>;
   using V = typename strip::V;
   using A = typename Op::template accum_t<V>;
   emulation out;
-  const auto t = convred::block::make_direct_tiling(p, sizeof(T), sizeof(A), c.sh, strip::SW, strip::unrolled,
-                                                    stager::stages, c.tx, c.ty, c.splits, c.cb, c.staged);
+  const auto t = convred::block::make_direct_tiling(p, sizeof(T), sizeof(A), strip::SH, strip::SW, strip::unrolled,
+                                                    stager::stages, c.tx, c.ty, c.groups, c.splits, c.cb, c.staged, vector);
   const auto prm = convred::block::make_conv_params(p, d.x.data(), d.w.data(), bias ? d.b.data() : nullptr);
   std::vector<uint4> mem(t.smem_bytes / 16 + 1);
   T* smem = reinterpret_cast<T*>(mem.data());
@@ -69,7 +72,7 @@ emulation emulate_direct(const conv2d_problem& p, const host_data<T>& d, bool bi
   y.assign(static_cast<std::size_t>(p.y_elements()), poison);
   idx.assign(y.size(), -1);
   std::vector<int> writes(y.size(), 0);
-  const int px = t.tile_h * t.tile_w, nstate = strip::SH * strip::SW;
+  const int px = t.tile_pixels(), nstate = strip::SH * strip::SW;
   for (std::int64_t tile = 0; tile < t.tiles; ++tile) {
     std::vector<std::vector<A>> park(static_cast<std::size_t>(t.splits), std::vector<A>(px, Op::template identity<V>()));
     convred::block::direct_tile b0{};
@@ -78,63 +81,80 @@ emulation emulate_direct(const conv2d_problem& p, const host_data<T>& d, bool bi
       if (rank == 0) b0 = b;
       const T* ximg = d.x.data() + b.n * p.C * p.H * p.W;
       std::vector<A> state(static_cast<std::size_t>(t.threads) * nstate, Op::template identity<V>());
+      auto thread_state = [&](int tid) -> A(&)[strip::SH][strip::SW] {
+        return *reinterpret_cast<A(*)[strip::SH][strip::SW]>(&state[static_cast<std::size_t>(tid) * nstate]);
+      };
+      auto coords = [&](int tid, std::int32_t& g, std::int32_t& ty, std::int32_t& tx) {
+        std::int32_t pt;
+        t.div_pt.divmod(tid, g, pt);
+        t.div_tx.divmod(pt, ty, tx);
+      };
       const stager st0(prm, t, b, smem, 0);
       if constexpr (!strip::unrolled) {
         if (!t.staged)  // x read directly
           for (int tid = 0; tid < t.threads; ++tid) {
-            std::int32_t ty, tx;
-            t.div_tx.divmod(tid, ty, tx);
-            A(&st)[strip::SH][strip::SW] = *reinterpret_cast<A(*)[strip::SH][strip::SW]>(&state[static_cast<std::size_t>(tid) * nstate]);
-            for (std::int64_t k = b.c0 * p.K_per_group(); k < b.c1 * p.K_per_group(); ++k) {
-              V acc[strip::SH][strip::SW] = {};
-              strip::conv_global(t, b, prm, ty, tx, k, acc);
-              strip::fold(op, epi, acc, prm.bias, k, t.sh, st);
-            }
+            std::int32_t g, ty, tx;
+            coords(tid, g, ty, tx);
+            for (std::int64_t ch = b.c0 + g; ch < b.c1; ch += t.groups)
+              for (std::int64_t k = ch * p.K_per_group(); k < (ch + 1) * p.K_per_group(); ++k) {
+                V acc[strip::SH][strip::SW] = {};
+                strip::conv_global(t, b, prm, ty, tx, k, acc);
+                strip::fold(op, epi, acc, prm.bias, k, thread_state(tid));
+              }
           }
       }
+      const int cells = t.cb * t.plane;
+      if (t.staged) std::fill(smem, smem + static_cast<std::size_t>(stager::stages) * cells, zero);  // zero_fill
       for (int s = 0; t.staged && s < st0.stage_count(); ++s) {
         T* buf = st0.buffer(s);
-        const int nch = st0.stage_channels(s), cells = t.cb * t.plane;
-        std::fill(buf, buf + cells, poison);
+        const int nch = st0.stage_channels(s);
+        // the cells inside x are rewritten by this stage: poison them (a missed item shows as NaN in y)
         std::vector<int> count(static_cast<std::size_t>(cells), 0);
-        std::vector<T> alt(static_cast<std::size_t>(cells), poison);
-        for (int tid = 0; tid < t.threads; ++tid) {
-          const stager st(prm, t, b, smem, tid);
-          st.for_each_line_element(s, [&](int e, std::int64_t off, bool in) {
-            buf[e] = in ? ximg[off] : zero;
-            ++count[static_cast<std::size_t>(e)];
-          });
-          for (int j = 0; j < stager::slots; ++j)
-            st.for_slot(s, j, [&](int e, std::int64_t off, bool in) { alt[static_cast<std::size_t>(e)] = in ? ximg[off] : zero; });
-        }
-        for (int cl = 0; cl < t.cb; ++cl)
+        for (int cl = 0; cl < nch; ++cl)
           for (int i = 0; i < t.rows; ++i)
-            for (int j = 0; j < t.pitch; ++j) {
-              const auto e = static_cast<std::size_t>(cl * t.plane + i * t.pitch + j);
-              const bool staged = cl < nch && j < t.cols;
-              out.staged_twice += count[e] != (staged ? 1 : 0);
-              if (stager::slots > 0 && staged) out.slot_mismatch += std::memcmp(&alt[e], &buf[e], sizeof(T)) != 0;
+            for (int j = 0; j < t.cols; ++j) {
+              const std::int64_t h = std::int64_t(b.p0) * p.stride_h - p.pad_h + i;
+              const std::int64_t w = std::int64_t(b.q0) * p.stride_w - p.pad_w + j;
+              if (h >= 0 && h < p.H && w >= 0 && w < p.W) buf[cl * t.plane + i * t.pitch + j] = poison;
             }
         for (int tid = 0; tid < t.threads; ++tid) {
-          std::int32_t ty, tx;
-          t.div_tx.divmod(tid, ty, tx);
-          A(&st)[strip::SH][strip::SW] = *reinterpret_cast<A(*)[strip::SH][strip::SW]>(&state[static_cast<std::size_t>(tid) * nstate]);
-          for (int cl = 0; cl < nch; ++cl)
+          const stager st(prm, t, b, smem, tid);
+          st.for_each_item(s, [&](int e, std::int64_t off) {
+            for (int v = 0; v < t.vec; ++v) {
+              buf[e + v] = ximg[off + v];
+              ++count[static_cast<std::size_t>(e + v)];
+            }
+          });
+        }
+        for (int cl = 0; cl < nch; ++cl)
+          for (int i = 0; i < t.rows; ++i)
+            for (int j = 0; j < t.cols; ++j) {
+              const std::int64_t h = std::int64_t(b.p0) * p.stride_h - p.pad_h + i;
+              const std::int64_t w = std::int64_t(b.q0) * p.stride_w - p.pad_w + j;
+              const bool in = h >= 0 && h < p.H && w >= 0 && w < p.W;
+              out.staged_twice += count[static_cast<std::size_t>(cl * t.plane + i * t.pitch + j)] != (in ? 1 : 0);
+            }
+        for (int tid = 0; tid < t.threads; ++tid) {
+          std::int32_t g, ty, tx;
+          coords(tid, g, ty, tx);
+          for (int cl = g; cl < nch; cl += t.groups)
             for (std::int64_t k = (st0.stage_first(s) + cl) * p.K_per_group(); k < (st0.stage_first(s) + cl + 1) * p.K_per_group(); ++k) {
               V acc[strip::SH][strip::SW] = {};
               strip::conv(buf + cl * t.plane, t, prm, ty, tx, k, acc);
-              strip::fold(op, epi, acc, prm.bias, k, t.sh, st);
+              strip::fold(op, epi, acc, prm.bias, k, thread_state(tid));
             }
         }
       }
+      std::vector<A> parked(static_cast<std::size_t>(t.groups) * px, Op::template identity<V>());
       for (int tid = 0; tid < t.threads; ++tid) {
-        std::int32_t ty, tx;
-        t.div_tx.divmod(tid, ty, tx);
-        for (int i = 0; i < t.sh; ++i)
+        std::int32_t g, ty, tx;
+        coords(tid, g, ty, tx);
+        for (int i = 0; i < strip::SH; ++i)
           for (int j = 0; j < strip::SW; ++j)
-            park[static_cast<std::size_t>(rank)][static_cast<std::size_t>(convred::block::direct_park_index(t, ty, tx, i, j))] =
-                state[static_cast<std::size_t>(tid) * nstate + i * strip::SW + j];
+            parked[static_cast<std::size_t>(convred::block::direct_park_index(t, g, ty, tx, i, j))] = thread_state(tid)[i][j];
       }
+      for (int q = 0; q < px; ++q)
+        park[static_cast<std::size_t>(rank)][static_cast<std::size_t>(q)] = convred::block::direct_combine_groups(t, op, parked.data(), q);
     }
     for (int q = 0; q < px; ++q) {
       A r = park[0][static_cast<std::size_t>(q)];
@@ -153,12 +173,12 @@ emulation emulate_direct(const conv2d_problem& p, const host_data<T>& d, bool bi
 /// emulate_direct with the variant the entry point picks for p.
 template <class T, class Op, class Epi>
 emulation emulate(const conv2d_problem& p, const host_data<T>& d, bool bias, const dev::direct_config& c, Op op, Epi epi,
-                  std::vector<T>& y, std::vector<std::int64_t>& idx) {
+                  std::vector<T>& y, std::vector<std::int64_t>& idx, bool vector) {
   switch (variant_of(p)) {
-    case 3: return emulate_direct<3, 3>(p, d, bias, c, op, epi, y, idx);
-    case 5: return emulate_direct<5, 5>(p, d, bias, c, op, epi, y, idx);
-    case 7: return emulate_direct<7, 7>(p, d, bias, c, op, epi, y, idx);
-    default: return emulate_direct<0, 0>(p, d, bias, c, op, epi, y, idx);
+    case 3: return emulate_direct<3, 3>(p, d, bias, c, op, epi, y, idx, vector);
+    case 5: return emulate_direct<5, 5>(p, d, bias, c, op, epi, y, idx, vector);
+    case 7: return emulate_direct<7, 7>(p, d, bias, c, op, epi, y, idx, vector);
+    default: return emulate_direct<0, 0>(p, d, bias, c, op, epi, y, idx, vector);
   }
 }
 
@@ -173,15 +193,16 @@ std::vector<dev::direct_config> tilings_for(const conv2d_problem& p) {
   const int shapes[][2] = {{1, 1}, {3, 2}, {2, 5}, {5, 3}};
   int i = 0;
   for (const auto& s : shapes)
-    for (int sh = 1; sh <= k.sh_max; sh += (k.sh_max > 2 ? 3 : 1)) {
+    for (int groups : {1, 3, 4}) {
       dev::direct_config c;
-      c.tx = s[0], c.ty = s[1], c.sh = sh, c.splits = std::min<int>(splits[i % 4], static_cast<int>(p.C)), c.cb = 1 + i % 3;
+      c.tx = s[0], c.ty = s[1], c.groups = groups, c.splits = std::min<int>(splits[i % 4], static_cast<int>(p.C));
+      c.cb = std::max(1, groups * (1 + i % 2) - i % 3);
       ++i;
       all.push_back(c);
     }
   if (!k.unrolled) {  // the unstaged mode (x read directly), with and without splits
     dev::direct_config c;
-    c.tx = 3, c.ty = 2, c.sh = 2, c.staged = false;
+    c.tx = 3, c.ty = 2, c.groups = 2, c.staged = false;
     all.push_back(c);
     c.splits = std::min<int>(3, static_cast<int>(p.C));
     all.push_back(c);
@@ -228,16 +249,20 @@ int check_emulated(const std::string& name, const conv2d_problem& p, const host_
   int n = 0;
   for (const auto& c : tilings_for<T>(p)) {
     INFO(name << " " << describe(p) << " T=" << std::string(type_name<T>()) << " op=" << std::string(op_name<Op>())
-              << " tiling tx=" << c.tx << " ty=" << c.ty << " sh=" << c.sh << " splits=" << c.splits << " cb=" << c.cb
-              << (c.staged ? "" : " unstaged"));
-    std::vector<T> y;
-    std::vector<std::int64_t> idx;
-    const emulation e = emulate(p, d, bias, c, op, epi, y, idx);
-    CHECK(e.staged_twice == 0);
-    CHECK(e.slot_mismatch == 0);
-    CHECK(e.written_twice == 0);
-    CHECK(exact_mismatches<T, Op>(y, idx, yref, iref) == 0);
-    ++n;
+              << " tiling tx=" << c.tx << " ty=" << c.ty << " groups=" << c.groups << " splits=" << c.splits
+              << " cb=" << c.cb << (c.staged ? "" : " unstaged"));
+    const bool chunks = dev::direct_kernel_shape_of<T>(p).vector;
+    for (bool vector : {false, true}) {
+      if (vector && !chunks) continue;
+      INFO((vector ? "chunked staging" : "element staging"));
+      std::vector<T> y;
+      std::vector<std::int64_t> idx;
+      const emulation e = emulate(p, d, bias, c, op, epi, y, idx, vector);
+      CHECK(e.staged_twice == 0);
+      CHECK(e.written_twice == 0);
+      CHECK(exact_mismatches<T, Op>(y, idx, yref, iref) == 0);
+      ++n;
+    }
   }
   return n;
 }
@@ -303,10 +328,10 @@ bool direct_clusters() {
 /// INT64_MIN) all written, values and indices equal (lowest k on ties, first NaN), inputs unmodified.
 template <class T, class Op, class Epi>
 void check_forced(const std::string& name, const conv2d_problem& p, const host_data<T>& d, bool bias,
-                  const dev::direct_config& c, Op op, Epi epi) {
+                  const dev::direct_config& c, Op op, Epi epi, bool element_copies = false) {
   INFO(name << " " << describe(p) << " T=" << std::string(type_name<T>()) << " op=" << std::string(op_name<Op>())
-            << " tiling tx=" << c.tx << " ty=" << c.ty << " sh=" << c.sh << " splits=" << c.splits << " cb=" << c.cb
-            << (c.staged ? "" : " unstaged"));
+            << " tiling tx=" << c.tx << " ty=" << c.ty << " groups=" << c.groups << " splits=" << c.splits
+            << " cb=" << c.cb << (c.staged ? "" : " unstaged") << (element_copies ? " element copies" : ""));
   auto dx = test::to_device(d.x);
   auto dw = test::to_device(d.w);
   auto db = test::to_device(d.b);
@@ -315,7 +340,8 @@ void check_forced(const std::string& name, const conv2d_problem& p, const host_d
   poison_output(dy, true);
   test::poison(di);
   const status s = dev::detail::conv2d_reduce_direct_with<T>(&c, p, craw(dx), craw(dw), bias ? craw(db) : nullptr, raw(dy),
-                                                             Op::has_index ? raw(di) : nullptr, op, epi, nullptr);
+                                                             Op::has_index ? raw(di) : nullptr, op, epi, nullptr,
+                                                             element_copies);
   INFO("status: " << std::string(convred::to_string(s)));
   REQUIRE(s == status::success);
   const cudaError_t e = cudaDeviceSynchronize();
@@ -347,16 +373,16 @@ std::vector<dev::direct_config> forced_tilings(const conv2d_problem& p, bool clu
   std::vector<dev::direct_config> all;
   for (int splits = 1; splits <= 8; ++splits) {
     dev::direct_config c;
-    c.tx = 1 + splits % 4 * 3, c.ty = 1 + (splits * 5) % 7, c.sh = 1 + (splits - 1) % k.sh_max, c.cb = 1 + splits % 3;
+    c.tx = 1 + splits % 4 * 3, c.ty = 1 + (splits * 5) % 7, c.groups = 1 + (splits * 3) % 5, c.cb = 1 + splits % 3;
     c.splits = splits;
     all.push_back(c);
   }
   dev::direct_config wide;
-  wide.tx = 32, wide.ty = 8, wide.sh = k.sh_max, wide.cb = 2;
+  wide.tx = 32, wide.ty = 8, wide.cb = 2;
   all.push_back(wide);
   if (!k.unrolled) {
     dev::direct_config u;
-    u.tx = 5, u.ty = 3, u.sh = 2, u.staged = false, u.splits = clusters ? 3 : 1;
+    u.tx = 5, u.ty = 3, u.groups = 3, u.staged = false, u.splits = clusters ? 3 : 1;
     all.push_back(u);
   }
   std::vector<dev::direct_config> fit;
@@ -446,10 +472,11 @@ TEST_CASE("direct tiling heuristic: fits, fills the GPU with splits on small bat
       const auto k = dev::direct_kernel_shape_of<float>(p);
       CHECK(k.unrolled);
       CHECK(k.sw == 4);
+      CHECK(k.vector);  // NCHW, W = 56: 16-byte chunks
       const dev::direct_config h200 = dev::choose_direct_config(p, k, 132, 8);
       CHECK(dev::direct_config_fits(p, k, h200, 8));
-      const auto t = convred::block::make_direct_tiling(p, 4, 8, h200.sh, k.sw, k.unrolled, k.stages, h200.tx, h200.ty,
-                                                        h200.splits, h200.cb);
+      const auto t = convred::block::make_direct_tiling(p, 4, 8, k.sh, k.sw, k.unrolled, k.stages, h200.tx, h200.ty,
+                                                        h200.groups, h200.splits, h200.cb, true, k.vector);
       MESSAGE(describe(p) << ": " << dev::describe_direct_config(p, k, h200) << "; " << t.blocks() << " blocks, "
                           << t.smem_bytes << " bytes of shared memory, estimate " << h200.cycles << " cycles");
       CHECK(t.smem_bytes <= 64u * 1024);
@@ -486,7 +513,7 @@ TEST_CASE("direct tiling heuristic: fits, fills the GPU with splits on small bat
   c.tx = 4, c.ty = 4, c.splits = 2;
   CHECK_FALSE(dev::direct_config_fits(mbv2, k, c, 1));  // no clusters
   CHECK(dev::direct_config_fits(mbv2, k, c, 8));
-  c.sh = 5;  // above the strip's SH
+  c.groups = 32;  // 512 threads
   CHECK_FALSE(dev::direct_config_fits(mbv2, k, c, 8));
 }
 
@@ -598,8 +625,10 @@ TEST_CASE("conv2d_reduce_direct sanitizer: depthwise, multiplier, stride, both l
   for (const conv2d_problem& p : {make_problem(1, 16, 9, 11, 16, 3, 3, 1, 1, 1, 1, 1, 1, 16),
                                   make_problem(1, 12, 8, 7, 24, 3, 2, 1, 0, 2, 1, 2, 1, 12, layout::nhwc)}) {
     const auto d = make_data<float>(p, ++seed, data_kind::integer);
-    for (const auto& c : forced_tilings<float>(p, clusters))
+    for (const auto& c : forced_tilings<float>(p, clusters)) {
       check_forced("sanitizer direct forced", p, d, true, c, op::argmin{}, epi::scale<float>{2.0f});
+      check_forced("sanitizer direct forced", p, d, true, c, op::argmin{}, epi::scale<float>{2.0f}, true);
+    }
     const auto h = make_data<__nv_bfloat16>(p, ++seed, data_kind::integer);
     for (const auto& c : forced_tilings<__nv_bfloat16>(p, clusters))
       check_forced("sanitizer direct forced bf16", p, h, true, c, op::sum{}, epi::identity{});
@@ -616,12 +645,15 @@ TEST_CASE("conv2d_reduce_direct: forced tilings (splits 1-8, stages, strips, uns
                                     make_problem(1, 48, 30, 29, 96, 7, 7, 3, 3, 1, 1, 1, 1, 48, lay),
                                     make_problem(1, 20, 21, 22, 20, 5, 5, 2, 2, 1, 1, 1, 1, 20, lay),
                                     make_problem(3, 9, 25, 19, 18, 3, 1, 3, 0, 2, 1, 2, 1, 9, lay),
-                                    make_problem(1, 1, 17, 19, 257, 3, 3, 1, 1, 1, 1, 1, 1, 1, lay)}) {
+                                    make_problem(1, 1, 17, 19, 257, 3, 3, 1, 1, 1, 1, 1, 1, 1, lay),
+                                    make_problem(2, 24, 19, 28, 24, 3, 3, 1, 1, 1, 1, 1, 1, 24, lay),    // W % 4 == 0: chunks
+                                    make_problem(1, 16, 13, 32, 32, 7, 7, 3, 3, 1, 1, 1, 1, 16, lay)}) {  // pad 3: shift 1
       const auto d = make_data<float>(p, ++seed, data_kind::integer);
       const auto h = make_data<__half>(p, ++seed, data_kind::integer);
       const auto g = make_data<double>(p, ++seed, data_kind::integer);
       for (const auto& c : forced_tilings<float>(p, clusters)) {
         check_forced("forced argmin", p, d, true, c, op::argmin{}, epi::scale<float>{2.0f});
+        check_forced("forced argmin, element copies", p, d, true, c, op::argmin{}, epi::scale<float>{2.0f}, true);
         check_forced("forced sum", p, d, false, c, op::sum{}, epi::identity{});
       }
       for (const auto& c : forced_tilings<__half>(p, clusters))

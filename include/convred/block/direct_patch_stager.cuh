@@ -1,7 +1,7 @@
 /// @file block/direct_patch_stager.cuh
 /// @brief Stages the input patches of the tiled direct kernel (C/groups == 1) into a ring of shared-memory
-/// buffers, one pipeline stage (direct_tiling::cb input channels) at a time, with coalesced loads and the
-/// zero padding written as zeros.
+/// buffers, one pipeline stage (direct_tiling::cb input channels) at a time: the zero padding written once,
+/// the part inside x copied with cp.async in 8- or 16-byte chunks where x allows it.
 #pragma once
 
 #include <cstdint>
@@ -16,30 +16,32 @@ namespace convred::block {
 /// @brief Block-wide stager of the direct kernel's input patches: stage s holds input channels c0 + s*cb
 /// ... (at most cb, not past the block's share [c0, c1)) of image n, each a plane of rows x cols elements
 /// of T (the tile's output rows and columns with their halo: input rows p0*stride_h - pad_h + i, columns
-/// q0*stride_w - pad_w + j), written as patch[cl * plane + i * pitch + j]; elements outside x (padding,
-/// or past the image's edge) are written as +0.0, so that padded taps compute 0 * w exactly as the
-/// float64 reference does. Stage s lands in buffer s % stages.
+/// q0*stride_w - pad_w + j), written as patch[cl * plane + i * pitch + j]. Stage s lands in buffer s %
+/// stages.
 ///
-/// Loads are coalesced: NCHW x stages lines of one patch row (cols contiguous elements), NHWC x lines of
-/// one patch pixel's stage channels (contiguous in x), 2^line_log2 lanes per line. 4- and 8-byte types
-/// copy with cp.async (no register held while in flight; `stages` = 3 buffers, two stages in flight while
-/// one is computed). 2-byte types (__half, __nv_bfloat16: cp.async copies at least 4 bytes) load the next
-/// stage into `slots` registers per thread while the current one is computed and store them when it is
-/// landed (`stages` = 2); the host keeps cb * rows * cols <= slots * threads for them.
+/// Padding: which patch elements lie outside x depends on the tile only, not on the channel, so
+/// zero_fill() writes +0.0 over every buffer once and the stages copy only the elements inside x; padded
+/// taps then compute 0 * w exactly as the float64 reference does.
 ///
-/// Protocol, every thread of the block, for s = 0 ... stage_count() - 1:
-///   prologue(); for (s ...) { land(s); __syncthreads(); issue(s + stages - 1); compute on buffer(s); }
-///   drain();
-/// (issue past the last stage only closes an empty cp.async group). The element enumerations
-/// (for_each_line_element, for_slot) are host-device, so that the host suite can stage a patch on the host
-/// exactly as the kernel does.
+/// Items: NCHW x stages items of `vec` elements of a patch row (direct_tiling::vec: chunks of 8 or 16 bytes
+/// with cp.async where x allows it, else single elements), item (cl, i, j) = channel cl, patch row i,
+/// columns j*vec ... j*vec + vec - 1; NHWC x one element per item, item (cl, i, j) = channel cl of patch
+/// pixel (i, j). Item f of a stage (f = cl * rows * chunks + i * chunks + j) is staged by thread f %
+/// threads: consecutive threads take consecutive chunks of a row (coalesced for NCHW). An item lies wholly
+/// inside x or wholly outside (chunks start on multiples of vec in x, and W is a multiple of vec); items
+/// outside are skipped. 4- and 8-byte types, and chunks, copy with cp.async (no register held while in
+/// flight; `stages` = 3 buffers, two stages in flight while one is computed); single 2-byte elements
+/// (cp.async copies at least 4 bytes) are loaded and stored by the issuing thread at once.
+///
+/// Protocol, every thread of the block: zero_fill(); __syncthreads(); prologue(); then for s = 0 ...
+/// stage_count() - 1: { land(s); __syncthreads(); issue(s + stages - 1); compute on buffer(s); } drain().
+/// (issue past the last stage only closes an empty cp.async group). The item enumeration
+/// (for_each_item) is host-device, so that the host suite stages a patch exactly as the kernel does.
 /// @tparam T element type (float, double, __half, __nv_bfloat16), stored in shared memory as it is
 template <class T>
 class direct_patch_stager {
  public:
-  static constexpr bool async = sizeof(T) >= 4;  ///< cp.async copies (4- and 8-byte types), else registers
-  static constexpr int stages = async ? 3 : 2;   ///< buffers in the ring
-  static constexpr int slots = async ? 0 : 16;   ///< registers per thread for one stage (2-byte types)
+  static constexpr int stages = 3;  ///< buffers in the ring
 
   /// Binds the stager to block tile b of problem prm with tiling t; smem: the stage buffers (stages * cb *
   /// plane elements, 16-byte aligned); tid: this thread's index in the block.
@@ -47,8 +49,8 @@ class direct_patch_stager {
                                           T* smem, int tid)
       : prm_(prm), t_(t), smem_(smem), tid_(tid), c0_(b.c0), c1_(b.c1) {
     x_ = prm.x + b.n * prm.C * prm.H * prm.W;
-    h0_ = std::int64_t(b.p0) * prm.stride_h - prm.pad_h;
-    w0_ = std::int64_t(b.q0) * prm.stride_w - prm.pad_w;
+    h0_ = b.p0 * prm.stride_h - prm.pad_h;  // |h0_|, |w0_| < 2^31: validated sizes
+    w0_ = b.q0 * prm.stride_w - prm.pad_w;
   }
 
   /// Stages of the block's channel share: ceil((c1 - c0) / cb).
@@ -63,119 +65,83 @@ class direct_patch_stager {
   /// Buffer of stage s: smem + (s % stages) * cb * plane.
   __host__ __device__ T* buffer(int s) const { return smem_ + (s % stages) * t_.cb * t_.plane; }
 
-  /// Calls f(e, offset, inside) for each element this thread stages in stage s by lines: e its index in
-  /// the stage's buffer, offset its element offset from image n's first element of x, inside whether it
-  /// lies in x (else it is written as zero and offset is not meaningful). Threads past the last whole
-  /// group of 2^line_log2 lanes stage nothing.
+  /// Calls f(e, offset) for each item this thread stages in stage s that lies inside x: e the index of its
+  /// first element in the stage's buffer, offset the element offset of its first element from image n's
+  /// first element of x (the item is t.vec elements from there on, contiguous in both).
 #pragma nv_exec_check_disable  // f is a host lambda on the host (tests), a device one in the kernel
   template <class F>
-  __host__ __device__ void for_each_line_element(int s, F&& f) const {
-    const int g = 1 << t_.line_log2, groups = t_.threads >> t_.line_log2;
-    const int group = tid_ >> t_.line_log2, lane = tid_ & (g - 1);
-    if (group >= groups) return;
+  __host__ __device__ void for_each_item(int s, F&& f) const {
     const int cs = stage_first(s), nch = stage_channels(s);
-    const std::int64_t H = prm_.H, W = prm_.W;
+    const std::int32_t items = nch * t_.rows * t_.chunks, H = prm_.H, W = prm_.W;
     if (prm_.x_layout == layout::nchw) {
-      const int lines = nch * t_.rows;  // line (cl, i): patch row i of stage channel cl
-      for (int line = group; line < lines; line += groups) {
-        std::int32_t cl, i;
-        t_.div_rows.divmod(line, cl, i);
-        const std::int64_t h = h0_ + i;
-        const bool row_in = h >= 0 && h < H;
-        const std::int64_t src = ((cs + cl) * H + h) * W + w0_;
-        const int dst = cl * t_.plane + i * t_.pitch;
-        for (int j = lane; j < t_.cols; j += g) {
-          const std::int64_t w = w0_ + j;
-          f(dst + j, src + j, row_in && w >= 0 && w < W);
-        }
+      for (std::int32_t item = tid_; item < items; item += t_.threads) {
+        std::int32_t cl, rest, i, j;
+        t_.div_items.divmod(item, cl, rest);
+        t_.div_chunks.divmod(rest, i, j);
+        const std::int32_t h = h0_ + i, w = w0_ + j * t_.vec;
+        if (static_cast<std::uint32_t>(h) >= static_cast<std::uint32_t>(H) ||
+            static_cast<std::uint32_t>(w) >= static_cast<std::uint32_t>(W))
+          continue;
+        f(cl * t_.plane + i * t_.pitch + j * t_.vec, (std::int64_t(cs + cl) * H + h) * W + w);
       }
     } else {
-      const int lines = t_.rows * t_.cols;  // line (i, j): patch pixel (i, j), its nch channels
-      for (int line = group; line < lines; line += groups) {
-        std::int32_t i, j;
-        t_.div_cols.divmod(line, i, j);
-        const std::int64_t h = h0_ + i, w = w0_ + j;
-        const bool in = h >= 0 && h < H && w >= 0 && w < W;
-        const std::int64_t src = (h * W + w) * prm_.C + cs;
-        const int dst = i * t_.pitch + j;
-        for (int cl = lane; cl < nch; cl += g) f(dst + cl * t_.plane, src + cl, in);
+      for (std::int32_t item = tid_; item < items; item += t_.threads) {
+        std::int32_t cl, rest, i, j;
+        t_.div_items.divmod(item, cl, rest);
+        t_.div_chunks.divmod(rest, i, j);
+        const std::int32_t h = h0_ + i, w = w0_ + j;
+        if (static_cast<std::uint32_t>(h) >= static_cast<std::uint32_t>(H) ||
+            static_cast<std::uint32_t>(w) >= static_cast<std::uint32_t>(W))
+          continue;
+        f(cl * t_.plane + i * t_.pitch + j, (std::int64_t(h) * W + w) * prm_.C + cs + cl);
       }
     }
   }
 
-  /// Calls f(e, offset, inside) as for_each_line_element for slot `slot` of this thread in stage s (the
-  /// register path): flat element tid + slot * threads of the stage, in the order (channel, row, column)
-  /// for NCHW and (row, column, channel of cb) for NHWC; nothing when past the stage's elements.
-#pragma nv_exec_check_disable  // as for_each_line_element
-  template <class F>
-  __host__ __device__ void for_slot(int s, int slot, F&& f) const {
-    const int flat = tid_ + slot * t_.threads;
-    const int cs = stage_first(s), nch = stage_channels(s);
-    const std::int64_t H = prm_.H, W = prm_.W;
-    std::int32_t cl, i, j;
-    if (prm_.x_layout == layout::nchw) {
-      if (flat >= nch * t_.rows * t_.cols) return;
-      std::int32_t line;
-      t_.div_cols.divmod(flat, line, j);
-      t_.div_rows.divmod(line, cl, i);
-    } else {
-      std::int32_t pixel;
-      t_.div_cb.divmod(flat, pixel, cl);
-      if (pixel >= t_.rows * t_.cols || cl >= nch) return;
-      t_.div_cols.divmod(pixel, i, j);
-    }
-    const std::int64_t h = h0_ + i, w = w0_ + j;
-    const bool in = h >= 0 && h < H && w >= 0 && w < W;
-    const std::int64_t src = prm_.x_layout == layout::nchw ? ((cs + cl) * H + h) * W + w : (h * W + w) * prm_.C + cs + cl;
-    f(cl * t_.plane + i * t_.pitch + j, src, in);
+  /// Writes +0.0 over every buffer (stages * cb * plane elements): the padding, which no stage overwrites.
+  /// A __syncthreads() must follow before the first issue.
+  __device__ void zero_fill() {
+    const int words = static_cast<int>((static_cast<std::size_t>(stages) * t_.cb * t_.plane * sizeof(T)) / 16);
+    uint4* p = reinterpret_cast<uint4*>(smem_);
+    for (int i = tid_; i < words; i += t_.threads) p[i] = make_uint4(0, 0, 0, 0);
   }
 
-  /// Starts the pipeline: cp.async issues stages 0 ... stages - 2 (one commit group each); the register
-  /// path loads stage 0.
+  /// Starts the pipeline: issues stages 0 ... stages - 2 (one cp.async commit group each).
   __device__ void prologue() {
 #pragma unroll
     for (int s = 0; s < stages - 1; ++s) issue(s);
   }
 
-  /// Makes this thread's part of stage s complete in buffer(s) (cp.async: waits for its group; registers:
-  /// stores them). A __syncthreads() must follow before any thread reads the buffer.
-  __device__ void land(int s) {
-    if constexpr (async) {
-      convred::detail::cp_async_wait<stages - 2>();
-    } else {
-      T* buf = buffer(s);
-#pragma unroll
-      for (int j = 0; j < slots; ++j)
-        for_slot(s, j, [&](int e, std::int64_t, bool) { buf[e] = pending_[j]; });
-    }
-  }
+  /// Makes this thread's part of stage s complete in buffer(s) (waits for its cp.async group). A
+  /// __syncthreads() must follow before any thread reads the buffer.
+  __device__ void land(int) { convred::detail::cp_async_wait<stages - 2>(); }
 
   /// Starts stage s (nothing past the last stage; cp.async then still closes an empty group). Its buffer
   /// must no longer be read: call after the barrier that follows land(s - stages + 1).
   __device__ void issue(int s) {
-    const bool live = s < stage_count();
-    if constexpr (async) {
-      if (live) {
-        T* buf = buffer(s);
-        for_each_line_element(s, [&](int e, std::int64_t off, bool in) {
-          convred::detail::cp_async_or_zero(buf + e, in ? x_ + off : x_, in);
+    if (s < stage_count()) {
+      T* buf = buffer(s);
+      const T* x = x_;
+      if (t_.vec > 1) {
+        const int bytes = t_.vec * static_cast<int>(sizeof(T));
+        for_each_item(s, [&](int e, std::int64_t off) {
+          const auto d = static_cast<std::uint32_t>(__cvta_generic_to_shared(buf + e));
+          if (bytes == 16)
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(x + off) : "memory");
+          else
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(d), "l"(x + off) : "memory");
         });
+      } else if constexpr (sizeof(T) >= 4) {
+        for_each_item(s, [&](int e, std::int64_t off) { convred::detail::cp_async_or_zero(buf + e, x + off, true); });
+      } else {
+        for_each_item(s, [&](int e, std::int64_t off) { buf[e] = convred::detail::load_or_zero(x + off, true); });
       }
-      convred::detail::cp_async_commit();
-    } else {
-      if (!live) return;
-#pragma unroll
-      for (int j = 0; j < slots; ++j)
-        for_slot(s, j, [&](int, std::int64_t off, bool in) {
-          pending_[j] = convred::detail::load_or_zero(in ? x_ + off : x_, in);
-        });
     }
+    convred::detail::cp_async_commit();
   }
 
   /// Waits for every copy this thread still has in flight (before the buffers are reused).
-  __device__ void drain() {
-    if constexpr (async) convred::detail::cp_async_wait<0>();
-  }
+  __device__ void drain() { convred::detail::cp_async_wait<0>(); }
 
  private:
   const conv_params<T>& prm_;
@@ -184,8 +150,7 @@ class direct_patch_stager {
   int tid_;
   int c0_, c1_;
   const T* x_;  // image n of x
-  std::int64_t h0_, w0_;
-  T pending_[slots > 0 ? slots : 1];
+  std::int32_t h0_, w0_;  // x row and column of patch element (0, 0)
 };
 
 }  // namespace convred::block

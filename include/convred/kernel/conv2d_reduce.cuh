@@ -5,8 +5,6 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../block/conv_direct.cuh"
-#include "../block/direct_patch_stager.cuh"
 #include "../block/conv_mainloop_simt.cuh"
 #include "../block/conv_mainloop_mma_sync.cuh"
 #include "../block/reduce_epilogue.cuh"
@@ -54,80 +52,6 @@ __global__ void __launch_bounds__(Policy::threads, Policy::min_blocks_per_sm)
   }
   red.store(y, indices, prm.K, mainloop::tile_m,
             [&](int p) { return m0 + p < prm.M ? m0 + p : std::int64_t(-1); });
-}
-
-/// Most threads per block of conv2d_reduce_direct_kernel (the host's tilings stay at or below it).
-inline constexpr int direct_max_threads = 256;
-
-/// @brief Fused conv2d -> epilogue -> channel reduction for problems with C/groups == 1 (depthwise, any
-/// channel multiplier K/groups), tiled direct convolution in exact FMA (device::conv2d_reduce_direct
-/// builds the tiling t and launches it: t.blocks() blocks of t.threads threads, t.smem_bytes of dynamic
-/// shared memory, clusters of t.splits blocks when > 1).
-///
-/// Block b owns a tile of t.tile_h x t.tile_w output pixels of one image and the input channels [c0, c1)
-/// of its split (block::direct_tile_at). block::direct_patch_stager pipelines the channels' input patches
-/// (tile plus halo, zero padding) through shared memory, t.cb channels per stage; for each staged channel
-/// c and each of its K/groups output channels k, thread (ty, tx) computes its strip of sh x SW pixels
-/// (block::direct_strip::conv: the channel's weights broadcast, each input row read once) and folds bias +
-/// epilogue into the pixels' reduction states (direct_strip::fold); the states never leave registers
-/// until block::direct_store_tile combines the tile's splits in rank order and writes y (and the int64
-/// index) once per pixel. FR, FS: the filter size the taps are unrolled for (3x3, 5x5, 7x7 with stride
-/// and dilation 1), or 0, 0 for any filter, stride and dilation at run time; that variant also runs
-/// unstaged tilings (t.staged == 0: patches too large for shared memory), reading x directly
-/// (block::direct_strip::conv_global).
-template <class T, class Op, class Epilogue, int FR, int FS>
-__global__ void __launch_bounds__(direct_max_threads, 1)
-    conv2d_reduce_direct_kernel(const __grid_constant__ block::conv_params<T> prm,
-                                const __grid_constant__ block::direct_tiling t, Op op, Epilogue epi, T* y,
-                                std::int64_t* indices) {
-  using strip = block::direct_strip<T, FR, FS>;
-  using V = typename strip::V;
-  using accum_t = typename Op::template accum_t<V>;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  std::int32_t ty, tx;
-  t.div_tx.divmod(static_cast<std::int32_t>(threadIdx.x), ty, tx);
-  const block::direct_tile b = block::direct_tile_at(t, prm, blockIdx.x);
-  block::direct_patch_stager<T> st(prm, t, b, reinterpret_cast<T*>(smem_raw), static_cast<int>(threadIdx.x));
-  accum_t state[strip::SH][strip::SW];
-#pragma unroll
-  for (int i = 0; i < strip::SH; ++i)
-#pragma unroll
-    for (int j = 0; j < strip::SW; ++j) state[i][j] = Op::template identity<V>();
-  const std::int64_t kg = prm.Kg;
-  if constexpr (!strip::unrolled) {
-    if (!t.staged) {  // patches too large for any buffer: read x directly
-#pragma unroll 1
-      for (std::int64_t k = b.c0 * kg; k < b.c1 * kg; ++k) {
-        typename strip::V acc[strip::SH][strip::SW] = {};
-        strip::conv_global(t, b, prm, ty, tx, k, acc);
-        strip::fold(op, epi, acc, prm.bias, k, t.sh, state);
-      }
-      block::direct_store_tile<Op, V>(t, b, prm, op, state, ty, tx, smem_raw, y, indices);
-      return;
-    }
-  }
-  const int stages = st.stage_count();
-  st.prologue();
-#pragma unroll 1
-  for (int s = 0; s < stages; ++s) {
-    st.land(s);
-    __syncthreads();
-    st.issue(s + st.stages - 1);
-    const T* buf = st.buffer(s);
-    const int first = st.stage_first(s), channels = st.stage_channels(s);
-#pragma unroll 1
-    for (int cl = 0; cl < channels; ++cl) {
-      const std::int64_t k0 = (first + cl) * kg;
-#pragma unroll 1
-      for (std::int64_t k = k0; k < k0 + kg; ++k) {
-        typename strip::V acc[strip::SH][strip::SW] = {};
-        strip::conv(buf + cl * t.plane, t, prm, ty, tx, k, acc);
-        strip::fold(op, epi, acc, prm.bias, k, t.sh, state);
-      }
-    }
-  }
-  st.drain();
-  block::direct_store_tile<Op, V>(t, b, prm, op, state, ty, tx, smem_raw, y, indices);
 }
 
 /// @brief conv2d + epilogue writing the full output (layout of x: NCHW -> (N,K,P,Q), NHWC -> (N,P,Q,K)).
