@@ -151,8 +151,10 @@ struct conv_tile_loader {
 
   /// Taps read from shared memory together before the copies that use them are issued: the copies write
   /// shared memory, so neither compiler may move a later tap load above them (SASS before: one tap load
-  /// latency per element). The largest of 8, 4, 2, 1 dividing A_PER_THREAD.
-  static constexpr int TAP_BATCH = A_PER_THREAD % 8 == 0 ? 8 : A_PER_THREAD % 4 == 0 ? 4 : A_PER_THREAD % 2 == 0 ? 2 : 1;
+  /// latency per element). 8 when A_PER_THREAD is a multiple of 8 (the tensor-core policies: 16 or 32
+  /// elements per thread), else 1: the SIMT policies stage 2 or 4 elements per slice, and their 16-bit
+  /// register path at 128 registers spilled 40 bytes with 4 taps held (8 with 1; 24 before this change).
+  static constexpr int TAP_BATCH = A_PER_THREAD % 8 == 0 ? 8 : 1;
 
   /// Slice row of this thread's i-th im2col element.
   __device__ static int a_row(int i) { return static_cast<int>(threadIdx.x) / BM + i * A_ROW_STEP; }
@@ -185,7 +187,7 @@ struct conv_tile_loader {
     }
     const T* bp = b_ptr + kk0;
 #pragma unroll
-    for (int v = 0; v < B_PER_THREAD; ++v, bp += b_step) {
+    for (int v = 0; v < B_PER_THREAD; ++v, bp += (b_k_fastest ? b_step : 1)) {
       int n, k;
       b_coord(v, n, k);
       const bool ok = (b_k_fastest ? v < b_count : b_count > 0) && kk0 + k < prm.gemm_k;
