@@ -84,7 +84,7 @@ void run(const char* label, const convred::conv2d_problem& p, const float* x, co
               Op::has_index ? "argmin" : "min", Policy::stages, Policy::raw_stages, k.lag, resident ? "resident" : "streamed",
               med, ms.front(), flop / (med * 1e-3) / 1e12);
 #ifdef CONVRED_EXP_CLOCKS
-  // cycles per tile (consumer rows: per warpgroup; producer rows: one transform warp)
+  // cycles per tile (consumer rows: per warpgroup; producer rows: one transform thread, x2)
   CHECK_CUDA(cudaMemcpyFromSymbol(clk, convred::kernel::exp_clocks, sizeof(clk)));
   const double t = clk[4] ? static_cast<double>(clk[4]) : 1.0;
   std::printf("  cycles/tile: consumer mainloop %.0f (full waits %.0f), epilogue %.0f, reduce+store %.0f; "

@@ -99,7 +99,7 @@ struct wgmma_conv_params {
   /// stride * (q0 + col) + b - pad_w), so tap (r, s) reads phase (r % stride, s % stride) shifted by
   /// (r / stride, s / stride))
   /// @var gather
-  /// @brief 1: the transform warps load x themselves (stride 2, or W not a multiple of 4: no TMA box
+  /// @brief 1: the producer threads load x themselves (stride 2, or W not a multiple of 4: no TMA box
   /// serves these), no raw buffers; 0: TMA boxes into raw buffers, then the transform
   std::int32_t stride = 1, phases_h = 1, phases_w = 1, phase_pixels = 0, gather = 0;
   /// @brief operand stages in use: Policy::stages, or fewer (down to 2) when that many do not fit in
@@ -253,7 +253,7 @@ struct conv_mainloop_wgmma {
     k.pad_h = static_cast<std::int32_t>(p.pad_h), k.pad_w = static_cast<std::int32_t>(p.pad_w);
     // narrow images (Q + S - 1 <= 32): planes of pitch 16 or 32, each m64 row covering 4 or 2 output
     // rows of the whole width; otherwise rows of 64 output pixels, patch rows of 64 + S - 1
-    // stride 2 (or W % 4 != 0: TMA rows are 16-byte multiples): the transform warps gather x themselves
+    // stride 2 (or W % 4 != 0: TMA rows are 16-byte multiples): the producer threads gather x themselves
     k.stride = static_cast<std::int32_t>(p.stride_h);
     k.gather = (k.stride != 1 || p.W % 4 != 0) ? 1 : 0;
     k.phases_h = static_cast<std::int32_t>(p.R < p.stride_h ? p.R : p.stride_h);

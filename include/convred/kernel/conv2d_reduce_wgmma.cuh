@@ -69,7 +69,7 @@ __global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict
 #ifdef CONVRED_EXP_CLOCKS
 /// Diagnosis builds only (bench/wgmma_stages.cu): clock64 cycles summed over the blocks. Consumers
 /// (threads 0 and 128): [0] tile mainloop incl. waits, [1] full-barrier waits, [2] epilogue math,
-/// [3] reduction and stores, [4] tiles; transform warp 0 lane 0: [5] raw-buffer waits, [6] stage-slot
+/// [3] reduction and stores, [4] tiles; producer thread 32: [5] raw-buffer waits, [6] stage-slot
 /// waits, [7] plane conversion.
 __device__ unsigned long long exp_clocks[8];
 /// Diagnosis builds: one thread's cycle counts, added to exp_clocks when they go out of scope (for the
@@ -108,7 +108,7 @@ template <class Policy, class Op>
 struct wgmma_tail_storage {
   /// the reduction's shared memory
   typename block::reduce_epilogue<block::conv_mainloop_wgmma<Policy>, Op, false>::TempStorage reduce;
-  std::uint64_t full[Policy::stages];           ///< operand stage s ready (transform warps [+ filter bytes])
+  std::uint64_t full[Policy::stages];           ///< operand stage s ready (transform threads [+ filter bytes])
   std::uint64_t filter_full;                    ///< the resident filter landed (when resident)
   std::uint64_t empty[Policy::stages];          ///< operand stage s consumed (every consumer thread)
   std::uint64_t raw_full[Policy::raw_stages];   ///< raw buffer landed (TMA bytes)
@@ -195,12 +195,12 @@ struct wgmma_smem {
         tail(*reinterpret_cast<wgmma_tail_storage<Policy, Op>*>(raw + Policy::raw_stages * prm.raw_bytes)) {}
 };
 
-/// The producer warpgroup's three transform warps (warps 1-3).
-inline constexpr int wgmma_transform_threads = 96;
+/// The producer warpgroup's transform threads: all 128 (thread 0 also issues the copies).
+inline constexpr int wgmma_transform_threads = 128;
 
-/// @brief Thread 0's set-up of the mbarriers: a stage is full after the transform warps' arrivals (and
+/// @brief Thread 0's set-up of the mbarriers: a stage is full after the transform threads' arrivals (and
 /// the filter slice's bytes when streamed), empty after every consumer thread's (its warpgroup's in
-/// ping-pong); a raw buffer is full after its TMA bytes, empty after the transform warps'.
+/// ping-pong); a raw buffer is full after its TMA bytes, empty after the transform threads'.
 template <class Policy, class Op>
 __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& tail, const block::wgmma_conv_params& prm) {
   for (int s = 0; s < prm.stages; ++s) {
@@ -217,12 +217,15 @@ __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& ta
   convred::detail::mbarrier_init_fence();
 }
 
-/// @brief The producer warpgroup (thread pt of it): thread 0 issues the TMA copy of each raw patch buffer
-/// (raw_c channels; a stage of block_c channels is block_c / raw_c of them), thread 1 the bulk copy of
-/// each stage's packed filter slice (or, once, of the whole filter when it is resident), warps 1-3 convert
-/// each raw buffer into the stage's planes (block::conv_patch_loader); each runs ahead across tile
-/// boundaries as its buffers are released. With `prm.gather` (stride 2, W % 4 != 0) warps 1-3 load each
-/// stage's planes from x themselves (conv_patch_loader::gather_planes) and no TMA box is copied.
+/// @brief The producer warpgroup (thread pt of it). All 128 threads convert each raw patch buffer (raw_c
+/// channels; a stage of block_c channels is block_c / raw_c of them) into the stage's planes
+/// (block::conv_patch_loader), one work item per thread where a buffer has at most 128 (the seed's
+/// bf16/fp16 buffers have 102). Thread 0 also issues the copies: the whole filter once when it is
+/// resident, else each stage's packed filter slice as the stage is entered; and the TMA copy of raw
+/// buffer b + raw_stages - 1 of the block's sequence (tiles, then slices, then chunks) before converting
+/// buffer b, once its slot was released, so the copies run raw_stages - 1 buffers ahead across tile
+/// boundaries. With `prm.gather` (stride 2, W % 4 != 0) the threads load each stage's planes from x
+/// themselves (conv_patch_loader::gather_planes) and no TMA box is copied.
 template <class Policy, class Op, bool Gather>
 __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::wgmma_conv_params& prm,
                                         const wgmma_smem<Policy, Op>& sm, const tile_scheduler& sched, int pt,
@@ -231,48 +234,50 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
   constexpr int E = 16 / Policy::filter_elem_bytes, chunks = Policy::block_c / Policy::raw_c;
   auto& tail = sm.tail;
   pipeline_state st(prm.stages), rs(Policy::raw_stages);
-  if (pt == 1 && prm.resident_bytes) {  // the resident filter: copied once
-    loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
-    return;
-  }
-  if (pt >= 2 && pt < 32) return;
-  if (Gather && pt == 0) return;  // no TMA boxes: the transform warps gather x themselves
+  if (pt == 0 && prm.resident_bytes) loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
+  // thread 0: copies raw buffer `a` of the block's sequence (per tile npass * kt * chunks of them) into
+  // its slot a % raw_stages, once the buffer a - raw_stages there was released; nothing past the end
+  auto copy_raw = [&](std::int64_t a) {
+    constexpr int R = Policy::raw_stages;
+    const std::int64_t per_tile = static_cast<std::int64_t>(prm.npass) * prm.kt * chunks;
+    const std::int64_t tile = sched.first() + (a / per_tile) * gridDim.x, r = a % per_tile;
+    if (tile >= sched.tiles) return;
+    const int slot = static_cast<int>(a % R);
+    if (a >= R) convred::detail::mbarrier_wait(&tail.raw_empty[slot], static_cast<std::uint32_t>((a / R - 1) & 1));
+    const tile_scheduler::coord c = sched.decode(tile);
+    const int kt = static_cast<int>((r / chunks) % prm.kt), ch = static_cast<int>(r % chunks);
+    loader::copy_patch(sm.raw + slot * prm.raw_bytes, &tail.raw_full[slot], x_map, prm, static_cast<int>(c.n),
+                       static_cast<int>(c.tp) * prm.tile_rows - prm.pad_h,
+                       static_cast<int>(c.tq) * prm.tile_cols - prm.pad_w - prm.col_shift,
+                       kt * Policy::block_c + ch * Policy::raw_c);
+  };
   for (std::int64_t tile = sched.first(); tile < sched.tiles; tile = sched.next(tile)) {
     const tile_scheduler::coord t = sched.decode(tile);
-    const int h0 = static_cast<int>(t.tp) * prm.tile_rows - prm.pad_h;
-    const int w0 = static_cast<int>(t.tq) * prm.tile_cols - prm.pad_w - prm.col_shift;
     for (int sl = 0; sl < prm.npass * prm.kt; ++sl, st.advance()) {  // slice sl: channel pass sl / kt
       const int kt = sl % prm.kt;                                      // stage kt of the pass
       unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
-      if (pt == 1) {  // the filter copier: as soon as the consumers release the stage
-        st.wait_free(tail.empty);
-        loader::copy_filter(stage, &tail.full[st.slot], prm, sl);
-        continue;
-      }
-      if (pt >= 32) CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
-      if constexpr (Gather) {  // the transform warps: the stage's planes straight from x
+      CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
+      if (pt == 0 && !prm.resident_bytes) loader::copy_filter(stage, &tail.full[st.slot], prm, sl);
+      if constexpr (Gather) {  // the stage's planes straight from x
         CONVRED_EXP_TIME(7, loader::gather_planes(prm.x, stage + prm.a_offset, prm, t.n,
                                                   static_cast<int>(t.tp) * prm.tile_rows,
-                                                  static_cast<int>(t.tq) * prm.tile_cols, kt * Policy::block_c,
-                                                  pt - 32, wgmma_transform_threads));
-        convred::detail::mbarrier_arrive(&tail.full[st.slot]);
+                                                  static_cast<int>(t.tq) * prm.tile_cols, kt * Policy::block_c, pt,
+                                                  wgmma_transform_threads));
       } else {
         for (int c = 0; c < chunks; ++c, rs.advance()) {  // the stage's raw buffers of raw_c channels
-          unsigned char* rbuf = sm.raw + rs.slot * prm.raw_bytes;
-          if (pt == 0) {  // the patch copier: runs up to raw_stages buffers ahead of the transform
-            rs.wait_free(tail.raw_empty);
-            loader::copy_patch(rbuf, &tail.raw_full[rs.slot], x_map, prm, static_cast<int>(t.n), h0, w0,
-                               kt * Policy::block_c + c * Policy::raw_c);
-          } else {  // the transform warps
-            CONVRED_EXP_TIME(5, rs.wait_full(tail.raw_full));
-            CONVRED_EXP_TIME(7, loader::to_planes(reinterpret_cast<const float*>(rbuf),
-                                                  stage + prm.a_offset + c * (Policy::raw_c / E) * prm.plane_bytes,
-                                                  prm, pt - 32, wgmma_transform_threads));
-            convred::detail::mbarrier_arrive(&tail.raw_empty[rs.slot]);
+          if (pt == 0) {  // the copies run raw_stages - 1 buffers ahead of the conversion
+            if (rs.count == 0)
+              for (int a = 0; a < Policy::raw_stages - 1; ++a) copy_raw(a);
+            copy_raw(rs.count + Policy::raw_stages - 1);
           }
+          CONVRED_EXP_TIME(5, rs.wait_full(tail.raw_full));
+          CONVRED_EXP_TIME(7, loader::to_planes(reinterpret_cast<const float*>(sm.raw + rs.slot * prm.raw_bytes),
+                                                stage + prm.a_offset + c * (Policy::raw_c / E) * prm.plane_bytes,
+                                                prm, pt, wgmma_transform_threads));
+          convred::detail::mbarrier_arrive(&tail.raw_empty[rs.slot]);
         }
-        if (pt >= 32) convred::detail::mbarrier_arrive(&tail.full[st.slot]);
       }
+      convred::detail::mbarrier_arrive(&tail.full[st.slot]);
     }
   }
 }
@@ -380,7 +385,7 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
 /// phase (exp_clocks); wrong results: `-DCONVRED_EXP_NOMMA` skips the consumers' wgmmas (times the
 /// producer alone), `-DCONVRED_EXP_NOTRANSFORM` skips the plane conversion, `-DCONVRED_EXP_NOLOAD` skips
 /// every copy and the conversion (times the consumers alone).
-/// Gather: the variant for parameters with `gather` set (stride 2, W % 4 != 0; the transform warps load x
+/// Gather: the variant for parameters with `gather` set (stride 2, W % 4 != 0; the producer threads load x
 /// themselves); the TMA variant (Gather = false) is compiled without that code, which would cost its
 /// 72-register producer spills.
 template <class Policy, class Op, class Epilogue, bool Gather = false>
@@ -396,7 +401,7 @@ __global__ void __launch_bounds__(Policy::threads, 1)
     sm.tail.bias[i] = prm.bias && i < prm.K ? prm.bias[i] : 0.f;
   __syncthreads();
   const tile_scheduler sched(prm);
-  exp_clock_counts clk(tid == 0 || tid == 128 || tid == Policy::consumer_threads + 32);
+  exp_clock_counts clk(tid == 0 || tid == 128 || tid == Policy::consumer_threads + 32);  // + a transform thread
   if (tid >= Policy::consumer_threads) {  // producer warpgroup
     warpgroup::set_max_registers<Policy::producer_registers, false>();
     produce<Policy, Op, Gather>(&x_map, prm, sm, sched, tid - Policy::consumer_threads, clk);
