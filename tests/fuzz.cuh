@@ -559,7 +559,8 @@ inline bool launches_ok(const std::vector<status>& sts, cudaError_t e, result& r
   for (status s : sts)
     if (s != status::success) {
       res.ok = false, res.why = std::string("status ") + convred::to_string(s);
-      cudaGetLastError();
+      const cudaError_t pending = cudaGetLastError();  // the CUDA error behind a cuda_error status, if any
+      if (pending != cudaSuccess) res.why += std::string(" (CUDA: ") + cudaGetErrorName(pending) + ")";
       return false;
     }
   if (e != cudaSuccess) {

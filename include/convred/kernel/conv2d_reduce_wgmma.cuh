@@ -223,8 +223,8 @@ __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& ta
 /// bf16/fp16 buffers have 102). Thread 0 also issues the copies: the whole filter once when it is
 /// resident, else each stage's packed filter slice as the stage is entered; and the TMA copy of raw
 /// buffer b + raw_stages - 1 of the block's sequence (tiles, then slices, then chunks) before converting
-/// buffer b, once its slot was released, so the copies run raw_stages - 1 buffers ahead across tile
-/// boundaries. With `prm.gather` (stride 2, W % 4 != 0) the threads load each stage's planes from x
+/// buffer b (for a stage's first buffer, before waiting for the stage's slot), once its slot was
+/// released, so the copies run raw_stages - 1 buffers ahead across tile boundaries. With `prm.gather` (stride 2, W % 4 != 0) the threads load each stage's planes from x
 /// themselves (conv_patch_loader::gather_planes) and no TMA box is copied.
 template <class Policy, class Op, bool Gather>
 __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::wgmma_conv_params& prm,
@@ -256,6 +256,13 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
     for (int sl = 0; sl < prm.npass * prm.kt; ++sl, st.advance()) {  // slice sl: channel pass sl / kt
       const int kt = sl % prm.kt;                                      // stage kt of the pass
       unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
+      // thread 0: the stage's first raw buffer was copied ahead; the next one is copied now, before the
+      // wait for a free stage slot, so the TMA runs while the consumers finish with that slot
+      if (!Gather && pt == 0) {
+        if (rs.count == 0)
+          for (int a = 0; a < Policy::raw_stages - 1; ++a) copy_raw(a);
+        copy_raw(rs.count + Policy::raw_stages - 1);
+      }
       CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
       if (pt == 0 && !prm.resident_bytes) loader::copy_filter(stage, &tail.full[st.slot], prm, sl);
       if constexpr (Gather) {  // the stage's planes straight from x
@@ -265,11 +272,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
                                                   wgmma_transform_threads));
       } else {
         for (int c = 0; c < chunks; ++c, rs.advance()) {  // the stage's raw buffers of raw_c channels
-          if (pt == 0) {  // the copies run raw_stages - 1 buffers ahead of the conversion
-            if (rs.count == 0)
-              for (int a = 0; a < Policy::raw_stages - 1; ++a) copy_raw(a);
-            copy_raw(rs.count + Policy::raw_stages - 1);
-          }
+          if (pt == 0 && c > 0) copy_raw(rs.count + Policy::raw_stages - 1);  // (c == 0: above)
           CONVRED_EXP_TIME(5, rs.wait_full(tail.raw_full));
           CONVRED_EXP_TIME(7, loader::to_planes(reinterpret_cast<const float*>(sm.raw + rs.slot * prm.raw_bytes),
                                                 stage + prm.a_offset + c * (Policy::raw_c / E) * prm.plane_bytes,
