@@ -79,8 +79,9 @@ struct device_info {
 /// - every math, when each output channel reads one input channel (C/groups == 1: depthwise convs): the
 ///   tiled direct kernel (conv2d_reduce_direct: exact FMA, so at least as accurate as any math asks; the
 ///   GEMM kernels would spend a 128-channel tile on each group's K/groups channels); the description names
-///   the tiling choose_direct_config picks for `dev` (tiles, strips, channels per stage, and the blocks per
-///   tile when small batches split the channels over a cluster);
+///   the tiling choose_direct_config picks for `dev` (describe_direct_config: tiles, strips, channel
+///   groups, channels per stage and the staging chunks, and the blocks per tile when small batches split
+///   the channels over a cluster);
 /// - math::accurate (the default: the error vs float64 held to 1e-6): tf32x3's chain below on sm_80 and
 ///   newer, else (older GPUs, double data) the SIMT kernel in exact FMA;
 /// - math::ieee (exact fp32 FMA for float/16-bit data, fp64 for double): the SIMT kernel,
@@ -90,9 +91,10 @@ struct device_info {
 ///   packed_filter_bytes), else the mma.sync kernel (default_mma_sync_policy<Math>) on sm_80 and newer.
 /// The mma.sync and SIMT kernels give each block BlockM output pixels and loop it over every channel and
 /// all of GEMM_K; when their pixel tiles are fewer than half the device's SMs (device_info::sm_count: small
-/// batches, deep layers), the plan splits instead (choose_k_splits: channel tiles x GEMM_K splits, about
-/// two blocks per SM, splits of at least 4 BlockK slices, at most 64 MiB of partial sums) and runs
-/// conv2d_reduce_split with the same policy and math (k_splits() > 0).
+/// batches, deep layers), the plan may split instead (choose_k_splits: channel tiles x GEMM_K splits, the
+/// count whose estimate over waves of resident blocks, sm_count x the policy's min_blocks_per_sm at a
+/// time, is least, with at most 64 MiB of partial sums; the fused kernel stays when its own estimate is
+/// not slower) and then runs conv2d_reduce_split with the same policy and math (k_splits() > 0).
 /// Use: construct; query workspace_bytes(); prepare(w) (binds the workspace: packs the filter into it once
 /// when the wgmma kernel was picked, or keeps it for the split's partial sums; one the plan allocates and
 /// owns, or one the caller lends); then run(x, bias, y, indices, op, epi, stream) as often as needed. The
@@ -172,8 +174,8 @@ class conv2d_reduce_plan {
   int k_splits() const { return splits_; }
   /// Which kernel and why, one line for a log, e.g. "wgmma tf32 (sm_90a, packed filter streamed, 4
   /// stages, 4x64-pixel tiles)", "mma.sync tf32x3 (128-pixel x 128-channel tiles): the wgmma kernel does
-  /// not serve this problem: 3xTF32 with stride 2" or "mma.sync tf32 split 4 channel tiles x 36 GEMM_K splits
-  /// (256-pixel x 128-channel tiles; 1 pixel tile for 132 SMs; 3612672-byte workspace): ...".
+  /// not serve this problem: 3xTF32 with stride 2" or "mma.sync tf32 split 4 channel tiles x 29 GEMM_K splits
+  /// (256-pixel x 128-channel tiles; 1 pixel tile for 132 SMs; 2910208-byte workspace): ...".
   const std::string& description() const { return why_; }
   /// The problem planned.
   const conv2d_problem& problem() const { return p_; }
