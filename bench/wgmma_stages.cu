@@ -1,6 +1,6 @@
 /// @file bench/wgmma_stages.cu
 /// @brief Times the packed-filter wgmma kernel (device::conv2d_reduce_packed) on the seed problem for
-/// several wgmma_policy variants (and, in `-DCONVRED_EXP_LAG=n` builds, cooperative lags), per math, with op::min and op::argmin, on
+/// several wgmma_policy variants, per math, with op::min and op::argmin, on
 /// data in [-1, 1) and in [0, 1) (median of CUDA-event timings with the L2 flushed before each run).
 /// Usage: wgmma_stages [iters]. Prints one line per variant: math, op, stages, raw buffers, whether the
 /// filter is resident, median ms, TFLOP/s; exit 2 without a CUDA device or sm_90a image.
@@ -80,8 +80,8 @@ void run(const char* label, const convred::conv2d_problem& p, const float* x, co
   }
   std::sort(ms.begin(), ms.end());
   const double med = ms[ms.size() / 2], flop = 2.0 * p.N * p.P() * p.Q() * p.K * p.C * p.R * p.S;
-  std::printf("%-14s %-6s S=%d R=%d lag=%d %-9s: %.3f ms median (min %.3f), %.1f TFLOP/s\n", label,
-              Op::has_index ? "argmin" : "min", Policy::stages, Policy::raw_stages, k.lag, resident ? "resident" : "streamed",
+  std::printf("%-14s %-6s S=%d R=%d %-9s: %.3f ms median (min %.3f), %.1f TFLOP/s\n", label,
+              Op::has_index ? "argmin" : "min", Policy::stages, Policy::raw_stages, resident ? "resident" : "streamed",
               med, ms.front(), flop / (med * 1e-3) / 1e12);
 #ifdef CONVRED_EXP_CLOCKS
   // cycles per tile (consumer rows: per warpgroup; producer rows: one transform thread, x2)

@@ -105,10 +105,6 @@ struct wgmma_conv_params {
   /// @brief operand stages in use: Policy::stages, or fewer (down to 2) when that many do not fit in
   /// shared memory (large stride-2 patches, large filters)
   std::int32_t stages = 0;
-  /// @brief cooperative schedule: stages by which consumer warpgroup 1 starts behind warpgroup 0 (at
-  /// most stages - 2; 0 for ping-pong, 3xTF32 and the gathering producer), so that each warpgroup's per-tile epilogue runs while
-  /// the other still issues wgmmas instead of both leaving the tensor cores idle at once
-  std::int32_t lag = 0;
   /// @var raw_copy_bytes
   /// @brief bytes one TMA box writes: raw_c * bh * rp * 4 (raw_c = 8 channels: one raw buffer; a stage
   /// of block_c channels is block_c / raw_c of them)
@@ -168,13 +164,6 @@ struct conv_mainloop_wgmma {
   /// the seed problem with all 1,728 products of a pixel in one accumulator); chains of one stage (216
   /// products) bring it under 1e-6, as the mma.sync 3xTF32 kernels do.
   static constexpr bool promotes = x3;
-#ifndef CONVRED_EXP_LAG
-  /// Stages by which the second consumer warpgroup trails the first in the cooperative schedule
-  /// (wgmma_conv_params::lag; bench/NOTES.md "Session 8"), before the ring-depth cap.
-  static constexpr int default_lag = 2;
-#else
-  static constexpr int default_lag = CONVRED_EXP_LAG;  // diagnosis builds: the lag under test
-#endif
   /// wgmma kind of warpgroup::mma_ss_m64n128: 0 tf32, 1 bf16, 2 fp16
   static constexpr int kind = Policy::is_tf32 ? 0 : (std::is_same_v<math_t, math::bf16> ? 1 : 2);
   /// bytes of one filter tap's 128 x block_c slice in shared memory
@@ -298,7 +287,6 @@ struct conv_mainloop_wgmma {
     } else {
       k.resident_bytes = static_cast<std::int32_t>(resident), k.a_offset = 0;
     }
-    k.lag = Policy::pingpong || promotes || k.gather ? 0 : (k.stages - 2 < default_lag ? k.stages - 2 : default_lag);
     // rp and ph: TMA box dimensions are at most 256
     if (smem > static_cast<std::int64_t>(max_smem) || rp > 256 || ph > 256) return false;
     k.rp = static_cast<std::int32_t>(rp), k.bh = static_cast<std::int32_t>(ph);

@@ -69,7 +69,7 @@ __global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict
 #ifdef CONVRED_EXP_CLOCKS
 /// Diagnosis builds only (bench/wgmma_stages.cu): clock64 cycles summed over the blocks. Consumers
 /// (threads 0 and 128): [0] tile mainloop incl. waits, [1] full-barrier waits, [2] epilogue math,
-/// [3] reduction and stores, [4] tiles; producer thread 32: [5] raw-buffer waits, [6] stage-slot
+/// [3] reduction and stores, [4] tiles; producer thread 32 (transform warp 0 lane 0): [5] raw-buffer waits, [6] stage-slot
 /// waits, [7] plane conversion.
 __device__ unsigned long long exp_clocks[8];
 /// Diagnosis builds: one thread's cycle counts, added to exp_clocks when they go out of scope (for the
@@ -113,9 +113,7 @@ struct wgmma_tail_storage {
   std::uint64_t empty[Policy::stages];          ///< operand stage s consumed (every consumer thread)
   std::uint64_t raw_full[Policy::raw_stages];   ///< raw buffer landed (TMA bytes)
   std::uint64_t raw_empty[Policy::raw_stages];  ///< raw buffer read (every transform thread)
-  /// ping-pong: order[g] completes when the other warpgroup's mainloop turn ended; cooperative with a
-  /// lag: order[1] completes once warpgroup 0 has issued its first lag stages
-  std::uint64_t order[2];
+  std::uint64_t order[2];  ///< ping-pong: order[g] completes when the other warpgroup's mainloop turn ended
   float bias[Policy::block_n];  ///< the bias of the first 128 channels (zeros past K), read once per block
 };
 
@@ -195,21 +193,25 @@ struct wgmma_smem {
         tail(*reinterpret_cast<wgmma_tail_storage<Policy, Op>*>(raw + Policy::raw_stages * prm.raw_bytes)) {}
 };
 
-/// The producer warpgroup's transform threads: all 128 (thread 0 also issues the copies).
-inline constexpr int wgmma_transform_threads = 128;
+/// The producer warpgroup's transform threads: warps 1-3 in the TMA variant (thread 0 issues the TMA
+/// boxes, thread 1 the filter copies), all 128 in the gathering one (its loads are latency-bound: more
+/// threads, more loads in flight; thread 0 also copies the filter slices).
+template <bool Gather>
+inline constexpr int wgmma_transform_threads = Gather ? 128 : 96;
 
 /// @brief Thread 0's set-up of the mbarriers: a stage is full after the transform threads' arrivals (and
 /// the filter slice's bytes when streamed), empty after every consumer thread's (its warpgroup's in
 /// ping-pong); a raw buffer is full after its TMA bytes, empty after the transform threads'.
-template <class Policy, class Op>
+template <class Policy, class Op, bool Gather>
 __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& tail, const block::wgmma_conv_params& prm) {
+  constexpr int transform = wgmma_transform_threads<Gather>;
   for (int s = 0; s < prm.stages; ++s) {
-    convred::detail::mbarrier_init(&tail.full[s], wgmma_transform_threads + (prm.resident_bytes ? 0 : 1));
+    convred::detail::mbarrier_init(&tail.full[s], transform + (prm.resident_bytes ? 0 : 1));
     convred::detail::mbarrier_init(&tail.empty[s], Policy::pingpong ? 128 : Policy::consumer_threads);
   }
   for (int s = 0; s < Policy::raw_stages; ++s) {
     convred::detail::mbarrier_init(&tail.raw_full[s], 1);
-    convred::detail::mbarrier_init(&tail.raw_empty[s], wgmma_transform_threads);
+    convred::detail::mbarrier_init(&tail.raw_empty[s], transform);
   }
   convred::detail::mbarrier_init(&tail.filter_full, 1);
   convred::detail::mbarrier_init(&tail.order[0], 128);
@@ -217,70 +219,74 @@ __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& ta
   convred::detail::mbarrier_init_fence();
 }
 
-/// @brief The producer warpgroup (thread pt of it). All 128 threads convert each raw patch buffer (raw_c
-/// channels; a stage of block_c channels is block_c / raw_c of them) into the stage's planes
-/// (block::conv_patch_loader), one work item per thread where a buffer has at most 128 (the seed's
-/// bf16/fp16 buffers have 102). Thread 0 also issues the copies: the whole filter once when it is
-/// resident, else each stage's packed filter slice as the stage is entered; and the TMA copy of raw
-/// buffer b + raw_stages - 1 of the block's sequence (tiles, then slices, then chunks) before converting
-/// buffer b (for a stage's first buffer, before waiting for the stage's slot), once its slot was
-/// released, so the copies run raw_stages - 1 buffers ahead across tile boundaries. With `prm.gather` (stride 2, W % 4 != 0) the threads load each stage's planes from x
-/// themselves (conv_patch_loader::gather_planes) and no TMA box is copied.
+/// @brief The producer warpgroup (thread pt of it). TMA variant: thread 0 issues the TMA copy of each raw
+/// patch buffer (raw_c channels; a stage of block_c channels is block_c / raw_c of them), thread 1 the
+/// bulk copy of each stage's packed filter slice (or, once, of the whole filter when it is resident),
+/// warps 1-3 convert each raw buffer into the stage's planes (block::conv_patch_loader); each runs ahead
+/// across tile boundaries as its buffers are released. (Converting on all 128 threads, thread 0 issuing
+/// the copies between its items, made the seed's bf16 conversion 1.8x faster but its raw-buffer waits
+/// 14x longer: 24% slower in all; bench/NOTES.md "Session 8".)
+/// Gathering variant (`prm.gather`: stride 2, W % 4 != 0): all 128 threads load each stage's planes from
+/// x themselves (conv_patch_loader::gather_planes), thread 0 first copying the stage's filter slice.
 template <class Policy, class Op, bool Gather>
 __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::wgmma_conv_params& prm,
                                         const wgmma_smem<Policy, Op>& sm, const tile_scheduler& sched, int pt,
                                         exp_clock_counts& clk) {
   using loader = block::conv_patch_loader<Policy>;
   constexpr int E = 16 / Policy::filter_elem_bytes, chunks = Policy::block_c / Policy::raw_c;
+  constexpr int transform = wgmma_transform_threads<Gather>;
   auto& tail = sm.tail;
   pipeline_state st(prm.stages), rs(Policy::raw_stages);
-  if (pt == 0 && prm.resident_bytes) loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
-  // thread 0: copies raw buffer `a` of the block's sequence (per tile npass * kt * chunks of them) into
-  // its slot a % raw_stages, once the buffer a - raw_stages there was released; nothing past the end
-  auto copy_raw = [&](std::int64_t a) {
-    constexpr int R = Policy::raw_stages;
-    const std::int64_t per_tile = static_cast<std::int64_t>(prm.npass) * prm.kt * chunks;
-    const std::int64_t tile = sched.first() + (a / per_tile) * gridDim.x, r = a % per_tile;
-    if (tile >= sched.tiles) return;
-    const int slot = static_cast<int>(a % R);
-    if (a >= R) convred::detail::mbarrier_wait(&tail.raw_empty[slot], static_cast<std::uint32_t>((a / R - 1) & 1));
-    const tile_scheduler::coord c = sched.decode(tile);
-    const int kt = static_cast<int>((r / chunks) % prm.kt), ch = static_cast<int>(r % chunks);
-    loader::copy_patch(sm.raw + slot * prm.raw_bytes, &tail.raw_full[slot], x_map, prm, static_cast<int>(c.n),
-                       static_cast<int>(c.tp) * prm.tile_rows - prm.pad_h,
-                       static_cast<int>(c.tq) * prm.tile_cols - prm.pad_w - prm.col_shift,
-                       kt * Policy::block_c + ch * Policy::raw_c);
-  };
+  if constexpr (Gather) {
+    if (pt == 0 && prm.resident_bytes) loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
+    for (std::int64_t tile = sched.first(); tile < sched.tiles; tile = sched.next(tile)) {
+      const tile_scheduler::coord t = sched.decode(tile);
+      for (int sl = 0; sl < prm.npass * prm.kt; ++sl, st.advance()) {  // slice sl: channel pass sl / kt
+        unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
+        CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
+        if (pt == 0 && !prm.resident_bytes) loader::copy_filter(stage, &tail.full[st.slot], prm, sl);
+        CONVRED_EXP_TIME(7, loader::gather_planes(prm.x, stage + prm.a_offset, prm, t.n,
+                                                  static_cast<int>(t.tp) * prm.tile_rows,
+                                                  static_cast<int>(t.tq) * prm.tile_cols,
+                                                  (sl % prm.kt) * Policy::block_c, pt, transform));
+        convred::detail::mbarrier_arrive(&tail.full[st.slot]);
+      }
+    }
+    return;
+  }
+  if (pt == 1 && prm.resident_bytes) {  // the resident filter: copied once
+    loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
+    return;
+  }
+  if (pt >= 2 && pt < 32) return;
   for (std::int64_t tile = sched.first(); tile < sched.tiles; tile = sched.next(tile)) {
     const tile_scheduler::coord t = sched.decode(tile);
+    const int h0 = static_cast<int>(t.tp) * prm.tile_rows - prm.pad_h;
+    const int w0 = static_cast<int>(t.tq) * prm.tile_cols - prm.pad_w - prm.col_shift;
     for (int sl = 0; sl < prm.npass * prm.kt; ++sl, st.advance()) {  // slice sl: channel pass sl / kt
       const int kt = sl % prm.kt;                                      // stage kt of the pass
       unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
-      // thread 0: the stage's first raw buffer was copied ahead; the next one is copied now, before the
-      // wait for a free stage slot, so the TMA runs while the consumers finish with that slot
-      if (!Gather && pt == 0) {
-        if (rs.count == 0)
-          for (int a = 0; a < Policy::raw_stages - 1; ++a) copy_raw(a);
-        copy_raw(rs.count + Policy::raw_stages - 1);
+      if (pt == 1) {  // the filter copier: as soon as the consumers release the stage
+        st.wait_free(tail.empty);
+        loader::copy_filter(stage, &tail.full[st.slot], prm, sl);
+        continue;
       }
-      CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
-      if (pt == 0 && !prm.resident_bytes) loader::copy_filter(stage, &tail.full[st.slot], prm, sl);
-      if constexpr (Gather) {  // the stage's planes straight from x
-        CONVRED_EXP_TIME(7, loader::gather_planes(prm.x, stage + prm.a_offset, prm, t.n,
-                                                  static_cast<int>(t.tp) * prm.tile_rows,
-                                                  static_cast<int>(t.tq) * prm.tile_cols, kt * Policy::block_c, pt,
-                                                  wgmma_transform_threads));
-      } else {
-        for (int c = 0; c < chunks; ++c, rs.advance()) {  // the stage's raw buffers of raw_c channels
-          if (pt == 0 && c > 0) copy_raw(rs.count + Policy::raw_stages - 1);  // (c == 0: above)
+      if (pt >= 32) CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
+      for (int c = 0; c < chunks; ++c, rs.advance()) {  // the stage's raw buffers of raw_c channels
+        unsigned char* rbuf = sm.raw + rs.slot * prm.raw_bytes;
+        if (pt == 0) {  // the patch copier: runs up to raw_stages buffers ahead of the transform
+          rs.wait_free(tail.raw_empty);
+          loader::copy_patch(rbuf, &tail.raw_full[rs.slot], x_map, prm, static_cast<int>(t.n), h0, w0,
+                             kt * Policy::block_c + c * Policy::raw_c);
+        } else {  // the transform warps
           CONVRED_EXP_TIME(5, rs.wait_full(tail.raw_full));
-          CONVRED_EXP_TIME(7, loader::to_planes(reinterpret_cast<const float*>(sm.raw + rs.slot * prm.raw_bytes),
+          CONVRED_EXP_TIME(7, loader::to_planes(reinterpret_cast<const float*>(rbuf),
                                                 stage + prm.a_offset + c * (Policy::raw_c / E) * prm.plane_bytes,
-                                                prm, pt, wgmma_transform_threads));
+                                                prm, pt - 32, transform));
           convred::detail::mbarrier_arrive(&tail.raw_empty[rs.slot]);
         }
       }
-      convred::detail::mbarrier_arrive(&tail.full[st.slot]);
+      if (pt >= 32) convred::detail::mbarrier_arrive(&tail.full[st.slot]);
     }
   }
 }
@@ -295,9 +301,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
 /// positions i * npass * kt ..., the other warpgroup's skipped), the two taking turns at issuing their
 /// mainloops (order[]): a warpgroup starts tile i's mainloop once the other has issued tile i - 1's, so
 /// it never waits on a stage barrier more than one phase ahead (the parity waits would alias) and its
-/// epilogue runs under the other's wgmmas. Cooperative with `prm.lag` > 0: warpgroup 1 starts once
-/// warpgroup 0 has issued its first lag stages (order[1]) and then keeps that distance (both release
-/// every stage, so the leader is at most stages - 1 ahead), so the two epilogues no longer coincide.
+/// epilogue runs under the other's wgmmas.
 template <class Policy, class Op, class Epilogue, bool Gather>
 __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, const wgmma_smem<Policy, Op>& sm,
                                         const tile_scheduler& sched, Op op, Epilogue epi, float* y,
@@ -314,13 +318,6 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
   // the bias: the block's copy of the first 128 channels, or (several passes) read where it lies
   const float* bias = prm.bias ? (prm.npass == 1 ? tail.bias : prm.bias) : nullptr;
   const int wg = static_cast<int>(threadIdx.x) / 128, first_i = Policy::pingpong ? wg : 0;
-  // the cooperative stagger (prm.lag): warpgroup 1 starts once warpgroup 0 has issued lag stages
-  // (order[1]); the lag then persists, so one's epilogue overlaps the other's wgmmas
-  // (not in the gathering variant, whose producer bounds it, and whose registers are tight)
-  constexpr bool staggers = !Policy::pingpong && !Gather;
-  const bool leads = staggers && wg == 0;  // arrives on order[1] after its position lag - 1
-  if (staggers && prm.lag > 0 && wg == 1 && sched.first() < sched.tiles)
-    convred::detail::mbarrier_wait(&tail.order[1], 0);
   for (std::int64_t i = first_i, tile = sched.first(first_i); tile < sched.tiles; i += step, tile = sched.next(tile, step)) {
     if (Policy::pingpong) {
       if (i > 0) convred::detail::mbarrier_wait(&tail.order[wg], static_cast<std::uint32_t>(((i - 1) / 2) & 1));
@@ -346,7 +343,6 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
         if (kt == 0)
           for (int e = 0; e < 64; ++e) d[0][e] = d[1][e] = 0.f;
 #endif
-        if (leads && st.count + 1 == prm.lag) convred::detail::mbarrier_arrive(&tail.order[1]);
         if constexpr (mainloop::promotes) {  // the stage has completed: release it now
           convred::detail::mbarrier_arrive(&tail.empty[st.slot]);
           continue;
@@ -377,7 +373,6 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
       return p < prm.P && q < prm.Q ? (t.n * prm.P + p) * prm.Q + q : std::int64_t(-1);
     }));
   }
-  if (leads && st.count < prm.lag) convred::detail::mbarrier_arrive(&tail.order[1]);  // fewer than lag stages in all
 }
 
 /// @brief Persistent fused kernel: block b computes the tiles tile_scheduler gives it (tile_h x 64 output
@@ -399,12 +394,12 @@ __global__ void __launch_bounds__(Policy::threads, 1)
   extern __shared__ __align__(128) unsigned char smem[];
   const wgmma_smem<Policy, Op> sm(smem, prm);
   const int tid = static_cast<int>(threadIdx.x);
-  if (tid == 0) init_barriers(sm.tail, prm);
+  if (tid == 0) init_barriers<Policy, Op, Gather>(sm.tail, prm);
   for (int i = tid; i < Policy::block_n; i += Policy::threads)
     sm.tail.bias[i] = prm.bias && i < prm.K ? prm.bias[i] : 0.f;
   __syncthreads();
   const tile_scheduler sched(prm);
-  exp_clock_counts clk(tid == 0 || tid == 128 || tid == Policy::consumer_threads + 32);  // + a transform thread
+  exp_clock_counts clk(tid == 0 || tid == 128 || tid == Policy::consumer_threads + 32);
   if (tid >= Policy::consumer_threads) {  // producer warpgroup
     warpgroup::set_max_registers<Policy::producer_registers, false>();
     produce<Policy, Op, Gather>(&x_map, prm, sm, sched, tid - Policy::consumer_threads, clk);
