@@ -2,7 +2,7 @@
 // direct_tile_at, the patch stager's two element enumerations, direct_strip, the ordered combine of the
 // splits) run on the host block by block, thread by thread and stage by stage exactly as the kernel runs
 // them, against the float64 reference (every filter variant, both layouts, tilings the heuristic picks and
-// forced ones: tile tails, splits 1 ... 8, channels per stage, strip heights), including the padded taps
+// forced ones: tile tails, splits 1 ... 8, channels per stage, channel groups), including the padded taps
 // with non-finite weights; and the tiling heuristic (choose_direct_config). GPU suite:
 // device::conv2d_reduce_direct against float64 for every op, both layouts, strides, dilations, paddings,
 // channel multipliers, non-finite values, the element types, random shapes and forced tilings (exact on
@@ -184,7 +184,7 @@ emulation emulate(const conv2d_problem& p, const host_data<T>& d, bool bias, con
 
 /// The tilings the host suite emulates for p with element type T: the heuristic's for an H200 (132 SMs,
 /// clusters) and an A100 (108 SMs, none), and forced ones (odd thread grids, 1 to 8 splits, 1 to 3
-/// channels per stage, every strip height), those that fit.
+/// channels per stage, channel groups), those that fit.
 template <class T>
 std::vector<dev::direct_config> tilings_for(const conv2d_problem& p) {
   const auto k = dev::direct_kernel_shape_of<T>(p);
@@ -353,7 +353,8 @@ void check_forced(const std::string& name, const conv2d_problem& p, const host_d
   CHECK(bytes_equal(test::to_host(dx), d.x));
   // deterministic: a second run gives the same bits (splits combine in rank order)
   REQUIRE(dev::detail::conv2d_reduce_direct_with<T>(&c, p, craw(dx), craw(dw), bias ? craw(db) : nullptr, raw(dy),
-                                                    Op::has_index ? raw(di) : nullptr, op, epi, nullptr) == status::success);
+                                                    Op::has_index ? raw(di) : nullptr, op, epi, nullptr,
+                                                    element_copies) == status::success);  // the same copy path
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   CHECK(bytes_equal(test::to_host(dy), y));
   CHECK(test::to_host(di) == idx);
@@ -365,7 +366,7 @@ void check_forced(const std::string& name, const conv2d_problem& p, const host_d
 }
 
 /// The forced tilings of the GPU tests for p and T: every split count 1 ... 8 (when clusters launch),
-/// channels per stage 1 ... 3, strip heights 1 ... SH, a thread grid wider than the output, and the
+/// channels per stage 1 ... 3, channel groups, a thread grid wider than the output, and the
 /// unstaged mode (run-time variant), those that fit.
 template <class T>
 std::vector<dev::direct_config> forced_tilings(const conv2d_problem& p, bool clusters) {
@@ -517,6 +518,69 @@ TEST_CASE("direct tiling heuristic: fits, fills the GPU with splits on small bat
   CHECK_FALSE(dev::direct_config_fits(mbv2, k, c, 8));
 }
 
+// The chooser's model lays out the patch as the kernel does (make_direct_tiling), so what it picks fits:
+// a review found large filters, stride 3 and dilation whose real pitch exceeded the model's and made
+// valid problems fail with invalid_argument. The one allowed miss is an unrolled-variant problem whose
+// patches fit no stage buffer (the chooser then names the unstaged tiling, which only the run-time
+// variant runs: conv2d_reduce_direct_with falls back to it).
+template <class T>
+void check_chosen_tilings_fit(std::uint64_t seed, int n) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int lo, int hi) { return lo + static_cast<int>(rng() % static_cast<std::uint64_t>(hi - lo + 1)); };
+  int checked = 0;
+  for (int i = 0; i < n; ++i) {
+    const std::int64_t R = 2 * pick(0, 15) + 1, S = 2 * pick(0, 15) + 1, dh = pick(1, 4), dw = pick(1, 4);
+    const std::int64_t sh = pick(1, 4), sw = pick(1, 4), C = pick(1, 64), H = pick(8, 160), W = pick(8, 160);
+    const std::int64_t ph = pick(0, static_cast<int>((R - 1) * dh)), pw = pick(0, static_cast<int>((S - 1) * dw));
+    conv2d_problem p = make_problem(pick(0, 1) ? 1 : 8, C, H, W, C * pick(1, 2), R, S, ph, pw, sh, sw, dh, dw, C,
+                                    pick(0, 3) == 0 ? layout::nhwc : layout::nchw);
+    if (convred::validate(p, sizeof(T)) != status::success) continue;
+    ++checked;
+    INFO(describe(p));
+    for (int sms : {132, 108}) {
+      const int splits = sms == 132 ? 8 : 1;
+      const auto k = dev::direct_kernel_shape_of<T>(p);
+      const dev::direct_config c = dev::choose_direct_config(p, k, sms, splits);
+      CHECK((dev::direct_config_fits(p, k, c, splits) || (k.unrolled && !c.staged)));
+      const auto k0 = dev::direct_kernel_shape_of<T>(0, false);  // the run-time variant: always fits
+      CHECK(dev::direct_config_fits(p, k0, dev::choose_direct_config(p, k0, sms, splits), splits));
+    }
+  }
+  CHECK(checked > n / 2);
+}
+
+TEST_CASE("direct tiling heuristic: the chosen tiling fits for large filters, strides 1-4 and dilation") {
+  check_chosen_tilings_fit<float>(61000, 1500);
+  check_chosen_tilings_fit<double>(62000, 1500);
+  check_chosen_tilings_fit<__half>(63000, 500);
+  // the review's two cases (float, 132 SMs, clusters): 13x13 stride 3 and 17x17 dilation 4
+  for (const conv2d_problem& p : {make_problem(1, 16, 28, 28, 16, 13, 13, 6, 6, 3, 3, 1, 1, 16),
+                                  make_problem(1, 1, 112, 112, 1, 17, 17, 32, 32, 1, 1, 4, 4, 1)}) {
+    INFO(describe(p));
+    const auto k = dev::direct_kernel_shape_of<float>(p);
+    CHECK(dev::direct_config_fits(p, k, dev::choose_direct_config(p, k, 132, 8), 8));
+  }
+}
+
+TEST_CASE("direct tiling: a patch beyond int32 (huge padding and dilation) is planned unstaged, without hanging") {
+  // 3x3, padding and dilation 30000 on a 1x1 image: P = Q = 1 but the patch would be 60001 x 60001;
+  // rows * chunks overflowed int32 and fast_divmod looped forever on the negative divisor
+  const conv2d_problem p = make_problem(1, 1, 1, 1, 1, 3, 3, 30000, 30000, 1, 1, 30000, 30000, 1);
+  REQUIRE(convred::validate(p, 4) == status::success);
+  const auto k = dev::direct_kernel_shape_of<float>(p);
+  const dev::direct_config c = dev::choose_direct_config(p, k, 132, 8);
+  CHECK_FALSE(c.staged);
+  CHECK(dev::direct_config_fits(p, k, c, 8));
+  const auto staged = convred::block::make_direct_tiling(p, 4, 8, k.sh, k.sw, k.unrolled, k.stages, 1, 1, 1, 1, 1, true, false);
+  CHECK(staged.smem_bytes > dev::direct_max_smem);  // refused, not wrapped
+  const auto t = convred::block::make_direct_tiling(p, 4, 8, k.sh, k.sw, k.unrolled, k.stages, c.tx, c.ty, c.groups,
+                                                    c.splits, c.cb, false, false);
+  CHECK(t.smem_bytes <= dev::direct_max_smem);
+  CHECK(convred::detail::fast_divmod(-5).d == 1);  // a bad divisor no longer loops
+  CHECK(convred::detail::fast_divmod(0x7fffffff).div(0x7ffffffe) == 0);
+  CHECK(convred::detail::fast_divmod(0x7fffffff).div(0x7fffffff - 0) == 1);
+}
+
 TEST_CASE("conv2d_reduce_plan describes the direct kernel's tiling for the device") {
   const conv2d_problem dw = make_problem(1, 96, 56, 56, 96, 7, 7, 3, 3, 1, 1, 1, 1, 96);
   const dev::device_info h200{9, 0, true, 132}, a100{8, 0, false, 108};
@@ -620,7 +684,7 @@ TEST_CASE("conv2d_reduce_direct sanitizer: depthwise, multiplier, stride, both l
     check_scaled<direct_entry, double>("sanitizer direct 3x3 double",
                                        make_problem(2, 4, 6, 5, 8, 3, 3, 1, 1, 1, 1, 1, 1, 4, lay), ++seed, op::argmax{});
   }
-  // forced tilings: splits 1 ... 8 in clusters (sm_90), stages, strip heights, the unstaged mode
+  // forced tilings: splits 1 ... 8 in clusters (sm_90), stages, channel groups, the unstaged mode
   const bool clusters = direct_clusters();
   for (const conv2d_problem& p : {make_problem(1, 16, 9, 11, 16, 3, 3, 1, 1, 1, 1, 1, 1, 16),
                                   make_problem(1, 12, 8, 7, 24, 3, 2, 1, 0, 2, 1, 2, 1, 12, layout::nhwc)}) {

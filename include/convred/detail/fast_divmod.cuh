@@ -14,10 +14,12 @@ struct fast_divmod {
   std::uint32_t shift = 0;   ///< post shift
 
   fast_divmod() = default;
-  /// Precomputes the magic numbers on the host for divisor d >= 1.
-  explicit fast_divmod(std::int32_t divisor) : d(divisor) {
+  /// Precomputes the magic numbers on the host for divisor d in [1, 2^31); a divisor < 1 (a caller's
+  /// bug) is taken as 1 rather than looping forever.
+  explicit fast_divmod(std::int32_t divisor) : d(divisor < 1 ? 1 : divisor) {
+    divisor = d;
     std::uint32_t s = 0;
-    while ((std::uint64_t(1) << s) < std::uint64_t(divisor)) ++s;
+    while (s < 31 && (std::uint64_t(1) << s) < std::uint64_t(divisor)) ++s;
     shift = s;
     mul = static_cast<std::uint32_t>(((std::uint64_t(1) << 32) * ((std::uint64_t(1) << s) - divisor)) / divisor + 1);
   }

@@ -115,16 +115,16 @@ inline direct_estimate estimate_direct_config(const conv2d_problem& p, const dir
   const int sh = k.sh, sw = k.sw, pt = tx * ty, threads = pt * groups;
   const std::int64_t cs = (C + splits - 1) / splits;
   if (groups > cs) return r;  // idle groups
-  const bool nchw = p.x_layout == layout::nchw;
   const int vec = k.vector ? block::direct_chunk_elements(k.elem_bytes) : 1;
   const std::int64_t shift = vec > 1 ? (vec - p.pad_w % vec) % vec : 0;
   const std::int64_t tile_h = std::int64_t(ty) * sh, tile_w = std::int64_t(tx) * sw;
   const double tiles = double(p.N) * double((P + tile_h - 1) / tile_h) * double((Q + shift + tile_w - 1) / tile_w);
+  const bool nchw = p.x_layout == layout::nchw;
   const double rows = double((tile_h - 1) * p.stride_h + (R - 1) * p.dil_h + 1);
   const double cols = double((tile_w - 1) * p.stride_w + (S - 1) * p.dil_w + 1);
   const double chunks = nchw ? std::ceil(cols / vec) : cols;
   const double align = 16 / e;
-  const double plane = rows * (std::ceil(chunks * vec / align) * align + align);
+  const double plane = rows * (std::ceil(chunks * vec / align) * align + align);  // the model's (pitch: one unit more)
   const double px = double(tile_h * tile_w), warps = std::ceil(threads / 32.0);
   // channels per stage: groups * J for the largest J in {4, 2, 1} within direct_stage_smem (at most the split's)
   std::int64_t cb = 0;
@@ -134,6 +134,11 @@ inline direct_estimate estimate_direct_config(const conv2d_problem& p, const dir
   }
   const double buffers = k.stages * double(cb) * plane * e, park = double(groups) * px * 16;
   if (buffers > double(direct_max_smem) || park > double(direct_max_smem)) return r;
+  // the fit, exactly as the kernel lays the patch out (its pitch may be up to 7 units wider than the
+  // model's: the fewest bank wavefronts among 8): a candidate that would not fit is never picked
+  if (block::make_direct_tiling(p, k.elem_bytes, 16, sh, sw, k.unrolled, k.stages, tx, ty, groups, splits,
+                                static_cast<int>(cb), true, k.vector).smem_bytes > direct_max_smem)
+    return r;
   const double smem = std::max(buffers, park);
   // registers per thread (ptxas -v, sm_90a, fp32; double about 1.8x), blocks per SM
   const double regs = (k.unrolled ? (k.filter == 3 ? 80 : k.filter == 5 ? 96 : 120) : 128) * (e == 8 ? 1.8 : 1.0);
@@ -167,6 +172,26 @@ inline direct_estimate estimate_direct_config(const conv2d_problem& p, const dir
   r.latency = std::ceil(nb / bps) * t_blk;
   r.cycles = std::max({r.throughput, r.memory, r.latency}) + 0.05 * (r.throughput + r.memory);
   return r;
+}
+
+/// @brief The tiling for problems whose patches fit no stage buffer: unstaged (threads read x
+/// directly; the run-time kernel variant), up to 32 x 8 strips of k.sh x k.sw pixels, channel groups and
+/// splits (at most `most_splits`) added while they stay within kernel::direct_max_threads, C, and about
+/// two blocks per SM (`sms`). Host only.
+inline direct_config unstaged_direct_config(const conv2d_problem& p, const direct_kernel_shape& k, double sms,
+                                            int most_splits) {
+  const std::int64_t P = p.P(), Q = p.Q();
+  direct_config best;
+  best.staged = false;
+  best.tx = static_cast<int>(std::min<std::int64_t>(32, (Q + k.sw - 1) / k.sw));
+  best.ty = static_cast<int>(std::min<std::int64_t>(8, (P + k.sh - 1) / k.sh));
+  const double tiles = double(p.N) * double((P + best.ty * k.sh - 1) / (best.ty * k.sh)) *
+                       double((Q + best.tx * k.sw - 1) / (best.tx * k.sw));
+  while (best.groups * 2 * best.tx * best.ty <= kernel::direct_max_threads && best.groups * 2 <= p.C) best.groups *= 2;
+  while (best.splits * 2 <= most_splits && best.splits * 2 * best.groups <= p.C && tiles * best.splits * 2 <= 2 * sms)
+    best.splits *= 2;
+  best.cycles = 0;
+  return best;
 }
 
 /// @brief Picks the direct kernel's tiling for a validated problem with C/groups == 1 (host, no CUDA
@@ -230,18 +255,7 @@ inline direct_config choose_direct_config(const conv2d_problem& p, const direct_
           }
         }
       }
-  if (best.cycles < 0) {  // no patch fits: unstaged, one column per thread, 8 rows of strips, groups and splits to fill the SMs
-    best = direct_config{};
-    best.staged = false;
-    best.tx = static_cast<int>(std::min<std::int64_t>(32, (Q + k.sw - 1) / k.sw));
-    best.ty = static_cast<int>(std::min<std::int64_t>(8, (P + k.sh - 1) / k.sh));
-    const double tiles = double(p.N) * double((P + best.ty * k.sh - 1) / (best.ty * k.sh)) *
-                         double((Q + best.tx * k.sw - 1) / (best.tx * k.sw));
-    while (best.groups * 2 * best.tx * best.ty <= kernel::direct_max_threads && best.groups * 2 <= p.C) best.groups *= 2;
-    while (best.splits * 2 <= most_splits && best.splits * 2 * best.groups <= p.C && tiles * best.splits * 2 <= 2 * sms)
-      best.splits *= 2;
-    best.cycles = 0;
-  }
+  if (best.cycles < 0) best = unstaged_direct_config(p, k, sms, most_splits);  // no patch fits
   return best;
 }
 
@@ -397,7 +411,8 @@ status launch_direct(const conv2d_problem& p, const direct_kernel_shape& k, cons
 /// checks and errors, plus invalid_argument for a forced tiling that does not fit (direct_config_fits;
 /// splits > 1 needs a device and code that launch clusters). `element_copies`: stage element by element
 /// even where chunks could be used (tests of that path). A chosen tiling that does not fit the unrolled
-/// variant (none does not, for filters up to 7x7) runs on the run-time variant.
+/// variant (none does not, for filters up to 7x7) runs on the run-time variant, and if the chooser's
+/// tiling for that does not fit either, unstaged (unstaged_direct_config).
 template <class T, class Op, class Epilogue>
 status conv2d_reduce_direct_with(const direct_config* forced, const conv2d_problem& p, const T* x, const T* w,
                                  const T* bias, T* y, std::int64_t* indices, Op op, Epilogue epi, cudaStream_t stream,
@@ -427,6 +442,9 @@ status conv2d_reduce_direct_with(const direct_config* forced, const conv2d_probl
     if (forced) return status::invalid_argument;
     shape = direct_kernel_shape_of<T>(0, false);
     c = cached_direct_config(p, shape, sms, max_splits);
+    if (!direct_config_fits(p, shape, c, max_splits))  // (the chooser's estimate fits whatever it picks)
+      c = unstaged_direct_config(p, shape, sms > 0 ? sms : 1,
+                                 static_cast<int>(std::min<std::int64_t>(std::min(max_splits, direct_max_splits), p.C)));
   }
   switch (shape.filter) {
     case 3: return launch_direct<3, 3>(p, shape, x, w, bias, y, indices, op, epi, stream, c);
