@@ -140,7 +140,9 @@ inline bool direct_vector_staging(const conv2d_problem& p, std::size_t elem_byte
 /// multiple >= chunks * vec (among eight candidates) whose first row load has the fewest shared-memory
 /// wavefronts (detail::direct_smem_wavefronts); the plane is rounded to an odd number of 16-byte units.
 /// `accum_bytes`: the size of the reduction state (the parked states, groups * tile pixels of them, share
-/// the buffers' memory). `staged` false: no stage buffers (direct_tiling::staged). Preconditions (the
+/// the buffers' memory). `staged` false: no stage buffers (direct_tiling::staged). A patch of more than
+/// 2^28 elements (or 2^20 rows or columns: huge padding or dilation) fits no shared memory: staged, its
+/// smem_bytes is SIZE_MAX (the tiling never fits); unstaged, its extent is not kept. Preconditions (the
 /// caller's): tx, ty, sh, sw, groups, splits, cb >= 1, splits <= C, groups * tx * ty <= 1024.
 inline direct_tiling make_direct_tiling(const conv2d_problem& p, std::size_t elem_bytes, std::size_t accum_bytes,
                                         int sh, int sw, bool unrolled, int stages, int tx, int ty, int groups,
@@ -159,20 +161,15 @@ inline direct_tiling make_direct_tiling(const conv2d_problem& p, std::size_t ele
   t.splits = splits;
   t.ch_per_split = static_cast<std::int32_t>((p.C + splits - 1) / splits);
   t.cb = cb, t.stages = stages;
-  // patch extent, in 64 bits: only staged tilings use it, and a patch beyond int32 (huge padding or
-  // dilation) cannot be staged: the tiling then does not fit (smem_bytes = SIZE_MAX)
+  // patch extent in 64 bits: a patch of more than 2^28 elements fits no shared memory, so it is never
+  // staged (smem_bytes SIZE_MAX) and its extent is not kept (int32 fields and divisions; the unstaged
+  // kernel does not read them)
   const std::int64_t rows64 = (t.tile_h - 1) * p.stride_h + (p.R - 1) * p.dil_h + 1;
   const std::int64_t cols64 = (t.tile_w - 1) * p.stride_w + (p.S - 1) * p.dil_w + 1;
-  if (rows64 > (std::int64_t(1) << 20) || cols64 > (std::int64_t(1) << 20)) {
-    t.rows = t.cols = t.chunks = t.pitch = t.plane = 1;  // unused (unstaged) or refused (staged)
-    const std::size_t park = static_cast<std::size_t>(groups) * t.tile_h * t.tile_w * accum_bytes;
-    t.smem_bytes = staged ? ~std::size_t(0) : (park + 15) / 16 * 16;
-    t.div_pt = convred::detail::fast_divmod(t.pixel_threads);
-    t.div_tx = convred::detail::fast_divmod(tx);
-    return t;  // div_items, div_chunks: divide by 1
-  }
-  t.rows = static_cast<std::int32_t>(rows64);
-  t.cols = static_cast<std::int32_t>(cols64);
+  const std::int64_t big = std::int64_t(1) << 20;
+  const bool huge = rows64 > big || cols64 > big || rows64 * cols64 > (std::int64_t(1) << 28);
+  t.rows = huge ? 1 : static_cast<std::int32_t>(rows64);
+  t.cols = huge ? 1 : static_cast<std::int32_t>(cols64);
   const bool nchw = p.x_layout == layout::nchw;
   t.chunks = nchw ? (t.cols + t.vec - 1) / t.vec : t.cols;
   const int align = static_cast<int>(16 / elem_bytes);  // elements per 16 bytes
@@ -186,20 +183,14 @@ inline direct_tiling make_direct_tiling(const conv2d_problem& p, std::size_t ele
     const int wf = detail::direct_smem_wavefronts(pitch, elem_bytes, tx, t.pixel_threads, row_step, col_step, chunk);
     if (best < 0 || wf < best) best = wf, t.pitch = pitch;
   }
-  std::int64_t plane = std::int64_t(t.rows) * t.pitch;  // < 2^41: rows, pitch <= ~2^20
-  if ((plane / align) % 2 == 0) plane += align;
-  const std::int64_t items = std::int64_t(t.rows) * t.chunks;
-  if (plane > 0x7fffffff || items > 0x7fffffff) {  // cannot be staged (far above any shared memory)
-    plane = 1;
-    if (staged) t.smem_bytes = ~std::size_t(0);
-  }
-  t.plane = static_cast<std::int32_t>(plane);
-  const std::size_t buffers = staged ? static_cast<std::size_t>(stages) * cb * static_cast<std::size_t>(plane) * elem_bytes : 0;
+  t.plane = t.rows * t.pitch;  // < 2^31: rows * cols <= 2^28
+  if ((t.plane / align) % 2 == 0) t.plane += align;
+  const std::size_t buffers = staged ? static_cast<std::size_t>(stages) * cb * t.plane * elem_bytes : 0;
   const std::size_t park = static_cast<std::size_t>(groups) * t.tile_h * t.tile_w * accum_bytes;
-  if (t.smem_bytes != ~std::size_t(0)) t.smem_bytes = (std::max(buffers, park) + 15) / 16 * 16;
+  t.smem_bytes = huge && staged ? ~std::size_t(0) : (std::max(buffers, park) + 15) / 16 * 16;
   t.div_pt = convred::detail::fast_divmod(t.pixel_threads);
   t.div_tx = convred::detail::fast_divmod(tx);
-  if (items <= 0x7fffffff) t.div_items = convred::detail::fast_divmod(static_cast<std::int32_t>(items));
+  t.div_items = convred::detail::fast_divmod(t.rows * t.chunks);
   t.div_chunks = convred::detail::fast_divmod(t.chunks);
   return t;
 }
