@@ -118,22 +118,17 @@ struct reduce_epilogue {
   template <class T, class Epilogue, class TileN>
   __device__ void fold(const V (&acc)[TM][TN], const T* bias, const Epilogue& epi, std::int64_t k_first, int valid,
                        TileN tile_n, accum_t (&state)[TM]) const {
-    // the bias loads first, all of them in flight at once (loaded inside the loop below, behind its
-    // branch, each one's latency was exposed in turn)
-    V b[TN];
+    // a thread whose columns are all valid (every thread of a full channel tile) takes the branch-free
+    // loop: with the per-column `n < valid` test inside it, each column was its own divergent branch
+    // (32 BSSY / BSYNC pairs in the wgmma kernel's epilogue), which kept ptxas from interleaving the
+    // columns' independent adds, epilogues and combines
+    bool all_valid = true;
 #pragma unroll
-    for (int j = 0; j < TN; ++j) {
-      const int n = tile_n(j);
-      b[j] = bias && n < valid ? to_compute(bias[k_first + n]) : V(0);
-    }
-#pragma unroll
-    for (int j = 0; j < TN; ++j) {
-      const int n = tile_n(j);
-      if (n >= valid) continue;
-      const int k = static_cast<int>(k_first + n);
-#pragma unroll
-      for (int i = 0; i < TM; ++i) state[i] = op(state[i], Op::template make<V>(apply_epilogue(epi, acc[i][j] + b[j], k), k));
-    }
+    for (int j = 0; j < TN; ++j) all_valid = all_valid && tile_n(j) < valid;
+    if (all_valid)
+      fold_columns<true>(acc, bias, epi, k_first, valid, tile_n, state);
+    else
+      fold_columns<false>(acc, bias, epi, k_first, valid, tile_n, state);
   }
 
   /// fold on the parked states (Park): `first` starts them at the op's identity. Each thread touches only
@@ -212,6 +207,28 @@ struct reduce_epilogue {
   }
 
  private:
+  /// fold's loop; `AllValid`: every column of this thread is < valid (no per-column test).
+  template <bool AllValid, class T, class Epilogue, class TileN>
+  __device__ void fold_columns(const V (&acc)[TM][TN], const T* bias, const Epilogue& epi, std::int64_t k_first,
+                               int valid, TileN tile_n, accum_t (&state)[TM]) const {
+    // the bias loads first, all of them in flight at once (loaded inside the loop below, behind its
+    // branch, each one's latency was exposed in turn)
+    V b[TN];
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      const int n = tile_n(j);
+      b[j] = bias && (AllValid || n < valid) ? to_compute(bias[k_first + n]) : V(0);
+    }
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      const int n = tile_n(j);
+      if (!AllValid && n >= valid) continue;
+      const int k = static_cast<int>(k_first + n);
+#pragma unroll
+      for (int i = 0; i < TM; ++i) state[i] = op(state[i], Op::template make<V>(apply_epilogue(epi, acc[i][j] + b[j], k), k));
+    }
+  }
+
   template <class T>
   __device__ static void write(T* y, std::int64_t* indices, std::int64_t m, const accum_t& r, std::int64_t count) {
     write_reduced<Op, V>(y, indices, m, r, count);
