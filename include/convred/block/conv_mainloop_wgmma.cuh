@@ -131,6 +131,18 @@ struct wgmma_conv_params {
   std::int32_t b_bytes = 0, stage_bytes = 0, a_offset = 0, resident_bytes = 0;
   convred::detail::fast_divmod div_quads;  ///< divides by rp / 4 (transform item -> plane row, 4 raw columns)
   convred::detail::fast_divmod div_ph;     ///< divides by ph (plane row -> plane, patch row)
+  /// @brief Partial ("split-K") mode when not null: the raw accumulators (no bias, no epilogue, no
+  /// reduction) of every work unit go to `partial`, splits x M x K floats laid out [z][m][k] (z the GEMM_K
+  /// split, m = (n * P + p) * Q + q the output pixel, k = pass * 128 + c the output channel, fastest), for
+  /// kernel::conv2d_reduce_split_fixup_kernel to sum, add the bias to, apply the epilogue to and reduce. A
+  /// work unit is then (tile, channel pass, split z): split z of a pass covers its stages [first, last)
+  /// (kernel::split_range over the kt stages); null (the default): fused, a work unit is a whole tile with
+  /// all its passes, reduced in registers and written to y. Set by the host entry point
+  /// (device::conv2d_reduce_packed_split), not by make_params.
+  float* partial = nullptr;
+  /// @brief GEMM_K splits of each channel pass in partial mode, 1 <= splits <= kt (every split at least one
+  /// stage); 1 in fused mode
+  std::int32_t splits = 1;
 };
 
 /// @brief Accumulates one stage of a tile_h x 64 pixel x 128-channel tile on tensor cores with wgmma.
@@ -203,6 +215,46 @@ struct conv_mainloop_wgmma {
       for (int j = 0; j < 16; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[2 * mt + e / 2][2 * j + e % 2] = d[mt][4 * j + e];
+  }
+
+  /// @brief Partial mode's store of one channel pass (wgmma_conv_params::partial): the raw accumulators d
+  /// (no bias, no epilogue) of tile pixel tile_m(i) and channel c = tile_n(j) go to out[m * ldk + c], m =
+  /// pixel(tile_m(i)); pixels for which `pixel` returns a negative value (outside the output: the columns
+  /// of a narrow tile past Q, the rows of a partial tile past P) and channels c >= valid are skipped, so
+  /// that every element of the caller's [m][k] plane is written by exactly one thread. A thread's channels
+  /// come in adjacent pairs (8 n8 + 2t and 8 n8 + 2t + 1: d[row][4 n8 + 2 half] and d[row][4 n8 + 2 half +
+  /// 1]), stored as one 8-byte store when `pairs` (the caller's guarantee that out and ldk are even, so that
+  /// every pair is 8-byte aligned) and both are valid, else element by element; the 4 lanes sharing a
+  /// pixel then write 32 contiguous bytes per store (full 32-byte sectors). 3xTF32 (`promotes`) always
+  /// stores element by element: with the 8-byte path next to the element path, ptxas spilled 236 bytes in
+  /// that consumer (sm_90a, nvcc 13.0; element by element: the 4 bytes of the fused kernel).
+  /// @param d     the pass's accumulators (fenced: the wgmmas have completed)
+  /// @param out   device pointer to channel 0 of this pass in pixel row 0 of the plane (k = pass * 128)
+  /// @param ldk   floats between consecutive pixels of the plane (K)
+  /// @param valid channels of this pass inside the output, min(128, K - pass * 128)
+  /// @param pairs 8-byte stores allowed (out and ldk even)
+  /// @param pixel tile pixel (row * 64 + column, as tile_m) -> plane row m, or negative: skip
+  template <class PixelMap>
+  __device__ static void store_raw(const float (&d)[2][64], float* out, std::int64_t ldk, int valid, bool pairs,
+                                   PixelMap pixel) {
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+      const std::int64_t m = pixel(tile_m(i));
+      if (m < 0) continue;
+      float* row = out + m * ldk;
+      const int mt = i / 2, half = i % 2;
+#pragma unroll
+      for (int n8 = 0; n8 < 16; ++n8) {
+        const int c = tile_n(2 * n8);  // 8 n8 + 2t; its partner c + 1 is tile_n(2 n8 + 1)
+        const float v0 = d[mt][4 * n8 + 2 * half], v1 = d[mt][4 * n8 + 2 * half + 1];
+        if (!promotes && pairs && c + 1 < valid) {
+          *reinterpret_cast<float2*>(row + c) = make_float2(v0, v1);
+        } else {
+          if (c < valid) row[c] = v0;
+          if (c + 1 < valid) row[c + 1] = v1;
+        }
+      }
+    }
   }
 
   /// @brief The shape rules of the can-implement check (host): nullptr when the mainloop implements p's

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "../functional.cuh"
@@ -18,6 +19,7 @@
 #include "../status.cuh"
 #include "common.cuh"
 #include "conv2d_reduce.cuh"
+#include "conv2d_reduce_split.cuh"
 
 namespace convred::device {
 
@@ -128,6 +130,20 @@ bool make_x_tensor_map(CUtensorMap& map, const float* x, const block::wgmma_conv
 template <class Policy>
 std::size_t packed_bytes(const wgmma_plan_t& plan) {
   return plan.served ? block::conv_mainloop_wgmma<Policy>::packed_bytes(plan.k) : 0;
+}
+
+/// Offset of the partial sums in conv2d_reduce_packed_split's workspace: the packed filter's `packed`
+/// bytes rounded up to a multiple of 16 (0 when nothing is packed).
+inline std::size_t partial_offset(std::size_t packed) { return (packed + 15) / 16 * 16; }
+
+/// The size of conv2d_reduce_packed_split's workspace for p on a served plan: partial_offset(packed) +
+/// splits * N*P*Q * K * 4 bytes; 0 when it overflows int64.
+inline std::size_t packed_split_bytes(const conv2d_problem& p, std::size_t packed, int splits) {
+  std::int64_t plane = 0, all = 0;  // N*P*Q*K*4 was validated to fit int64 (y's and the conv's sizes)
+  if (!convred::detail::mul_ok(p.gemm_m() * p.K, 4, plane) || !convred::detail::mul_ok(plane, splits, all) ||
+      all > std::numeric_limits<std::int64_t>::max() - static_cast<std::int64_t>(partial_offset(packed)))
+    return 0;
+  return partial_offset(packed) + static_cast<std::size_t>(all);
 }
 
 }  // namespace detail
@@ -271,6 +287,170 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
       return status::cuda_error;
     const std::int64_t grid = k.tiles < sms ? k.tiles : sms;
     kern<<<static_cast<unsigned>(grid), Policy::threads, smem, stream>>>(x_map, k, op, epi, y, indices);
+    return detail::launch_status();
+  } else {
+    return fallback();  // unreachable: only float is served
+  }
+}
+
+/// @brief The GEMM_K split counts conv2d_reduce_packed_split accepts for problem p on the current device:
+/// 1 to the stages per channel pass, kt = ceil(C / block_c), when the wgmma kernel serves p (every split
+/// at least one stage of block_c input channels); 1 to max_k_splits when it does not (the mma.sync split
+/// path runs then, conv2d_reduce_split). 0 for an invalid problem.
+/// @tparam Policy a wgmma_policy (or default_wgmma_policy<Math>::type)
+/// @tparam T element type of x and w (only float is served by the wgmma kernel)
+template <class Policy, class T>
+int max_packed_k_splits(const conv2d_problem& p) {
+  static_assert(is_wgmma_policy_v<Policy>,
+                "convred: Policy must be a wgmma_policy<Math, ...>, e.g. convred::default_wgmma_policy<convred::math::tf32>::type");
+  if (validate(p, sizeof(T)) != status::success) return 0;
+  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p);
+  return plan.served ? plan.k.kt : max_k_splits;
+}
+
+/// @brief Bytes of the workspace conv2d_reduce_packed_split needs for problem p, element type T and
+/// `splits` GEMM_K splits on the current device.
+///
+/// When the wgmma kernel serves p (packed_filter_bytes<Policy, T>(p) > 0): the packed filter
+/// (packed_filter_bytes), then, from the next multiple of 16 bytes, splits x N*P*Q x K fp32 partial sums
+/// laid out [split][pixel][channel] (the layout of conv2d_reduce_split's workspace). Otherwise the
+/// partial sums of the mma.sync split path that then runs (conv2d_reduce_split_workspace_bytes<T>(p,
+/// splits)). Example: ResNet-50 layer3 3x3, x (32, 256, 14, 14), K = 256, tf32, 2 splits: 2,359,296 bytes of
+/// packed filter + 2 x 6,272 x 256 x 4 = 12,845,056 bytes of partial sums.
+/// @return the size; 0 for an invalid problem, N = 0, splits outside [1, max_packed_k_splits<Policy,
+///   T>(p)], or a size that overflows int64.
+template <class Policy, class T>
+std::size_t packed_split_workspace_bytes(const conv2d_problem& p, int splits) {
+  static_assert(is_wgmma_policy_v<Policy>,
+                "convred: Policy must be a wgmma_policy<Math, ...>, e.g. convred::default_wgmma_policy<convred::math::tf32>::type");
+  if (validate(p, sizeof(T)) != status::success || p.y_elements() == 0) return 0;
+  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p);
+  if (!plan.served) return conv2d_reduce_split_workspace_bytes<T>(p, splits);
+  if (splits < 1 || splits > plan.k.kt) return 0;
+  return detail::packed_split_bytes(p, detail::packed_bytes<Policy>(plan), splits);
+}
+
+/// @brief conv2d_reduce_packed in partial ("split-K") mode, for layers with too few output tiles to fill
+/// the GPU (small batches, deep layers: ResNet-50 layer3 / layer4, VGG conv3, a U-Net bottleneck): the
+/// same wgmma kernel, with its work spread over (tile, GEMM_K split, channel pass) units, then the split
+/// path's fixup kernel. Same result semantics as conv2d_reduce_packed (y[n,0,p,q] = Op over k of
+/// e(bias[k] + conv2d(x, w)[n,k,p,q], k), argmin / argmax indices: lowest k on ties, first NaN).
+///
+/// The fused kernel runs each tile (tile_h m64 rows of 64 pixels x 128 channels, npass channel passes
+/// for K > 128, kt stages of block_c input channels per pass) on one SM, so with fewer tiles than SMs most
+/// SMs idle. Here:
+/// 1. kernel::conv2d_reduce_wgmma_kernel in partial mode (wgmma_conv_params::partial, ::splits; the same
+///    instantiation as the fused mode): tiles x splits x npass work units, one persistent block per SM (at
+///    most one per unit); unit (tile, z, pass) runs the pass's stages [first, last) of split_range(kt,
+///    splits, z) and stores its raw fp32 accumulators (no bias, no epilogue) to partial[z][m][pass * 128
+///    + c] for the tile's pixels inside the output and channels < K: every element of each split's M x K
+///    plane written exactly once;
+/// 2. kernel::conv2d_reduce_split_fixup_kernel (as conv2d_reduce_split): per pixel, up to 256 lanes over
+///    the K channels sum the `splits` partials in split order (IEEE fp32 adds), add bias[k], apply the
+///    epilogue, fold with Op, combine the lanes in a fixed order and write y (and indices).
+/// Deterministic (no atomics, fixed orders). Each split's sums are shorter fp32 accumulations than the
+/// fused kernel's (3xTF32: each stage still promoted with IEEE adds): the error stays within the math's
+/// documented bound (README "Precision").
+///
+/// The workspace holds the packed filter and the partial sums: pack_filter<Policy>(p, w, workspace,
+/// workspace_bytes) writes the filter at its start (once per filter); every call then overwrites the
+/// partial sums after it (packed_split_workspace_bytes): runs sharing a workspace must not overlap in
+/// time. Where the wgmma kernel does not serve p (packed_filter_bytes<Policy, T>(p) == 0), this is
+/// conv2d_reduce_split<Policy::fallback> on w with the whole workspace as its partial sums; where it serves
+/// p but x is not 16-byte aligned and the kernel would read it with TMA (stride 1 and W % 4 == 0), the
+/// same with the partial sums after the packed filter.
+/// @tparam Policy a wgmma_policy (or default_wgmma_policy<Math>::type)
+/// @param p               problem (conv2d_problem; PyTorch's conv2d semantics)
+/// @param x               device pointer, (N,C,H,W) elements of T in p.x_layout (the wgmma kernel: NCHW float)
+/// @param w               device pointer, (K, C/groups, R, S) elements (KCRS), used by the fallback
+/// @param workspace       device pointer, 16-byte aligned, of `workspace_bytes` bytes: the packed filter
+///   (pack_filter's output for this problem and these weights: not checked, a filter packed for other
+///   weights gives a wrong answer; read only) and the partial sums (overwritten, scratch)
+/// @param workspace_bytes size of `workspace`, at least packed_split_workspace_bytes<Policy, T>(p, splits)
+/// @param bias            device pointer to K elements, or nullptr for no bias
+/// @param y               device pointer, N*P*Q elements of T; may be nullptr only for index ops with indices
+/// @param indices         device pointer, N*P*Q int64 (argmin / argmax); must be nullptr for other ops
+/// @param splits          GEMM_K splits of each channel pass, in [1, max_packed_k_splits<Policy, T>(p)]
+///   (1: the channel passes alone are spread over SMs)
+/// @param op              reduction op (functional.cuh)
+/// @param epi             epilogue `V e(V, int k)` or `V e(V)`, run on the device in fp32 (by the fixup)
+/// @param stream          CUDA stream both kernels are launched on (asynchronous; nothing is synchronised)
+/// @return status::success after both launches (or for N = 0, with no launch); otherwise the first problem
+///   found, with nothing launched: validate(p)'s codes; indices_not_supported; invalid_argument (splits
+///   outside [1, kt]); null_pointer (x, w or workspace null, or both y and indices); misaligned_pointer (a
+///   pointer not aligned to its element type, the workspace not to 16 bytes); size_overflow (the workspace
+///   size overflows int64, or the fixup's grid is above 2^31 - 1 blocks); workspace_too_small
+///   (workspace_bytes below packed_split_workspace_bytes); overlapping_buffers (y, indices or the partial
+///   sums sharing a byte with x, w, the bias, the packed filter or each other); no_device; cuda_error (a
+///   CUDA error was pending, or the first launch failed: nothing launched, the error left pending; if the
+///   second launch fails, the first kernel, which writes only the partial sums, may have run). The
+///   fallbacks return conv2d_reduce_split's codes. Inputs (x, w, bias, the packed filter) are never
+///   modified.
+template <class Policy, class T, class Op, class Epilogue = epilogue::identity>
+status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* w, void* workspace,
+                                  std::size_t workspace_bytes, const nondeduced_t<T>* bias, T* y,
+                                  std::int64_t* indices, int splits, Op op = {}, Epilogue epi = {},
+                                  cudaStream_t stream = nullptr) {
+  static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
+  static_assert(is_wgmma_policy_v<Policy>,
+                "convred: Policy must be a wgmma_policy<Math, ...>, e.g. convred::default_wgmma_policy<convred::math::tf32>::type "
+                "(device::conv2d_reduce_plan picks a kernel and policy for any GPU and problem)");
+  if (status s = validate(p, sizeof(T)); s != status::success) return s;
+  if (status s = detail::pending_status(); p.y_elements() > 0 && s != status::success) return s;  // caller's error
+  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, Op>(p);
+  const std::size_t packed = detail::packed_bytes<Policy>(plan), off = detail::partial_offset(packed);
+  // the mma.sync split path, its partial sums after the packed filter (none when not served)
+  auto fallback = [&] {
+    void* part = workspace ? static_cast<unsigned char*>(workspace) + off : nullptr;
+    return conv2d_reduce_split<typename Policy::fallback>(p, x, w, bias, y, indices, part,
+                                                          workspace_bytes > off ? workspace_bytes - off : 0, splits,
+                                                          op, epi, stream);
+  };
+  if (!plan.served) return fallback();
+  if constexpr (!Op::has_index) {
+    if (indices) return status::indices_not_supported;
+  }
+  if (splits < 1 || splits > plan.k.kt) return status::invalid_argument;
+  // TMA reads x from a 16-byte aligned base: any other x (legal for float) takes the fallback too
+  if (!plan.k.gather && reinterpret_cast<std::uintptr_t>(x) % 16 != 0) return fallback();
+  if constexpr (std::is_same_v<T, float>) {
+    const std::int64_t ny = p.y_elements();
+    if (ny == 0) return status::success;
+    if (!x || !w || !workspace || (!y && !indices)) return status::null_pointer;
+    if (reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0) return status::misaligned_pointer;
+    const std::size_t need = detail::packed_split_bytes(p, packed, splits);
+    if (need == 0) return status::size_overflow;
+    if (workspace_bytes < need) return status::workspace_too_small;
+    int lanes = 1;  // threads per pixel in the fixup: the channels, up to a block (as conv2d_reduce_split)
+    while (lanes < kernel::split_fixup_threads && lanes < p.K) lanes *= 2;
+    const std::int64_t fixup_blocks = (ny * lanes + kernel::split_fixup_threads - 1) / kernel::split_fixup_threads;
+    float* partial = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) + off);
+    const detail::buffer_arg args[] = {
+        detail::input(x, p.x_elements()), detail::input(w, p.w_elements()), detail::input(bias, p.K),
+        detail::input(static_cast<const unsigned char*>(workspace), static_cast<std::int64_t>(packed)),
+        detail::output(y, ny), detail::output(indices, ny), detail::output(partial, std::int64_t(splits) * ny * p.K)};
+    if (status s = detail::check_buffers(args, fixup_blocks); s != status::success) return s;
+    block::wgmma_conv_params k = plan.k;
+    k.x = x, k.filter = workspace, k.bias = nullptr;  // the bias: the fixup's
+    k.partial = partial, k.splits = splits;
+    CUtensorMap x_map{};  // unused by the gathering producer
+    if (!k.gather && !detail::make_x_tensor_map<Policy>(x_map, x, k)) return fallback();  // the driver refused it
+    auto kern = k.gather ? kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, true>
+                         : kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, false>;
+    auto fixup_kern = kernel::conv2d_reduce_split_fixup_kernel<T, Op, Epilogue, float>;
+    const std::size_t smem = plan.smem_bytes;
+    if (status s = detail::check_device(kern, smem); s != status::success) return s;
+    if (status s = detail::check_device(fixup_kern); s != status::success) return s;
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      return status::cuda_error;
+    const std::int64_t units = k.tiles * splits * k.npass;
+    const std::int64_t grid = units < sms ? units : sms;
+    kern<<<static_cast<unsigned>(grid), Policy::threads, smem, stream>>>(x_map, k, op, epi, static_cast<float*>(nullptr),
+                                                                         static_cast<std::int64_t*>(nullptr));
+    if (status s = detail::launch_status(); s != status::success) return s;
+    fixup_kern<<<static_cast<unsigned>(fixup_blocks), kernel::split_fixup_threads, 0, stream>>>(
+        partial, splits, ny, static_cast<std::int32_t>(p.K), bias, op, epi, y, indices, lanes);
     return detail::launch_status();
   } else {
     return fallback();  // unreachable: only float is served

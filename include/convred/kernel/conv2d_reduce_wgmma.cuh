@@ -16,6 +16,7 @@
 #include "../block/reduce_epilogue.cuh"
 #include "../detail/tma.cuh"
 #include "../functional.cuh"
+#include "conv2d_reduce_split.cuh"
 
 namespace convred::kernel {
 
@@ -146,10 +147,16 @@ struct pipeline_state {
   __device__ void wait_full(std::uint64_t* bars) const { convred::detail::mbarrier_wait(&bars[slot], phase); }
 };
 
-/// @brief The persistent kernel's tile scheduler. The tiles (tile_rows x tile_cols output pixels) form an
-/// N x tiles_p x tiles_q grid, ordered q fastest, then p, then n; block b takes tiles b, b + G, b + 2G,
-/// ... (G = gridDim.x). The producer walks that sequence; cooperative consumers too, ping-pong consumer
-/// warpgroup g every second tile from its g-th.
+/// @brief The persistent kernel's work scheduler. The tiles (tile_rows x tile_cols output pixels) form an
+/// N x tiles_p x tiles_q grid, ordered q fastest, then p, then n. Fused mode: a work unit is a whole tile
+/// (its npass channel passes of kt stages each). Partial mode (wgmma_conv_params::partial): a work unit is
+/// (tile, GEMM_K split z, channel pass), tiles * splits * npass of them, ordered pass fastest, then z,
+/// then the tile, so that a tile's units are adjacent (blocks running them at the same time read the same
+/// patch, the same channels of x, from L2); split z of a pass covers its stages [first, last) of
+/// split_range(kt, splits, z). Either way a unit is a contiguous range of the packed filter's slices
+/// (slice = pass * kt + stage): [0, npass * kt) fused, [pass * kt + first, pass * kt + last) partial.
+/// Block b takes units b, b + G, b + 2G, ... (G = gridDim.x). The producer walks that sequence;
+/// cooperative consumers too, ping-pong consumer warpgroup g every second unit from its g-th.
 struct tile_scheduler {
   /// Where a tile lies.
   struct coord {
@@ -157,18 +164,44 @@ struct tile_scheduler {
     std::int64_t tp;  ///< tile row: output rows tp * tile_rows ...
     std::int64_t tq;  ///< tile column: output columns tq * tile_cols ...
   };
-  std::int64_t tiles;    ///< tiles in all (N * tiles_p * tiles_q)
+  std::int64_t units;    ///< work units in all: tiles (fused), tiles * splits * npass (partial)
   std::int64_t tiles_p;  ///< tile rows per image
   std::int64_t tiles_q;  ///< tile columns per image
-  /// The tile grid of the kernel's parameters.
+  std::int32_t per_tile; ///< units per tile: 1 (fused), splits * npass (partial)
+  std::int32_t npass;    ///< channel passes per tile
+  std::int32_t kt;       ///< stages per pass
+  std::int32_t splits;   ///< GEMM_K splits per pass (partial mode)
+  bool partial;          ///< partial mode
+  /// The work of the kernel's parameters.
   __device__ explicit tile_scheduler(const block::wgmma_conv_params& p)
-      : tiles(p.tiles), tiles_p(p.tiles_p), tiles_q(p.tiles_q) {}
-  /// This block's tile number `skip` (its first when 0); done when >= tiles.
-  __device__ std::int64_t first(int skip = 0) const { return blockIdx.x + skip * std::int64_t(gridDim.x); }
-  /// This block's tile `every` tiles after `tile`.
-  __device__ std::int64_t next(std::int64_t tile, int every = 1) const { return tile + every * std::int64_t(gridDim.x); }
-  /// Where `tile` lies.
-  __device__ coord decode(std::int64_t tile) const {
+      : units(p.partial ? p.tiles * p.splits * p.npass : p.tiles),
+        tiles_p(p.tiles_p),
+        tiles_q(p.tiles_q),
+        per_tile(p.partial ? p.splits * p.npass : 1),
+        npass(p.npass),
+        kt(p.kt),
+        splits(p.splits),
+        partial(p.partial != nullptr) {}
+  /// This block's first unit; done when >= units.
+  __device__ std::int64_t first() const { return blockIdx.x; }
+  /// This block's unit after `unit`.
+  __device__ std::int64_t next(std::int64_t unit) const { return unit + std::int64_t(gridDim.x); }
+  /// The packed filter slices [first, last) of `unit` (see the struct comment).
+  __device__ void slices(std::int64_t unit, int& first, int& last) const {
+    if (!partial) {
+      first = 0, last = npass * kt;
+      return;
+    }
+    const int r = static_cast<int>(unit % per_tile), z = r / npass, pass = r - z * npass;
+    std::int32_t a, b;
+    split_range(kt, splits, z, a, b);
+    first = pass * kt + a, last = pass * kt + b;
+  }
+  /// The GEMM_K split of `unit` (0 in fused mode).
+  __device__ int split_of(std::int64_t unit) const { return static_cast<int>(unit % per_tile) / npass; }
+  /// Where the tile of `unit` lies.
+  __device__ coord decode(std::int64_t unit) const {
+    const std::int64_t tile = per_tile == 1 ? unit : unit / per_tile;
     coord c;
     c.tq = tile % tiles_q;
     const std::int64_t rest = tile / tiles_q;
@@ -239,9 +272,11 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
   pipeline_state st(prm.stages), rs(Policy::raw_stages);
   if constexpr (Gather) {
     if (pt == 0 && prm.resident_bytes) loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
-    for (std::int64_t tile = sched.first(); tile < sched.tiles; tile = sched.next(tile)) {
-      const tile_scheduler::coord t = sched.decode(tile);
-      for (int sl = 0; sl < prm.npass * prm.kt; ++sl, st.advance()) {  // slice sl: channel pass sl / kt
+    for (std::int64_t unit = sched.first(); unit < sched.units; unit = sched.next(unit)) {
+      const tile_scheduler::coord t = sched.decode(unit);
+      int first, last;
+      sched.slices(unit, first, last);
+      for (int sl = first; sl < last; ++sl, st.advance()) {  // slice sl: channel pass sl / kt
         unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
         CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
         if (pt == 0 && !prm.resident_bytes) loader::copy_filter(stage, &tail.full[st.slot], prm, sl);
@@ -259,11 +294,13 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
     return;
   }
   if (pt >= 2 && pt < 32) return;
-  for (std::int64_t tile = sched.first(); tile < sched.tiles; tile = sched.next(tile)) {
-    const tile_scheduler::coord t = sched.decode(tile);
+  for (std::int64_t unit = sched.first(); unit < sched.units; unit = sched.next(unit)) {
+    const tile_scheduler::coord t = sched.decode(unit);
     const int h0 = static_cast<int>(t.tp) * prm.tile_rows - prm.pad_h;
     const int w0 = static_cast<int>(t.tq) * prm.tile_cols - prm.pad_w - prm.col_shift;
-    for (int sl = 0; sl < prm.npass * prm.kt; ++sl, st.advance()) {  // slice sl: channel pass sl / kt
+    int first, last;
+    sched.slices(unit, first, last);
+    for (int sl = first; sl < last; ++sl, st.advance()) {  // slice sl: channel pass sl / kt
       const int kt = sl % prm.kt;                                      // stage kt of the pass
       unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
       if (pt == 1) {  // the filter copier: as soon as the consumers release the stage
@@ -293,22 +330,25 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
 
 /// @brief A consumer warpgroup's work: per stage one commit group of wgmmas (block::conv_mainloop_wgmma),
 /// the stage released when the next stage's group is issued and its own has completed (3xTF32: when
-/// run_stage returns, the stage complete); per channel pass of 128 output channels (npass of them, K >
-/// 128), the epilogue e(acc + bias[k], k) folded into the pixels' reduction states in registers
+/// run_stage returns, the stage complete); the first stage of each pass of a unit starts the accumulators
+/// (scale-d = 0). Fused mode: per channel pass of 128 output channels (npass of them, K > 128), the
+/// epilogue e(acc + bias[k], k) folded into the pixels' reduction states in registers
 /// (block::reduce_epilogue::fold), which carry over to the next pass; per tile, the reduction across the
-/// lanes in warp shuffles (finish) and y and indices written once. Cooperative: both warpgroups consume
-/// every tile of the block; ping-pong: warpgroup g the block's tiles g, g + 2, ... (its stages at ring
-/// positions i * npass * kt ..., the other warpgroup's skipped), the two taking turns at issuing their
-/// mainloops (order[]): a warpgroup starts tile i's mainloop once the other has issued tile i - 1's, so
-/// it never waits on a stage barrier more than one phase ahead (the parity waits would alias) and its
-/// epilogue runs under the other's wgmmas.
+/// lanes in warp shuffles (finish) and y and indices written once. Partial mode (prm.partial): a unit is
+/// one pass's GEMM_K range, and at its end the raw accumulators go to partial[z][m][pass * 128 + c]
+/// (conv_mainloop_wgmma::store_raw: pixels inside the output, channels < K). Cooperative: both
+/// warpgroups consume every unit of the block; ping-pong: warpgroup g the block's units g, g + 2, ... (its
+/// stages at the ring positions after the stages of the units before it, the other warpgroup's
+/// skipped), the two taking turns at issuing their mainloops (order[]): a warpgroup starts unit i's
+/// mainloop once the other has issued unit i - 1's, so it never waits on a stage barrier more than one
+/// phase ahead (the parity waits would alias) and its epilogue runs under the other's wgmmas.
 template <class Policy, class Op, class Epilogue, bool Gather>
 __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, const wgmma_smem<Policy, Op>& sm,
                                         const tile_scheduler& sched, Op op, Epilogue epi, float* y,
                                         std::int64_t* indices, exp_clock_counts& clk) {
   using mainloop = block::conv_mainloop_wgmma<Policy>;
   using epilogue_t = block::reduce_epilogue<mainloop, Op, false>;  // states in registers
-  constexpr int step = Policy::pingpong ? 2 : 1, BN = Policy::block_n;
+  constexpr int BN = Policy::block_n;
   auto& tail = sm.tail;
   epilogue_t red(tail.reduce, op);
   pipeline_state st(prm.stages);
@@ -317,11 +357,19 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
   if (prm.resident_bytes) convred::detail::mbarrier_wait(&tail.filter_full, 0);
   // the bias: the block's copy of the first 128 channels, or (several passes) read where it lies
   const float* bias = prm.bias ? (prm.npass == 1 ? tail.bias : prm.bias) : nullptr;
-  const int wg = static_cast<int>(threadIdx.x) / 128, first_i = Policy::pingpong ? wg : 0;
-  for (std::int64_t i = first_i, tile = sched.first(first_i); tile < sched.tiles; i += step, tile = sched.next(tile, step)) {
+  const int wg = static_cast<int>(threadIdx.x) / 128;
+  std::int64_t pos = 0;  // ping-pong: ring position of the next unit's first stage
+  for (std::int64_t i = 0, unit = sched.first(); unit < sched.units; ++i, unit = sched.next(unit)) {
+    int first, last;
+    sched.slices(unit, first, last);
     if (Policy::pingpong) {
+      if ((i & 1) != wg) {  // the other warpgroup's unit: skip its stages
+        pos += last - first;
+        continue;
+      }
       if (i > 0) convred::detail::mbarrier_wait(&tail.order[wg], static_cast<std::uint32_t>(((i - 1) / 2) & 1));
-      st.seek(i * prm.npass * prm.kt);
+      st.seek(pos);
+      pos += last - first;
     }
 #ifdef CONVRED_EXP_CLOCKS
     const long long tile_t0 = clock64();
@@ -331,16 +379,21 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
 #pragma unroll
     for (int r = 0; r < mainloop::TM; ++r) state[r] = Op::template identity<float>();
     tile_scheduler::coord t{};
-    for (int pass = 0; pass < prm.npass; ++pass) {
-      for (int kt = 0; kt < prm.kt; ++kt, st.advance()) {
+    // the tile pixel (row * 64 + column) -> output pixel m, or -1 outside the output
+    auto pixel = [&](int px) {
+      const std::int64_t p = t.tp * prm.tile_rows + px / prm.tile_cols, q = t.tq * prm.tile_cols + px % prm.tile_cols;
+      return p < prm.P && q < prm.Q ? (t.n * prm.P + p) * prm.Q + q : std::int64_t(-1);
+    };
+    for (int sl = first; sl < last;) {  // one channel pass (partial mode: one pass's GEMM_K range)
+      const int pass = sl / prm.kt, pass_end = min(last, (pass + 1) * prm.kt);
+      for (int s = sl; s < pass_end; ++s, st.advance()) {
         CONVRED_EXP_TIME(1, st.wait_full(tail.full));
 #ifndef CONVRED_EXP_NOMMA
         const unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
-        const unsigned char* filter =
-            prm.resident_bytes ? sm.base + static_cast<std::int64_t>(pass * prm.kt + kt) * prm.b_bytes : stage;
-        mainloop::template run_stage<Gather>(filter, stage + prm.a_offset, d, kt == 0, prm);
+        const unsigned char* filter = prm.resident_bytes ? sm.base + static_cast<std::int64_t>(s) * prm.b_bytes : stage;
+        mainloop::template run_stage<Gather>(filter, stage + prm.a_offset, d, s == sl, prm);
 #else
-        if (kt == 0)
+        if (s == sl)
           for (int e = 0; e < 64; ++e) d[0][e] = d[1][e] = 0.f;
 #endif
         if constexpr (mainloop::promotes) {  // the stage has completed: release it now
@@ -351,32 +404,39 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
         if (prev >= 0) convred::detail::mbarrier_arrive(&tail.empty[prev]);
         prev = st.slot;
       }
-      const bool last = pass + 1 == prm.npass;
-      if (Policy::pingpong && last) convred::detail::mbarrier_arrive(&tail.order[wg ^ 1]);  // the other's turn
-      if (last) t = sched.decode(tile);  // worked out while the last wgmmas run
+      const bool done = pass_end == last;
+      if (Policy::pingpong && done) convred::detail::mbarrier_arrive(&tail.order[wg ^ 1]);  // the other's turn
+      if (done) t = sched.decode(unit);  // worked out while the last wgmmas run
       warpgroup::wait<0>();
       mainloop::fence_acc(d);
 #ifdef CONVRED_EXP_CLOCKS
-      if (last) clk.c[0] += clock64() - tile_t0;
+      if (done) clk.c[0] += clock64() - tile_t0;
 #endif
       if constexpr (!mainloop::promotes) convred::detail::mbarrier_arrive(&tail.empty[prev]);
       prev = -1;
-      // the pass complete: its 128 channels folded into the states
-      float acc[mainloop::TM][mainloop::TN];
-      mainloop::to_tile(d, acc);
       const int k0 = pass * BN;
-      CONVRED_EXP_TIME(2, red.fold(acc, bias, epi, k0, min(BN, prm.K - k0), mainloop::tile_n, state));
+      if (prm.partial) {  // partial mode (one pass per unit: done): the raw sums of split z
+        const std::int64_t plane = prm.N * prm.P * prm.Q * prm.K;
+        CONVRED_EXP_TIME(3, mainloop::store_raw(d, prm.partial + sched.split_of(unit) * plane + k0, prm.K,
+                                                min(BN, prm.K - k0), prm.K % 2 == 0, pixel));
+      } else {  // the pass complete: its 128 channels folded into the states
+        float acc[mainloop::TM][mainloop::TN];
+        mainloop::to_tile(d, acc);
+        CONVRED_EXP_TIME(2, red.fold(acc, bias, epi, k0, min(BN, prm.K - k0), mainloop::tile_n, state));
+      }
+      sl = pass_end;
     }
-    const std::int64_t p0 = t.tp * prm.tile_rows, q0 = t.tq * prm.tile_cols;
-    CONVRED_EXP_TIME(3, red.finish(state, y, indices, prm.K, mainloop::tile_m, [&](int px) {
-      const std::int64_t p = p0 + px / prm.tile_cols, q = q0 + px % prm.tile_cols;
-      return p < prm.P && q < prm.Q ? (t.n * prm.P + p) * prm.Q + q : std::int64_t(-1);
-    }));
+    if (!prm.partial) CONVRED_EXP_TIME(3, red.finish(state, y, indices, prm.K, mainloop::tile_m, pixel));
   }
 }
 
-/// @brief Persistent fused kernel: block b computes the tiles tile_scheduler gives it (tile_h x 64 output
-/// pixels; cooperative: both consumer warpgroups on each tile; ping-pong: the warpgroups take turns).
+/// @brief Persistent fused kernel: block b computes the work units tile_scheduler gives it (tiles of tile_h x
+/// 64 output pixels; cooperative: both consumer warpgroups on each unit; ping-pong: the warpgroups take
+/// turns). Fused mode (prm.partial null): y (and indices) written, a unit per tile. Partial mode
+/// (prm.partial set, prm.splits GEMM_K splits, prm.bias null): a unit per (tile, split, channel pass), the
+/// raw accumulators written to prm.partial ([z][m][k], see wgmma_conv_params::partial) and y, indices,
+/// op and epi unused; kernel::conv2d_reduce_split_fixup_kernel finishes the job (device::conv2d_reduce_packed_split).
+/// The mode is a run-time parameter: the same instantiation serves both.
 /// Warpgroup 2 produces (produce; its registers lowered with setmaxnreg), warpgroups 0-1 consume
 /// (consume). Synchronisation is by mbarriers only (no block-wide barrier after the set-up).
 /// Diagnosis builds only (bench/wgmma_stages.cu, bench/NOTES.md): `-DCONVRED_EXP_CLOCKS` counts cycles per
