@@ -54,7 +54,16 @@ void same_as_direct(const char* label, const conv2d_problem& p, std::uint64_t se
   status s = status::success;
   using PlanT = conv2d_reduce_plan<T, Math>;
   if constexpr (!std::is_same_v<typename PlanT::kernel_math_t, math::ieee>) {
-    if (plan.kernel() == kernel_kind::wgmma) {
+    if (plan.kernel() == kernel_kind::wgmma && plan.k_splits() > 0) {  // the wgmma kernel's partial mode
+      using P = typename PlanT::wgmma_policy_t;
+      const std::size_t bytes = convred::device::packed_split_workspace_bytes<P, T>(p, plan.k_splits());
+      REQUIRE(bytes == plan.workspace_bytes());
+      thrust::device_vector<unsigned char> ws(bytes);
+      REQUIRE(convred::device::pack_filter<P>(p, craw(dw), raw(ws), bytes) == status::success);
+      s = convred::device::conv2d_reduce_packed_split<P>(p, craw(dx), craw(dw), raw(ws), bytes, craw(db), raw(y2),
+                                                         Op::has_index ? raw(i2) : nullptr, plan.k_splits(), op, e);
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    } else if (plan.kernel() == kernel_kind::wgmma) {
       using P = typename PlanT::wgmma_policy_t;
       const std::size_t bytes = convred::device::packed_filter_bytes<P, T>(p);
       thrust::device_vector<unsigned char> packed(bytes);
@@ -90,14 +99,30 @@ TEST_CASE("conv2d_reduce_plan: the kernel the device rules pick, same result as 
   require_gpu();
   const convred::device::device_info dev = convred::device::device_info::current();
   const conv2d_problem served = make_problem(2, 9, 10, 40, 65, 3, 3, 1, 1);       // the wgmma kernel's shape
-  const conv2d_problem k_large = make_problem(1, 40, 6, 8, 130, 3, 3, 1, 1);  // K > 128, 2 tiles, C*R*S > 256: mma.sync
+  // K > 128, 1 tile of 2 passes: on an H200 the wgmma kernel's partial mode (tf32, bf16) or the mma.sync split (tf32x3)
+  const conv2d_problem k_large = make_problem(1, 40, 6, 8, 130, 3, 3, 1, 1);
   const conv2d_problem nhwc = make_problem(2, 7, 11, 13, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, layout::nhwc);
   const conv2d_problem deep = make_problem(1, 64, 7, 7, 256, 3, 3, 1, 1);  // 49 pixels: the split path
   {
     conv2d_reduce_plan<float, math::tf32> plan(served);
     const bool hopper = dev.cc_major == 9 && dev.cc_minor == 0 && dev.wgmma_image;
     CHECK(plan.kernel() == (hopper ? kernel_kind::wgmma : kernel_kind::mma_sync));
-    CHECK(conv2d_reduce_plan<float, math::tf32>(k_large).kernel() == kernel_kind::mma_sync);
+    {
+      conv2d_reduce_plan<float, math::tf32> large(k_large);
+      CAPTURE(large.description());
+      CHECK(large.kernel() == (hopper ? kernel_kind::wgmma : kernel_kind::mma_sync));
+      if (hopper) {  // the wgmma kernel's partial mode: as choose_wgmma_splits says for this device's SM count
+        using P = conv2d_reduce_plan<float, math::tf32>::wgmma_policy_t;
+        convred::block::wgmma_conv_params k;
+        std::size_t smem = 0;
+        REQUIRE(convred::block::conv_mainloop_wgmma<P>::make_params(
+            k_large, convred::device::detail::wgmma_tail_bytes<P, op::argmin>(), convred::device::detail::max_smem_per_block, k,
+            smem));
+        const int splits = convred::device::choose_wgmma_splits<P>(k_large, k, dev.sm_count).splits;
+        CHECK(large.k_splits() == splits);
+        CHECK(splits > 0);
+      }
+    }
     CHECK(conv2d_reduce_plan<float, math::ieee>(served).kernel() == kernel_kind::simt);
     CHECK(conv2d_reduce_plan<float>(served).kernel() == (hopper ? kernel_kind::wgmma : kernel_kind::mma_sync));
     // few pixels: split as choose_k_splits says for this device's SM count
@@ -121,17 +146,27 @@ TEST_CASE("conv2d_reduce_plan: the kernel the device rules pick, same result as 
   }
 }
 
-TEST_CASE("conv2d_reduce_plan from a device_info: prepare accepts a device where the time model chose mma.sync") {
+TEST_CASE("conv2d_reduce_plan from a device_info: prepare accepts a device where the time model chose a split") {
   require_gpu();
-  // K > 128 on 2 tiles: the wgmma kernel would serve it, the plan's time model picks the split mma.sync
-  // path; prepare on the current device (described with its SM count) must accept that choice
+  // K > 128 on 1 tile: the wgmma kernel would serve it fused; the plan's time model picks a split (the
+  // wgmma kernel's partial mode for tf32 on an H200, the mma.sync split for tf32x3, or off Hopper); prepare
+  // on the current device (described with its SM count) must accept that choice
   const conv2d_problem p = make_problem(1, 40, 6, 8, 130, 3, 3, 1, 1);
   const convred::device::device_info dev = convred::device::device_info::current();
-  conv2d_reduce_plan<float, math::tf32> plan(p, dev);
-  CAPTURE(plan.description());
-  REQUIRE(plan.state() == status::success);
   thrust::device_vector<float> w(static_cast<std::size_t>(p.w_elements()), 1.f);
-  CHECK(plan.prepare(craw(w)) == status::success);
+  {
+    conv2d_reduce_plan<float, math::tf32> plan(p, dev);
+    CAPTURE(plan.description());
+    REQUIRE(plan.state() == status::success);
+    CHECK(plan.k_splits() > 0);
+    CHECK(plan.prepare(craw(w)) == status::success);
+  }
+  {
+    conv2d_reduce_plan<float, math::tf32x3> plan(p, dev);
+    CAPTURE(plan.description());
+    REQUIRE(plan.state() == status::success);
+    CHECK(plan.prepare(craw(w)) == status::success);
+  }
 }
 
 TEST_CASE("conv2d_reduce_plan: prepare errors and re-preparing") {
@@ -292,5 +327,44 @@ TEST_CASE("conv2d_reduce_plan split: prepare checks the workspace, owned and bor
   // against float64 through the split entry point's own check
   check_scaled<split_entry<conv2d_reduce_plan<float, math::tf32>::mma_sync_policy_t, 3>, float>("plan-sized split", p,
                                                                                                9501, op::argmin{});
+}
+
+TEST_CASE("conv2d_reduce_plan wgmma split: prepare checks the whole workspace, owned and borrowed workspaces agree") {
+  require_gpu();
+  const conv2d_problem p = make_problem(1, 40, 6, 8, 130, 3, 3, 1, 1);  // 1 tile, 2 passes: split on an H200
+  conv2d_reduce_plan<float, math::tf32> plan(p);
+  CAPTURE(plan.description());
+  REQUIRE(plan.state() == status::success);
+  if (plan.kernel() != kernel_kind::wgmma || plan.k_splits() == 0) {
+    MESSAGE("not an sm_90a device with the wgmma kernel's partial mode chosen: nothing to check");
+    return;
+  }
+  using P = conv2d_reduce_plan<float, math::tf32>::wgmma_policy_t;
+  const std::size_t need = plan.workspace_bytes(), packed = convred::device::packed_filter_bytes<P, float>(p);
+  REQUIRE(need == convred::device::packed_split_workspace_bytes<P, float>(p, plan.k_splits()));
+  REQUIRE(need > packed);
+  const auto d = make_data<float>(p, 9600, data_kind::real);
+  auto dx = test::to_device(d.x);
+  auto dw = test::to_device(d.w);
+  auto db = test::to_device(d.b);
+  thrust::device_vector<unsigned char> lent(need + 16, static_cast<unsigned char>(0xFF));
+  CHECK(plan.prepare(craw(dw), nullptr, need) == status::null_pointer);
+  CHECK(plan.prepare(craw(dw), raw(lent), packed) == status::workspace_too_small);  // the packed filter's room only
+  CHECK(plan.prepare(craw(dw), raw(lent), need - 4) == status::workspace_too_small);
+  CHECK(plan.prepare(craw(dw), raw(lent) + 4, need) == status::misaligned_pointer);
+  CHECK(plan.prepare(craw(dw), const_cast<float*>(craw(dw)), need) == status::overlapping_buffers);
+  const std::size_t ny = static_cast<std::size_t>(p.y_elements());
+  thrust::device_vector<float> y1(ny), y2(ny);
+  thrust::device_vector<std::int64_t> i1(ny), i2(ny);
+  test::poison(y1), test::poison(y2), test::poison(i1), test::poison(i2);
+  REQUIRE(plan.prepare(craw(dw), raw(lent), need) == status::success);  // borrowed, poisoned (NaN partials)
+  REQUIRE(plan.run(craw(dx), craw(db), raw(y1), raw(i1), op::argmin{}) == status::success);
+  REQUIRE(plan.prepare(craw(dw)) == status::success);  // owned
+  REQUIRE(plan.run(craw(dx), craw(db), raw(y2), raw(i2), op::argmin{}) == status::success);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  const auto a = test::to_host(y1), b = test::to_host(y2);
+  CHECK(test::count_nan(a) == 0);
+  CHECK(bytes_equal(a, b));
+  CHECK(test::to_host(i1) == test::to_host(i2));
 }
 }  // TEST_SUITE("gpu")

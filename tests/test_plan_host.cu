@@ -185,8 +185,12 @@ TEST_CASE("conv2d_reduce_plan: shapes the wgmma kernel does not serve name the r
     k256.N = 1, k256.H = k256.W = 32;  // 4 tiles (8 x 30 of 8 x 32)
     conv2d_reduce_plan<float, math::tf32> few(k256, sms);
     CAPTURE(few.description());
-    CHECK(few.kernel() == kernel_kind::mma_sync);
-    CHECK(has(few.description(), "too few tiles to fill the GPU"));
+    // the wgmma kernel's partial mode: 4 tiles x 2 passes x 4 GEMM_K ranges of the 8 stages
+    CHECK(few.kernel() == kernel_kind::wgmma);
+    CHECK(few.k_splits() == 4);
+    CHECK(has(few.description(), "split into 4 GEMM_K ranges"));
+    // packed filter (2 passes x 8 stages x 9 taps x 128 x 8 x 4 bytes), then 4 x 900 pixels x 256 x 4 bytes
+    CHECK(few.workspace_bytes() == 589824u + 4u * 900u * 256u * 4u);
   }
   // many tiles but no split on the mma.sync side (2 * pixel tiles >= SMs): the wgmma kernel, whatever
   // the time model says about a split that would not happen
@@ -212,6 +216,111 @@ TEST_CASE("conv2d_reduce_plan: shapes the wgmma kernel does not serve name the r
   proj.R = proj.S = 1, proj.C = 128, proj.K = 128;
   conv2d_reduce_plan<float, math::tf32> one(proj, h100);
   CHECK(one.kernel() == kernel_kind::wgmma);
+}
+
+TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for layers with few tiles (132-SM H200)") {
+  device_info h200 = h100;
+  h200.sm_count = 132;
+  auto layer = [](std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t K, std::int64_t R, std::int64_t pad,
+                  std::int64_t stride) {
+    conv2d_problem p;
+    p.N = N, p.C = C, p.H = p.W = H, p.K = K, p.R = p.S = R, p.pad_h = p.pad_w = pad, p.stride_h = p.stride_w = stride;
+    return p;
+  };
+  // the workspace of a wgmma split plan, worked out here: the packed filter (npass x ceil(C / block_c) x
+  // parts x R S x 128 x block_c x element bytes), rounded up to 16 bytes, then splits x N P Q x K floats
+  auto wgmma_split_bytes = [](const conv2d_problem& p, std::size_t block_c, std::size_t parts, std::size_t elem, int splits) {
+    const std::size_t npass = static_cast<std::size_t>((p.K + 127) / 128),
+                      kt = static_cast<std::size_t>(p.C) / block_c + (static_cast<std::size_t>(p.C) % block_c != 0);
+    const std::size_t packed = npass * kt * parts * static_cast<std::size_t>(p.R * p.S) * 128u * block_c * elem;
+    return (packed + 15) / 16 * 16 + static_cast<std::size_t>(splits) * static_cast<std::size_t>(p.gemm_m() * p.K) * 4u;
+  };
+  struct row {
+    const char* name;
+    conv2d_problem p;
+    int tf32, bf16, accurate;  ///< the wgmma kernel's GEMM_K splits per math; 0: fused wgmma; -1: not wgmma
+  };
+  const row rows[] = {
+      // ResNet-50 layer3 3x3 at batch 32: 32 tiles of 16 x 16 (one 14 x 14 image each, x gathered: W % 4 != 0),
+      // 2 passes: 32 x 2 x 2 = 128 units in one wave
+      {"ResNet-50 layer3 3x3 n32", layer(32, 256, 14, 256, 3, 1, 1), 2, 2, 2},
+      // VGG-16 conv3 at batch 1: 14 tiles of 4 x 64, 2 passes: 14 x 2 x 4 = 112 units
+      {"VGG-16 conv3 n1", layer(1, 256, 56, 256, 3, 1, 1), 4, 4, 4},
+      // U-Net bottleneck at batch 1: 8 tiles of 4 x 64 (32 of 64 columns used), 8 passes: 8 x 8 x 2 = 128 units
+      {"U-Net bottleneck n1", layer(1, 512, 32, 1024, 3, 1, 1), 2, 2, 2},
+      // ... at batch 32: 256 tiles, more than the SMs: the fused kernel
+      {"U-Net bottleneck n32", layer(32, 512, 32, 1024, 3, 1, 1), 0, 0, 0},
+      // ResNet-50 layer4 3x3 at batch 32: 7 x 7 images in 16 x 16 tiles (49 of 256 pixels used), x gathered:
+      // the mma.sync split is estimated faster than any wgmma mode
+      {"ResNet-50 layer4 3x3 n32", layer(32, 512, 7, 512, 3, 1, 1), -1, -1, -1},
+      // ResNet-50 layer3.0 projection, 1x1 stride 2: x gathered with one tap per stage, not served
+      {"ResNet-50 layer3.0 1x1/2 n32", layer(32, 512, 28, 1024, 1, 0, 2), -1, -1, -1},
+      // ResNet-50 layer3 3x3 at batch 1: 1 tile x 2 passes x up to kt (32 tf32 / 16 bf16) ranges
+      {"ResNet-50 layer3 3x3 n1", layer(1, 256, 14, 256, 3, 1, 1), 32, 16, 32},
+      // the seed: 16,384 tiles, unsplit
+      {"seed", seed(), 0, 0, 0},
+  };
+  for (const row& r : rows) {
+    CAPTURE(r.name);
+    auto check = [&](auto plan, int splits, std::size_t block_c, std::size_t parts, std::size_t elem) {
+      CAPTURE(plan.description());
+      CHECK(plan.state() == status::success);
+      if (splits < 0) {
+        CHECK(plan.kernel() == kernel_kind::mma_sync);
+        return;
+      }
+      CHECK(plan.kernel() == kernel_kind::wgmma);
+      CHECK(plan.k_splits() == splits);
+      if (splits == 0) {
+        CHECK_FALSE(has(plan.description(), "split"));
+        CHECK(plan.workspace_bytes() == wgmma_split_bytes(r.p, block_c, parts, elem, 0));
+        return;
+      }
+      CHECK(has(plan.description(), ("split into " + std::to_string(splits) + " GEMM_K range").c_str()));
+      CHECK(plan.workspace_bytes() == wgmma_split_bytes(r.p, block_c, parts, elem, splits));
+      CHECK(has(plan.description(), (std::to_string(plan.workspace_bytes()) + "-byte workspace").c_str()));
+    };
+    check(conv2d_reduce_plan<float, math::tf32>(r.p, h200), r.tf32, 8, 1, 4);
+    check(conv2d_reduce_plan<float, math::bf16>(r.p, h200), r.bf16, 16, 1, 2);
+    check(conv2d_reduce_plan<float>(r.p, h200), r.accurate, 8, 2, 4);  // math::accurate: tf32x3
+  }
+  // the workspace of the first row, by hand: 2 x 32 x 9 x 128 x 8 x 4 = 2,359,296 bytes of packed filter, then
+  // 2 x 6,272 x 256 x 4 = 12,845,056 bytes of partial sums
+  CHECK(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h200).workspace_bytes() == 15204352u);
+  // the projection keeps its reason; layer4 at batch 32 names the time model's
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[5].p, h200).description(), "1x1 filter with x gathered"));
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[4].p, h200).description(), "too few tiles to fill the GPU"));
+  // without an SM count (a device_info without one) the plan never splits
+  CHECK(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h100).k_splits() == 0);
+  CHECK(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h100).kernel() == kernel_kind::wgmma);
+}
+
+TEST_CASE("choose_wgmma_splits: the wave model") {
+  using P = convred::default_wgmma_policy<math::tf32>::type;
+  conv2d_problem p;  // ResNet-50 layer3 3x3, batch 32
+  p.N = 32, p.C = 256, p.H = p.W = 14, p.K = 256, p.R = p.S = 3, p.pad_h = p.pad_w = 1;
+  convred::block::wgmma_conv_params k;
+  std::size_t smem = 0;
+  REQUIRE(convred::block::conv_mainloop_wgmma<P>::make_params(p, convred::device::detail::wgmma_tail_bytes<P, convred::op::argmin>(),
+                                                              convred::device::detail::max_smem_per_block, k, smem));
+  REQUIRE(k.tiles == 32);
+  REQUIRE(k.npass == 2);
+  REQUIRE(k.kt == 32);
+  REQUIRE(k.gather == 1);  // W = 14
+  const auto e = convred::device::choose_wgmma_splits<P>(p, k, 132);
+  // a pass: 2 x 256 x 128 x 2304 FLOP at 3e12 / 2 (gathered) = 100.7 us; fused: 1 wave of 2 passes
+  CHECK(e.fused_s == doctest::Approx(2 * 2.0 * 256 * 128 * 2304 / 1.5e12));
+  // 2 splits: 128 units, 1 wave of 16 of 32 stages, + 2 x 2 x 6272 x 256 x 4 bytes at 3e12 B/s + 5 us
+  CHECK(e.splits == 2);
+  CHECK(e.units == 128);
+  CHECK(e.split_s == doctest::Approx(2.0 * 256 * 128 * 2304 / 1.5e12 / 2 + 2.0 * 2 * 6272 * 256 * 4 / 3e12 + 5e-6));
+  CHECK(e.split_s < e.fused_s);
+  // no SM count: fused; the GPU filled (132 tiles or more): fused
+  CHECK(convred::device::choose_wgmma_splits<P>(p, k, 0).splits == 0);
+  CHECK(convred::device::choose_wgmma_splits<P>(p, k, 32).splits == 0);
+  // a workspace limit below two splits' partial sums (2 x 6.4 MB): at most one split (the passes alone)
+  CHECK(convred::device::choose_wgmma_splits<P>(p, k, 132, 1.0, 7u << 20).splits == 1);
+  CHECK(convred::device::choose_wgmma_splits<P>(p, k, 132, 1.0, 1u << 20).splits == 0);
 }
 
 TEST_CASE("conv2d_reduce_plan: errors before any CUDA call") {

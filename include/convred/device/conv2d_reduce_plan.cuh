@@ -71,6 +71,86 @@ struct device_info {
   }
 };
 
+/// @name The planner's time model of the wgmma kernel (conv2d_reduce_plan)
+/// Rough rates of the H200 (bench/NOTES.md, sessions 6-8), for choosing between the wgmma kernel fused,
+/// the wgmma kernel in partial (split-K) mode (choose_wgmma_splits) and the mma.sync split path
+/// (choose_k_splits) on problems whose tiles are too few to fill the GPU. Times are estimates for
+/// comparisons, not predictions to the microsecond. The partial sums' traffic and the fixup's fixed
+/// cost are the split path's: split_workspace_bytes_per_s, split_fixed_seconds (conv2d_reduce_split.cuh).
+/// @{
+/// wgmma kernel, FLOP/s per SM under TF32, every computed pixel counted (a tile's tile_h x 64 pixels, the
+/// dropped columns of narrow tiles and rows past P included): the seed's sustained rate, 609 GFLOP in
+/// 1.63 ms on 132 SMs = 2.8 TFLOP/s per SM (session 8).
+inline constexpr double plan_wgmma_flops_per_sm = 3.0e12;
+/// The wgmma kernel with x gathered by the producer threads (stride 2, W % 4 != 0): its plain loads are
+/// slower than TMA, counted as this factor on the time (with a 1x1 filter, one tap per stage, the producer
+/// cannot keep up at all: the planner then takes the mma.sync kernel).
+inline constexpr double plan_wgmma_gather_slowdown = 2.0;
+/// mma.sync split path (conv2d_reduce_split), FLOP/s per SM on the useful work (session 7's split: ResNet
+/// layer3.1 / layer4.1 at batch 32, 7.4 GFLOP in 0.167 / 0.187 ms on 132 SMs; v2 since runs ~0.12 ms).
+inline constexpr double plan_mma_split_flops_per_sm = 0.34e12;
+/// mma.sync split path, fixed cost beyond its mainloop (seconds): pipeline fills, stores, the fixup.
+inline constexpr double plan_mma_split_fixed_seconds = 8e-6;
+/// @}
+
+/// @brief Speed of a tensor-core math relative to TF32 in the planner's time model (both the wgmma and the
+/// mma.sync rates are scaled by it; the partial sums' traffic is not): the seed on the H200, session 8:
+/// tf32 1.63 ms, bf16 1.08, fp16 1.03 (1.5x), tf32x3 4.51 (0.36x: three products per term).
+template <class Math>
+constexpr double plan_math_speed() {
+  if constexpr (std::is_same_v<Math, math::bf16> || std::is_same_v<Math, math::fp16>) return 1.5;
+  else if constexpr (std::is_same_v<Math, math::tf32x3>) return 0.36;
+  else return 1.0;
+}
+
+/// @brief The planner's estimates for the wgmma kernel on a problem it serves (choose_wgmma_splits).
+struct wgmma_split_estimate {
+  int splits = 0;        ///< GEMM_K splits of the partial mode to run, or 0: the fused kernel
+  double fused_s = 0;    ///< estimated time of the fused kernel (seconds)
+  double split_s = 0;    ///< estimated time of the partial mode with `splits` splits (0 when splits is 0)
+  std::int64_t units = 0;  ///< work units of that partial mode: tiles x npass x splits (0 when splits is 0)
+};
+
+/// @brief The wave model of the wgmma kernel, fused and in partial (split-K) mode, for problem p with the
+/// parameters k that block::conv_mainloop_wgmma<Policy>::make_params made for it, on a GPU of `sm_count`
+/// SMs, at `speed` times the TF32 rate (plan_math_speed).
+///
+/// Both run one persistent block per SM over their work units, in waves of sm_count units. A pass of a
+/// tile (block_m computed pixels x 128 channels x GEMM_K = C*R*S) takes 2 * block_m * 128 * GEMM_K FLOP
+/// at plan_wgmma_flops_per_sm * speed (times plan_wgmma_gather_slowdown when x is gathered). Fused: one
+/// unit per tile of npass passes: ceil(tiles / sm_count) waves of npass pass times. Partial mode with Z
+/// splits (1 <= Z <= kt): tiles x npass x Z units of ceil(kt / Z) of the pass's kt stages, in
+/// ceil(units / sm_count) waves, plus the fixup: 2 x Z * N*P*Q * K * 4 bytes of partial sums written and
+/// read at split_workspace_bytes_per_s, and split_fixed_seconds. The split is considered only when the
+/// fused kernel has fewer tiles than SMs and for Z whose partial sums fit `max_workspace_bytes` (64 MiB
+/// by default, as choose_k_splits); the Z with the least estimate (the smallest on ties) is chosen when
+/// it is below the fused estimate. Example (132 SMs, tf32): ResNet-50 layer3 3x3 at batch 32 (x (32,
+/// 256, 14, 14), K = 256: 32 tiles of 16 x 16, 2 passes of 32 stages): fused 101 us; 2 splits: 128 units
+/// in one wave of 25 us, 12.8 MB of partial sums (8.6 us) + 5 us = 39 us.
+/// @return splits = 0 (fused) when sm_count <= 0 (unknown), the tiles fill the GPU, or no split is
+///   estimated faster; fused_s is always set.
+template <class Policy>
+wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::wgmma_conv_params& k, int sm_count,
+                                         double speed = 1.0,
+                                         std::size_t max_workspace_bytes = default_split_workspace_limit) {
+  wgmma_split_estimate e;
+  const double rate = plan_wgmma_flops_per_sm * speed / (k.gather ? plan_wgmma_gather_slowdown : 1.0);
+  const double pass_s = 2.0 * Policy::block_m * Policy::block_n * static_cast<double>(p.gemm_k()) / rate;
+  const double sms = sm_count > 0 ? sm_count : 1;
+  e.fused_s = std::ceil(static_cast<double>(k.tiles) / sms) * k.npass * pass_s;
+  if (sm_count <= 0 || k.tiles >= sm_count || k.tiles <= 0 || k.kt < 1) return e;
+  const double plane = static_cast<double>(p.gemm_m()) * static_cast<double>(p.K) * 4.0;  // bytes per split
+  for (int z = 1; z <= k.kt; ++z) {
+    if (static_cast<double>(z) * plane > static_cast<double>(max_workspace_bytes)) break;
+    const std::int64_t units = k.tiles * k.npass * z;
+    const double stages = static_cast<double>((k.kt + z - 1) / z);
+    const double t = std::ceil(static_cast<double>(units) / sms) * pass_s * stages / k.kt +
+                     2.0 * z * plane / split_workspace_bytes_per_s + split_fixed_seconds;
+    if (t < e.fused_s && (e.splits == 0 || t < e.split_s)) e.splits = z, e.split_s = t, e.units = units;
+  }
+  return e;
+}
+
 /// @brief A plan for `y = Op over k of e(bias[k] + conv2d(x, w)[n,k,p,q], k)` (conv2d_reduce's
 /// semantics: PyTorch's conv2d, then the epilogue, then the reduction across the K output channels) for
 /// one problem, element type T and math, on one device.
@@ -89,6 +169,12 @@ struct device_info {
 /// - tf32, tf32x3, bf16, fp16: the wgmma kernel (default_wgmma_policy<Math>) on a compute capability 9.0
 ///   device running sm_90a code when it serves the problem (float NCHW x, stride 1 or 2, groups 1, any K, ...:
 ///   packed_filter_bytes), else the mma.sync kernel (default_mma_sync_policy<Math>) on sm_80 and newer.
+///   When the wgmma kernel's tiles are fewer than the device's SMs, its time model (choose_wgmma_splits:
+///   waves of work units, plus the partial sums' traffic and the fixup) may run it in partial (split-K)
+///   mode instead (conv2d_reduce_packed_split: (tile, GEMM_K split, channel pass) units over all SMs, then
+///   the split path's fixup kernel; k_splits() > 0, the description says "split into Z GEMM_K ranges");
+///   with K > 128 or x gathered, the mma.sync split below is taken when that model estimates it faster
+///   than both wgmma modes (the description: "too few tiles to fill the GPU, ...").
 /// The mma.sync and SIMT kernels give each block BlockM output pixels and loop it over every channel and
 /// all of GEMM_K; when their pixel tiles are fewer than half the device's SMs (device_info::sm_count: small
 /// batches, deep layers), the plan may split instead (choose_k_splits: channel tiles x GEMM_K splits, the
@@ -96,7 +182,8 @@ struct device_info {
 /// time, is least, with at most 64 MiB of partial sums; the fused kernel stays when its own estimate is
 /// not slower) and then runs conv2d_reduce_split with the same policy and math (k_splits() > 0).
 /// Use: construct; query workspace_bytes(); prepare(w) (binds the workspace: packs the filter into it once
-/// when the wgmma kernel was picked, or keeps it for the split's partial sums; one the plan allocates and
+/// when the wgmma kernel was picked, and keeps it for the split's partial sums, after the packed filter in
+/// the wgmma kernel's partial mode; one the plan allocates and
 /// owns, or one the caller lends); then run(x, bias, y, indices, op, epi, stream) as often as needed. The
 /// plan keeps the weight pointer given to prepare (the mma.sync and SIMT kernels read w on every run): w
 /// must stay valid and unchanged until the last run. A split plan's runs write its workspace: runs of one
@@ -154,8 +241,8 @@ class conv2d_reduce_plan {
   conv2d_reduce_plan& operator=(conv2d_reduce_plan&& o) {
     if (this != &o) {
       release();
-      p_ = o.p_, state_ = o.state_, kind_ = o.kind_, why_ = o.why_, need_ = o.need_, splits_ = o.splits_,
-      device_ = o.device_;
+      p_ = o.p_, state_ = o.state_, kind_ = o.kind_, why_ = o.why_, need_ = o.need_, packed_ = o.packed_,
+      splits_ = o.splits_, device_ = o.device_;
       w_ = o.w_, ws_ = o.ws_, ws_bytes_ = o.ws_bytes_, prepared_ = o.prepared_, prepared_on_ = o.prepared_on_;
       owned_ = o.owned_, owned_bytes_ = o.owned_bytes_;
       o.owned_ = nullptr, o.owned_bytes_ = 0, o.ws_ = nullptr, o.ws_bytes_ = 0, o.prepared_ = false;
@@ -169,26 +256,35 @@ class conv2d_reduce_plan {
   status state() const { return state_; }
   /// The kernel the plan picked.
   kernel_kind kernel() const { return kind_; }
-  /// GEMM_K splits of the split path (conv2d_reduce_split with the mma.sync or SIMT policy, over
-  /// split_channel_tiles channel tiles), or 0 when the kernel runs unsplit.
+  /// GEMM_K splits: of the split path (conv2d_reduce_split with the mma.sync or SIMT policy, over
+  /// split_channel_tiles channel tiles) or, when kernel() is kernel_kind::wgmma, of each channel pass in the
+  /// wgmma kernel's partial mode (conv2d_reduce_packed_split, 1 to ceil(C / block_c)); 0 when the kernel
+  /// runs unsplit.
   int k_splits() const { return splits_; }
   /// Which kernel and why, one line for a log, e.g. "wgmma tf32 (sm_90a, packed filter streamed, 4
   /// stages, 4x64-pixel tiles)", "mma.sync tf32x3 (128-pixel x 128-channel tiles): the wgmma kernel does
-  /// not serve this problem: 3xTF32 with stride 2" or "mma.sync tf32 split 4 channel tiles x 29 GEMM_K splits
-  /// (256-pixel x 128-channel tiles; 1 pixel tile for 132 SMs; 2910208-byte workspace): ...".
+  /// not serve this problem: 3xTF32 with stride 2", "mma.sync tf32 split 4 channel tiles x 29 GEMM_K splits
+  /// (256-pixel x 128-channel tiles; 1 pixel tile for 132 SMs; 2910208-byte workspace): ..." or, for
+  /// ResNet-50's layer3 3x3 at batch 32 on 132 SMs, "wgmma tf32 (sm_90a, ..., 16x16-pixel tiles, 2 channel
+  /// passes, ...) split into 2 GEMM_K ranges (32 tiles x 2 channel passes x 2 = 128 work units for 132 SMs,
+  /// 32 stages of 8 channels per pass; 12845056 bytes of partial sums, then the fixup; 15204352-byte
+  /// workspace)".
   const std::string& description() const { return why_; }
   /// The problem planned.
   const conv2d_problem& problem() const { return p_; }
   /// Bytes of workspace the plan needs: the packed filter when the wgmma kernel was picked
-  /// (packed_filter_bytes<wgmma_policy_t, T>(p)), the partial sums when it splits (k_splits() > 0:
-  /// conv2d_reduce_split_workspace_bytes<T>(p, k_splits())), else 0.
+  /// (packed_filter_bytes<wgmma_policy_t, T>(p)), and in its partial mode the partial sums after it
+  /// (k_splits() > 0: packed_split_workspace_bytes<wgmma_policy_t, T>(p, k_splits())); the split path's
+  /// partial sums when the mma.sync or SIMT kernel splits (conv2d_reduce_split_workspace_bytes<T>(p,
+  /// k_splits())); else 0.
   std::size_t workspace_bytes() const { return need_; }
 
   /// Prepares the plan for the KCRS weights w (device pointer, K * C/groups * R * S elements of T), the
   /// workspace lent by the caller: `workspace` (16-byte aligned device memory of `bytes` >=
   /// workspace_bytes(), or nullptr when that is 0) receives the packed filter (pack_filter, one small kernel
-  /// on `stream`) or, for a split plan, the partial sums of every run; the plan neither frees nor resizes
-  /// it. w and workspace must outlive the plan's runs.
+  /// on `stream`) or, for a split plan, the partial sums of every run (the wgmma kernel's partial mode:
+  /// both, the partial sums after the packed filter); the plan neither frees nor resizes it. w and
+  /// workspace must outlive the plan's runs.
   /// @return success; state() when the plan cannot run; null_pointer (w null with work to do, or the
   ///   workspace null when needed); no_device when the current device is not the one the plan was made
   ///   for (a plan made from a device_info: one the plan's choice does not fit); and pack_filter's codes,
@@ -206,6 +302,9 @@ class conv2d_reduce_plan {
     if (status s = check_device(); s != status::success) return s;
     if (kind_ == kernel_kind::wgmma) {
       if constexpr (tensor_math) {
+        // partial mode: the whole workspace (packed filter and partial sums) checked first
+        if (splits_ > 0)
+          if (status s = check_split_workspace(w, workspace, bytes); s != status::success) return s;
         if (status s = pack_filter<wgmma_policy_t>(p_, w, workspace, bytes, stream); s != status::success) return s;
       }
     } else if (splits_ > 0) {
@@ -263,8 +362,12 @@ class conv2d_reduce_plan {
     }
     if (kind_ == kernel_kind::direct) return conv2d_reduce_direct(p_, x, w_, bias, y, indices, op, epi, stream);
     if constexpr (tensor_math) {
-      if (kind_ == kernel_kind::wgmma)
+      if (kind_ == kernel_kind::wgmma) {
+        if (splits_ > 0)
+          return conv2d_reduce_packed_split<wgmma_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, splits_, op, epi,
+                                                            stream);
         return conv2d_reduce_packed<wgmma_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, op, epi, stream);
+      }
       if (kind_ == kernel_kind::mma_sync) {
         if (splits_ > 0)
           return conv2d_reduce_split<mma_sync_policy_t>(p_, x, w_, bias, y, indices, ws_, ws_bytes_, splits_, op, epi,
@@ -330,16 +433,30 @@ class conv2d_reduce_plan {
       }
       block::wgmma_conv_params k;
       std::size_t smem = 0;
-      const char* no_wgmma = wgmma_rejection(dev, k, smem);
+      wgmma_split_estimate est;
+      const char* no_wgmma = wgmma_rejection(dev, k, smem, est);
       if (!no_wgmma) {
         kind_ = kernel_kind::wgmma;
-        need_ = block::conv_mainloop_wgmma<wgmma_policy_t>::packed_bytes(k);
+        packed_ = need_ = block::conv_mainloop_wgmma<wgmma_policy_t>::packed_bytes(k);
         why_ = std::string("wgmma ") + math_name() + " (sm_90a, packed filter " +
                (k.resident_bytes ? "resident" : "streamed") + ", " + std::to_string(k.stages) + " stages, " +
                std::to_string(k.tile_rows) + "x" + std::to_string(k.tile_cols) + "-pixel tiles, " +
                (k.npass > 1 ? std::to_string(k.npass) + " channel passes, " : "") +
                (k.gather ? "x gathered (stride " + std::to_string(k.stride) + "), " : "") +
-               std::to_string(smem) + " bytes of shared memory)" + accurate_note();
+               std::to_string(smem) + " bytes of shared memory)";
+        if (est.splits > 0) {  // partial mode: conv2d_reduce_packed_split
+          splits_ = est.splits;
+          need_ = detail::packed_split_bytes(p_, packed_, splits_);
+          const std::size_t sums = need_ - detail::partial_offset(packed_);
+          why_ += " split into " + std::to_string(splits_) + " GEMM_K range" + (splits_ == 1 ? "" : "s") + " (" +
+                  std::to_string(k.tiles) + " tile" + (k.tiles == 1 ? "" : "s") + " x " + std::to_string(k.npass) +
+                  " channel pass" + (k.npass == 1 ? "" : "es") + " x " + std::to_string(splits_) + " = " +
+                  std::to_string(est.units) + " work units for " + std::to_string(dev.sm_count) + " SMs, " +
+                  std::to_string(k.kt) + " stages of " + std::to_string(wgmma_policy_t::block_c) +
+                  " channels per pass; " + std::to_string(sums) + " bytes of partial sums, then the fixup; " +
+                  std::to_string(need_) + "-byte workspace)";
+        }
+        why_ += accurate_note();
       } else {
         kind_ = kernel_kind::mma_sync;
         why_ = std::string("mma.sync ") + math_name() + split<mma_sync_policy_t>(dev, "") +
@@ -380,8 +497,10 @@ class conv2d_reduce_plan {
   }
 
   /// nullptr when the wgmma kernel serves the problem on dev (k and smem then hold its parameters and
-  /// shared memory), else why not.
-  const char* wgmma_rejection(const device_info& dev, block::wgmma_conv_params& k, std::size_t& smem) const {
+  /// shared memory, est the time model's choice between its fused and partial modes: choose_wgmma_splits),
+  /// else why not.
+  const char* wgmma_rejection(const device_info& dev, block::wgmma_conv_params& k, std::size_t& smem,
+                              wgmma_split_estimate& est) const {
     if constexpr (tensor_math) {
       if (!std::is_same_v<T, float>) return "x is not float";
       if (dev.cc_major != 9 || dev.cc_minor != 0) return "not a compute capability 9.0 device";
@@ -390,27 +509,30 @@ class conv2d_reduce_plan {
       if (!block::conv_mainloop_wgmma<wgmma_policy_t>::make_params(
               p_, detail::wgmma_tail_bytes<wgmma_policy_t, op::argmin>(), detail::max_smem_per_block, k, smem))
         return "its operand stages do not fit in shared memory";
-      // K > 128: each tile runs npass channel passes one after the other on one SM; with few tiles (small
-      // batches, small images in big tiles) most SMs idle, and the mma.sync kernels' split, slower per
-      // SM but on all of them, wins. Rough times from the H200's measured rates (bench/NOTES.md, TF32;
-      // the other maths scale both alike): wgmma ~3 TFLOP/s per SM per tile, waves of one tile per SM,
-      // every computed pixel counted; split ~0.34 TFLOP/s per SM on the useful work, plus ~8 us.
-      // Gathered x (stride 2, W % 4 != 0): the producer's plain loads are slower than TMA (counted as
-      // half the rate), and a 1x1 filter (one tap per stage) leaves it no time at all.
+      // Gathered x (stride 2, W % 4 != 0): the producer's plain loads are slower than TMA, and a 1x1
+      // filter (one tap per stage) leaves it no time at all.
       if (k.gather && p_.R * p_.S == 1) return "1x1 filter with x gathered (stride 2 or W % 4 != 0)";
+      // Few tiles (small batches, deep layers): each tile runs its npass channel passes on one SM and
+      // most SMs idle. The wgmma kernel's partial mode spreads (tile, GEMM_K split, pass) units over the
+      // SMs (choose_wgmma_splits); the mma.sync split, slower per SM but never wasting a tile's pixels,
+      // may still win where the tiles are mostly empty (1x1 images) or x is gathered. Rough times from
+      // the H200's rates (plan_wgmma_flops_per_sm, plan_mma_split_flops_per_sm; every math scaled by
+      // plan_math_speed): the mma.sync split ~0.34 TFLOP/s per SM on the useful work, plus ~8 us.
+      const double speed = plan_math_speed<kernel_math>();
+      est = choose_wgmma_splits<wgmma_policy_t>(p_, k, dev.sm_count, speed);
       if ((k.npass > 1 || k.gather) && dev.sm_count > 0) {
-        const double sms = dev.sm_count, gk = static_cast<double>(p_.gemm_k());
-        const double waves = std::ceil(static_cast<double>(k.tiles) / sms);
-        const double t_wgmma =
-            (k.gather ? 2.0 : 1.0) * waves * 2.0 * wgmma_policy_t::block_m * 128.0 * k.npass * gk / 3.0e12;
-        const double t_split = 8e-6 + 2.0 * static_cast<double>(p_.gemm_m()) * static_cast<double>(p_.K) * gk / (0.34e12 * sms);
+        const double t_wgmma = est.splits > 0 ? est.split_s : est.fused_s;
+        const double t_split = plan_mma_split_fixed_seconds +
+                               2.0 * static_cast<double>(p_.gemm_m()) * static_cast<double>(p_.K) *
+                                   static_cast<double>(p_.gemm_k()) / (plan_mma_split_flops_per_sm * speed * dev.sm_count);
         // (only when the mma.sync path would split: without a split it would not fill the GPU either)
         if (t_split < t_wgmma && choose_k_splits<mma_sync_policy_t, T>(p_, dev.sm_count) > 0)
-          return "too few tiles to fill the GPU (K > 128 or x gathered)";
+          return "too few tiles to fill the GPU, and the mma.sync split is estimated faster than the wgmma kernel's fused and "
+                 "split modes";
       }
       return nullptr;
     } else {
-      (void)dev, (void)k, (void)smem;
+      (void)dev, (void)k, (void)smem, (void)est;
       return "math::ieee";
     }
   }
@@ -430,7 +552,7 @@ class conv2d_reduce_plan {
       // launch accepts (a plan's time model may pick mma.sync where the wgmma kernel could serve p)
       if (kind_ == kernel_kind::wgmma) {
         const std::size_t here = packed_filter_bytes<wgmma_policy_t, T>(p_);  // 0 where wgmma does not serve p
-        if (here == 0 || here != need_) return status::no_device;
+        if (here == 0 || here != packed_) return status::no_device;
       }
     }
     return status::success;
@@ -449,7 +571,8 @@ class conv2d_reduce_plan {
   kernel_kind kind_ = kernel_kind::simt;
   std::string why_;
   std::size_t need_ = 0;
-  int splits_ = 0;  ///< GEMM_K splits of the split path (0: unsplit)
+  std::size_t packed_ = 0;  ///< the packed filter's bytes (wgmma), the start of need_
+  int splits_ = 0;  ///< GEMM_K splits of the split path or of the wgmma kernel's partial mode (0: unsplit)
   const T* w_ = nullptr;
   void* ws_ = nullptr;          ///< the workspace bound by prepare (packed filter or partial sums)
   std::size_t ws_bytes_ = 0;    ///< its size
