@@ -2,7 +2,7 @@
 /// @brief Times the packed-filter wgmma kernel (device::conv2d_reduce_packed) on the seed problem for
 /// several wgmma_policy variants, per math, with op::min and op::argmin, on
 /// data in [-1, 1) and in [0, 1) (median of CUDA-event timings with the L2 flushed before each run).
-/// Usage: wgmma_stages [iters]. Prints one line per variant: math, op, stages, raw buffers, whether the
+/// Usage: wgmma_stages [iters]. Prints one line per variant: math, op, stages, raw buffers, producer warpgroups, whether the
 /// filter is resident, median ms, TFLOP/s; exit 2 without a CUDA device or sm_90a image.
 #include <convred/convred.cuh>
 #include <convred/device/conv2d_reduce_packed.cuh>
@@ -80,8 +80,8 @@ void run(const char* label, const convred::conv2d_problem& p, const float* x, co
   }
   std::sort(ms.begin(), ms.end());
   const double med = ms[ms.size() / 2], flop = 2.0 * p.N * p.P() * p.Q() * p.K * p.C * p.R * p.S;
-  std::printf("%-14s %-6s S=%d R=%d %-9s: %.3f ms median (min %.3f), %.1f TFLOP/s\n", label,
-              Op::has_index ? "argmin" : "min", Policy::stages, Policy::raw_stages, resident ? "resident" : "streamed",
+  std::printf("%-16s %-6s S=%d R=%d P=%d %-9s: %.3f ms median (min %.3f), %.1f TFLOP/s\n", label,
+              Op::has_index ? "argmin" : "min", Policy::stages, Policy::raw_stages, Policy::producer_threads / 128, resident ? "resident" : "streamed",
               med, ms.front(), flop / (med * 1e-3) / 1e12);
 #ifdef CONVRED_EXP_CLOCKS
   // cycles per tile (consumer rows: per warpgroup; producer rows: one transform thread, x2)
@@ -121,15 +121,16 @@ int main(int argc, char** argv) {
   try {
     run<wgmma_policy<math::tf32, 4, 2>>("tf32", p, px, pw, pb, py, iters, flush);
     run<wgmma_policy<math::tf32, 4, 2>, op::argmin>("tf32", p, px, pw, pb, py, iters, flush);
-    run<wgmma_policy<math::bf16, 4, 2>>("bf16", p, px, pw, pb, py, iters, flush);
-    run<wgmma_policy<math::bf16, 4, 2>, op::argmin>("bf16", p, px, pw, pb, py, iters, flush);
-    run<wgmma_policy<math::fp16, 4, 2>>("fp16", p, px, pw, pb, py, iters, flush);
+    run<default_wgmma_policy<math::bf16>::type>("bf16", p, px, pw, pb, py, iters, flush);
+    run<default_wgmma_policy<math::bf16>::type, op::argmin>("bf16", p, px, pw, pb, py, iters, flush);
+    run<default_wgmma_policy<math::fp16>::type>("fp16", p, px, pw, pb, py, iters, flush);
+    run<wgmma_policy<math::bf16, 4, 2>>("bf16 1 producer", p, px, pw, pb, py, iters, flush);
     run<wgmma_policy<math::bf16, 4, 2, true>>("bf16 pingpong", p, px, pw, pb, py, iters, flush);
     run<wgmma_policy<math::tf32x3, 2, 1>>("tf32x3", p, px, pw, pb, py, iters, flush);
     // the same on x in [0, 1) (torch.rand's range, as the Python KernelBench check uses)
     thrust::transform(x.begin(), x.end(), x.begin(), half_up{});
     run<wgmma_policy<math::tf32, 4, 2>>("tf32 x[0,1)", p, px, pw, pb, py, iters, flush);
-    run<wgmma_policy<math::bf16, 4, 2>>("bf16 x[0,1)", p, px, pw, pb, py, iters, flush);
+    run<default_wgmma_policy<math::bf16>::type>("bf16 x[0,1)", p, px, pw, pb, py, iters, flush);
   } catch (const std::exception& e) {
     std::printf("wgmma_stages: %s\n", e.what());
     return 1;

@@ -159,7 +159,14 @@ struct default_simt_policy<double> {
 /// ~144 KB or less). Measured on the seed problem (bench/NOTES.md, "Cycle counts, transform, 4 stages"):
 /// correct, but not faster than the cooperative schedule (the producer's extra rows become the bound), so
 /// no default policy uses it.
-template <class Math, int Stages = 3, int RawStages = 2, bool PingPong = false>
+/// `Producers` = 2: two producer warpgroups (512 threads per block): one thread issues the TMA copies,
+/// one the filter copies, and 224 threads convert the raw patch (96 with one producer warpgroup), so each
+/// raw buffer's conversion is one round of work items instead of two; the consumers then get 184
+/// registers instead of 216 (the register file: 2*128*184 + 2*128*72 = 65536). Measured on the seed
+/// problem (bench/NOTES.md, "Session 9"): bf16 1.06-1.10 -> 0.96-0.99 ms, fp16 1.08-1.11 -> 0.98-1.02;
+/// tf32 unchanged (its consumers, not the conversion, are the bound) and tf32x3 slower (its consumers
+/// spill at 184 registers), so the bf16 and fp16 defaults use two and the others one.
+template <class Math, int Stages = 3, int RawStages = 2, bool PingPong = false, int Producers = 1>
 struct wgmma_policy {
   using math = Math;                           ///< precision tag (tf32, tf32x3, bf16 or fp16)
   static constexpr bool pingpong = PingPong;   ///< one tile per consumer warpgroup, alternating
@@ -168,11 +175,13 @@ struct wgmma_policy {
   static constexpr int block_m = tile_h * tile_w;  ///< output pixels per tile (GEMM_M)
   static constexpr int block_n = 128;          ///< output channels per channel pass (GEMM_N tile)
   static constexpr int consumer_threads = 256; ///< two warpgroups (wgmma, epilogue, reduction)
-  static constexpr int threads = 384;          ///< the consumers and a producer warpgroup
-  /// registers per consumer thread after `setmaxnreg` (the 128 accumulators and the epilogue)
-  static constexpr int consumer_registers = 216;
-  /// registers per producer thread after `setmaxnreg`: 2*128*216 + 128*72 <= 65536 (the transform holds
-  /// E 16-byte loads and their 4 converted plane entries)
+  static constexpr int producer_threads = 128 * Producers;  ///< one or two producer warpgroups
+  static constexpr int threads = consumer_threads + producer_threads;  ///< 384 or 512
+  /// registers per consumer thread after `setmaxnreg` (the 128 accumulators and the epilogue): 216 with
+  /// one producer warpgroup, 184 with two
+  static constexpr int consumer_registers = Producers == 1 ? 216 : 184;
+  /// registers per producer thread after `setmaxnreg` (the transform holds E 16-byte loads and their 4
+  /// converted plane entries)
   static constexpr int producer_registers = 72;
   static constexpr int stages = Stages;        ///< operand stages (filter slice + planes)
   static constexpr int raw_stages = RawStages; ///< raw patch buffers (TMA destination, raw_c channels each)
@@ -194,14 +203,17 @@ struct wgmma_policy {
                 "wgmma_policy: math must be tf32, tf32x3, bf16 or fp16");
   static_assert(Stages >= 2, "wgmma_policy: at least two operand stages");
   static_assert(RawStages >= 1, "wgmma_policy: at least one raw patch buffer");
+  static_assert(Producers == 1 || Producers == 2, "wgmma_policy: one or two producer warpgroups");
+  static_assert(consumer_threads * consumer_registers + producer_threads * producer_registers <= 65536,
+                "wgmma_policy: the registers after setmaxnreg exceed the register file");
 };
 
 /// @brief True for wgmma_policy<...> types (the policies the packed-filter entry points take).
 template <class P>
 struct is_wgmma_policy : std::false_type {};
-/// @brief wgmma_policy<Math, Stages, RawStages, PingPong> is a wgmma policy.
-template <class Math, int Stages, int RawStages, bool PingPong>
-struct is_wgmma_policy<wgmma_policy<Math, Stages, RawStages, PingPong>> : std::true_type {};
+/// @brief wgmma_policy<Math, Stages, RawStages, PingPong, Producers> is a wgmma policy.
+template <class Math, int Stages, int RawStages, bool PingPong, int Producers>
+struct is_wgmma_policy<wgmma_policy<Math, Stages, RawStages, PingPong, Producers>> : std::true_type {};
 /// @brief Whether P is a wgmma_policy (the value of the is_wgmma_policy trait).
 template <class P>
 inline constexpr bool is_wgmma_policy_v = is_wgmma_policy<P>::value;
@@ -210,10 +222,21 @@ inline constexpr bool is_wgmma_policy_v = is_wgmma_policy<P>::value;
 /// problem: tf32 stages of 48.4 KB (filter slice and planes), raw buffers of 12.75 KB, 220 KB in all;
 /// bf16/fp16 the 144 KB filter resident, stages of 12.4 KB of planes, the same raw buffers. The fourth
 /// stage gives the producer two stage-times, not one, to refill a released stage (bench/NOTES.md).
-/// tf32x3: 2 operand stages of 96.8 KB (filter and planes twice) and 1 raw buffer.
+/// tf32x3: 2 operand stages of 96.8 KB (filter and planes twice) and 1 raw buffer. bf16 and fp16 run
+/// two producer warpgroups (their conversion, not the tensor cores, was the bound; see wgmma_policy).
 template <class Math>
 struct default_wgmma_policy {
   using type = wgmma_policy<Math, 4, 2>;  ///< the default wgmma_policy for Math
+};
+/// @brief Default bf16 wgmma policy: 4 operand stages, 2 raw buffers, two producer warpgroups.
+template <>
+struct default_wgmma_policy<math::bf16> {
+  using type = wgmma_policy<math::bf16, 4, 2, false, 2>;  ///< the default wgmma_policy for bf16
+};
+/// @brief Default fp16 wgmma policy: 4 operand stages, 2 raw buffers, two producer warpgroups.
+template <>
+struct default_wgmma_policy<math::fp16> {
+  using type = wgmma_policy<math::fp16, 4, 2, false, 2>;  ///< the default wgmma_policy for fp16
 };
 /// @brief Default 3xTF32 wgmma policy: 2 operand stages, 1 raw buffer.
 template <>

@@ -226,18 +226,19 @@ struct wgmma_smem {
         tail(*reinterpret_cast<wgmma_tail_storage<Policy, Op>*>(raw + Policy::raw_stages * prm.raw_bytes)) {}
 };
 
-/// The producer warpgroup's transform threads: warps 1-3 in the TMA variant (thread 0 issues the TMA
-/// boxes, thread 1 the filter copies), all 128 in the gathering one (its loads are latency-bound: more
-/// threads, more loads in flight; thread 0 also copies the filter slices).
-template <bool Gather>
-inline constexpr int wgmma_transform_threads = Gather ? 128 : 96;
+/// The producer warpgroups' transform threads: all but warp 0 in the TMA variant (thread 0 issues the
+/// TMA boxes, thread 1 the filter copies; 96 or, with two producer warpgroups, 224 threads), all of
+/// them in the gathering one (its loads are latency-bound: more threads, more loads in flight; thread 0
+/// also copies the filter slices).
+template <class Policy, bool Gather>
+inline constexpr int wgmma_transform_threads = Gather ? Policy::producer_threads : Policy::producer_threads - 32;
 
 /// @brief Thread 0's set-up of the mbarriers: a stage is full after the transform threads' arrivals (and
 /// the filter slice's bytes when streamed), empty after every consumer thread's (its warpgroup's in
 /// ping-pong); a raw buffer is full after its TMA bytes, empty after the transform threads'.
 template <class Policy, class Op, bool Gather>
 __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& tail, const block::wgmma_conv_params& prm) {
-  constexpr int transform = wgmma_transform_threads<Gather>;
+  constexpr int transform = wgmma_transform_threads<Policy, Gather>;
   for (int s = 0; s < prm.stages; ++s) {
     convred::detail::mbarrier_init(&tail.full[s], transform + (prm.resident_bytes ? 0 : 1));
     convred::detail::mbarrier_init(&tail.empty[s], Policy::pingpong ? 128 : Policy::consumer_threads);
@@ -252,14 +253,16 @@ __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& ta
   convred::detail::mbarrier_init_fence();
 }
 
-/// @brief The producer warpgroup (thread pt of it). TMA variant: thread 0 issues the TMA copy of each raw
+/// @brief The producer warpgroup(s) (thread pt of their Policy::producer_threads). TMA variant: thread 0
+/// issues the TMA copy of each raw
 /// patch buffer (raw_c channels; a stage of block_c channels is block_c / raw_c of them), thread 1 the
 /// bulk copy of each stage's packed filter slice (or, once, of the whole filter when it is resident),
-/// warps 1-3 convert each raw buffer into the stage's planes (block::conv_patch_loader); each runs ahead
+/// the other warps (1-3, or 1-7 with two producer warpgroups) convert each raw buffer into the stage's
+/// planes (block::conv_patch_loader); each runs ahead
 /// across tile boundaries as its buffers are released. (Converting on all 128 threads, thread 0 issuing
 /// the copies between its items, made the seed's bf16 conversion 1.8x faster but its raw-buffer waits
 /// 14x longer: 24% slower in all; bench/NOTES.md "Session 8".)
-/// Gathering variant (`prm.gather`: stride 2, W % 4 != 0): all 128 threads load each stage's planes from
+/// Gathering variant (`prm.gather`: stride 2, W % 4 != 0): all producer threads load each stage's planes from
 /// x themselves (conv_patch_loader::gather_planes), thread 0 first copying the stage's filter slice.
 template <class Policy, class Op, bool Gather>
 __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::wgmma_conv_params& prm,
@@ -267,7 +270,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
                                         exp_clock_counts& clk) {
   using loader = block::conv_patch_loader<Policy>;
   constexpr int E = 16 / Policy::filter_elem_bytes, chunks = Policy::block_c / Policy::raw_c;
-  constexpr int transform = wgmma_transform_threads<Gather>;
+  constexpr int transform = wgmma_transform_threads<Policy, Gather>;
   auto& tail = sm.tail;
   pipeline_state st(prm.stages), rs(Policy::raw_stages);
   if constexpr (Gather) {
@@ -437,7 +440,8 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
 /// raw accumulators written to prm.partial ([z][m][k], see wgmma_conv_params::partial) and y, indices,
 /// op and epi unused; kernel::conv2d_reduce_split_fixup_kernel finishes the job (device::conv2d_reduce_packed_split).
 /// The mode is a run-time parameter: the same instantiation serves both.
-/// Warpgroup 2 produces (produce; its registers lowered with setmaxnreg), warpgroups 0-1 consume
+/// Warpgroup 2 (and 3, Policy::producer_threads = 256) produces (produce; its registers lowered with
+/// setmaxnreg), warpgroups 0-1 consume
 /// (consume). Synchronisation is by mbarriers only (no block-wide barrier after the set-up).
 /// Diagnosis builds only (bench/wgmma_stages.cu, bench/NOTES.md): `-DCONVRED_EXP_CLOCKS` counts cycles per
 /// phase (exp_clocks); wrong results: `-DCONVRED_EXP_NOMMA` skips the consumers' wgmmas (times the
@@ -460,7 +464,7 @@ __global__ void __launch_bounds__(Policy::threads, 1)
   __syncthreads();
   const tile_scheduler sched(prm);
   exp_clock_counts clk(tid == 0 || tid == 128 || tid == Policy::consumer_threads + 32);
-  if (tid >= Policy::consumer_threads) {  // producer warpgroup
+  if (tid >= Policy::consumer_threads) {  // producer warpgroup(s)
     warpgroup::set_max_registers<Policy::producer_registers, false>();
     produce<Policy, Op, Gather>(&x_map, prm, sm, sched, tid - Policy::consumer_threads, clk);
     return;
