@@ -225,9 +225,11 @@ struct conv_mainloop_wgmma {
   /// come in adjacent pairs (8 n8 + 2t and 8 n8 + 2t + 1: d[row][4 n8 + 2 half] and d[row][4 n8 + 2 half +
   /// 1]), stored as one 8-byte store when `pairs` (the caller's guarantee that out and ldk are even, so that
   /// every pair is 8-byte aligned) and both are valid, else element by element; the 4 lanes sharing a
-  /// pixel then write 32 contiguous bytes per store (full 32-byte sectors). 3xTF32 (`promotes`) always
-  /// stores element by element: with the 8-byte path next to the element path, ptxas spilled 236 bytes in
-  /// that consumer (sm_90a, nvcc 13.0; element by element: the 4 bytes of the fused kernel).
+  /// pixel then write 32 contiguous bytes per store (full 32-byte sectors). Every store is predicated
+  /// (store_if), none behind a branch: with branches around them (a pixel outside the output, a channel
+  /// past K) ptxas spilled 236 bytes in the 3xTF32 consumer and 240-284 bytes in the ping-pong ones and
+  /// serialised the ping-pong kernels' wgmmas (warning C7520: a warpgroup.arrive in a divergent path)
+  /// (sm_90a, nvcc 13.0).
   /// @param d     the pass's accumulators (fenced: the wgmmas have completed)
   /// @param out   device pointer to channel 0 of this pass in pixel row 0 of the plane (k = pass * 128)
   /// @param ldk   floats between consecutive pixels of the plane (K)
@@ -240,21 +242,38 @@ struct conv_mainloop_wgmma {
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
       const std::int64_t m = pixel(tile_m(i));
-      if (m < 0) continue;
-      float* row = out + m * ldk;
-      const int mt = i / 2, half = i % 2;
+      const bool in = m >= 0;
+      // channel 2t of the row, as a global-space address (+ 32 bytes per n8 below)
+      const std::uint64_t row = __cvta_generic_to_global(out + (in ? m : 0) * ldk + tile_n(0));
+      const int c0 = tile_n(0), mt = i / 2, half = i % 2;
 #pragma unroll
       for (int n8 = 0; n8 < 16; ++n8) {
-        const int c = tile_n(2 * n8);  // 8 n8 + 2t; its partner c + 1 is tile_n(2 n8 + 1)
-        const float v0 = d[mt][4 * n8 + 2 * half], v1 = d[mt][4 * n8 + 2 * half + 1];
-        if (!promotes && pairs && c + 1 < valid) {
-          *reinterpret_cast<float2*>(row + c) = make_float2(v0, v1);
-        } else {
-          if (c < valid) row[c] = v0;
-          if (c + 1 < valid) row[c + 1] = v1;
-        }
+        const int c = c0 + 8 * n8;
+        const bool both = in && pairs && c + 1 < valid;
+        store_if(row + 32u * n8, d[mt][4 * n8 + 2 * half], d[mt][4 * n8 + 2 * half + 1], both,
+                 in && !both && c < valid, in && !both && c + 1 < valid);
       }
     }
+  }
+
+  /// Predicated stores of one channel pair at global-space address g (predicates, not branches: the
+  /// accumulators are read on every path, so that ptxas needs no warpgroup.arrive in a divergent path): v0
+  /// and v1 as one 8-byte store when `both` (g 8-byte aligned), else v0 at g when `first` and v1 at g + 4
+  /// when `second`.
+  __device__ static void store_if(std::uint64_t g, float v0, float v1, bool both, bool first, bool second) {
+    asm volatile(
+        "{\n"
+        " .reg .pred pb, p0, p1;\n"
+        " setp.ne.u32 pb, %3, 0;\n"
+        " setp.ne.u32 p0, %4, 0;\n"
+        " setp.ne.u32 p1, %5, 0;\n"
+        " @pb st.global.v2.f32 [%0], {%1, %2};\n"
+        " @p0 st.global.f32 [%0], %1;\n"
+        " @p1 st.global.f32 [%0+4], %2;\n"
+        "}\n" ::"l"(g),
+        "f"(v0), "f"(v1), "r"(static_cast<unsigned>(both)), "r"(static_cast<unsigned>(first)),
+        "r"(static_cast<unsigned>(second))
+        : "memory");
   }
 
   /// @brief The shape rules of the can-implement check (host): nullptr when the mainloop implements p's

@@ -182,10 +182,10 @@ struct tile_scheduler {
         kt(p.kt),
         splits(p.splits),
         partial(p.partial != nullptr) {}
-  /// This block's first unit; done when >= units.
-  __device__ std::int64_t first() const { return blockIdx.x; }
-  /// This block's unit after `unit`.
-  __device__ std::int64_t next(std::int64_t unit) const { return unit + std::int64_t(gridDim.x); }
+  /// This block's unit number `skip` (its first when 0); done when >= units.
+  __device__ std::int64_t first(int skip = 0) const { return blockIdx.x + skip * std::int64_t(gridDim.x); }
+  /// This block's unit `every` units after `unit`.
+  __device__ std::int64_t next(std::int64_t unit, int every = 1) const { return unit + every * std::int64_t(gridDim.x); }
   /// The packed filter slices [first, last) of `unit` (see the struct comment).
   __device__ void slices(std::int64_t unit, int& first, int& last) const {
     if (!partial) {
@@ -196,6 +196,12 @@ struct tile_scheduler {
     std::int32_t a, b;
     split_range(kt, splits, z, a, b);
     first = pass * kt + a, last = pass * kt + b;
+  }
+  /// The stages of `unit` (last - first of slices).
+  __device__ int stages(std::int64_t unit) const {
+    int first, last;
+    slices(unit, first, last);
+    return last - first;
   }
   /// The GEMM_K split of `unit` (0 in fused mode).
   __device__ int split_of(std::int64_t unit) const { return static_cast<int>(unit % per_tile) / npass; }
@@ -360,19 +366,18 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
   if (prm.resident_bytes) convred::detail::mbarrier_wait(&tail.filter_full, 0);
   // the bias: the block's copy of the first 128 channels, or (several passes) read where it lies
   const float* bias = prm.bias ? (prm.npass == 1 ? tail.bias : prm.bias) : nullptr;
-  const int wg = static_cast<int>(threadIdx.x) / 128;
-  std::int64_t pos = 0;  // ping-pong: ring position of the next unit's first stage
-  for (std::int64_t i = 0, unit = sched.first(); unit < sched.units; ++i, unit = sched.next(unit)) {
+  const int wg = static_cast<int>(threadIdx.x) / 128, first_i = Policy::pingpong ? wg : 0;
+  constexpr int step = Policy::pingpong ? 2 : 1;
+  // ping-pong: the ring positions of the other warpgroup's units are skipped (st.seek past their stages):
+  // warpgroup 1 starts after the block's unit 0
+  if (Policy::pingpong && wg == 1 && sched.first() < sched.units) st.seek(sched.stages(sched.first()));
+  int turns = wg;  // ping-pong: the order[] waits so far (warpgroup 0's first unit waits for none)
+  for (std::int64_t unit = sched.first(first_i); unit < sched.units; unit = sched.next(unit, step)) {
     int first, last;
     sched.slices(unit, first, last);
     if (Policy::pingpong) {
-      if ((i & 1) != wg) {  // the other warpgroup's unit: skip its stages
-        pos += last - first;
-        continue;
-      }
-      if (i > 0) convred::detail::mbarrier_wait(&tail.order[wg], static_cast<std::uint32_t>(((i - 1) / 2) & 1));
-      st.seek(pos);
-      pos += last - first;
+      if (turns > 0) convred::detail::mbarrier_wait(&tail.order[wg], static_cast<std::uint32_t>((turns - 1) & 1));
+      ++turns;
     }
 #ifdef CONVRED_EXP_CLOCKS
     const long long tile_t0 = clock64();
@@ -430,6 +435,10 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
       sl = pass_end;
     }
     if (!prm.partial) CONVRED_EXP_TIME(3, red.finish(state, y, indices, prm.K, mainloop::tile_m, pixel));
+    if (Policy::pingpong) {  // past the other warpgroup's next unit, which comes before this one's next
+      const std::int64_t other = sched.next(unit);
+      if (other < sched.units) st.seek(st.count + sched.stages(other));
+    }
   }
 }
 
