@@ -339,7 +339,7 @@ std::size_t packed_split_workspace_bytes(const conv2d_problem& p, int splits) {
 /// The fused kernel runs each tile (tile_h m64 rows of 64 pixels x 128 channels, npass channel passes
 /// for K > 128, kt stages of block_c input channels per pass) on one SM, so with fewer tiles than SMs most
 /// SMs idle. Here:
-/// 1. kernel::conv2d_reduce_wgmma_kernel in partial mode (wgmma_conv_params::partial, ::splits; the same
+/// 1. kernel::conv2d_reduce_wgmma_kernel in partial mode (wgmma_conv_params::partial and splits; the same
 ///    instantiation as the fused mode): tiles x splits x npass work units, one persistent block per SM (at
 ///    most one per unit); unit (tile, z, pass) runs the pass's stages [first, last) of split_range(kt,
 ///    splits, z) and stores its raw fp32 accumulators (no bias, no epilogue) to partial[z][m][pass * 128

@@ -71,27 +71,28 @@ struct device_info {
   }
 };
 
-/// @name The planner's time model of the wgmma kernel (conv2d_reduce_plan)
-/// Rough rates of the H200 (bench/NOTES.md, sessions 6-8), for choosing between the wgmma kernel fused,
-/// the wgmma kernel in partial (split-K) mode (choose_wgmma_splits) and the mma.sync split path
-/// (choose_k_splits) on problems whose tiles are too few to fill the GPU. Times are estimates for
-/// comparisons, not predictions to the microsecond. The partial sums' traffic and the fixup's fixed
-/// cost are the split path's: split_workspace_bytes_per_s, split_fixed_seconds (conv2d_reduce_split.cuh).
-/// @{
-/// wgmma kernel, FLOP/s per SM under TF32, every computed pixel counted (a tile's tile_h x 64 pixels, the
-/// dropped columns of narrow tiles and rows past P included): the seed's sustained rate, 609 GFLOP in
-/// 1.63 ms on 132 SMs = 2.8 TFLOP/s per SM (session 8).
+// The planner's time model of the wgmma kernel (conv2d_reduce_plan): rough rates of the H200
+// (bench/NOTES.md, sessions 6-8), for choosing between the wgmma kernel fused, the wgmma kernel in partial
+// (split-K) mode (choose_wgmma_splits) and the mma.sync split path (choose_k_splits) on problems whose
+// tiles are too few to fill the GPU. Times are estimates for comparisons, not predictions to the
+// microsecond. The partial sums' traffic and the fixup's fixed cost are the split path's:
+// split_workspace_bytes_per_s, split_fixed_seconds (conv2d_reduce_split.cuh).
+
+/// The planner's wgmma kernel, FLOP/s per SM under TF32, every computed pixel counted (a tile's tile_h x 64
+/// pixels, the dropped columns of narrow tiles and rows past P included): the seed's sustained rate, 609
+/// GFLOP in 1.63 ms on 132 SMs = 2.8 TFLOP/s per SM (session 8).
 inline constexpr double plan_wgmma_flops_per_sm = 3.0e12;
-/// The wgmma kernel with x gathered by the producer threads (stride 2, W % 4 != 0): its plain loads are
-/// slower than TMA, counted as this factor on the time (with a 1x1 filter, one tap per stage, the producer
-/// cannot keep up at all: the planner then takes the mma.sync kernel).
+/// The planner's wgmma kernel with x gathered by the producer threads (stride 2, W % 4 != 0): its plain
+/// loads are slower than TMA, counted as this factor on the time (with a 1x1 filter, one tap per stage, the
+/// producer cannot keep up at all: the planner then takes the mma.sync kernel).
 inline constexpr double plan_wgmma_gather_slowdown = 2.0;
-/// mma.sync split path (conv2d_reduce_split), FLOP/s per SM on the useful work (session 7's split: ResNet
-/// layer3.1 / layer4.1 at batch 32, 7.4 GFLOP in 0.167 / 0.187 ms on 132 SMs; v2 since runs ~0.12 ms).
+/// The planner's mma.sync split path (conv2d_reduce_split), FLOP/s per SM on the useful work (session 7's
+/// split: ResNet layer3.1 / layer4.1 at batch 32, 7.4 GFLOP in 0.167 / 0.187 ms on 132 SMs; v2 since runs
+/// ~0.12 ms).
 inline constexpr double plan_mma_split_flops_per_sm = 0.34e12;
-/// mma.sync split path, fixed cost beyond its mainloop (seconds): pipeline fills, stores, the fixup.
+/// The planner's mma.sync split path, fixed cost beyond its mainloop (seconds): pipeline fills, stores, the
+/// fixup.
 inline constexpr double plan_mma_split_fixed_seconds = 8e-6;
-/// @}
 
 /// @brief Speed of a tensor-core math relative to TF32 in the planner's time model (both the wgmma and the
 /// mma.sync rates are scaled by it; the partial sums' traffic is not): the seed on the H200, session 8:
