@@ -155,6 +155,45 @@ struct is_split_entry : std::false_type {};
 template <class Policy, int KSplits>
 struct is_split_entry<split_entry<Policy, KSplits>> : std::true_type {};
 
+/// Policy tag of check_fused for the wgmma kernel's partial (split-K) mode: device::conv2d_reduce_packed_split
+/// with the wgmma_policy Policy and opts::splits GEMM_K splits. `launch` gives it a workspace of exactly
+/// packed_split_workspace_bytes plus 256 guard bytes, every byte poisoned first (0xFF: the partial sums
+/// read as NaN, so that a partial left unwritten shows in y), packs the filter into its start
+/// (pack_filter), and after the call (synchronised) requires the packed filter unchanged (read only) and
+/// the guard bytes untouched (no write past the partial sums).
+template <class Policy>
+struct packed_split_entry {
+  using math = typename Policy::math;  ///< the policy's math
+  /// pack_filter + conv2d_reduce_packed_split<Policy>(p, ..., splits, op, epi) on the default stream, then
+  /// synchronised.
+  template <class T, class Op, class Epi>
+  static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
+                       int splits, Op op, Epi epi) {
+    constexpr std::size_t guard = 256;
+    const std::size_t bytes = convred::device::packed_split_workspace_bytes<Policy, T>(p, splits);
+    const std::size_t packed = convred::device::packed_filter_bytes<Policy, T>(p);
+    INFO("splits=" << splits << " workspace " << bytes << " bytes, packed filter " << packed);
+    REQUIRE(bytes > 0);
+    thrust::device_vector<unsigned char> ws(bytes + guard, static_cast<unsigned char>(0xFF));
+    REQUIRE(convred::device::pack_filter<Policy>(p, w, raw(ws), bytes) == status::success);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    const std::vector<unsigned char> before = test::to_host(ws);
+    const status s = convred::device::conv2d_reduce_packed_split<Policy>(p, x, w, raw(ws), bytes, bias, y, indices,
+                                                                          splits, op, epi);
+    const cudaError_t e = cudaDeviceSynchronize();  // the workspace is freed on return
+    if (s == status::success && e == cudaSuccess) {
+      const std::vector<unsigned char> after = test::to_host(ws);
+      CHECK(std::equal(before.begin(), before.begin() + static_cast<std::ptrdiff_t>(packed), after.begin()));
+      CHECK(std::equal(before.end() - static_cast<std::ptrdiff_t>(guard), before.end(), after.end() - static_cast<std::ptrdiff_t>(guard)));
+    }
+    return s == status::success && e != cudaSuccess ? status::cuda_error : s;
+  }
+};
+template <class Policy>
+struct is_packed_split_entry : std::false_type {};
+template <class Policy>
+struct is_packed_split_entry<packed_split_entry<Policy>> : std::true_type {};
+
 /// True for policies of the packed-filter entry point (wgmma_policy: has `parts`).
 template <class Policy, class = void>
 struct uses_packed_filter : std::false_type {};
@@ -191,6 +230,7 @@ struct opts {
   bool exact = false;         ///< integer data: y (or out) must equal the reference rounded to T, indices exactly
   bool nan_expected = false;  ///< the reference has NaN: poison y with a finite sentinel instead of NaN
   double gain = 1;            ///< max over channels of |d epilogue / d v| (1 for identity, |s| for scale)
+  int splits = 1;             ///< packed_split_entry: GEMM_K splits
 };
 
 /// The finite sentinel an output is poisoned with when NaN results are expected (opts::nan_expected).
@@ -262,6 +302,8 @@ void check_fused(const std::string& name, const conv2d_problem& p, const host_da
                                               op, de);
   } else if constexpr (is_split_entry<Policy>::value) {
     s = Policy::launch(p, craw(dx), craw(dw), dbias, raw(dy), Op::has_index ? raw(di) : nullptr, op, de);
+  } else if constexpr (is_packed_split_entry<Policy>::value) {
+    s = Policy::launch(p, craw(dx), craw(dw), dbias, raw(dy), Op::has_index ? raw(di) : nullptr, o.splits, op, de);
   } else if constexpr (uses_packed_filter<Policy>::value) {  // wgmma_policy: pack the filter, then the packed entry point
     const std::size_t bytes = convred::device::packed_filter_bytes<Policy, T>(p);
     thrust::device_vector<unsigned char> packed(bytes);

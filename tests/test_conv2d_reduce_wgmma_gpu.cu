@@ -1,7 +1,8 @@
 // GPU tests of the Hopper packed-filter path (device::pack_filter + device::conv2d_reduce_packed with
-// wgmma_policy: tf32, tf32x3, bf16, fp16) against the float64 reference with the documented tolerance for
-// each math (conv2d_reduce_check.cuh), on shapes the wgmma kernel serves (asserted on an sm_90a device)
-// and on shapes it hands to the mma.sync fallback.
+// wgmma_policy: tf32, tf32x3, bf16, fp16; and its partial (split-K) mode, device::conv2d_reduce_packed_split)
+// against the float64 reference with the documented tolerance for each math (conv2d_reduce_check.cuh), on
+// shapes the wgmma kernel serves (asserted on an sm_90a device) and on shapes it hands to the mma.sync
+// fallback.
 #include "conv2d_reduce_check.cuh"
 
 using namespace convred_test_fused;
@@ -116,6 +117,175 @@ void pingpong(const char* label, std::uint64_t seed) {
 }
 TEST_CASE("conv2d_reduce_packed wgmma: tf32 ping-pong") { pingpong<wgmma_policy<math::tf32, 4, 2, true>>("wgmma tf32 pp", 1100); }
 TEST_CASE("conv2d_reduce_packed wgmma: bf16 ping-pong") { pingpong<wgmma_policy<math::bf16, 4, 2, true>>("wgmma bf16 pp", 1200); }
+
+// ---- the partial (split-K) mode: device::conv2d_reduce_packed_split ---------------------------------------
+
+namespace {
+
+/// A problem of the partial mode's sweep and whether the wgmma kernel serves it (else
+/// conv2d_reduce_packed_split runs the mma.sync split path: its fallback, checked too).
+struct split_shape {
+  conv2d_problem p;
+  bool tf32;    ///< served under tf32 and bf16
+  bool tf32x3;  ///< served under 3xTF32 (3x3 or 1x1 at stride 1)
+};
+
+/// Shapes of the partial mode: C and K from {7, 33, 65, 130, 257} (channel tails in a stage, 1 to 3
+/// channel passes, a 2-channel last pass), 3x3, 1x1 and 5x5 filters, padding 0-2, stride 1 and 2 (the
+/// gathering producer, also for W % 4 != 0), narrow images (Q <= 30: tiles of pitch 16 or 32, dropped
+/// columns) and wide ones (Q > 64: two column tiles, the last partial), and one problem with more units
+/// than SMs (several units per persistent block: the pipeline crossing unit boundaries).
+std::vector<split_shape> split_shapes() {
+  return {
+      {make_problem(2, 7, 9, 12, 33, 3, 3, 1, 1), true, true},             // kt = 1: the passes alone
+      {make_problem(1, 33, 10, 70, 7, 3, 3, 0, 0), true, true},            // wide (Q = 68), W % 4 != 0
+      {make_problem(1, 65, 8, 20, 130, 3, 3, 2, 2), true, true},           // narrow (pitch 32), 2 passes, pad 2
+      {make_problem(2, 130, 6, 16, 65, 1, 1), true, true},                 // 1x1, resident filter
+      {make_problem(1, 257, 5, 8, 257, 3, 3, 1, 1), true, true},           // 3 passes, kt 33 (tf32)
+      {make_problem(2, 33, 7, 7, 257, 3, 3, 1, 1), true, true},            // 7 x 7 (ResNet layer4-like), gathered
+      {make_problem(2, 33, 15, 18, 130, 3, 3, 1, 1, 2, 2), true, false},   // stride 2, narrow (Q = 9)
+      {make_problem(1, 65, 9, 140, 33, 3, 3, 1, 1, 2, 2), true, false},    // stride 2, wide (Q = 70)
+      {make_problem(1, 130, 10, 12, 33, 1, 1, 0, 0, 2, 2), true, false},   // 1x1 stride 2 (gathered)
+      {make_problem(1, 7, 9, 16, 65, 5, 5, 2, 2), true, false},            // 5x5 (C <= 8: fits, kt = 1)
+      {make_problem(1, 33, 9, 16, 65, 5, 5, 2, 2), false, false},          // 5x5, C = 33: the mma.sync split
+      {make_problem(8, 33, 30, 28, 130, 3, 3, 1, 1), true, true},          // 32 tiles x 2 passes x splits > 132 units
+  };
+}
+
+/// The split counts tried for kt stages per pass: all of 1..kt for kt <= 9, else 1, 2, 3, kt / 2, kt - 1, kt.
+std::vector<int> split_counts(int kt) {
+  std::vector<int> v;
+  if (kt <= 9) {
+    for (int z = 1; z <= kt; ++z) v.push_back(z);
+  } else {
+    v = {1, 2, 3, kt / 2, kt - 1, kt};
+  }
+  return v;
+}
+
+/// The partial mode under Policy against float64 (check_fused with packed_split_entry): every shape of
+/// split_shapes, every split count of split_counts (the mma.sync fallback: 1 to 3), ops min / argmin / mean
+/// in turn with a scale epilogue of either sign, with and without bias in turn, fresh random data per run;
+/// then exact integer data (values and argmin ties exactly) with the most splits.
+template <class Policy>
+void split_sweep(const char* label, std::uint64_t seed, int max_runs_per_shape = 1000) {
+  require_gpu();
+  const bool hopper = on_hopper();
+  int which = 0;
+  for (const split_shape& c : split_shapes()) {
+    const conv2d_problem& p = c.p;
+    const bool served = Policy::parts == 2 ? c.tf32x3 : c.tf32;
+    const int kt = static_cast<int>((p.C + Policy::block_c - 1) / Policy::block_c);
+    if (hopper) {
+      CHECK((convred::device::packed_filter_bytes<Policy, float>(p) > 0) == served);
+      CHECK(convred::device::max_packed_k_splits<Policy, float>(p) == (served ? kt : convred::device::max_k_splits));
+    }
+    const std::vector<int> counts = hopper && served ? split_counts(kt) : std::vector<int>{1, 2, 3};
+    int runs = 0;
+    for (int z : counts) {
+      if (++runs > max_runs_per_shape) break;
+      const std::string name = std::string(label) + " split " + std::to_string(z) + " " + describe(p);
+      opts o;
+      o.splits = z;
+      o.bias = which % 2 == 0;
+      const float sc = which % 4 < 2 ? 2.0f : -1.5f;
+      o.gain = std::abs(sc);
+      const auto d = make_data<float>(p, ++seed, data_kind::real);
+      const epi::scale<float> e{sc};
+      switch (which++ % 3) {
+        case 0: check_fused<packed_split_entry<Policy>>(name + " min", p, d, op::min{}, e, e, o); break;
+        case 1: check_fused<packed_split_entry<Policy>>(name + " argmin", p, d, op::argmin{}, e, e, o); break;
+        default: check_fused<packed_split_entry<Policy>>(name + " mean", p, d, op::mean{}, e, e, o); break;
+      }
+    }
+    // integer data: exact in every math, whatever the split (values, and argmin's lowest index on ties)
+    const auto d = make_data<float>(p, ++seed, data_kind::integer);
+    opts o;
+    o.exact = true;
+    o.splits = counts.back();
+    check_fused<packed_split_entry<Policy>>(std::string(label) + " split exact argmin " + describe(p), p, d, op::argmin{},
+                                            epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("conv2d_reduce_packed_split wgmma partial mode: tf32 vs float64 (<= 1e-3)") {
+  split_sweep<wg<math::tf32>>("wgmma tf32", 40000);
+}
+TEST_CASE("conv2d_reduce_packed_split wgmma partial mode: bf16 vs float64 (<= 1e-2)") {
+  split_sweep<wg<math::bf16>>("wgmma bf16", 41000);
+}
+TEST_CASE("conv2d_reduce_packed_split wgmma partial mode: tf32x3 vs float64 (<= 1e-5)") {
+  split_sweep<wg<math::tf32x3>>("wgmma tf32x3", 42000);
+}
+// The ping-pong schedule in partial mode: each warpgroup skips the other's units by their stage counts
+// (units of different lengths when kt is not a multiple of the split count).
+TEST_CASE("conv2d_reduce_packed_split wgmma partial mode: tf32 and bf16 ping-pong") {
+  split_sweep<wgmma_policy<math::tf32, 4, 2, true>>("wgmma tf32 pp", 43000, 3);
+  split_sweep<wgmma_policy<math::bf16, 4, 2, true>>("wgmma bf16 pp", 44000, 3);
+}
+
+TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: partial mode, every math, narrow, wide, gathered") {
+  require_gpu();
+  auto run = [](auto policy, const char* name, const conv2d_problem& p, int splits, std::uint64_t seed, auto op) {
+    using Policy = decltype(policy);
+    const auto d = make_data<float>(p, seed, data_kind::real);
+    opts o;
+    o.splits = on_hopper() ? splits : 2;
+    o.gain = 2;
+    check_fused<packed_split_entry<Policy>>(name, p, d, op, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+  };
+  run(wg<math::tf32>{}, "sanitizer split tf32 narrow K=130", make_problem(1, 33, 6, 12, 130, 3, 3, 1, 1), 3, 50, op::argmin{});
+  run(wg<math::bf16>{}, "sanitizer split bf16 wide", make_problem(1, 40, 5, 68, 40, 3, 3, 1, 1), 2, 51, op::min{});
+  run(wg<math::tf32x3>{}, "sanitizer split tf32x3", make_problem(1, 17, 6, 12, 33, 3, 3, 1, 1), 3, 52, op::mean{});
+  run(wg<math::tf32>{}, "sanitizer split tf32 stride 2", make_problem(1, 20, 11, 19, 40, 3, 3, 1, 1, 2, 2), 2, 53,
+      op::min{});
+  run(wg<math::tf32>{}, "sanitizer split tf32 W=7", make_problem(2, 9, 7, 7, 140, 3, 3, 1, 1), 2, 54, op::argmin{});
+}
+
+TEST_CASE("conv2d_reduce_packed_split: argument errors, nothing launched") {
+  require_gpu();
+  using P = wg<math::tf32>;
+  const conv2d_problem p = make_problem(1, 20, 8, 8, 130, 3, 3, 1, 1);  // kt = 3, 2 passes
+  const std::size_t packed = convred::device::packed_filter_bytes<P, float>(p);
+  if (on_hopper()) REQUIRE(packed > 0);
+  if (packed == 0) return;  // no wgmma kernel on this device: conv2d_reduce_split's own errors apply
+  REQUIRE(convred::device::max_packed_k_splits<P, float>(p) == 3);
+  const std::size_t bytes = convred::device::packed_split_workspace_bytes<P, float>(p, 2);
+  CHECK(bytes == (packed + 15) / 16 * 16 + 2u * 64u * 130u * 4u);
+  CHECK(convred::device::packed_split_workspace_bytes<P, float>(p, 0) == 0u);
+  CHECK(convred::device::packed_split_workspace_bytes<P, float>(p, 4) == 0u);  // more splits than stages
+  conv2d_problem empty = p;
+  empty.N = 0;
+  CHECK(convred::device::packed_split_workspace_bytes<P, float>(empty, 2) == 0u);
+  thrust::device_vector<float> w(static_cast<std::size_t>(p.w_elements()), 1.f), x(static_cast<std::size_t>(p.x_elements()), 1.f);
+  thrust::device_vector<unsigned char> ws(bytes + 16);
+  thrust::device_vector<float> y(static_cast<std::size_t>(p.y_elements()));
+  thrust::device_vector<std::int64_t> idx(static_cast<std::size_t>(p.y_elements()));
+  REQUIRE(convred::device::pack_filter<P>(p, craw(w), raw(ws), bytes) == status::success);
+  auto run = [&](void* wk, std::size_t n, float* out, int splits) {
+    return convred::device::conv2d_reduce_packed_split<P>(p, craw(x), craw(w), wk, n, nullptr, out, nullptr, splits,
+                                                          op::min{});
+  };
+  CHECK(run(raw(ws), bytes, raw(y), 0) == status::invalid_argument);
+  CHECK(run(raw(ws), bytes, raw(y), 4) == status::invalid_argument);
+  CHECK(run(nullptr, bytes, raw(y), 2) == status::null_pointer);
+  CHECK(run(raw(ws), bytes, nullptr, 2) == status::null_pointer);
+  CHECK(run(raw(ws) + 8, bytes, raw(y), 2) == status::misaligned_pointer);
+  CHECK(run(raw(ws), bytes - 4, raw(y), 2) == status::workspace_too_small);
+  CHECK(run(raw(ws), packed, raw(y), 2) == status::workspace_too_small);
+  CHECK(run(raw(ws), bytes, reinterpret_cast<float*>(raw(ws)), 2) == status::overlapping_buffers);  // y on the filter
+  CHECK(run(raw(ws), bytes, reinterpret_cast<float*>(raw(ws) + bytes - 64), 2) == status::overlapping_buffers);  // y on the sums
+  CHECK(convred::device::conv2d_reduce_packed_split<P>(p, craw(x), craw(w), raw(ws), bytes, nullptr, raw(y), raw(idx), 2,
+                                                       op::min{}) == status::indices_not_supported);
+  CHECK(convred::device::conv2d_reduce_packed_split<P>(empty, craw(x), craw(w), nullptr, 0, nullptr, static_cast<float*>(nullptr),
+                                                       nullptr, 2, op::min{}) == status::success);  // N = 0: nothing to do
+  CHECK(run(raw(ws), bytes, raw(y), 2) == status::success);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+  // x all ones, w all ones, no bias: every output channel is the window sum: 2 x 2 x 20 = 80 at (0, 0)
+  CHECK(test::to_host(y)[0] == doctest::Approx(80.0));
+}
 
 TEST_CASE("conv2d_reduce_packed wgmma: +-inf and NaN in x, w and bias, exact under every math") {
   require_gpu();
