@@ -603,6 +603,9 @@ void check_nonfinite(const std::string& label, std::uint64_t seed, std::initiali
   auto all_ops = [&](const std::string& name, const conv2d_problem& p, const host_data<float>& d) {
     INFO("case: " << name << " " << describe(p));
     check_fused<Policy>(name + " min", p, d, op::min{}, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+    // scale 0 (inf * 0 is NaN) and a subnormal scale (products underflow to ties of signed zeros)
+    check_fused<Policy>(name + " min scale 0", p, d, op::min{}, epi::scale<float>{0.0f}, epi::scale<float>{0.0f}, o);
+    check_fused<Policy>(name + " min scale 1e-44", p, d, op::min{}, epi::scale<float>{1e-44f}, epi::scale<float>{1e-44f}, o);
     check_fused<Policy>(name + " argmin", p, d, op::argmin{}, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
     check_fused<Policy>(name + " argmax", p, d, op::argmax{}, epi::scale<float>{-1.5f}, epi::scale<float>{-1.5f}, o);
     check_fused<Policy>(name + " mean", p, d, op::mean{}, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
