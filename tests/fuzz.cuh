@@ -3,8 +3,9 @@
 /// one-line reproducer, its data, and the check of every entry point against the float64 reference.
 ///
 /// A case (`fcase`) names an entry point (fused conv2d_reduce, full-output conv2d, channel_reduce, the
-/// packed path pack_filter + conv2d_reduce_packed, the split path conv2d_reduce_split with its GEMM_K
-/// split count), an element type, a math, a reduction op, the problem,
+/// packed path pack_filter + conv2d_reduce_packed or, with `wks` > 0, the wgmma kernel's partial mode
+/// conv2d_reduce_packed_split, the split path conv2d_reduce_split with its GEMM_K split count), an element
+/// type, a math, a reduction op, the problem,
 /// the epilogue (scale of either sign or zero, composed with an optional per-channel scale), bias on/off,
 /// element offsets of every pointer from an aligned allocation, the data kind (uniform reals, or small
 /// integers: exact sums and real ties) and how many NaN / +-inf / +-0 / huge values are injected, plus the
@@ -90,6 +91,10 @@ struct fcase {
   int n_nan = 0, n_inf = 0, n_zero = 0, n_huge = 0;            ///< injected special values
   std::uint64_t seed = 1;                                      ///< data seed
   int ks = 1;                                                  ///< GEMM_K splits (entry split only)
+  /// entry packed only: 0 runs conv2d_reduce_packed (fused); w > 0 the partial mode,
+  /// conv2d_reduce_packed_split with 1 + (w - 1) % max_packed_k_splits GEMM_K splits (at most the
+  /// problem's stages per pass where the wgmma kernel serves it)
+  int wks = 0;
 };
 
 /// True if a case injects NaN or an infinity (outputs may then hold NaN legitimately).
@@ -155,6 +160,7 @@ inline std::string to_string(const fcase& c) {
     << c.off_y << ',' << c.off_i << " data=" << (c.integer ? "int" : "real") << " nan=" << c.n_nan << " inf=" << c.n_inf
     << " zero=" << c.n_zero << " huge=" << c.n_huge << " seed=" << c.seed;
   if (c.e == entry::split) s << " ks=" << c.ks;
+  if (c.wks > 0) s << " wks=" << c.wks;
   return s.str();
 }
 
@@ -208,6 +214,7 @@ inline bool parse(const std::string& line, fcase& c) {
     else if (k == "huge") c.n_huge = static_cast<int>(num());
     else if (k == "seed") c.seed = std::stoull(v);
     else if (k == "ks") c.ks = static_cast<int>(num());
+    else if (k == "wks") c.wks = static_cast<int>(num());
     else return false;
     if (!ok) return false;
   }
@@ -669,7 +676,8 @@ result run_conv(const fcase& c, const run_opts& ro, bool full, Launch&& launch) 
 
 /// Fused conv2d_reduce with the SIMT policy (math ieee) or full-output conv2d (any math): test_fuzz_simt.cu.
 result run_simt_or_conv2d(const fcase& c, const run_opts& ro);
-/// Fused conv2d_reduce on mma.sync (tensor-core maths), and the packed path: test_fuzz_mma_sync.cu.
+/// Fused conv2d_reduce on mma.sync (tensor-core maths), and the packed path (fused, and the partial mode
+/// when wks > 0): test_fuzz_mma_sync.cu.
 result run_tc(const fcase& c, const run_opts& ro);
 /// channel_reduce: test_fuzz_channel.cu.
 result run_channel(const fcase& c, const run_opts& ro);

@@ -9,7 +9,8 @@
 //                                    nothing unless CONVRED_FUZZ_N is set (bench/fuzz.sh sets it).
 // - "fuzz sanitizer: ..."            >= 100 small cases covering every kernel and path, for compute-sanitizer
 //                                    (bench/sanitize.sh); prints the kernels it covered.
-// - "fuzz determinism: ..."          every path: bitwise-identical y and indices over 4 launches, 2 streams.
+// - "fuzz determinism: ..."          every path (the wgmma kernel's partial mode too): bitwise-identical y
+//                                    and indices over 4 launches, 2 streams.
 // - "fuzz repro: ..."                runs CONVRED_FUZZ_REPRO='<line>' (a reproducer printed by a failure).
 // Host suite: the reproducer line round-trips, generated cases are valid and instantiated.
 // CONVRED_FUZZ_THREADS: host threads running cases (default: hardware threads, at most 16).
@@ -157,6 +158,18 @@ fcase generate(std::uint64_t seed, const gen_opts& g) {
       break;
     }
   }
+  // a third of the packed cases run the wgmma kernel's partial mode (wks: 1 to 12 GEMM_K splits, clamped to
+  // the problem's stages per pass), chosen by a hash of the seed (not a draw: every other case draws the
+  // same numbers as before the partial mode existed); half of those with K = 128 take K = 130 or 257
+  // instead (2 or 3 channel passes: units per pass), when the case stays valid
+  if (c.e == entry::packed && test::mix64(seed ^ 0xA11CEull) % 3 == 0) {
+    const std::uint64_t h = test::mix64(seed ^ 0xA11CEull) >> 8;
+    c.wks = 1 + static_cast<int>(h % 12);
+    if ((h >> 8) % 2 == 0 && c.p.K == 128) {
+      c.p.K = (h >> 9) % 2 ? 130 : 257;
+      if (!valid(c, small)) c.p.K = 128;
+    }
+  }
   const float scales[] = {1.0f, 2.0f, -1.5f, 0.5f, -1.0f, 0.0f, 3.25f};
   c.scale = scales[pick(0, 6)];
   c.pcs = chance(0.4);
@@ -224,6 +237,8 @@ std::vector<fcase> simpler(const fcase& c) {
   add([](fcase& d) { d.n_zero = 0; });
   add([](fcase& d) { d.n_huge = 0; });
   add([](fcase& d) { d.ks = 1; });
+  add([](fcase& d) { d.wks = d.wks > 1 ? 1 : d.wks; });
+  add([](fcase& d) { d.wks = 0; });
   return v;
 }
 
@@ -307,6 +322,30 @@ void print_coverage(const char* title, const batch& b, std::size_t n) {
 
 bool tf32x3_inf_enabled() { return env_int("CONVRED_FUZZ_TF32X3_INF", 1) != 0; }
 
+/// Packed cases in the wgmma kernel's partial mode (wks > 0): K > 128 (2 and 3 channel passes), C over
+/// several stages (several GEMM_K splits), narrow, wide and gathered x, every packed (math, op), seeds
+/// from `seed` on (advanced). For the sanitizer and determinism runs.
+std::vector<fcase> packed_split_cases(std::uint64_t& seed) {
+  std::vector<fcase> v;
+  const mathk maths[] = {mathk::tf32, mathk::tf32x3, mathk::bf16, mathk::fp16};
+  const opk ops[][2] = {{opk::argmin, opk::sum}, {opk::argmin, opk::mean}, {opk::argmax, opk::min}, {opk::argmin, opk::range}};
+  for (int m = 0; m < 4; ++m)
+    for (int k = 0; k < 2; ++k) {
+      fcase c;
+      c.e = entry::packed, c.t = elem::f32, c.m = maths[m], c.o = ops[m][k];
+      if (k == 0) {  // narrow (pitch 16), 2 passes, kt 3 (tf32) / 2 (16-bit), 2 splits
+        c.p.N = 1, c.p.C = 20, c.p.H = 6, c.p.W = 8, c.p.K = 130, c.p.R = 3, c.p.S = 3, c.p.pad_h = c.p.pad_w = 1;
+        c.wks = 2;
+      } else {  // wide (Q = 66: two column tiles), W % 4 != 0 (gathered), 1x1 (tf32x3: no stride 2), 3 passes
+        c.p.N = 1, c.p.C = 17, c.p.H = 3, c.p.W = 66, c.p.K = 257, c.p.R = 1, c.p.S = 1;
+        c.wks = 5;  // 1 + 4 % kt splits: 2 for tf32 and tf32x3 (kt 3), 1 for bf16 and fp16 (kt 2)
+      }
+      c.bias = k == 0, c.pcs = true, c.scale = -1.5f, c.off_y = 1, c.off_i = 3, c.seed = ++seed, c.integer = m % 2 == 1;
+      v.push_back(c);
+    }
+  return v;
+}
+
 /// The cases of the sanitizer run: every supported combination twice (small, fixed seeds), then shapes
 /// that force each channel_reduce kernel, the wgmma kernel with and without padding, odd offsets.
 std::vector<fcase> sanitizer_cases() {
@@ -350,6 +389,7 @@ std::vector<fcase> sanitizer_cases() {
     c.p.pad_h = c.p.pad_w = 0, c.p.C = 9, c.p.K = 33, c.seed = ++seed, c.integer = true;
     v.push_back(c);
   }
+  for (const fcase& c : packed_split_cases(seed)) v.push_back(c);
   return v;
 }
 
@@ -475,6 +515,7 @@ TEST_CASE("fuzz determinism: every path gives bitwise-identical y and indices (4
       g.e = k.e, g.t = k.t, g.m = k.m, g.o = k.o;
       cases.push_back(generate(++seed, g));
     }
+  for (const fcase& c : packed_split_cases(seed)) cases.push_back(c);  // the wgmma kernel's partial mode
   run_opts ro;
   ro.determinism = true;
   const batch b = run_batch(cases, ro);

@@ -1,10 +1,14 @@
 // Fuzz runner (see fuzz.cuh): fused conv2d_reduce on mma.sync tensor cores (default_policy_for<Math> on
 // float: tf32 argmin/sum, tf32x3 argmin/max/mean, bf16 argmax/min, fp16 argmin/range; fp16 math on half
 // argmin, bf16 math on bf16 argmax) and the Hopper packed path (pack_filter + conv2d_reduce_packed with
-// default_wgmma_policy<Math>, the same float ops; its mma.sync fallback is the fused kernel above). No test
-// cases here: test_fuzz_gpu.cu drives.
+// default_wgmma_policy<Math>, the same float ops; its mma.sync fallback is the fused kernel above), and the
+// wgmma kernel's partial mode (pack_filter + conv2d_reduce_packed_split, cases with wks > 0; its fallback the
+// mma.sync split path). No test cases here: test_fuzz_gpu.cu drives.
 #include <convred/device/conv2d_reduce.cuh>
 #include <convred/device/conv2d_reduce_packed.cuh>
+
+#include <algorithm>
+#include <vector>
 
 #include "fuzz.cuh"
 
@@ -22,8 +26,12 @@ result fused_tc(const fcase& c, const run_opts& ro) {
 }
 
 template <class Math, class Op>
+result packed_split(const fcase& c, const run_opts& ro);
+
+template <class Math, class Op>
 result packed(const fcase& c, const run_opts& ro) {
   using P = typename default_wgmma_policy<Math>::type;
+  if (c.wks > 0) return packed_split<Math, Op>(c, ro);
   const std::size_t bytes = device::packed_filter_bytes<P, float>(c.p);
   void* pk = nullptr;
   bool done = false, wgmma = false;
@@ -42,6 +50,39 @@ result packed(const fcase& c, const run_opts& ro) {
       });
   if (pk) cudaFree(pk);
   r.kernel = std::string("conv2d_reduce_packed ") + (wgmma ? "wgmma " : "fallback mma.sync ") + name(c.m) + " " + name(c.o);
+  if (!r.ok && pack_status != status::success) r.why = std::string("pack_filter: ") + r.why;
+  return r;
+}
+
+/// The wgmma kernel's partial mode (conv2d_reduce_packed_split) with 1 + (wks - 1) % max_packed_k_splits
+/// GEMM_K splits. Every launch gets its own workspace (launches on two streams run at once in the
+/// determinism test), exactly the size asked for plus one byte, poisoned with 0xFF (NaN partial sums) on the
+/// launch's stream, the filter packed into its start on that stream.
+template <class Math, class Op>
+result packed_split(const fcase& c, const run_opts& ro) {
+  using P = typename default_wgmma_policy<Math>::type;
+  const int splits = 1 + (c.wks - 1) % std::max(1, device::max_packed_k_splits<P, float>(c.p));
+  const std::size_t packed = device::packed_filter_bytes<P, float>(c.p);
+  // N = 0: no partial sums, but pack_filter still wants the packed filter's room
+  const std::size_t bytes = std::max(device::packed_split_workspace_bytes<P, float>(c.p, splits), packed);
+  std::vector<unsigned char*> owned;
+  bool wgmma = false;
+  status pack_status = status::success;
+  result r = run_conv<float, Op>(
+      c, ro, false, [&](const float* x, const float* w, const float* b, float* y, std::int64_t* i, fuzz_epi e, cudaStream_t s) {
+        unsigned char* ws = nullptr;
+        if (cudaMalloc(&ws, bytes + 1) != cudaSuccess) return status::cuda_error;
+        owned.push_back(ws);
+        if (cudaMemsetAsync(ws, 0xFF, bytes + 1, s) != cudaSuccess) return status::cuda_error;
+        pack_status = device::pack_filter<P>(c.p, w, ws, bytes, s);
+        if (pack_status != status::success) return pack_status;
+        wgmma = packed > 0 && (reinterpret_cast<std::uintptr_t>(x) % 16 == 0 || c.p.stride_h != 1 || c.p.W % 4 != 0);
+        return device::conv2d_reduce_packed_split<P>(c.p, x, w, ws, bytes, b, y, i, splits, Op{}, e, s);
+      });
+  cudaDeviceSynchronize();
+  for (unsigned char* p : owned) cudaFree(p);
+  r.kernel = std::string("conv2d_reduce_packed_split ") + (wgmma ? "wgmma partial " : "fallback mma.sync split ") +
+             name(c.m) + " " + name(c.o);
   if (!r.ok && pack_status != status::success) r.why = std::string("pack_filter: ") + r.why;
   return r;
 }
