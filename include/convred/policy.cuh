@@ -183,6 +183,11 @@ struct wgmma_policy {
   /// registers per producer thread after `setmaxnreg` (the transform holds E 16-byte loads and their 4
   /// converted plane entries)
   static constexpr int producer_registers = 72;
+  /// producer warpgroups of the gathering kernel variant (stride 2, W % 4 != 0: the producer threads load
+  /// x with plain loads, latency-bound, so twice the threads keep twice the loads in flight): two, except
+  /// under 3xTF32, whose consumers spill at 184 registers (then Producers). Measured (bench/NOTES.md,
+  /// "Session 9"): ResNet-50 layer2.0 3x3 stride 2 at batch 32, tf32, 0.109 -> 0.072 ms.
+  static constexpr int gather_producers = std::is_same_v<Math, convred::math::tf32x3> ? Producers : 2;
   static constexpr int stages = Stages;        ///< operand stages (filter slice + planes)
   static constexpr int raw_stages = RawStages; ///< raw patch buffers (TMA destination, raw_c channels each)
   static constexpr bool tensor_core = true;    ///< tensor-core math
@@ -204,8 +209,12 @@ struct wgmma_policy {
   static_assert(Stages >= 2, "wgmma_policy: at least two operand stages");
   static_assert(RawStages >= 1, "wgmma_policy: at least one raw patch buffer");
   static_assert(Producers == 1 || Producers == 2, "wgmma_policy: one or two producer warpgroups");
-  static_assert(consumer_threads * consumer_registers + producer_threads * producer_registers <= 65536,
-                "wgmma_policy: the registers after setmaxnreg exceed the register file");
+  /// registers per thread the block is launched with (__launch_bounds__(threads, 1): 65536 / threads,
+  /// rounded down to a multiple of 8): 168 for 384 threads, 128 for 512
+  static constexpr int launch_registers = 65536 / threads / 8 * 8;
+  static_assert(consumer_threads * consumer_registers + producer_threads * producer_registers <= threads * launch_registers,
+                "wgmma_policy: the registers after setmaxnreg exceed what the block is launched with (setmaxnreg.inc "
+                "would wait forever)");
 };
 
 /// @brief True for wgmma_policy<...> types (the policies the packed-filter entry points take).

@@ -286,7 +286,8 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
     if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
       return status::cuda_error;
     const std::int64_t grid = k.tiles < sms ? k.tiles : sms;
-    kern<<<static_cast<unsigned>(grid), Policy::threads, smem, stream>>>(x_map, k, op, epi, y, indices);
+    const int threads = k.gather ? kernel::wgmma_block<Policy, true>::threads : kernel::wgmma_block<Policy, false>::threads;
+    kern<<<static_cast<unsigned>(grid), threads, smem, stream>>>(x_map, k, op, epi, y, indices);
     return detail::launch_status();
   } else {
     return fallback();  // unreachable: only float is served
@@ -398,7 +399,11 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
   if (status s = detail::pending_status(); p.y_elements() > 0 && s != status::success) return s;  // caller's error
   const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, Op>(p);
-  const std::size_t packed = detail::packed_bytes<Policy>(plan), off = detail::partial_offset(packed);
+  // the workspace's layout is the one packed_split_workspace_bytes and pack_filter use (the plan of
+  // op::argmin, the largest standard state): a custom Op whose larger state does not fit (plan not
+  // served) still finds the packed filter at the start and puts its partial sums after it
+  const std::size_t packed = detail::packed_bytes<Policy>(detail::wgmma_plan<Policy, T, op::argmin>(p));
+  const std::size_t off = detail::partial_offset(packed);
   // the mma.sync split path, its partial sums after the packed filter (none when not served)
   auto fallback = [&] {
     void* part = workspace ? static_cast<unsigned char*>(workspace) + off : nullptr;
@@ -446,7 +451,8 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
       return status::cuda_error;
     const std::int64_t units = k.tiles * splits * k.npass;
     const std::int64_t grid = units < sms ? units : sms;
-    kern<<<static_cast<unsigned>(grid), Policy::threads, smem, stream>>>(x_map, k, op, epi, static_cast<float*>(nullptr),
+    const int threads = k.gather ? kernel::wgmma_block<Policy, true>::threads : kernel::wgmma_block<Policy, false>::threads;
+    kern<<<static_cast<unsigned>(grid), threads, smem, stream>>>(x_map, k, op, epi, static_cast<float*>(nullptr),
                                                                          static_cast<std::int64_t*>(nullptr));
     if (status s = detail::launch_status(); s != status::success) return s;
     fixup_kern<<<static_cast<unsigned>(fixup_blocks), kernel::split_fixup_threads, 0, stream>>>(

@@ -126,8 +126,9 @@ struct wgmma_split_estimate {
 /// fused kernel has fewer tiles than SMs and for Z whose partial sums fit `max_workspace_bytes` (64 MiB
 /// by default, as choose_k_splits); the Z with the least estimate (the smallest on ties) is chosen when
 /// it is below the fused estimate. Example (132 SMs, tf32): ResNet-50 layer3 3x3 at batch 32 (x (32,
-/// 256, 14, 14), K = 256: 32 tiles of 16 x 16, 2 passes of 32 stages): fused 101 us; 2 splits: 128 units
-/// in one wave of 25 us, 12.8 MB of partial sums (8.6 us) + 5 us = 39 us.
+/// 256, 14, 14), K = 256: 32 tiles of 16 x 16, 2 passes of 32 stages, x gathered (W % 4 != 0), so at
+/// plan_wgmma_gather_slowdown): fused 201 us; 2 splits: 128 units in one wave of 50 us, 12.8 MB of partial
+/// sums (8.6 us) + 5 us = 64 us (tests/test_plan_host.cu checks these numbers).
 /// @return splits = 0 (fused) when sm_count <= 0 (unknown), the tiles fill the GPU, or no split is
 ///   estimated faster; fused_s is always set.
 template <class Policy>

@@ -232,19 +232,31 @@ struct wgmma_smem {
         tail(*reinterpret_cast<wgmma_tail_storage<Policy, Op>*>(raw + Policy::raw_stages * prm.raw_bytes)) {}
 };
 
-/// The producer warpgroups' transform threads: all but warp 0 in the TMA variant (thread 0 issues the
-/// TMA boxes, thread 1 the filter copies; 96 or, with two producer warpgroups, 224 threads), all of
-/// them in the gathering one (its loads are latency-bound: more threads, more loads in flight; thread 0
-/// also copies the filter slices).
+/// @brief The block of conv2d_reduce_wgmma_kernel<Policy, ..., Gather>: two consumer warpgroups and
+/// Policy::producer_threads / 128 producer warpgroups in the TMA variant, Policy::gather_producers in the
+/// gathering one; the registers each side gets after setmaxnreg (216 / 72 with one producer warpgroup,
+/// 184 / 72 with two), and the transform threads: all producer threads but warp 0 in the TMA variant
+/// (thread 0 issues the TMA boxes, thread 1 the filter copies: 96 or 224 threads), all of them in the
+/// gathering one (thread 0 also copies the filter slices).
 template <class Policy, bool Gather>
-inline constexpr int wgmma_transform_threads = Gather ? Policy::producer_threads : Policy::producer_threads - 32;
+struct wgmma_block {
+  static constexpr int producers = Gather ? Policy::gather_producers : Policy::producer_threads / 128;  ///< producer warpgroups
+  static constexpr int producer_threads = 128 * producers;                    ///< 128 or 256
+  static constexpr int threads = Policy::consumer_threads + producer_threads;  ///< 384 or 512
+  static constexpr int consumer_registers = producers == 1 ? 216 : 184;       ///< after setmaxnreg
+  static constexpr int producer_registers = Policy::producer_registers;       ///< after setmaxnreg
+  static constexpr int transform_threads = Gather ? producer_threads : producer_threads - 32;  ///< converting threads
+  static_assert(Policy::consumer_threads * consumer_registers + producer_threads * producer_registers <=
+                    threads * (65536 / threads / 8 * 8),
+                "wgmma_block: the registers after setmaxnreg exceed what the block is launched with");
+};
 
 /// @brief Thread 0's set-up of the mbarriers: a stage is full after the transform threads' arrivals (and
 /// the filter slice's bytes when streamed), empty after every consumer thread's (its warpgroup's in
 /// ping-pong); a raw buffer is full after its TMA bytes, empty after the transform threads'.
 template <class Policy, class Op, bool Gather>
 __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& tail, const block::wgmma_conv_params& prm) {
-  constexpr int transform = wgmma_transform_threads<Policy, Gather>;
+  constexpr int transform = wgmma_block<Policy, Gather>::transform_threads;
   for (int s = 0; s < prm.stages; ++s) {
     convred::detail::mbarrier_init(&tail.full[s], transform + (prm.resident_bytes ? 0 : 1));
     convred::detail::mbarrier_init(&tail.empty[s], Policy::pingpong ? 128 : Policy::consumer_threads);
@@ -276,7 +288,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
                                         exp_clock_counts& clk) {
   using loader = block::conv_patch_loader<Policy>;
   constexpr int E = 16 / Policy::filter_elem_bytes, chunks = Policy::block_c / Policy::raw_c;
-  constexpr int transform = wgmma_transform_threads<Policy, Gather>;
+  constexpr int transform = wgmma_block<Policy, Gather>::transform_threads;
   auto& tail = sm.tail;
   pipeline_state st(prm.stages), rs(Policy::raw_stages);
   if constexpr (Gather) {
@@ -449,8 +461,9 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
 /// raw accumulators written to prm.partial ([z][m][k], see wgmma_conv_params::partial) and y, indices,
 /// op and epi unused; kernel::conv2d_reduce_split_fixup_kernel finishes the job (device::conv2d_reduce_packed_split).
 /// The mode is a run-time parameter: the same instantiation serves both.
-/// Warpgroup 2 (and 3, Policy::producer_threads = 256) produces (produce; its registers lowered with
-/// setmaxnreg), warpgroups 0-1 consume
+/// Warpgroup 2 (and 3: wgmma_block, two producer warpgroups for Policy::producer_threads = 256 and, except
+/// under 3xTF32, for the gathering variant) produces (produce; its registers lowered with setmaxnreg),
+/// warpgroups 0-1 consume
 /// (consume). Synchronisation is by mbarriers only (no block-wide barrier after the set-up).
 /// Diagnosis builds only (bench/wgmma_stages.cu, bench/NOTES.md): `-DCONVRED_EXP_CLOCKS` counts cycles per
 /// phase (exp_clocks); wrong results: `-DCONVRED_EXP_NOMMA` skips the consumers' wgmmas (times the
@@ -460,7 +473,7 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
 /// themselves); the TMA variant (Gather = false) is compiled without that code, which would cost its
 /// 72-register producer spills.
 template <class Policy, class Op, class Epilogue, bool Gather = false>
-__global__ void __launch_bounds__(Policy::threads, 1)
+__global__ void __launch_bounds__(wgmma_block<Policy, Gather>::threads, 1)
     conv2d_reduce_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const block::wgmma_conv_params prm, Op op,
                                Epilogue epi, float* y, std::int64_t* indices) {
 #if CONVRED_HAS_WGMMA
@@ -468,17 +481,18 @@ __global__ void __launch_bounds__(Policy::threads, 1)
   const wgmma_smem<Policy, Op> sm(smem, prm);
   const int tid = static_cast<int>(threadIdx.x);
   if (tid == 0) init_barriers<Policy, Op, Gather>(sm.tail, prm);
-  for (int i = tid; i < Policy::block_n; i += Policy::threads)
+  using blk = wgmma_block<Policy, Gather>;
+  for (int i = tid; i < Policy::block_n; i += blk::threads)
     sm.tail.bias[i] = prm.bias && i < prm.K ? prm.bias[i] : 0.f;
   __syncthreads();
   const tile_scheduler sched(prm);
   exp_clock_counts clk(tid == 0 || tid == 128 || tid == Policy::consumer_threads + 32);
   if (tid >= Policy::consumer_threads) {  // producer warpgroup(s)
-    warpgroup::set_max_registers<Policy::producer_registers, false>();
+    warpgroup::set_max_registers<blk::producer_registers, false>();
     produce<Policy, Op, Gather>(&x_map, prm, sm, sched, tid - Policy::consumer_threads, clk);
     return;
   }
-  warpgroup::set_max_registers<Policy::consumer_registers, true>();
+  warpgroup::set_max_registers<blk::consumer_registers, true>();
   consume<Policy, Op, Epilogue, Gather>(prm, sm, sched, op, epi, y, indices, clk);
 #else
   (void)x_map, (void)prm, (void)op, (void)epi, (void)y, (void)indices;
