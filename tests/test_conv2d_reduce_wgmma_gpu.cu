@@ -224,6 +224,26 @@ TEST_CASE("conv2d_reduce_packed_split wgmma partial mode: tf32x3 vs float64 (<= 
 TEST_CASE("conv2d_reduce_packed_split wgmma partial mode: tf32 and bf16 ping-pong") {
   split_sweep<wgmma_policy<math::tf32, 4, 2, true>>("wgmma tf32 pp", 43000, 3);
   split_sweep<wgmma_policy<math::bf16, 4, 2, true>>("wgmma bf16 pp", 44000, 3);
+  // many more units than SMs, of unequal lengths (kt 5 for tf32 and 3 for bf16 over 2 splits: units of
+  // 2 and 3, or 1 and 2 stages), so that each block's two warpgroups take many turns and seek past units
+  // of both lengths: 64 images x 2 narrow tiles x 2 passes x 2 splits = 512 units (review, session 9)
+  const conv2d_problem p = make_problem(64, 40, 14, 12, 130, 3, 3, 1, 1);
+  std::uint64_t seed = 45000;
+  auto many = [&](auto policy, const char* name) {
+    using Policy = decltype(policy);
+    opts o;
+    o.splits = 2;
+    o.gain = 2.0;
+    const auto d = make_data<float>(p, ++seed, data_kind::real);
+    const epi::scale<float> e{2.0f};
+    check_fused<packed_split_entry<Policy>>(std::string(name) + " 512 units min", p, d, op::min{}, e, e, o);
+    const auto di = make_data<float>(p, ++seed, data_kind::integer);
+    opts oi = o;
+    oi.exact = true;
+    check_fused<packed_split_entry<Policy>>(std::string(name) + " 512 units exact argmin", p, di, op::argmin{}, e, e, oi);
+  };
+  many(wgmma_policy<math::tf32, 4, 2, true>{}, "wgmma tf32 pp");
+  many(wgmma_policy<math::bf16, 4, 2, true>{}, "wgmma bf16 pp");
 }
 
 TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: partial mode, every math, narrow, wide, gathered") {
