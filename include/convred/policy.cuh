@@ -134,6 +134,21 @@ struct default_simt_policy<double> {
   using type = simt_policy<64, 64, 8, 4, 4, 2>;  ///< the default simt_policy for double
 };
 
+/// Registers per producer thread of a wgmma block after `setmaxnreg` (the transform holds E 16-byte
+/// loads and their 4 converted plane entries).
+inline constexpr int wgmma_producer_registers = 72;
+/// Registers per consumer thread of a wgmma block after `setmaxnreg` (the 128 accumulators and the
+/// epilogue) with `producers` producer warpgroups: 216 with one, 184 with two.
+constexpr int wgmma_consumer_registers(int producers) { return producers == 1 ? 216 : 184; }
+/// Whether a wgmma block of two consumer warpgroups and `producers` producer warpgroups fits, after
+/// `setmaxnreg`, the registers it is launched with (__launch_bounds__(threads, 1): 65536 / threads per
+/// thread rounded down to a multiple of 8, 168 for 384 threads, 128 for 512); otherwise setmaxnreg.inc
+/// would wait forever.
+constexpr bool wgmma_registers_fit(int producers) {
+  const int t = 256 + 128 * producers;
+  return 256 * wgmma_consumer_registers(producers) + 128 * producers * wgmma_producer_registers <= t * (65536 / t / 8 * 8);
+}
+
 /// @brief Hopper (sm_90a) warpgroup-MMA policy of the packed-filter fused kernel
 /// (device::conv2d_reduce_packed): `wgmma.mma_async` with both operands in shared memory.
 ///
@@ -177,12 +192,11 @@ struct wgmma_policy {
   static constexpr int consumer_threads = 256; ///< two warpgroups (wgmma, epilogue, reduction)
   static constexpr int producer_threads = 128 * Producers;  ///< one or two producer warpgroups
   static constexpr int threads = consumer_threads + producer_threads;  ///< 384 or 512
-  /// registers per consumer thread after `setmaxnreg` (the 128 accumulators and the epilogue): 216 with
-  /// one producer warpgroup, 184 with two
-  static constexpr int consumer_registers = Producers == 1 ? 216 : 184;
+  /// registers per consumer thread after `setmaxnreg` with this policy's Producers (wgmma_consumer_registers)
+  static constexpr int consumer_registers = wgmma_consumer_registers(Producers);
   /// registers per producer thread after `setmaxnreg` (the transform holds E 16-byte loads and their 4
   /// converted plane entries)
-  static constexpr int producer_registers = 72;
+  static constexpr int producer_registers = wgmma_producer_registers;
   /// producer warpgroups of the gathering kernel variant (stride 2, W % 4 != 0: the producer threads load
   /// x with plain loads, latency-bound, so twice the threads keep twice the loads in flight): two, except
   /// under 3xTF32, whose consumers spill at 184 registers (then Producers). Measured (bench/NOTES.md,
@@ -209,12 +223,8 @@ struct wgmma_policy {
   static_assert(Stages >= 2, "wgmma_policy: at least two operand stages");
   static_assert(RawStages >= 1, "wgmma_policy: at least one raw patch buffer");
   static_assert(Producers == 1 || Producers == 2, "wgmma_policy: one or two producer warpgroups");
-  /// registers per thread the block is launched with (__launch_bounds__(threads, 1): 65536 / threads,
-  /// rounded down to a multiple of 8): 168 for 384 threads, 128 for 512
-  static constexpr int launch_registers = 65536 / threads / 8 * 8;
-  static_assert(consumer_threads * consumer_registers + producer_threads * producer_registers <= threads * launch_registers,
-                "wgmma_policy: the registers after setmaxnreg exceed what the block is launched with (setmaxnreg.inc "
-                "would wait forever)");
+  static_assert(wgmma_registers_fit(Producers) && wgmma_registers_fit(gather_producers),
+                "wgmma_policy: the registers after setmaxnreg exceed what the block is launched with");
 };
 
 /// @brief True for wgmma_policy<...> types (the policies the packed-filter entry points take).

@@ -243,12 +243,9 @@ struct wgmma_block {
   static constexpr int producers = Gather ? Policy::gather_producers : Policy::producer_threads / 128;  ///< producer warpgroups
   static constexpr int producer_threads = 128 * producers;                    ///< 128 or 256
   static constexpr int threads = Policy::consumer_threads + producer_threads;  ///< 384 or 512
-  static constexpr int consumer_registers = producers == 1 ? 216 : 184;       ///< after setmaxnreg
+  static constexpr int consumer_registers = wgmma_consumer_registers(producers);  ///< after setmaxnreg
   static constexpr int producer_registers = Policy::producer_registers;       ///< after setmaxnreg
   static constexpr int transform_threads = Gather ? producer_threads : producer_threads - 32;  ///< converting threads
-  static_assert(Policy::consumer_threads * consumer_registers + producer_threads * producer_registers <=
-                    threads * (65536 / threads / 8 * 8),
-                "wgmma_block: the registers after setmaxnreg exceed what the block is launched with");
 };
 
 /// @brief Thread 0's set-up of the mbarriers: a stage is full after the transform threads' arrivals (and
@@ -271,7 +268,7 @@ __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& ta
   convred::detail::mbarrier_init_fence();
 }
 
-/// @brief The producer warpgroup(s) (thread pt of their Policy::producer_threads). TMA variant: thread 0
+/// @brief The producer warpgroup(s) (thread pt of wgmma_block<Policy, Gather>::producer_threads). TMA variant: thread 0
 /// issues the TMA copy of each raw
 /// patch buffer (raw_c channels; a stage of block_c channels is block_c / raw_c of them), thread 1 the
 /// bulk copy of each stage's packed filter slice (or, once, of the whole filter when it is resident),
