@@ -273,8 +273,11 @@ TEST_CASE("conv2d_reduce_packed_split: argument errors, nothing launched") {
   if (packed == 0) return;  // no wgmma kernel on this device: conv2d_reduce_split's own errors apply
   REQUIRE(convred::device::max_packed_k_splits<P, float>(p) == 3);
   const std::size_t bytes = convred::device::packed_split_workspace_bytes<P, float>(p, 2);
-  CHECK(bytes == (packed + 15) / 16 * 16 + 2u * 64u * 130u * 4u);
-  CHECK(convred::device::packed_split_workspace_bytes<P, float>(p, 0) == 0u);
+  // splits = 0 (fused): the packed filter and, for flat tiles, the packed x; each split adds a partial plane
+  const std::size_t fused = convred::device::packed_split_workspace_bytes<P, float>(p, 0);
+  CHECK(fused >= (packed + 15) / 16 * 16);
+  CHECK(bytes == fused + 2u * 64u * 130u * 4u);
+  CHECK(convred::device::packed_split_workspace_bytes<P, float>(p, -1) == 0u);
   CHECK(convred::device::packed_split_workspace_bytes<P, float>(p, 4) == 0u);  // more splits than stages
   conv2d_problem empty = p;
   empty.N = 0;
@@ -288,7 +291,7 @@ TEST_CASE("conv2d_reduce_packed_split: argument errors, nothing launched") {
     return convred::device::conv2d_reduce_packed_split<P>(p, craw(x), craw(w), wk, n, nullptr, out, nullptr, splits,
                                                           op::min{});
   };
-  CHECK(run(raw(ws), bytes, raw(y), 0) == status::invalid_argument);
+  CHECK(run(raw(ws), bytes, raw(y), -1) == status::invalid_argument);
   CHECK(run(raw(ws), bytes, raw(y), 4) == status::invalid_argument);
   CHECK(run(nullptr, bytes, raw(y), 2) == status::null_pointer);
   CHECK(run(raw(ws), bytes, nullptr, 2) == status::null_pointer);
@@ -305,6 +308,95 @@ TEST_CASE("conv2d_reduce_packed_split: argument errors, nothing launched") {
   CHECK(cudaDeviceSynchronize() == cudaSuccess);
   // x all ones, w all ones, no bias: every output channel is the window sum: 2 x 2 x 20 = 80 at (0, 0)
   CHECK(test::to_host(y)[0] == doctest::Approx(80.0));
+  thrust::fill(y.begin(), y.end(), -1.f);
+  CHECK(run(raw(ws), fused, raw(y), 0) == status::success);  // fused, in the workspace of splits = 0
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+  CHECK(test::to_host(y)[0] == doctest::Approx(80.0));
+  if (fused > (packed + 15) / 16 * 16)  // flat tiles: the packed x must fit
+    CHECK(run(raw(ws), fused - 16, raw(y), 0) == status::workspace_too_small);
+}
+
+// ---- flat tiles over a packed x (wgmma_conv_params::flat), conv2d_reduce_packed_split ---------------------
+
+namespace {
+
+/// Shapes for which the time model picks flat tiles on a 132-SM H200 (tests/test_wgmma_params_host.cu checks
+/// the choice): 7 x 7 images (3 per 256-pixel tile, tiles across images), 14 x 14, 1x1 stride 2 (the
+/// row tiles would gather x with one tap per stage), 3x3 stride 2 (four phase planes), Q = 32 (pitch 34),
+/// K = 1 with padding 2, 3 channel passes; C and K with channel tails.
+std::vector<conv2d_problem> flat_shapes() {
+  return {
+      make_problem(4, 33, 7, 7, 257, 3, 3, 1, 1),          // ResNet-50 layer4-like, 3 passes
+      make_problem(3, 20, 14, 14, 130, 3, 3, 1, 1),        // layer3-like, 2 passes
+      make_problem(4, 40, 28, 28, 65, 1, 1, 0, 0, 2, 2),   // 1x1 stride 2 (projection-like)
+      make_problem(2, 17, 15, 18, 33, 3, 3, 1, 1, 2, 2),   // 3x3 stride 2, odd H, four phases
+      make_problem(2, 9, 30, 32, 7, 3, 3, 1, 1),           // Q = 32: pitch 34, small K
+      make_problem(5, 3, 5, 6, 1, 3, 3, 2, 2),             // K = 1, padding 2, tiny images
+  };
+}
+
+/// Flat tiles under Policy against float64: every shape of flat_shapes, fused (splits 0) and in partial
+/// mode (2 splits, or 1 when kt = 1), ops min / argmin / mean in turn with a scale epilogue of either
+/// sign, with and without bias; then exact integer data with argmin (ties: the lowest index).
+template <class Policy>
+void flat_sweep(const char* label, std::uint64_t seed, bool stride2) {
+  require_gpu();
+  int which = 0;
+  for (const conv2d_problem& p : flat_shapes()) {
+    if (p.stride_h != 1 && !stride2) continue;
+    const std::size_t packed = convred::device::packed_filter_bytes<Policy, float>(p);
+    if (on_hopper()) {  // flat: the fused workspace holds a packed x after the filter
+      INFO(describe(p));
+      CHECK(convred::device::packed_split_workspace_bytes<Policy, float>(p, 0) > (packed + 15) / 16 * 16);
+    }
+    const int kt = static_cast<int>((p.C + Policy::block_c - 1) / Policy::block_c);
+    for (int z : {0, kt > 1 ? 2 : 1}) {
+      const std::string name = std::string(label) + " flat split " + std::to_string(z) + " " + describe(p);
+      opts o;
+      o.splits = z;
+      o.bias = which % 2 == 0;
+      const float sc = which % 4 < 2 ? 2.0f : -1.5f;
+      o.gain = std::abs(sc);
+      const auto d = make_data<float>(p, ++seed, data_kind::real);
+      const epi::scale<float> e{sc};
+      switch (which++ % 3) {
+        case 0: check_fused<packed_split_entry<Policy>>(name + " min", p, d, op::min{}, e, e, o); break;
+        case 1: check_fused<packed_split_entry<Policy>>(name + " argmin", p, d, op::argmin{}, e, e, o); break;
+        default: check_fused<packed_split_entry<Policy>>(name + " mean", p, d, op::mean{}, e, e, o); break;
+      }
+    }
+    const auto d = make_data<float>(p, ++seed, data_kind::integer);
+    opts o;
+    o.exact = true;
+    o.splits = 0;
+    check_fused<packed_split_entry<Policy>>(std::string(label) + " flat exact argmin " + describe(p), p, d, op::argmin{},
+                                            epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("conv2d_reduce_packed_split wgmma flat tiles: tf32 and bf16 vs float64") {
+  flat_sweep<wg<math::tf32>>("wgmma tf32", 46000, true);
+  flat_sweep<wg<math::bf16>>("wgmma bf16", 46100, true);
+}
+TEST_CASE("conv2d_reduce_packed_split wgmma flat tiles: tf32x3 (stride 1) and ping-pong vs float64") {
+  flat_sweep<wg<math::tf32x3>>("wgmma tf32x3", 46300, false);
+  flat_sweep<wgmma_policy<math::tf32, 4, 2, true>>("wgmma tf32 pp", 46400, true);
+}
+TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: flat tiles") {
+  require_gpu();
+  auto run = [](auto policy, const char* name, const conv2d_problem& p, int splits, std::uint64_t seed, auto op) {
+    using Policy = decltype(policy);
+    const auto d = make_data<float>(p, seed, data_kind::real);
+    opts o;
+    o.splits = splits;
+    o.gain = 2;
+    check_fused<packed_split_entry<Policy>>(name, p, d, op, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+  };
+  run(wg<math::tf32>{}, "sanitizer flat tf32 7x7", make_problem(3, 20, 7, 7, 140, 3, 3, 1, 1), 0, 60, op::argmin{});
+  run(wg<math::bf16>{}, "sanitizer flat bf16 stride 2", make_problem(2, 20, 11, 13, 40, 3, 3, 1, 1, 2, 2), 2, 61, op::min{});
+  run(wg<math::tf32x3>{}, "sanitizer flat tf32x3 1x1", make_problem(2, 17, 12, 13, 33, 1, 1), 0, 62, op::mean{});
 }
 
 TEST_CASE("conv2d_reduce_packed wgmma: +-inf and NaN in x, w and bias, exact under every math") {

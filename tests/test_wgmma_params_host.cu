@@ -18,6 +18,54 @@ namespace math = convred::math;
 
 std::int64_t up128(std::int64_t v) { return (v + 127) / 128 * 128; }
 
+template <class Policy>
+std::size_t mainloop_xpack(const convred::block::wgmma_conv_params& k) {
+  return convred::block::conv_mainloop_wgmma<Policy>::xpack_bytes(k);
+}
+
+/// Checks the flat parameter block (make_params with flat) of one accepted problem against its rules,
+/// worked out here: plane pitch Q + halo_w, P + halo_h rows per image, tiles of block_m consecutive GEMM
+/// rows up to the last output, windows of block_m + the taps' reach, and the kernel's pixel map (the
+/// fast divisions) giving back each output's (n, p, q).
+template <class Policy>
+void check_flat(const conv2d_problem& p, const convred::block::wgmma_conv_params& k, std::size_t smem) {
+  constexpr int BM = Policy::block_m, E = 16 / Policy::filter_elem_bytes;
+  CHECK(smem <= convred::device::detail::max_smem_per_block);
+  const std::int64_t st = p.stride_h, halo_h = (p.R - 1) / st, halo_w = (p.S - 1) / st;
+  const std::int64_t hs = p.P() + halo_h, pw = p.Q() + halo_w;
+  CHECK(k.flat == 1);
+  CHECK(k.gather == 0);
+  CHECK(k.raw_copy_bytes == 0);
+  CHECK(k.flat_rows == hs);
+  CHECK(k.pw == pw);
+  CHECK(k.mrow_step == 64);
+  CHECK(k.tiles_p == 1);
+  CHECK(k.tiles_q == 1);
+  const std::int64_t last = ((p.N - 1) * hs + p.P() - 1) * pw + p.Q() - 1;  // the last output's GEMM row
+  CHECK(k.tiles == (p.N == 0 ? 0 : last / BM + 1));
+  const std::int64_t window = BM + halo_h * pw + halo_w;
+  CHECK(k.phase_pixels == window);
+  CHECK(k.flat_pixels == k.tiles * BM + halo_h * pw + halo_w);
+  const std::int64_t phases = std::min<std::int64_t>(st, p.R) * std::min<std::int64_t>(st, p.S);
+  CHECK(k.plane_bytes == phases * window * 16);
+  CHECK(k.part_bytes == k.plane_bytes * (Policy::block_c / E));
+  CHECK(mainloop_xpack<Policy>(k) == static_cast<std::size_t>(Policy::parts * k.kt * (Policy::block_c / E) * phases *
+                                                               k.flat_pixels * 16));
+  // the pixel map of the kernel's consumers: first, last and a middle output
+  for (std::int64_t m : {std::int64_t(0), p.N * p.P() * p.Q() / 2, p.N * p.P() * p.Q() - 1}) {
+    if (p.N == 0) break;
+    const std::int64_t n = m / (p.P() * p.Q()), pp = m / p.Q() % p.P(), q = m % p.Q();
+    const std::int64_t o = (n * hs + pp) * pw + q;
+    CHECK(o < k.tiles * BM);
+    std::int32_t n2, r, p2, q2;
+    k.div_image.divmod(static_cast<std::int32_t>(o), n2, r);
+    k.div_pw.divmod(r, p2, q2);
+    CHECK(n2 == n);
+    CHECK(p2 == pp);
+    CHECK(q2 == q);
+  }
+}
+
 /// Checks every rule of the parameter block for one accepted problem.
 template <class Policy>
 void check_layout(const conv2d_problem& p, const convred::block::wgmma_conv_params& k, std::size_t smem,
@@ -100,7 +148,7 @@ void sweep(std::uint64_t seed) {
   const std::size_t tail = convred::device::detail::wgmma_tail_bytes<Policy, convred::op::argmin>();
   std::mt19937_64 gen(seed);
   auto pick = [&](int lo, int hi) { return static_cast<std::int64_t>(std::uniform_int_distribution<int>(lo, hi)(gen)); };
-  int accepted = 0;
+  int accepted = 0, accepted_flat = 0;
   for (int i = 0; i < 400; ++i) {
     conv2d_problem p;
     p.N = pick(0, 3), p.C = pick(1, 200), p.K = pick(0, 3) == 0 ? pick(129, 600) : pick(1, 128), p.R = pick(1, 5), p.S = pick(1, 5);
@@ -123,6 +171,12 @@ void sweep(std::uint64_t seed) {
     CHECK(mainloop::cannot_implement(p) == nullptr);
     convred::block::wgmma_conv_params k;
     std::size_t smem = 0;
+    convred::block::wgmma_conv_params f;
+    std::size_t fsmem = 0;
+    if (mainloop::make_params(p, tail, convred::device::detail::max_smem_per_block, f, fsmem, true)) {
+      ++accepted_flat;
+      check_flat<Policy>(p, f, fsmem);
+    }
     if (mainloop::make_params(p, tail, convred::device::detail::max_smem_per_block, k, smem)) {
       ++accepted;
       check_layout<Policy>(p, k, smem, tail);
@@ -144,11 +198,32 @@ void sweep(std::uint64_t seed) {
     }
   }
   CHECK(accepted > (Policy::parts == 2 ? 10 : 100));  // (3xTF32: 3x3 and 1x1 at stride 1 only)  // the sweep exercises the accepted path
+  CHECK(accepted_flat > (Policy::parts == 2 ? 10 : 100));
 }
 
 }  // namespace
 
 TEST_SUITE("host") {
+TEST_CASE("wgmma choose_wgmma_params: flat tiles where row tiles waste pixels or gather, 132 SMs") {
+  using P = typename convred::default_wgmma_policy<math::tf32>::type;
+  const std::size_t tail = convred::device::detail::wgmma_tail_bytes<P, convred::op::argmin>();
+  auto flat = [&](std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t K, std::int64_t R, std::int64_t pad,
+                  std::int64_t stride) {
+    conv2d_problem p;
+    p.N = N, p.C = C, p.H = p.W = H, p.K = K, p.R = p.S = R, p.pad_h = p.pad_w = pad, p.stride_h = p.stride_w = stride;
+    convred::block::wgmma_conv_params k;
+    std::size_t smem = 0;
+    REQUIRE(convred::device::choose_wgmma_params<P>(p, tail, convred::device::detail::max_smem_per_block, 132, true, k, smem));
+    return k.flat == 1;
+  };
+  CHECK(flat(32, 512, 7, 512, 3, 1, 1));     // ResNet-50 layer4.1: 7 x 7 (rows: 16 x 16 tiles, x gathered)
+  CHECK(flat(32, 256, 14, 256, 3, 1, 1));    // layer3.1: 14 x 14, W % 4 != 0
+  CHECK(flat(32, 512, 28, 1024, 1, 0, 2));   // layer3.0.downsample: 1x1 stride 2
+  CHECK(flat(1, 512, 28, 1024, 1, 0, 2));
+  CHECK_FALSE(flat(64, 64, 256, 128, 3, 0, 1));  // the seed: packing x would cost ~0.5 ms
+  CHECK_FALSE(flat(32, 64, 224, 64, 3, 1, 1));   // VGG-16 conv1_2: x large against the work
+}
+
 TEST_CASE("wgmma make_params: layout rules over random shapes, each default policy and ping-pong") {
   sweep<typename convred::default_wgmma_policy<math::tf32>::type>(11);
   sweep<typename convred::default_wgmma_policy<math::bf16>::type>(12);

@@ -143,6 +143,27 @@ struct wgmma_conv_params {
   /// @brief GEMM_K splits of each channel pass in partial mode, 1 <= splits <= kt (every split at least one
   /// stage); 1 in fused mode
   std::int32_t splits = 1;
+  /// @brief 1: flat tiles over x packed beforehand (make_params with `flat`). kernel::pack_x_kernel
+  /// writes x, converted and zero-padded, as planes over the whole batch: plane pixel o of phase (a, b)
+  /// = (n * flat_rows + row) * pw + col holds input (n, stride * row + a - pad_h, stride * col + b - pad_w)
+  /// (zero outside x), so that output (n, p, q) is GEMM row o = (n * flat_rows + p) * pw + q and filter tap
+  /// (r, s) reads it at o + (r / stride) * pw + s / stride of phase (r % stride, s % stride), across image
+  /// boundaries. A tile is block_m consecutive rows o (the pixels with p >= P or q >= Q computed and
+  /// dropped), its stage's planes one bulk copy of phase_pixels = block_m + ((R - 1) / stride) * pw + (S -
+  /// 1) / stride pixels per (part, plane, phase): no TMA box, no transform, no gather in the kernel, and no
+  /// tile shape to fit the image (7 x 7 images: 60% of the computed pixels are outputs, against 19% in
+  /// 16 x 16 tiles). The packing pass reads x once and writes xpack_bytes. 0: tiles of image rows.
+  std::int32_t flat = 0;
+  /// @brief flat: plane rows per image, P + (R - 1) / stride
+  std::int32_t flat_rows = 0;
+  /// @brief flat: plane pixels per (part, plane, phase) in the packed x: tiles * block_m + the window's
+  /// halo (the last window's end), the pixels past the last image zero
+  std::int64_t flat_pixels = 0;
+  /// @brief flat: the packed x (kernel::pack_x_kernel's output, [part][plane j of E channels][phase][pixel]
+  /// of 16 bytes), 16-byte aligned
+  const void* xpack = nullptr;
+  convred::detail::fast_divmod div_image;  ///< flat: divides by flat_rows * pw (plane pixel -> image)
+  convred::detail::fast_divmod div_pw;     ///< flat: divides by pw (pixel within an image -> row, column)
 };
 
 /// @brief Accumulates one stage of a tile_h x 64 pixel x 128-channel tile on tensor cores with wgmma.
@@ -293,50 +314,75 @@ struct conv_mainloop_wgmma {
   }
 
   /// @brief The mainloop's can-implement check and parameter construction (host): whether the kernel
-  /// serves p and, if so, its parameters (x, filter, bias left null) and dynamic shared memory (the
+  /// serves p and, if so, its parameters (x, filter, bias, xpack left null) and dynamic shared memory (the
   /// resident filter, operand stages, raw buffers, then `tail_bytes` of reduction state and barriers),
   /// which must not exceed `max_smem`. The filter is made resident (copied once per block instead of a
   /// slice per stage) whenever that layout fits `max_smem` and is under 2^20 bytes (one mbarrier
-  /// transaction count); otherwise it is streamed. Stride 2, or W not a multiple of 4 (TMA rows are
-  /// 16-byte multiples), is served by the gathering producer (`gather`). Not served: NHWC x, groups != 1,
-  /// dilation != 1, strides other than 1 or 2 in both dimensions, N >= 2^31 or one image of 2^40 bytes or
-  /// more (TMA coordinates and strides), stages larger than the shared memory. p must be valid (convred::validate). Independent of N
-  /// otherwise (N = 0 is served, with no tiles).
+  /// transaction count); otherwise it is streamed. Tiles: `flat` = false: of image rows (tile_h rows of
+  /// 64 output columns, or for narrow images whole rows); stride 2, or W not a multiple of 4 (TMA rows
+  /// are 16-byte multiples), is then served by the gathering producer (`gather`). `flat` = true: flat
+  /// tiles of block_m GEMM rows over x packed beforehand (wgmma_conv_params::flat; xpack_bytes), any
+  /// stride-1 or stride-2 problem whose packed planes have fewer than 2^31 pixels. Not served: NHWC x,
+  /// groups != 1, dilation != 1, strides other than 1 or 2 in both dimensions, N >= 2^31 or one image of
+  /// 2^40 bytes or more (TMA coordinates and strides), stages larger than the shared memory. p must be
+  /// valid (convred::validate). Independent of N otherwise (N = 0 is served, with no tiles).
   static bool make_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,
-                          wgmma_conv_params& k, std::size_t& smem_bytes) {
+                          wgmma_conv_params& k, std::size_t& smem_bytes, bool flat = false) {
     if (cannot_implement(p)) return false;
-    constexpr int TH = Policy::tile_h, TW = Policy::tile_w, E = 16 / Policy::filter_elem_bytes;
+    constexpr int TH = Policy::tile_h, TW = Policy::tile_w, E = 16 / Policy::filter_elem_bytes, BM = Policy::block_m;
     static_assert(TW == 64, "one m64 wgmma row per 64 tile pixels");
+    k = wgmma_conv_params{};
     k.N = p.N, k.C = static_cast<std::int32_t>(p.C), k.H = static_cast<std::int32_t>(p.H), k.W = static_cast<std::int32_t>(p.W);
     k.K = static_cast<std::int32_t>(p.K), k.P = static_cast<std::int32_t>(p.P()), k.Q = static_cast<std::int32_t>(p.Q());
     k.R = static_cast<std::int32_t>(p.R), k.S = static_cast<std::int32_t>(p.S);
     k.pad_h = static_cast<std::int32_t>(p.pad_h), k.pad_w = static_cast<std::int32_t>(p.pad_w);
-    // narrow images (Q + S - 1 <= 32): planes of pitch 16 or 32, each m64 row covering 4 or 2 output
-    // rows of the whole width; otherwise rows of 64 output pixels, patch rows of 64 + S - 1
-    // stride 2 (or W % 4 != 0: TMA rows are 16-byte multiples): the producer threads gather x themselves
     k.stride = static_cast<std::int32_t>(p.stride_h);
-    k.gather = (k.stride != 1 || p.W % 4 != 0) ? 1 : 0;
     k.phases_h = static_cast<std::int32_t>(p.R < p.stride_h ? p.R : p.stride_h);
     k.phases_w = static_cast<std::int32_t>(p.S < p.stride_w ? p.S : p.stride_w);
     const std::int64_t halo_h = (p.R - 1) / p.stride_h, halo_w = (p.S - 1) / p.stride_w;  // extra rows, columns
-    const std::int64_t span = p.Q() + halo_w;
-    const std::int64_t pw = span <= 16 ? 16 : span <= 32 ? 32 : TW + halo_w;
-    const bool narrow = pw <= 32;
-    k.tile_cols = static_cast<std::int32_t>(narrow ? pw : TW);
-    k.tile_rows = static_cast<std::int32_t>(narrow ? TH * (TW / pw) : TH);
-    k.mrow_step = static_cast<std::int32_t>(narrow ? TW : pw);
-    k.tiles_p = (k.P + k.tile_rows - 1) / k.tile_rows, k.tiles_q = (k.Q + k.tile_cols - 1) / k.tile_cols;
     k.kt = (k.C + Policy::block_c - 1) / Policy::block_c;
     k.npass = static_cast<std::int32_t>((p.K + Policy::block_n - 1) / Policy::block_n);
-    const std::int64_t ph = k.tile_rows + halo_h;  // patch rows (of each phase)
-    // TMA box (rp x ph per channel; rp a multiple of 4 for 16-byte rows), starting col_shift columns left
-    // of the patch so that its first column is 16-byte aligned
-    k.col_shift = static_cast<std::int32_t>((4 - p.pad_w % 4) % 4);
-    const std::int64_t rp = (pw + k.col_shift + 3) / 4 * 4;
-    const std::int64_t raw_copy = k.gather ? 0 : std::int64_t(Policy::raw_c) * ph * rp * 4;  // gather: no raw buffers
+    std::int64_t ph = 0, pw = 0, rp = 0, raw_copy = 0, phase_pixels = 0, plane = 0;
+    if (flat) {
+      // flat tiles of BM GEMM rows over the packed planes (pitch pw, flat_rows rows per image)
+      const std::int64_t hs = p.P() + halo_h;
+      pw = p.Q() + halo_w, ph = hs;
+      const std::int64_t outputs = p.N == 0 ? 0 : ((p.N - 1) * hs + p.P() - 1) * pw + p.Q();  // past the last output
+      const std::int64_t tiles = (outputs + BM - 1) / BM;
+      phase_pixels = BM + halo_h * pw + halo_w;  // a tile's window: its rows and the taps' reach
+      const std::int64_t pixels = tiles * BM + halo_h * pw + halo_w;
+      if (pixels >= (std::int64_t(1) << 31) || p.N * hs * pw >= (std::int64_t(1) << 31)) return false;
+      k.flat = 1, k.flat_rows = static_cast<std::int32_t>(hs), k.flat_pixels = pixels;
+      k.div_image = convred::detail::fast_divmod(static_cast<std::int32_t>(hs * pw));
+      k.div_pw = convred::detail::fast_divmod(static_cast<std::int32_t>(pw));
+      k.tile_rows = 0, k.tile_cols = static_cast<std::int32_t>(pw), k.mrow_step = TW;
+      k.tiles_p = 1, k.tiles_q = 1, k.tiles = tiles;
+      plane = k.phases_h * k.phases_w * phase_pixels * 16;
+    } else {
+      // narrow images (Q + S - 1 <= 32): planes of pitch 16 or 32, each m64 row covering 4 or 2 output
+      // rows of the whole width; otherwise rows of 64 output pixels, patch rows of 64 + S - 1
+      // stride 2 (or W % 4 != 0: TMA rows are 16-byte multiples): the producer threads gather x themselves
+      k.gather = (k.stride != 1 || p.W % 4 != 0) ? 1 : 0;
+      const std::int64_t span = p.Q() + halo_w;
+      pw = span <= 16 ? 16 : span <= 32 ? 32 : TW + halo_w;
+      const bool narrow = pw <= 32;
+      k.tile_cols = static_cast<std::int32_t>(narrow ? pw : TW);
+      k.tile_rows = static_cast<std::int32_t>(narrow ? TH * (TW / pw) : TH);
+      k.mrow_step = static_cast<std::int32_t>(narrow ? TW : pw);
+      k.tiles_p = (k.P + k.tile_rows - 1) / k.tile_rows, k.tiles_q = (k.Q + k.tile_cols - 1) / k.tile_cols;
+      ph = k.tile_rows + halo_h;  // patch rows (of each phase)
+      // TMA box (rp x ph per channel; rp a multiple of 4 for 16-byte rows), starting col_shift columns left
+      // of the patch so that its first column is 16-byte aligned
+      k.col_shift = static_cast<std::int32_t>((4 - p.pad_w % 4) % 4);
+      rp = (pw + k.col_shift + 3) / 4 * 4;
+      raw_copy = k.gather ? 0 : std::int64_t(Policy::raw_c) * ph * rp * 4;  // gather: no raw buffers
+      phase_pixels = ph * pw;
+      plane = (k.phases_h * k.phases_w * phase_pixels + (narrow ? halo_w : 0)) * 16;
+      // rp and ph: TMA box dimensions are at most 256
+      if (rp > 256 || ph > 256) return false;
+      k.tiles = p.N * k.tiles_p * k.tiles_q;
+    }
     const std::int64_t raw_bytes = (raw_copy + 127) / 128 * 128;
-    const std::int64_t phase_pixels = ph * pw;
-    const std::int64_t plane = (k.phases_h * k.phases_w * phase_pixels + (narrow ? halo_w : 0)) * 16;
     const std::int64_t part = plane * (Policy::block_c / E);
     const std::int64_t b_bytes = std::int64_t(Policy::parts) * p.R * p.S * Policy::block_n * Policy::block_c *
                                  Policy::filter_elem_bytes;
@@ -358,9 +404,8 @@ struct conv_mainloop_wgmma {
     } else {
       k.resident_bytes = static_cast<std::int32_t>(resident), k.a_offset = 0;
     }
-    // rp and ph: TMA box dimensions are at most 256
-    if (smem > static_cast<std::int64_t>(max_smem) || rp > 256 || ph > 256) return false;
-    k.rp = static_cast<std::int32_t>(rp), k.bh = static_cast<std::int32_t>(ph);
+    if (smem > static_cast<std::int64_t>(max_smem)) return false;
+    k.rp = static_cast<std::int32_t>(rp), k.bh = static_cast<std::int32_t>(flat ? 0 : ph);
     k.ph = static_cast<std::int32_t>(ph), k.pw = static_cast<std::int32_t>(pw);
     k.phase_pixels = static_cast<std::int32_t>(phase_pixels);
     k.raw_copy_bytes = static_cast<std::int32_t>(raw_copy), k.raw_bytes = static_cast<std::int32_t>(raw_bytes);
@@ -368,9 +413,17 @@ struct conv_mainloop_wgmma {
     k.b_bytes = static_cast<std::int32_t>(b_bytes), k.stage_bytes = static_cast<std::int32_t>(stage);
     k.div_quads = convred::detail::fast_divmod(static_cast<std::int32_t>(rp / 4));
     k.div_ph = convred::detail::fast_divmod(static_cast<std::int32_t>(ph));
-    k.tiles = p.N * k.tiles_p * k.tiles_q;
     smem_bytes = static_cast<std::size_t>(smem);
     return true;
+  }
+
+  /// Bytes of the packed x of flat parameters k (kernel::pack_x_kernel's output: parts x planes of E
+  /// channels x phases x flat_pixels pixels of 16 bytes); 0 for tiles of image rows.
+  static std::size_t xpack_bytes(const wgmma_conv_params& k) {
+    if (!k.flat) return 0;
+    const std::size_t planes = static_cast<std::size_t>(k.kt) * (Policy::block_c / (16 / Policy::filter_elem_bytes));
+    return static_cast<std::size_t>(Policy::parts) * planes * static_cast<std::size_t>(k.phases_h * k.phases_w) *
+           static_cast<std::size_t>(k.flat_pixels) * 16;
   }
 
   /// Bytes of the packed filter (device::pack_filter) for parameters k from make_params: npass * kt

@@ -73,6 +73,40 @@ struct conv_patch_loader {
                                      static_cast<std::uint32_t>(p.b_bytes), bar);
   }
 
+  /// Flat tiles (wgmma_conv_params::flat): copies the stage of packed filter slice `slice` (pass * kt +
+  /// stage of the pass; none when the filter is resident) and the stage's planes of the tile starting at
+  /// GEMM row `o0` (its window of phase_pixels pixels of each part, plane and phase of the packed x, one
+  /// bulk copy each) into `stage` (16-byte aligned); `bar` is armed with all their bytes and this thread's
+  /// arrival, so it completes when they have landed.
+  __device__ static void copy_flat(unsigned char* stage, std::uint64_t* bar, const wgmma_conv_params& p, int slice,
+                                   std::int64_t o0) {
+    constexpr int J = Policy::block_c / E;  // planes per stage
+    const int phases = p.phases_h * p.phases_w;
+    const std::uint32_t window = static_cast<std::uint32_t>(p.phase_pixels) * 16u;
+    const std::uint32_t filter = p.resident_bytes ? 0u : static_cast<std::uint32_t>(p.b_bytes);
+#ifdef CONVRED_EXP_NOLOAD
+    convred::detail::mbarrier_arrive(bar);
+    return;
+#endif
+    convred::detail::mbarrier_arrive_expect_tx(bar, filter + static_cast<std::uint32_t>(Policy::parts * J * phases) * window);
+    if (filter)
+      convred::detail::bulk_copy_g2s(stage, static_cast<const unsigned char*>(p.filter) + static_cast<std::int64_t>(slice) * p.b_bytes,
+                                     filter, bar);
+    const std::int64_t planes = static_cast<std::int64_t>(p.kt) * J;  // planes of the packed x per part
+    const int j0 = (slice % p.kt) * J;
+    const auto* xp = static_cast<const unsigned char*>(p.xpack);
+    unsigned char* a = stage + p.a_offset;
+#pragma unroll
+    for (int part = 0; part < Policy::parts; ++part)
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        for (int ph = 0; ph < phases; ++ph) {
+          const std::int64_t src = ((part * planes + j0 + j) * phases + ph) * p.flat_pixels + o0;
+          convred::detail::bulk_copy_g2s(a + part * p.part_bytes + j * p.plane_bytes + ph * p.phase_pixels * 16,
+                                         xp + src * 16, window, bar);
+        }
+  }
+
   /// Rewrites a raw buffer (raw_c channels) as its raw_c / E planes, starting at `planes` (the stage's
   /// planes, offset by the buffer's first plane), work shared by `nthreads` threads of which this is
   /// `t`; ends with the fence that makes the planes visible to wgmma (the async proxy). One work item is
@@ -158,6 +192,16 @@ struct conv_patch_loader {
     warpgroup::fence_proxy_async();
   }
 
+  /// The plane entry of one pixel from its E channel values f: W = 4 words (tf32, or bf16/fp16 pairs, round
+  /// to nearest even), or 8 for 3xTF32 (big parts in words 0-3, small parts in 4-7).
+  template <int W>
+  __device__ static void pack_entry(const float (&f)[E], std::uint32_t (&w)[W]) {
+    float4 v[E];
+#pragma unroll
+    for (int e = 0; e < E; ++e) v[e] = make_float4(f[e], 0.f, 0.f, 0.f);
+    pack(v, 0, w);
+  }
+
  private:
   /// Stores the plane entries w[u] of columns col0 + u (u = 0..3) of one plane row at row_base (those in
   /// [0, pw); 3xTF32: the small parts part_bytes further), in a lane-dependent rotation so that the 8
@@ -179,15 +223,6 @@ struct conv_patch_loader {
 
   /// Component u of a float4.
   __device__ static float comp(const float4& f, int u) { return u == 0 ? f.x : u == 1 ? f.y : u == 2 ? f.z : f.w; }
-
-  /// The plane entry of one pixel from its E channel values f (as pack).
-  template <int W>
-  __device__ static void pack_entry(const float (&f)[E], std::uint32_t (&w)[W]) {
-    float4 v[E];
-#pragma unroll
-    for (int e = 0; e < E; ++e) v[e] = make_float4(f[e], 0.f, 0.f, 0.f);
-    pack(v, 0, w);
-  }
 
   /// The plane entry of column u (compile-time after unrolling) of the E loaded channels: tf32 words
   /// (3xTF32: big parts in words 0-3, small parts in 4-7) or bf16/fp16 pairs, round to nearest (even).

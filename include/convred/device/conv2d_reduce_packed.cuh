@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -22,6 +23,131 @@
 #include "conv2d_reduce_split.cuh"
 
 namespace convred::device {
+
+// The planner's time model of the wgmma kernel (conv2d_reduce_plan): rough rates of the H200
+// (bench/NOTES.md, sessions 6-8), for choosing between the wgmma kernel fused, the wgmma kernel in partial
+// (split-K) mode (choose_wgmma_splits) and the mma.sync split path (choose_k_splits) on problems whose
+// tiles are too few to fill the GPU. Times are estimates for comparisons, not predictions to the
+// microsecond. The partial sums' traffic and the fixup's fixed cost are the split path's:
+// split_workspace_bytes_per_s, split_fixed_seconds (conv2d_reduce_split.cuh).
+
+/// The planner's wgmma kernel, FLOP/s per SM under TF32, every computed pixel counted (a tile's tile_h x 64
+/// pixels, the dropped columns of narrow tiles and rows past P included): the seed's sustained rate, 609
+/// GFLOP in 1.63 ms on 132 SMs = 2.8 TFLOP/s per SM (session 8).
+inline constexpr double plan_wgmma_flops_per_sm = 3.0e12;
+/// The planner's wgmma kernel with x gathered by the producer threads (stride 2, W % 4 != 0): its plain
+/// loads are slower than TMA, counted as this factor on the time (with a 1x1 filter, one tap per stage, the
+/// producer cannot keep up at all: the planner then takes the mma.sync kernel).
+inline constexpr double plan_wgmma_gather_slowdown = 2.0;
+/// The planner's mma.sync split path (conv2d_reduce_split), FLOP/s per SM on the useful work (session 7's
+/// split: ResNet layer3.1 / layer4.1 at batch 32, 7.4 GFLOP in 0.167 / 0.187 ms on 132 SMs; v2 since runs
+/// ~0.12 ms).
+inline constexpr double plan_mma_split_flops_per_sm = 0.34e12;
+/// The planner's mma.sync split path, fixed cost beyond its mainloop (seconds): pipeline fills, stores, the
+/// fixup.
+inline constexpr double plan_mma_split_fixed_seconds = 8e-6;
+
+/// The planner's packing pass of flat tiles (kernel::pack_x_kernel), bytes per second over x read and the
+/// packed planes written: about two thirds of the H200's copy bandwidth (4.2 TB/s), for its strided reads.
+inline constexpr double plan_xpack_bytes_per_s = 3.0e12;
+/// The packing pass's fixed cost (seconds): its launch and tail.
+inline constexpr double plan_xpack_fixed_seconds = 3e-6;
+
+/// @brief Speed of a tensor-core math relative to TF32 in the planner's time model (both the wgmma and the
+/// mma.sync rates are scaled by it; the partial sums' traffic is not): the seed on the H200, session 8:
+/// tf32 1.63 ms, bf16 1.08, fp16 1.03 (1.5x), tf32x3 4.51 (0.36x: three products per term).
+template <class Math>
+constexpr double plan_math_speed() {
+  if constexpr (std::is_same_v<Math, math::bf16> || std::is_same_v<Math, math::fp16>) return 1.5;
+  else if constexpr (std::is_same_v<Math, math::tf32x3>) return 0.36;
+  else return 1.0;
+}
+
+/// @brief The planner's estimates for the wgmma kernel on a problem it serves (choose_wgmma_splits).
+struct wgmma_split_estimate {
+  int splits = 0;        ///< GEMM_K splits of the partial mode to run, or 0: the fused kernel
+  double fused_s = 0;    ///< estimated time of the fused kernel (seconds)
+  double split_s = 0;    ///< estimated time of the partial mode with `splits` splits (0 when splits is 0)
+  std::int64_t units = 0;  ///< work units of that partial mode: tiles x npass x splits (0 when splits is 0)
+};
+
+/// @brief The wave model of the wgmma kernel, fused and in partial (split-K) mode, for problem p with the
+/// parameters k that block::conv_mainloop_wgmma<Policy>::make_params made for it, on a GPU of `sm_count`
+/// SMs, at `speed` times the TF32 rate (plan_math_speed).
+///
+/// Both run one persistent block per SM over their work units, in waves of sm_count units. A pass of a
+/// tile (block_m computed pixels x 128 channels x GEMM_K = C*R*S) takes 2 * block_m * 128 * GEMM_K FLOP
+/// at plan_wgmma_flops_per_sm * speed (times plan_wgmma_gather_slowdown when x is gathered). Fused: one
+/// unit per tile of npass passes: ceil(tiles / sm_count) waves of npass pass times. Partial mode with Z
+/// splits (1 <= Z <= kt): tiles x npass x Z units of ceil(kt / Z) of the pass's kt stages, in
+/// ceil(units / sm_count) waves, plus the fixup: 2 x Z * N*P*Q * K * 4 bytes of partial sums written and
+/// read at split_workspace_bytes_per_s, and split_fixed_seconds. The split is considered only when the
+/// fused kernel has fewer tiles than SMs and for Z whose partial sums fit `max_workspace_bytes` (64 MiB
+/// by default, as choose_k_splits); the Z with the least estimate (the smallest on ties) is chosen when
+/// it is below the fused estimate. Example (132 SMs, tf32): ResNet-50 layer3 3x3 at batch 32 (x (32,
+/// 256, 14, 14), K = 256: 32 tiles of 16 x 16, 2 passes of 32 stages, x gathered (W % 4 != 0), so at
+/// plan_wgmma_gather_slowdown): fused 201 us; 2 splits: 128 units in one wave of 50 us, 12.8 MB of partial
+/// sums (8.6 us) + 5 us = 64 us (tests/test_plan_host.cu checks these numbers). Flat tiles
+/// (wgmma_conv_params::flat) add the packing pass to both: x and the packed planes at
+/// plan_xpack_bytes_per_s, plus plan_xpack_fixed_seconds.
+/// @return splits = 0 (fused) when sm_count <= 0 (unknown), the tiles fill the GPU, or no split is
+///   estimated faster; fused_s is always set.
+template <class Policy>
+wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::wgmma_conv_params& k, int sm_count,
+                                         double speed = 1.0,
+                                         std::size_t max_workspace_bytes = default_split_workspace_limit) {
+  wgmma_split_estimate e;
+  const double rate = plan_wgmma_flops_per_sm * speed / (k.gather ? plan_wgmma_gather_slowdown : 1.0);
+  const double pass_s = 2.0 * Policy::block_m * Policy::block_n * static_cast<double>(p.gemm_k()) / rate;
+  const double sms = sm_count > 0 ? sm_count : 1;
+  // flat tiles: the packing pass first (x read, the packed planes written)
+  const double pre = k.flat ? plan_xpack_fixed_seconds +
+                                  (4.0 * static_cast<double>(p.x_elements()) +
+                                   static_cast<double>(block::conv_mainloop_wgmma<Policy>::xpack_bytes(k))) /
+                                      plan_xpack_bytes_per_s
+                            : 0.0;
+  e.fused_s = pre + std::ceil(static_cast<double>(k.tiles) / sms) * k.npass * pass_s;
+  if (sm_count <= 0 || k.tiles >= sm_count || k.tiles <= 0 || k.kt < 1) return e;
+  const double plane = static_cast<double>(p.gemm_m()) * static_cast<double>(p.K) * 4.0;  // bytes per split
+  for (int z = 1; z <= k.kt; ++z) {
+    if (static_cast<double>(z) * plane > static_cast<double>(max_workspace_bytes)) break;
+    const std::int64_t units = k.tiles * k.npass * z;
+    const double stages = static_cast<double>((k.kt + z - 1) / z);
+    const double t = pre + std::ceil(static_cast<double>(units) / sms) * pass_s * stages / k.kt +
+                     2.0 * z * plane / split_workspace_bytes_per_s + split_fixed_seconds;
+    if (t < e.fused_s && (e.splits == 0 || t < e.split_s)) e.splits = z, e.split_s = t, e.units = units;
+  }
+  return e;
+}
+
+
+/// @brief The wgmma kernel's parameters for p (block::conv_mainloop_wgmma<Policy>::make_params, with
+/// `tail_bytes` of reduction state and `max_smem` bytes of shared memory): tiles of image rows, or, when
+/// `allow_flat` and the time model (choose_wgmma_splits on `sm_count` SMs at plan_math_speed) estimates
+/// them faster, flat tiles over x packed beforehand (wgmma_conv_params::flat: the packing pass counted).
+/// Flat tiles win where row tiles waste most of their pixels or gather x: small images (ResNet-50's 7 x 7
+/// and 14 x 14 layers), 1 x 1 stride 2, strides 2 on small inputs; row tiles where x is large against the
+/// work (the seed problem: packing would add ~0.5 ms).
+/// @return whether the kernel serves p (k and smem then set)
+template <class Policy>
+bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem, int sm_count,
+                         bool allow_flat, block::wgmma_conv_params& k, std::size_t& smem) {
+  using mainloop = block::conv_mainloop_wgmma<Policy>;
+  block::wgmma_conv_params rect, flat;
+  std::size_t rect_smem = 0, flat_smem = 0;
+  const bool has_rect = mainloop::make_params(p, tail_bytes, max_smem, rect, rect_smem);
+  const bool has_flat = allow_flat && mainloop::make_params(p, tail_bytes, max_smem, flat, flat_smem, true);
+  if (!has_rect && !has_flat) return false;
+  auto best = [&](const block::wgmma_conv_params& c) {
+    const wgmma_split_estimate e = choose_wgmma_splits<Policy>(p, c, sm_count, plan_math_speed<typename Policy::math>());
+    return e.splits > 0 ? e.split_s : e.fused_s;
+  };
+  // (a 1 x 1 filter with x gathered leaves the row tiles' producer no time at all: plan_wgmma_gather_slowdown
+  // understates it, so flat tiles take it whenever they serve)
+  const bool flat_wins = has_flat && (!has_rect || (rect.gather && p.R * p.S == 1) || best(flat) < best(rect));
+  k = flat_wins ? flat : rect, smem = flat_wins ? flat_smem : rect_smem;
+  return true;
+}
 
 namespace detail {
 
@@ -76,18 +202,23 @@ constexpr std::size_t wgmma_tail_bytes() {
 
 /// The wgmma kernel's plan for p: not served for T other than float, an invalid problem, a problem the
 /// mainloop does not implement (block::conv_mainloop_wgmma::make_params), or a device without sm_90a code.
+/// `allow_flat`: flat tiles over a packed x where choose_wgmma_params prefers them on the current device
+/// (the entry points with a workspace for the packed x); else tiles of image rows.
 template <class Policy, class T, class Op>
-wgmma_plan_t wgmma_plan(const conv2d_problem& p) {
+wgmma_plan_t wgmma_plan(const conv2d_problem& p, bool allow_flat = false) {
   wgmma_plan_t plan;
   if constexpr (!std::is_same_v<T, float>) {
     return plan;
   } else {
-    if (validate(p, sizeof(T)) != status::success ||
-        !block::conv_mainloop_wgmma<Policy>::make_params(p, wgmma_tail_bytes<Policy, Op>(), max_smem_per_block, plan.k,
-                                                         plan.smem_bytes) ||
-        !wgmma_available())
-      return plan;
-    plan.served = true;
+    if (validate(p, sizeof(T)) != status::success || !wgmma_available()) return plan;
+    int dev = 0, sms = 0;
+    if (allow_flat && (cudaGetDevice(&dev) != cudaSuccess ||
+                       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)) {
+      cudaGetLastError();  // ours
+      sms = 0;
+    }
+    plan.served = choose_wgmma_params<Policy>(p, wgmma_tail_bytes<Policy, Op>(), max_smem_per_block, sms,
+                                              allow_flat && sms > 0, plan.k, plan.smem_bytes);
     return plan;
   }
 }
@@ -132,18 +263,55 @@ std::size_t packed_bytes(const wgmma_plan_t& plan) {
   return plan.served ? block::conv_mainloop_wgmma<Policy>::packed_bytes(plan.k) : 0;
 }
 
-/// Offset of the partial sums in conv2d_reduce_packed_split's workspace: the packed filter's `packed`
-/// bytes rounded up to a multiple of 16 (0 when nothing is packed).
+/// Launches the wgmma kernel with parameters k (x, filter, bias, xpack and the partial mode set) on
+/// `units` work units: first, for flat tiles, kernel::pack_x_kernel into k.xpack; then the persistent
+/// kernel, one block per SM (at most one per unit), in the variant the parameters need (the gathering
+/// one also for flat tiles at stride 2, whose taps read stride phases). `refused` is set (and success
+/// returned, nothing launched) when the driver refuses x's tensor map: the caller runs its fallback.
+template <class Policy, class Op, class Epilogue>
+status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::int64_t units, Op op, Epilogue epi,
+                    float* y, std::int64_t* indices, cudaStream_t stream, bool& refused) {
+  refused = false;
+  CUtensorMap x_map{};  // used by the TMA producer only
+  if (!k.gather && !k.flat && !make_x_tensor_map<Policy>(x_map, k.x, k)) {
+    refused = true;
+    return status::success;
+  }
+  const bool phased = k.gather || (k.flat && k.stride != 1);
+  auto kern = phased ? kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, true>
+                     : kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, false>;
+  if (status s = check_device(kern, smem); s != status::success) return s;
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    return status::cuda_error;
+  if (k.flat) {
+    auto pack = kernel::pack_x_kernel<Policy>;
+    if (status s = check_device(pack); s != status::success) return s;
+    const std::int64_t total = static_cast<std::int64_t>(k.kt) * (Policy::block_c / (16 / Policy::filter_elem_bytes)) *
+                               k.phases_h * k.phases_w * k.flat_pixels;
+    pack<<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(k.x, const_cast<void*>(k.xpack), k, total);
+    if (status s = launch_status(); s != status::success) return s;
+  }
+  const std::int64_t grid = units < sms ? units : sms;
+  const int threads = phased ? kernel::wgmma_block<Policy, true>::threads : kernel::wgmma_block<Policy, false>::threads;
+  kern<<<static_cast<unsigned>(grid), threads, smem, stream>>>(x_map, k, op, epi, y, indices);
+  return launch_status();
+}
+
+/// Offset of the packed x (flat tiles), then of the partial sums, in conv2d_reduce_packed_split's
+/// workspace: the packed filter's `packed` bytes rounded up to a multiple of 16 (0 when nothing is packed).
 inline std::size_t partial_offset(std::size_t packed) { return (packed + 15) / 16 * 16; }
 
 /// The size of conv2d_reduce_packed_split's workspace for p on a served plan: partial_offset(packed) +
-/// splits * N*P*Q * K * 4 bytes; 0 when it overflows int64.
-inline std::size_t packed_split_bytes(const conv2d_problem& p, std::size_t packed, int splits) {
+/// `xpack` bytes of packed x (flat tiles; a multiple of 16) + splits * N*P*Q * K * 4 bytes; 0 when it
+/// overflows int64.
+inline std::size_t packed_split_bytes(const conv2d_problem& p, std::size_t packed, std::size_t xpack, int splits) {
   std::int64_t plane = 0, all = 0;  // N*P*Q*K*4 was validated to fit int64 (y's and the conv's sizes)
+  const std::int64_t head = static_cast<std::int64_t>(partial_offset(packed) + xpack);
   if (!convred::detail::mul_ok(p.gemm_m() * p.K, 4, plane) || !convred::detail::mul_ok(plane, splits, all) ||
-      all > std::numeric_limits<std::int64_t>::max() - static_cast<std::int64_t>(partial_offset(packed)))
+      all > std::numeric_limits<std::int64_t>::max() - head)
     return 0;
-  return partial_offset(packed) + static_cast<std::size_t>(all);
+  return static_cast<std::size_t>(head + all);
 }
 
 }  // namespace detail
@@ -276,28 +444,19 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
     if (detail::any_overlap(in, out)) return status::overlapping_buffers;
     block::wgmma_conv_params k = plan.k;
     k.x = x, k.filter = packed, k.bias = bias;
-    CUtensorMap x_map{};  // unused by the gathering producer
-    if (!k.gather && !detail::make_x_tensor_map<Policy>(x_map, x, k)) return fallback();  // the driver refused it
-    auto kern = k.gather ? kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, true>
-                         : kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, false>;
-    const std::size_t smem = plan.smem_bytes;
-    if (status s = detail::check_device(kern, smem); s != status::success) return s;
-    int dev = 0, sms = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-      return status::cuda_error;
-    const std::int64_t grid = k.tiles < sms ? k.tiles : sms;
-    const int threads = k.gather ? kernel::wgmma_block<Policy, true>::threads : kernel::wgmma_block<Policy, false>::threads;
-    kern<<<static_cast<unsigned>(grid), threads, smem, stream>>>(x_map, k, op, epi, y, indices);
-    return detail::launch_status();
+    bool refused = false;
+    const status s = detail::launch_wgmma<Policy>(k, plan.smem_bytes, k.tiles, op, epi, y, indices, stream, refused);
+    return refused ? fallback() : s;  // the driver refused x's tensor map: the fallback
   } else {
     return fallback();  // unreachable: only float is served
   }
 }
 
 /// @brief The GEMM_K split counts conv2d_reduce_packed_split accepts for problem p on the current device:
-/// 1 to the stages per channel pass, kt = ceil(C / block_c), when the wgmma kernel serves p (every split
-/// at least one stage of block_c input channels); 1 to max_k_splits when it does not (the mma.sync split
-/// path runs then, conv2d_reduce_split). 0 for an invalid problem.
+/// 0 (the fused kernel) and 1 to the stages per channel pass, kt = ceil(C / block_c), when the wgmma
+/// kernel serves p (every split at least one stage of block_c input channels); 0 to max_k_splits when it
+/// does not (the mma.sync kernel runs then, split by conv2d_reduce_split for 1 and more). 0 for an
+/// invalid problem.
 /// @tparam Policy a wgmma_policy (or default_wgmma_policy<Math>::type)
 /// @tparam T element type of x and w (only float is served by the wgmma kernel)
 template <class Policy, class T>
@@ -310,83 +469,90 @@ int max_packed_k_splits(const conv2d_problem& p) {
 }
 
 /// @brief Bytes of the workspace conv2d_reduce_packed_split needs for problem p, element type T and
-/// `splits` GEMM_K splits on the current device.
+/// `splits` GEMM_K splits (0: the fused kernel) on the current device.
 ///
 /// When the wgmma kernel serves p (packed_filter_bytes<Policy, T>(p) > 0): the packed filter
-/// (packed_filter_bytes), then, from the next multiple of 16 bytes, splits x N*P*Q x K fp32 partial sums
-/// laid out [split][pixel][channel] (the layout of conv2d_reduce_split's workspace). Otherwise the
-/// partial sums of the mma.sync split path that then runs (conv2d_reduce_split_workspace_bytes<T>(p,
-/// splits)). Example: ResNet-50 layer3 3x3, x (32, 256, 14, 14), K = 256, tf32, 2 splits: 2,359,296 bytes of
-/// packed filter + 2 x 6,272 x 256 x 4 = 12,845,056 bytes of partial sums.
-/// @return the size; 0 for an invalid problem, N = 0, splits outside [1, max_packed_k_splits<Policy,
+/// (packed_filter_bytes), then, from the next multiple of 16 bytes, the packed x when the kernel runs flat
+/// tiles there (choose_wgmma_params: small images, 1x1 stride 2, ...; block::conv_mainloop_wgmma::
+/// xpack_bytes), then splits x N*P*Q x K fp32 partial sums laid out [split][pixel][channel] (the layout of
+/// conv2d_reduce_split's workspace). Otherwise the partial sums of the mma.sync split path that then runs
+/// (conv2d_reduce_split_workspace_bytes<T>(p, splits); 0 for splits = 0). Example: ResNet-50 layer3 3x3, x
+/// (32, 256, 14, 14), K = 256, tf32, 2 splits: 2,359,296 bytes of packed filter, the packed x if flat, then
+/// 2 x 6,272 x 256 x 4 = 12,845,056 bytes of partial sums.
+/// @return the size; 0 for an invalid problem, N = 0, splits outside [0, max_packed_k_splits<Policy,
 ///   T>(p)], or a size that overflows int64.
 template <class Policy, class T>
 std::size_t packed_split_workspace_bytes(const conv2d_problem& p, int splits) {
   static_assert(is_wgmma_policy_v<Policy>,
                 "convred: Policy must be a wgmma_policy<Math, ...>, e.g. convred::default_wgmma_policy<convred::math::tf32>::type");
-  if (validate(p, sizeof(T)) != status::success || p.y_elements() == 0) return 0;
-  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p);
-  if (!plan.served) return conv2d_reduce_split_workspace_bytes<T>(p, splits);
-  if (splits < 1 || splits > plan.k.kt) return 0;
-  return detail::packed_split_bytes(p, detail::packed_bytes<Policy>(plan), splits);
+  if (validate(p, sizeof(T)) != status::success || p.y_elements() == 0 || splits < 0) return 0;
+  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p, true);
+  if (!plan.served) return splits == 0 ? 0 : conv2d_reduce_split_workspace_bytes<T>(p, splits);
+  if (splits > plan.k.kt) return 0;
+  return detail::packed_split_bytes(p, detail::packed_bytes<Policy>(plan),
+                                    block::conv_mainloop_wgmma<Policy>::xpack_bytes(plan.k), splits);
 }
 
-/// @brief conv2d_reduce_packed in partial ("split-K") mode, for layers with too few output tiles to fill
-/// the GPU (small batches, deep layers: ResNet-50 layer3 / layer4, VGG conv3, a U-Net bottleneck): the
-/// same wgmma kernel, with its work spread over (tile, GEMM_K split, channel pass) units, then the split
-/// path's fixup kernel. Same result semantics as conv2d_reduce_packed (y[n,0,p,q] = Op over k of
-/// e(bias[k] + conv2d(x, w)[n,k,p,q], k), argmin / argmax indices: lowest k on ties, first NaN).
+/// @brief conv2d_reduce_packed with a workspace: the packed filter, the packed x of flat tiles and, in
+/// partial ("split-K") mode, the partial sums. For layers with too few output tiles to fill the GPU (small
+/// batches, deep layers: ResNet-50 layer3 / layer4, VGG conv3, a U-Net bottleneck) and for layers whose
+/// images fit tiles of image rows badly (7 x 7, 14 x 14, 1x1 stride 2). Same result semantics as
+/// conv2d_reduce_packed (y[n,0,p,q] = Op over k of e(bias[k] + conv2d(x, w)[n,k,p,q], k), argmin / argmax
+/// indices: lowest k on ties, first NaN).
 ///
-/// The fused kernel runs each tile (tile_h m64 rows of 64 pixels x 128 channels, npass channel passes
-/// for K > 128, kt stages of block_c input channels per pass) on one SM, so with fewer tiles than SMs most
-/// SMs idle. Here:
-/// 1. kernel::conv2d_reduce_wgmma_kernel in partial mode (wgmma_conv_params::partial and splits; the same
-///    instantiation as the fused mode): tiles x splits x npass work units, one persistent block per SM (at
-///    most one per unit); unit (tile, z, pass) runs the pass's stages [first, last) of split_range(kt,
-///    splits, z) and stores its raw fp32 accumulators (no bias, no epilogue) to partial[z][m][pass * 128
-///    + c] for the tile's pixels inside the output and channels < K: every element of each split's M x K
-///    plane written exactly once;
-/// 2. kernel::conv2d_reduce_split_fixup_kernel (as conv2d_reduce_split): per pixel, up to 256 lanes over
-///    the K channels sum the `splits` partials in split order (IEEE fp32 adds), add bias[k], apply the
-///    epilogue, fold with Op, combine the lanes in a fixed order and write y (and indices).
+/// The kernel's tiles are those choose_wgmma_params picks on the current device: of image rows (as
+/// conv2d_reduce_packed), or flat (wgmma_conv_params::flat: kernel::pack_x_kernel first writes x,
+/// converted and zero-padded, into the workspace as planes over the whole batch; each tile's stage is then
+/// bulk copies of consecutive GEMM rows, whatever the image size). Then:
+/// - splits = 0: the fused kernel (y and indices written by it);
+/// - splits >= 1: kernel::conv2d_reduce_wgmma_kernel in partial mode (wgmma_conv_params::partial and
+///   splits; the same instantiation as the fused mode): tiles x splits x npass work units, one persistent
+///   block per SM (at most one per unit); unit (tile, z, pass) runs the pass's stages [first, last) of
+///   split_range(kt, splits, z) and stores its raw fp32 accumulators (no bias, no epilogue) to
+///   partial[z][m][pass * 128 + c] for the tile's pixels inside the output and channels < K: every element
+///   of each split's M x K plane written exactly once; then kernel::conv2d_reduce_split_fixup_kernel (as
+///   conv2d_reduce_split): per pixel, up to 256 lanes over the K channels sum the `splits` partials in
+///   split order (IEEE fp32 adds), add bias[k], apply the epilogue, fold with Op, combine the lanes in a
+///   fixed order and write y (and indices).
 /// Deterministic (no atomics, fixed orders). Each split's sums are shorter fp32 accumulations than the
 /// fused kernel's (3xTF32: each stage still promoted with IEEE adds): the error stays within the math's
 /// documented bound (README "Precision").
 ///
-/// The workspace holds the packed filter and the partial sums: pack_filter<Policy>(p, w, workspace,
-/// workspace_bytes) writes the filter at its start (once per filter); every call then overwrites the
-/// partial sums after it (packed_split_workspace_bytes): runs sharing a workspace must not overlap in
-/// time. Where the wgmma kernel does not serve p (packed_filter_bytes<Policy, T>(p) == 0), this is
-/// conv2d_reduce_split<Policy::fallback> on w with the whole workspace as its partial sums; where it serves
-/// p but x is not 16-byte aligned and the kernel would read it with TMA (stride 1 and W % 4 == 0), the
-/// same with the partial sums after the packed filter.
+/// The workspace holds the packed filter, the packed x and the partial sums: pack_filter<Policy>(p, w,
+/// workspace, workspace_bytes) writes the filter at its start (once per filter); every call then
+/// overwrites the rest (packed_split_workspace_bytes): runs sharing a workspace must not overlap in time.
+/// Where the wgmma kernel does not serve p (packed_filter_bytes<Policy, T>(p) == 0), this is
+/// conv2d_reduce_split<Policy::fallback> on w with the whole workspace as its partial sums
+/// (conv2d_reduce<Policy::fallback> for splits = 0); where it serves p with tiles of image rows but x is
+/// not 16-byte aligned and the kernel would read it with TMA (stride 1 and W % 4 == 0), the same with the
+/// partial sums after the packed filter.
 /// @tparam Policy a wgmma_policy (or default_wgmma_policy<Math>::type)
 /// @param p               problem (conv2d_problem; PyTorch's conv2d semantics)
 /// @param x               device pointer, (N,C,H,W) elements of T in p.x_layout (the wgmma kernel: NCHW float)
 /// @param w               device pointer, (K, C/groups, R, S) elements (KCRS), used by the fallback
 /// @param workspace       device pointer, 16-byte aligned, of `workspace_bytes` bytes: the packed filter
 ///   (pack_filter's output for this problem and these weights: not checked, a filter packed for other
-///   weights gives a wrong answer; read only) and the partial sums (overwritten, scratch)
+///   weights gives a wrong answer; read only), then the packed x and the partial sums (overwritten, scratch)
 /// @param workspace_bytes size of `workspace`, at least packed_split_workspace_bytes<Policy, T>(p, splits)
 /// @param bias            device pointer to K elements, or nullptr for no bias
 /// @param y               device pointer, N*P*Q elements of T; may be nullptr only for index ops with indices
 /// @param indices         device pointer, N*P*Q int64 (argmin / argmax); must be nullptr for other ops
-/// @param splits          GEMM_K splits of each channel pass, in [1, max_packed_k_splits<Policy, T>(p)]
-///   (1: the channel passes alone are spread over SMs)
+/// @param splits          GEMM_K splits of each channel pass, in [0, max_packed_k_splits<Policy, T>(p)]
+///   (0: fused; 1: the channel passes alone are spread over SMs)
 /// @param op              reduction op (functional.cuh)
-/// @param epi             epilogue `V e(V, int k)` or `V e(V)`, run on the device in fp32 (by the fixup)
-/// @param stream          CUDA stream both kernels are launched on (asynchronous; nothing is synchronised)
-/// @return status::success after both launches (or for N = 0, with no launch); otherwise the first problem
+/// @param epi             epilogue `V e(V, int k)` or `V e(V)`, run on the device in fp32
+/// @param stream          CUDA stream the kernels are launched on (asynchronous; nothing is synchronised)
+/// @return status::success after the launches (or for N = 0, with no launch); otherwise the first problem
 ///   found, with nothing launched: validate(p)'s codes; indices_not_supported; invalid_argument (splits
-///   outside [1, kt]); null_pointer (x, w or workspace null, or both y and indices); misaligned_pointer (a
+///   outside [0, kt]); null_pointer (x, w or workspace null, or both y and indices); misaligned_pointer (a
 ///   pointer not aligned to its element type, the workspace not to 16 bytes); size_overflow (the workspace
 ///   size overflows int64, or the fixup's grid is above 2^31 - 1 blocks); workspace_too_small
-///   (workspace_bytes below packed_split_workspace_bytes); overlapping_buffers (y, indices or the partial
-///   sums sharing a byte with x, w, the bias, the packed filter or each other); no_device; cuda_error (a
-///   CUDA error was pending, or the first launch failed: nothing launched, the error left pending; if the
-///   second launch fails, the first kernel, which writes only the partial sums, may have run). The
-///   fallbacks return conv2d_reduce_split's codes. Inputs (x, w, bias, the packed filter) are never
-///   modified.
+///   (workspace_bytes below packed_split_workspace_bytes); overlapping_buffers (y, indices, the packed x or
+///   the partial sums sharing a byte with x, w, the bias, the packed filter or each other); no_device;
+///   cuda_error (a CUDA error was pending, or the first launch failed: nothing launched, the error left
+///   pending; if a later launch fails, the earlier kernels, which write only the workspace, may have
+///   run). The fallbacks return conv2d_reduce_split's (conv2d_reduce's) codes. Inputs (x, w, bias, the
+///   packed filter) are never modified.
 template <class Policy, class T, class Op, class Epilogue = epilogue::identity>
 status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* w, void* workspace,
                                   std::size_t workspace_bytes, const nondeduced_t<T>* bias, T* y,
@@ -398,14 +564,15 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
                 "(device::conv2d_reduce_plan picks a kernel and policy for any GPU and problem)");
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
   if (status s = detail::pending_status(); p.y_elements() > 0 && s != status::success) return s;  // caller's error
-  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, Op>(p);
+  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, Op>(p, true);
   // the workspace's layout is the one packed_split_workspace_bytes and pack_filter use (the plan of
   // op::argmin, the largest standard state): a custom Op whose larger state does not fit (plan not
   // served) still finds the packed filter at the start and puts its partial sums after it
   const std::size_t packed = detail::packed_bytes<Policy>(detail::wgmma_plan<Policy, T, op::argmin>(p));
   const std::size_t off = detail::partial_offset(packed);
-  // the mma.sync split path, its partial sums after the packed filter (none when not served)
+  // the mma.sync path, its partial sums after the packed filter (none when not served)
   auto fallback = [&] {
+    if (splits == 0) return conv2d_reduce<typename Policy::fallback>(p, x, w, bias, y, indices, op, epi, stream);
     void* part = workspace ? static_cast<unsigned char*>(workspace) + off : nullptr;
     return conv2d_reduce_split<typename Policy::fallback>(p, x, w, bias, y, indices, part,
                                                           workspace_bytes > off ? workspace_bytes - off : 0, splits,
@@ -415,46 +582,45 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
   if constexpr (!Op::has_index) {
     if (indices) return status::indices_not_supported;
   }
-  if (splits < 1 || splits > plan.k.kt) return status::invalid_argument;
+  if (splits < 0 || splits > plan.k.kt) return status::invalid_argument;
   // TMA reads x from a 16-byte aligned base: any other x (legal for float) takes the fallback too
-  if (!plan.k.gather && reinterpret_cast<std::uintptr_t>(x) % 16 != 0) return fallback();
+  if (!plan.k.gather && !plan.k.flat && reinterpret_cast<std::uintptr_t>(x) % 16 != 0) return fallback();
   if constexpr (std::is_same_v<T, float>) {
     const std::int64_t ny = p.y_elements();
     if (ny == 0) return status::success;
     if (!x || !w || !workspace || (!y && !indices)) return status::null_pointer;
     if (reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0) return status::misaligned_pointer;
-    const std::size_t need = detail::packed_split_bytes(p, packed, splits);
+    const std::size_t xbytes = block::conv_mainloop_wgmma<Policy>::xpack_bytes(plan.k);
+    const std::size_t need = detail::packed_split_bytes(p, packed, xbytes, splits);
     if (need == 0) return status::size_overflow;
     if (workspace_bytes < need) return status::workspace_too_small;
     int lanes = 1;  // threads per pixel in the fixup: the channels, up to a block (as conv2d_reduce_split)
     while (lanes < kernel::split_fixup_threads && lanes < p.K) lanes *= 2;
-    const std::int64_t fixup_blocks = (ny * lanes + kernel::split_fixup_threads - 1) / kernel::split_fixup_threads;
-    float* partial = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) + off);
+    const std::int64_t fixup_blocks =
+        splits == 0 ? 0 : (ny * lanes + kernel::split_fixup_threads - 1) / kernel::split_fixup_threads;
+    unsigned char* xpack = static_cast<unsigned char*>(workspace) + off;
+    float* partial = reinterpret_cast<float*>(xpack + xbytes);
     const detail::buffer_arg args[] = {
         detail::input(x, p.x_elements()), detail::input(w, p.w_elements()), detail::input(bias, p.K),
         detail::input(static_cast<const unsigned char*>(workspace), static_cast<std::int64_t>(packed)),
-        detail::output(y, ny), detail::output(indices, ny), detail::output(partial, std::int64_t(splits) * ny * p.K)};
+        detail::output(y, ny), detail::output(indices, ny),
+        detail::output(xpack, static_cast<std::int64_t>(xbytes)),
+        detail::output(partial, std::int64_t(splits) * ny * p.K)};
     if (status s = detail::check_buffers(args, fixup_blocks); s != status::success) return s;
     block::wgmma_conv_params k = plan.k;
-    k.x = x, k.filter = workspace, k.bias = nullptr;  // the bias: the fixup's
-    k.partial = partial, k.splits = splits;
-    CUtensorMap x_map{};  // unused by the gathering producer
-    if (!k.gather && !detail::make_x_tensor_map<Policy>(x_map, x, k)) return fallback();  // the driver refused it
-    auto kern = k.gather ? kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, true>
-                         : kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, false>;
+    k.x = x, k.filter = workspace, k.xpack = xbytes ? xpack : nullptr;
+    k.bias = splits == 0 ? bias : nullptr;  // partial mode: the bias is the fixup's
+    if (splits > 0) k.partial = partial, k.splits = splits;
     auto fixup_kern = kernel::conv2d_reduce_split_fixup_kernel<T, Op, Epilogue, float>;
-    const std::size_t smem = plan.smem_bytes;
-    if (status s = detail::check_device(kern, smem); s != status::success) return s;
-    if (status s = detail::check_device(fixup_kern); s != status::success) return s;
-    int dev = 0, sms = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-      return status::cuda_error;
-    const std::int64_t units = k.tiles * splits * k.npass;
-    const std::int64_t grid = units < sms ? units : sms;
-    const int threads = k.gather ? kernel::wgmma_block<Policy, true>::threads : kernel::wgmma_block<Policy, false>::threads;
-    kern<<<static_cast<unsigned>(grid), threads, smem, stream>>>(x_map, k, op, epi, static_cast<float*>(nullptr),
-                                                                         static_cast<std::int64_t*>(nullptr));
-    if (status s = detail::launch_status(); s != status::success) return s;
+    if (splits > 0)
+      if (status s = detail::check_device(fixup_kern); s != status::success) return s;
+    bool refused = false;
+    const std::int64_t units = splits == 0 ? k.tiles : k.tiles * splits * k.npass;
+    const status s = splits == 0 ? detail::launch_wgmma<Policy>(k, plan.smem_bytes, units, op, epi, y, indices, stream, refused)
+                                 : detail::launch_wgmma<Policy>(k, plan.smem_bytes, units, op, epi, static_cast<float*>(nullptr),
+                                                                static_cast<std::int64_t*>(nullptr), stream, refused);
+    if (refused) return fallback();  // the driver refused x's tensor map
+    if (s != status::success || splits == 0) return s;
     fixup_kern<<<static_cast<unsigned>(fixup_blocks), kernel::split_fixup_threads, 0, stream>>>(
         partial, splits, ny, static_cast<std::int32_t>(p.K), bias, op, epi, y, indices, lanes);
     return detail::launch_status();

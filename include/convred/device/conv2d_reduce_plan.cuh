@@ -71,88 +71,6 @@ struct device_info {
   }
 };
 
-// The planner's time model of the wgmma kernel (conv2d_reduce_plan): rough rates of the H200
-// (bench/NOTES.md, sessions 6-8), for choosing between the wgmma kernel fused, the wgmma kernel in partial
-// (split-K) mode (choose_wgmma_splits) and the mma.sync split path (choose_k_splits) on problems whose
-// tiles are too few to fill the GPU. Times are estimates for comparisons, not predictions to the
-// microsecond. The partial sums' traffic and the fixup's fixed cost are the split path's:
-// split_workspace_bytes_per_s, split_fixed_seconds (conv2d_reduce_split.cuh).
-
-/// The planner's wgmma kernel, FLOP/s per SM under TF32, every computed pixel counted (a tile's tile_h x 64
-/// pixels, the dropped columns of narrow tiles and rows past P included): the seed's sustained rate, 609
-/// GFLOP in 1.63 ms on 132 SMs = 2.8 TFLOP/s per SM (session 8).
-inline constexpr double plan_wgmma_flops_per_sm = 3.0e12;
-/// The planner's wgmma kernel with x gathered by the producer threads (stride 2, W % 4 != 0): its plain
-/// loads are slower than TMA, counted as this factor on the time (with a 1x1 filter, one tap per stage, the
-/// producer cannot keep up at all: the planner then takes the mma.sync kernel).
-inline constexpr double plan_wgmma_gather_slowdown = 2.0;
-/// The planner's mma.sync split path (conv2d_reduce_split), FLOP/s per SM on the useful work (session 7's
-/// split: ResNet layer3.1 / layer4.1 at batch 32, 7.4 GFLOP in 0.167 / 0.187 ms on 132 SMs; v2 since runs
-/// ~0.12 ms).
-inline constexpr double plan_mma_split_flops_per_sm = 0.34e12;
-/// The planner's mma.sync split path, fixed cost beyond its mainloop (seconds): pipeline fills, stores, the
-/// fixup.
-inline constexpr double plan_mma_split_fixed_seconds = 8e-6;
-
-/// @brief Speed of a tensor-core math relative to TF32 in the planner's time model (both the wgmma and the
-/// mma.sync rates are scaled by it; the partial sums' traffic is not): the seed on the H200, session 8:
-/// tf32 1.63 ms, bf16 1.08, fp16 1.03 (1.5x), tf32x3 4.51 (0.36x: three products per term).
-template <class Math>
-constexpr double plan_math_speed() {
-  if constexpr (std::is_same_v<Math, math::bf16> || std::is_same_v<Math, math::fp16>) return 1.5;
-  else if constexpr (std::is_same_v<Math, math::tf32x3>) return 0.36;
-  else return 1.0;
-}
-
-/// @brief The planner's estimates for the wgmma kernel on a problem it serves (choose_wgmma_splits).
-struct wgmma_split_estimate {
-  int splits = 0;        ///< GEMM_K splits of the partial mode to run, or 0: the fused kernel
-  double fused_s = 0;    ///< estimated time of the fused kernel (seconds)
-  double split_s = 0;    ///< estimated time of the partial mode with `splits` splits (0 when splits is 0)
-  std::int64_t units = 0;  ///< work units of that partial mode: tiles x npass x splits (0 when splits is 0)
-};
-
-/// @brief The wave model of the wgmma kernel, fused and in partial (split-K) mode, for problem p with the
-/// parameters k that block::conv_mainloop_wgmma<Policy>::make_params made for it, on a GPU of `sm_count`
-/// SMs, at `speed` times the TF32 rate (plan_math_speed).
-///
-/// Both run one persistent block per SM over their work units, in waves of sm_count units. A pass of a
-/// tile (block_m computed pixels x 128 channels x GEMM_K = C*R*S) takes 2 * block_m * 128 * GEMM_K FLOP
-/// at plan_wgmma_flops_per_sm * speed (times plan_wgmma_gather_slowdown when x is gathered). Fused: one
-/// unit per tile of npass passes: ceil(tiles / sm_count) waves of npass pass times. Partial mode with Z
-/// splits (1 <= Z <= kt): tiles x npass x Z units of ceil(kt / Z) of the pass's kt stages, in
-/// ceil(units / sm_count) waves, plus the fixup: 2 x Z * N*P*Q * K * 4 bytes of partial sums written and
-/// read at split_workspace_bytes_per_s, and split_fixed_seconds. The split is considered only when the
-/// fused kernel has fewer tiles than SMs and for Z whose partial sums fit `max_workspace_bytes` (64 MiB
-/// by default, as choose_k_splits); the Z with the least estimate (the smallest on ties) is chosen when
-/// it is below the fused estimate. Example (132 SMs, tf32): ResNet-50 layer3 3x3 at batch 32 (x (32,
-/// 256, 14, 14), K = 256: 32 tiles of 16 x 16, 2 passes of 32 stages, x gathered (W % 4 != 0), so at
-/// plan_wgmma_gather_slowdown): fused 201 us; 2 splits: 128 units in one wave of 50 us, 12.8 MB of partial
-/// sums (8.6 us) + 5 us = 64 us (tests/test_plan_host.cu checks these numbers).
-/// @return splits = 0 (fused) when sm_count <= 0 (unknown), the tiles fill the GPU, or no split is
-///   estimated faster; fused_s is always set.
-template <class Policy>
-wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::wgmma_conv_params& k, int sm_count,
-                                         double speed = 1.0,
-                                         std::size_t max_workspace_bytes = default_split_workspace_limit) {
-  wgmma_split_estimate e;
-  const double rate = plan_wgmma_flops_per_sm * speed / (k.gather ? plan_wgmma_gather_slowdown : 1.0);
-  const double pass_s = 2.0 * Policy::block_m * Policy::block_n * static_cast<double>(p.gemm_k()) / rate;
-  const double sms = sm_count > 0 ? sm_count : 1;
-  e.fused_s = std::ceil(static_cast<double>(k.tiles) / sms) * k.npass * pass_s;
-  if (sm_count <= 0 || k.tiles >= sm_count || k.tiles <= 0 || k.kt < 1) return e;
-  const double plane = static_cast<double>(p.gemm_m()) * static_cast<double>(p.K) * 4.0;  // bytes per split
-  for (int z = 1; z <= k.kt; ++z) {
-    if (static_cast<double>(z) * plane > static_cast<double>(max_workspace_bytes)) break;
-    const std::int64_t units = k.tiles * k.npass * z;
-    const double stages = static_cast<double>((k.kt + z - 1) / z);
-    const double t = std::ceil(static_cast<double>(units) / sms) * pass_s * stages / k.kt +
-                     2.0 * z * plane / split_workspace_bytes_per_s + split_fixed_seconds;
-    if (t < e.fused_s && (e.splits == 0 || t < e.split_s)) e.splits = z, e.split_s = t, e.units = units;
-  }
-  return e;
-}
-
 /// @brief A plan for `y = Op over k of e(bias[k] + conv2d(x, w)[n,k,p,q], k)` (conv2d_reduce's
 /// semantics: PyTorch's conv2d, then the epilogue, then the reduction across the K output channels) for
 /// one problem, element type T and math, on one device.
@@ -244,7 +162,7 @@ class conv2d_reduce_plan {
     if (this != &o) {
       release();
       p_ = o.p_, state_ = o.state_, kind_ = o.kind_, why_ = o.why_, need_ = o.need_, packed_ = o.packed_,
-      splits_ = o.splits_, device_ = o.device_;
+      splits_ = o.splits_, flat_ = o.flat_, device_ = o.device_;
       w_ = o.w_, ws_ = o.ws_, ws_bytes_ = o.ws_bytes_, prepared_ = o.prepared_, prepared_on_ = o.prepared_on_;
       owned_ = o.owned_, owned_bytes_ = o.owned_bytes_;
       o.owned_ = nullptr, o.owned_bytes_ = 0, o.ws_ = nullptr, o.ws_bytes_ = 0, o.prepared_ = false;
@@ -304,8 +222,8 @@ class conv2d_reduce_plan {
     if (status s = check_device(); s != status::success) return s;
     if (kind_ == kernel_kind::wgmma) {
       if constexpr (tensor_math) {
-        // partial mode: the whole workspace (packed filter and partial sums) checked first
-        if (splits_ > 0)
+        // partial mode, flat tiles: the whole workspace (packed filter, packed x, partial sums) checked first
+        if (splits_ > 0 || flat_)
           if (status s = check_split_workspace(w, workspace, bytes); s != status::success) return s;
         if (status s = pack_filter<wgmma_policy_t>(p_, w, workspace, bytes, stream); s != status::success) return s;
       }
@@ -365,7 +283,7 @@ class conv2d_reduce_plan {
     if (kind_ == kernel_kind::direct) return conv2d_reduce_direct(p_, x, w_, bias, y, indices, op, epi, stream);
     if constexpr (tensor_math) {
       if (kind_ == kernel_kind::wgmma) {
-        if (splits_ > 0)
+        if (splits_ > 0 || flat_)
           return conv2d_reduce_packed_split<wgmma_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, splits_, op, epi,
                                                             stream);
         return conv2d_reduce_packed<wgmma_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, op, epi, stream);
@@ -440,16 +358,24 @@ class conv2d_reduce_plan {
       if (!no_wgmma) {
         kind_ = kernel_kind::wgmma;
         packed_ = need_ = block::conv_mainloop_wgmma<wgmma_policy_t>::packed_bytes(k);
+        const std::size_t xpack = block::conv_mainloop_wgmma<wgmma_policy_t>::xpack_bytes(k);
+        flat_ = k.flat != 0;
+        const std::string tiles =
+            flat_ ? std::string("flat ") + std::to_string(wgmma_policy_t::block_m) + "-pixel tiles over x packed (" +
+                        std::to_string(k.flat_rows) + "x" + std::to_string(k.pw) + " pixels per image" +
+                        (k.stride != 1 ? ", stride " + std::to_string(k.stride) + " phases" : "") + ", " +
+                        std::to_string(xpack) + " bytes, packed on each run)"
+                  : std::to_string(k.tile_rows) + "x" + std::to_string(k.tile_cols) + "-pixel tiles";
         why_ = std::string("wgmma ") + math_name() + " (sm_90a, packed filter " +
-               (k.resident_bytes ? "resident" : "streamed") + ", " + std::to_string(k.stages) + " stages, " +
-               std::to_string(k.tile_rows) + "x" + std::to_string(k.tile_cols) + "-pixel tiles, " +
-               (k.npass > 1 ? std::to_string(k.npass) + " channel passes, " : "") +
+               (k.resident_bytes ? "resident" : "streamed") + ", " + std::to_string(k.stages) + " stages, " + tiles +
+               ", " + (k.npass > 1 ? std::to_string(k.npass) + " channel passes, " : "") +
                (k.gather ? "x gathered (stride " + std::to_string(k.stride) + "), " : "") +
                std::to_string(smem) + " bytes of shared memory)";
+        if (flat_) need_ = detail::packed_split_bytes(p_, packed_, xpack, 0);  // conv2d_reduce_packed_split
         if (est.splits > 0) {  // partial mode: conv2d_reduce_packed_split
           splits_ = est.splits;
-          need_ = detail::packed_split_bytes(p_, packed_, splits_);
-          const std::size_t sums = need_ - detail::partial_offset(packed_);
+          need_ = detail::packed_split_bytes(p_, packed_, xpack, splits_);
+          const std::size_t sums = need_ - detail::partial_offset(packed_) - xpack;
           why_ += " split into " + std::to_string(splits_) + " GEMM_K range" + (splits_ == 1 ? "" : "s") + " (" +
                   std::to_string(k.tiles) + " tile" + (k.tiles == 1 ? "" : "s") + " x " + std::to_string(k.npass) +
                   " channel pass" + (k.npass == 1 ? "" : "es") + " x " + std::to_string(splits_) + " = " +
@@ -508,8 +434,9 @@ class conv2d_reduce_plan {
       if (dev.cc_major != 9 || dev.cc_minor != 0) return "not a compute capability 9.0 device";
       if (!dev.wgmma_image) return "no sm_90a code for this device in the program";
       if (const char* why = block::conv_mainloop_wgmma<wgmma_policy_t>::cannot_implement(p_)) return why;
-      if (!block::conv_mainloop_wgmma<wgmma_policy_t>::make_params(
-              p_, detail::wgmma_tail_bytes<wgmma_policy_t, op::argmin>(), detail::max_smem_per_block, k, smem))
+      // tiles of image rows or flat tiles over a packed x, as conv2d_reduce_packed_split picks them on dev
+      if (!choose_wgmma_params<wgmma_policy_t>(p_, detail::wgmma_tail_bytes<wgmma_policy_t, op::argmin>(),
+                                               detail::max_smem_per_block, dev.sm_count, dev.sm_count > 0, k, smem))
         return "its operand stages do not fit in shared memory";
       // Gathered x (stride 2, W % 4 != 0): the producer's plain loads are slower than TMA, and a 1x1
       // filter (one tap per stage) leaves it no time at all.
@@ -575,6 +502,7 @@ class conv2d_reduce_plan {
   std::size_t need_ = 0;
   std::size_t packed_ = 0;  ///< the packed filter's bytes (wgmma), the start of need_
   int splits_ = 0;  ///< GEMM_K splits of the split path or of the wgmma kernel's partial mode (0: unsplit)
+  bool flat_ = false;  ///< the wgmma kernel on flat tiles (its packed x in the workspace)
   const T* w_ = nullptr;
   void* ws_ = nullptr;          ///< the workspace bound by prepare (packed filter or partial sums)
   std::size_t ws_bytes_ = 0;    ///< its size

@@ -67,6 +67,43 @@ __global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict
   }
 }
 
+/// @brief Packs x (NCHW fp32) for the flat tiles of the wgmma kernel (wgmma_conv_params::flat), one
+/// thread per 16-byte plane pixel: pixel o of phase (a, b) of plane j (channels jE .. jE + E - 1, E = 16 /
+/// element bytes) at ((part * kt * block_c / E + j) * phases + a * phases_w + b) * flat_pixels + o, o = (n *
+/// flat_rows + row) * pw + col, holds input (n, stride * row + a - pad_h, stride * col + b - pad_w) of those
+/// channels converted to the math's operand type as block::conv_patch_loader::pack_entry (tf32 round to
+/// nearest even, the 3xTF32 big part 0 / small part 1, bf16 or fp16 pairs); zero outside x, for channels
+/// >= C and past the last image. Consecutive threads take consecutive pixels (coalesced stores, loads
+/// `stride` elements apart). `total` = kt * block_c / E * phases * flat_pixels.
+template <class Policy>
+__global__ void pack_x_kernel(const float* __restrict__ x, void* __restrict__ out, const block::wgmma_conv_params k,
+                              std::int64_t total) {
+  using loader = block::conv_patch_loader<Policy>;
+  constexpr int E = 16 / Policy::filter_elem_bytes, W = Policy::parts == 2 ? 8 : 4;
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const int phases = k.phases_h * k.phases_w;
+  const std::int32_t o = static_cast<std::int32_t>(i % k.flat_pixels);
+  const std::int64_t rest = i / k.flat_pixels;
+  const int phase = static_cast<int>(rest % phases);
+  const std::int64_t j = rest / phases;
+  std::int32_t n, r, row, col;
+  k.div_image.divmod(o, n, r);
+  k.div_pw.divmod(r, row, col);
+  const int h = k.stride * row + phase / k.phases_w - k.pad_h, w = k.stride * col + phase % k.phases_w - k.pad_w;
+  const bool in = n < k.N && h >= 0 && h < k.H && w >= 0 && w < k.W;
+  const std::int64_t c0 = j * E, plane = static_cast<std::int64_t>(k.H) * k.W;
+  const float* src = x + ((n * static_cast<std::int64_t>(k.C) + c0) * k.H + h) * k.W + w;
+  float f[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e) f[e] = in && c0 + e < k.C ? src[e * plane] : 0.f;
+  std::uint32_t wd[W];
+  loader::template pack_entry<W>(f, wd);
+  uint4* dst = static_cast<uint4*>(out) + i;
+  *dst = make_uint4(wd[0], wd[1], wd[2], wd[3]);
+  if constexpr (W == 8) dst[total] = make_uint4(wd[4], wd[5], wd[6], wd[7]);  // the small parts: part 1
+}
+
 #ifdef CONVRED_EXP_CLOCKS
 /// Diagnosis builds only (bench/wgmma_stages.cu): clock64 cycles summed over the blocks. Consumers
 /// (threads 0 and 128): [0] tile mainloop incl. waits, [1] full-barrier waits, [2] epilogue math,
@@ -255,7 +292,8 @@ template <class Policy, class Op, bool Gather>
 __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& tail, const block::wgmma_conv_params& prm) {
   constexpr int transform = wgmma_block<Policy, Gather>::transform_threads;
   for (int s = 0; s < prm.stages; ++s) {
-    convred::detail::mbarrier_init(&tail.full[s], transform + (prm.resident_bytes ? 0 : 1));
+    // flat tiles: thread 0's one arrival (its copies' bytes); else the transform threads' (+ the filter's)
+    convred::detail::mbarrier_init(&tail.full[s], prm.flat ? 1 : transform + (prm.resident_bytes ? 0 : 1));
     convred::detail::mbarrier_init(&tail.empty[s], Policy::pingpong ? 128 : Policy::consumer_threads);
   }
   for (int s = 0; s < Policy::raw_stages; ++s) {
@@ -288,6 +326,20 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
   constexpr int transform = wgmma_block<Policy, Gather>::transform_threads;
   auto& tail = sm.tail;
   pipeline_state st(prm.stages), rs(Policy::raw_stages);
+  if (prm.flat) {  // flat tiles: thread 0 copies each stage's filter slice and planes of the packed x
+    if (pt != 0) return;
+    if (prm.resident_bytes) loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
+    for (std::int64_t unit = sched.first(); unit < sched.units; unit = sched.next(unit)) {
+      const std::int64_t o0 = sched.decode(unit).n * Policy::block_m;  // flat: coord n is the tile
+      int first, last;
+      sched.slices(unit, first, last);
+      for (int sl = first; sl < last; ++sl, st.advance()) {
+        CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
+        loader::copy_flat(sm.stages + st.slot * prm.stage_bytes, &tail.full[st.slot], prm, sl, o0);
+      }
+    }
+    return;
+  }
   if constexpr (Gather) {
     if (pt == 0 && prm.resident_bytes) loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
     for (std::int64_t unit = sched.first(); unit < sched.units; unit = sched.next(unit)) {
@@ -396,8 +448,16 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
 #pragma unroll
     for (int r = 0; r < mainloop::TM; ++r) state[r] = Op::template identity<float>();
     tile_scheduler::coord t{};
-    // the tile pixel (row * 64 + column) -> output pixel m, or -1 outside the output
+    // the tile pixel (row * 64 + column) -> output pixel m, or -1 outside the output; flat tiles: GEMM row
+    // o = tile * block_m + px of the packed planes (coord n is the tile)
     auto pixel = [&](int px) {
+      if (prm.flat) {  // (o < flat_pixels < 2^31: int32)
+        const std::int32_t o = static_cast<std::int32_t>(t.n) * Policy::block_m + px;
+        std::int32_t n, r, p, q;
+        prm.div_image.divmod(o, n, r);
+        prm.div_pw.divmod(r, p, q);
+        return n < prm.N && p < prm.P && q < prm.Q ? (n * std::int64_t(prm.P) + p) * prm.Q + q : std::int64_t(-1);
+      }
       const std::int64_t p = t.tp * prm.tile_rows + px / prm.tile_cols, q = t.tq * prm.tile_cols + px % prm.tile_cols;
       return p < prm.P && q < prm.Q ? (t.n * prm.P + p) * prm.Q + q : std::int64_t(-1);
     };
