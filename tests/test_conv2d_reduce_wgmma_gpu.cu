@@ -335,19 +335,22 @@ std::vector<conv2d_problem> flat_shapes() {
   };
 }
 
-/// Flat tiles under Policy against float64: every shape of flat_shapes, fused (splits 0) and in partial
-/// mode (2 splits, or 1 when kt = 1), ops min / argmin / mean in turn with a scale epilogue of either
+/// Flat tiles under Policy against float64: every shape of flat_shapes, unsplit (splits 0: fused, or pass
+/// mode where the time model picks it: several channel passes) and in partial mode (2 splits, or 1 when kt = 1), ops min / argmin / mean in turn with a scale epilogue of either
 /// sign, with and without bias; then exact integer data with argmin (ties: the lowest index).
 template <class Policy>
 void flat_sweep(const char* label, std::uint64_t seed, bool stride2) {
   require_gpu();
-  int which = 0;
+  int which = 0, pass_mode_runs = 0;
   for (const conv2d_problem& p : flat_shapes()) {
     if (p.stride_h != 1 && !stride2) continue;
     const std::size_t packed = convred::device::packed_filter_bytes<Policy, float>(p);
     if (on_hopper()) {  // flat: the fused workspace holds a packed x after the filter
       INFO(describe(p));
+      const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, true);
+      CHECK(plan.k.flat == 1);
       CHECK(convred::device::packed_split_workspace_bytes<Policy, float>(p, 0) > (packed + 15) / 16 * 16);
+      pass_mode_runs += plan.pass_mode ? 1 : 0;
     }
     const int kt = static_cast<int>((p.C + Policy::block_c - 1) / Policy::block_c);
     for (int z : {0, kt > 1 ? 2 : 1}) {
@@ -372,6 +375,9 @@ void flat_sweep(const char* label, std::uint64_t seed, bool stride2) {
     check_fused<packed_split_entry<Policy>>(std::string(label) + " flat exact argmin " + describe(p), p, d, op::argmin{},
                                             epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
   }
+  // splits = 0 with several channel passes and few tiles: pass mode (units of one pass, states combined),
+  // except under 3xTF32, which has no pass mode
+  if (on_hopper()) CHECK((pass_mode_runs > 0) == (Policy::parts == 1));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Host suite: device::conv2d_reduce_plan's choice of kernel, its reason and workspace size, and its
 // errors, for devices described by device_info (no GPU needed: the plan makes no CUDA call until
 // prepare or run, and run refuses before a successful prepare).
+#include <algorithm>
 #include <doctest/doctest.h>
 
 #include <cuda_bf16.h>
@@ -227,37 +228,51 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
     p.N = N, p.C = C, p.H = p.W = H, p.K = K, p.R = p.S = R, p.pad_h = p.pad_w = pad, p.stride_h = p.stride_w = stride;
     return p;
   };
-  // the workspace of a wgmma split plan, worked out here: the packed filter (npass x ceil(C / block_c) x
-  // parts x R S x 128 x block_c x element bytes), rounded up to 16 bytes, then splits x N P Q x K floats
-  auto wgmma_split_bytes = [](const conv2d_problem& p, std::size_t block_c, std::size_t parts, std::size_t elem, int splits) {
+  // the workspace of a wgmma plan run by conv2d_reduce_packed_split, worked out here: the packed filter
+  // (npass x ceil(C / block_c) x parts x R S x 128 x block_c x element bytes), rounded up to 16 bytes; for
+  // flat tiles the packed x (parts x kt x block_c / E planes x phases x flat pixels x 16 bytes; flat pixels:
+  // the 256-row tiles up to the last output, plus the taps' reach); then splits x N P Q x K floats, or in
+  // pass mode npass x N P Q states of 8 bytes
+  auto wgmma_bytes = [](const conv2d_problem& p, std::size_t block_c, std::size_t parts, std::size_t elem, int splits,
+                        bool flat, bool pass) {
     const std::size_t npass = static_cast<std::size_t>((p.K + 127) / 128),
                       kt = static_cast<std::size_t>(p.C) / block_c + (static_cast<std::size_t>(p.C) % block_c != 0);
     const std::size_t packed = npass * kt * parts * static_cast<std::size_t>(p.R * p.S) * 128u * block_c * elem;
-    return (packed + 15) / 16 * 16 + static_cast<std::size_t>(splits) * static_cast<std::size_t>(p.gemm_m() * p.K) * 4u;
+    std::size_t xpack = 0;
+    if (flat) {
+      const std::int64_t st = p.stride_h, hh = (p.R - 1) / st, hw = (p.S - 1) / st, hs = p.P() + hh, pw = p.Q() + hw;
+      const std::int64_t outputs = ((p.N - 1) * hs + p.P() - 1) * pw + p.Q(), tiles = (outputs + 255) / 256;
+      const std::int64_t phases = std::min<std::int64_t>(st, p.R) * std::min<std::int64_t>(st, p.S);
+      xpack = parts * kt * (block_c / (16 / elem)) * static_cast<std::size_t>(phases * (tiles * 256 + hh * pw + hw)) * 16u;
+    }
+    const std::size_t m = static_cast<std::size_t>(p.gemm_m());
+    return (packed + 15) / 16 * 16 + xpack + (pass ? npass * m * 8u : static_cast<std::size_t>(splits) * m * static_cast<std::size_t>(p.K) * 4u);
   };
   struct row {
     const char* name;
     conv2d_problem p;
-    int tf32, bf16, accurate;  ///< the wgmma kernel's GEMM_K splits per math; 0: fused wgmma; -1: not wgmma
+    int tf32, bf16, accurate;  ///< the wgmma kernel's GEMM_K splits per math; 0: unsplit wgmma; -1: not wgmma
   };
   const row rows[] = {
-      // ResNet-50 layer3 3x3 at batch 32: 32 tiles of 16 x 16 (one 14 x 14 image each, x gathered: W % 4 != 0),
-      // 2 passes: 32 x 2 x 2 = 128 units in one wave
+      // ResNet-50 layer3 3x3 at batch 32: 32 flat tiles (one 14 x 14 image in 16 x 16 padded pixels each, no
+      // gather), 2 passes: 32 x 2 x 2 = 128 units in one wave
       {"ResNet-50 layer3 3x3 n32", layer(32, 256, 14, 256, 3, 1, 1), 2, 2, 2},
       // VGG-16 conv3 at batch 1: 14 tiles of 4 x 64, 2 passes: 14 x 2 x 4 = 112 units
       {"VGG-16 conv3 n1", layer(1, 256, 56, 256, 3, 1, 1), 4, 4, 4},
-      // U-Net bottleneck at batch 1: 8 tiles of 4 x 64 (32 of 64 columns used), 8 passes: 8 x 8 x 2 = 128 units
-      {"U-Net bottleneck n1", layer(1, 512, 32, 1024, 3, 1, 1), 2, 2, 2},
-      // ... at batch 32: 256 tiles, more than the SMs: the fused kernel
+      // U-Net bottleneck at batch 1: 5 flat tiles (34 x 34 padded pixels), 8 passes: 5 x 8 x 3 = 120 units
+      {"U-Net bottleneck n1", layer(1, 512, 32, 1024, 3, 1, 1), 3, 3, 3},
+      // ... at batch 32: 145 flat tiles x 8 passes in pass mode (tf32, bf16): 1,160 units, 9 pass-times
+      // rather than the fused kernel's 16; 3xTF32 (no pass mode) fused
       {"U-Net bottleneck n32", layer(32, 512, 32, 1024, 3, 1, 1), 0, 0, 0},
-      // ResNet-50 layer4 3x3 at batch 32: 7 x 7 images in 16 x 16 tiles (49 of 256 pixels used), x gathered:
-      // the mma.sync split is estimated faster than any wgmma mode
-      {"ResNet-50 layer4 3x3 n32", layer(32, 512, 7, 512, 3, 1, 1), -1, -1, -1},
-      // ResNet-50 layer3.0 projection, 1x1 stride 2: x gathered with one tap per stage, not served
-      {"ResNet-50 layer3.0 1x1/2 n32", layer(32, 512, 28, 1024, 1, 0, 2), -1, -1, -1},
+      // ResNet-50 layer4 3x3 at batch 32: 7 x 7 images, 3 per flat tile (81 padded pixels each): 11 tiles x 4
+      // passes x 3 = 132 units
+      {"ResNet-50 layer4 3x3 n32", layer(32, 512, 7, 512, 3, 1, 1), 3, 3, 3},
+      // ResNet-50 layer3.0 projection, 1x1 stride 2: flat tiles over the packed stride-2 samples, pass mode
+      // (tf32, bf16); 3xTF32 has no stride 2: the mma.sync split
+      {"ResNet-50 layer3.0 1x1/2 n32", layer(32, 512, 28, 1024, 1, 0, 2), 0, 0, -1},
       // ResNet-50 layer3 3x3 at batch 1: 1 tile x 2 passes x up to kt (32 tf32 / 16 bf16) ranges
       {"ResNet-50 layer3 3x3 n1", layer(1, 256, 14, 256, 3, 1, 1), 32, 16, 32},
-      // the seed: 16,384 tiles, unsplit
+      // the seed: 16,384 tiles of image rows, unsplit, fused (packing its 1 GB x would cost ~0.5 ms)
       {"seed", seed(), 0, 0, 0},
   };
   for (const row& r : rows) {
@@ -271,25 +286,32 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
       }
       CHECK(plan.kernel() == kernel_kind::wgmma);
       CHECK(plan.k_splits() == splits);
+      const bool flat = has(plan.description(), "flat"), pass = has(plan.description(), "pass mode");
       if (splits == 0) {
         CHECK_FALSE(has(plan.description(), "split"));
-        CHECK(plan.workspace_bytes() == wgmma_split_bytes(r.p, block_c, parts, elem, 0));
-        return;
+        if (!flat && !pass) {
+          CHECK(plan.workspace_bytes() == wgmma_bytes(r.p, block_c, parts, elem, 0, false, false));
+          return;
+        }
+      } else {
+        CHECK(has(plan.description(), ("split into " + std::to_string(splits) + " GEMM_K range").c_str()));
       }
-      CHECK(has(plan.description(), ("split into " + std::to_string(splits) + " GEMM_K range").c_str()));
-      CHECK(plan.workspace_bytes() == wgmma_split_bytes(r.p, block_c, parts, elem, splits));
+      CHECK(plan.workspace_bytes() == wgmma_bytes(r.p, block_c, parts, elem, splits, flat, pass));
       CHECK(has(plan.description(), (std::to_string(plan.workspace_bytes()) + "-byte workspace").c_str()));
     };
     check(conv2d_reduce_plan<float, math::tf32>(r.p, h200), r.tf32, 8, 1, 4);
     check(conv2d_reduce_plan<float, math::bf16>(r.p, h200), r.bf16, 16, 1, 2);
     check(conv2d_reduce_plan<float>(r.p, h200), r.accurate, 8, 2, 4);  // math::accurate: tf32x3
   }
-  // the workspace of the first row, by hand: 2 x 32 x 9 x 128 x 8 x 4 = 2,359,296 bytes of packed filter, then
-  // 2 x 6,272 x 256 x 4 = 12,845,056 bytes of partial sums
-  CHECK(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h200).workspace_bytes() == 15204352u);
-  // the projection keeps its reason; layer4 at batch 32 names the time model's
-  CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[5].p, h200).description(), "1x1 filter with x gathered"));
-  CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[4].p, h200).description(), "too few tiles to fill the GPU"));
+  // the workspace of the first row, by hand: 2 x 32 x 9 x 128 x 8 x 4 = 2,359,296 bytes of packed filter, the
+  // packed x (64 planes x (32 x 256 + 2 x 16 + 2) pixels x 16 bytes = 8,423,424), then 2 x 6,272 x 256 x 4 =
+  // 12,845,056 bytes of partial sums
+  CHECK(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h200).workspace_bytes() == 23627776u);
+  // the flat and pass-mode choices the rows rely on, as the descriptions name them
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[3].p, h200).description(), "pass mode (145 tiles x 8 channel passes"));
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[4].p, h200).description(), "flat 256-pixel tiles"));
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[5].p, h200).description(), "flat 256-pixel tiles"));
+  CHECK_FALSE(has(conv2d_reduce_plan<float, math::tf32>(rows[7].p, h200).description(), "flat"));
   // without an SM count (a device_info without one) the plan never splits
   CHECK(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h100).k_splits() == 0);
   CHECK(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h100).kernel() == kernel_kind::wgmma);
@@ -318,9 +340,22 @@ TEST_CASE("choose_wgmma_splits: the wave model") {
   // no SM count: fused; the GPU filled (132 tiles or more): fused
   CHECK(convred::device::choose_wgmma_splits<P>(p, k, 0).splits == 0);
   CHECK(convred::device::choose_wgmma_splits<P>(p, k, 32).splits == 0);
-  // a workspace limit below two splits' partial sums (2 x 6.4 MB): at most one split (the passes alone)
-  CHECK(convred::device::choose_wgmma_splits<P>(p, k, 132, 1.0, 7u << 20).splits == 1);
+  // pass mode (2 passes of 32 tiles: 64 units in 1 wave of one pass, then 2 x 6272 states of 8 bytes written
+  // and read at 3e12 B/s + 5 us): estimated, but the 2 splits are faster
+  CHECK_FALSE(e.pass_mode);
+  CHECK(e.pass_mode_s == doctest::Approx(2.0 * 256 * 128 * 2304 / 1.5e12 + 2.0 * 2 * 6272 * 8 / 3e12 + 5e-6));
+  // a workspace limit below two splits' partial sums (2 x 6.4 MB): one split (the passes alone) would be
+  // pass mode's units with 6.4 MB of partial sums instead of 100 KB of states: pass mode
+  const auto e7 = convred::device::choose_wgmma_splits<P>(p, k, 132, 1.0, 7u << 20);
+  CHECK(e7.splits == 0);
+  CHECK(e7.pass_mode);
   CHECK(convred::device::choose_wgmma_splits<P>(p, k, 132, 1.0, 1u << 20).splits == 0);
+  // 3xTF32 has no pass mode
+  using P3 = convred::default_wgmma_policy<math::tf32x3>::type;
+  convred::block::wgmma_conv_params k3;
+  REQUIRE(convred::block::conv_mainloop_wgmma<P3>::make_params(p, convred::device::detail::wgmma_tail_bytes<P3, convred::op::argmin>(),
+                                                               convred::device::detail::max_smem_per_block, k3, smem));
+  CHECK(convred::device::choose_wgmma_splits<P3>(p, k3, 132, 0.36, 1u << 20).pass_mode_s == 0.0);
 }
 
 TEST_CASE("conv2d_reduce_plan: errors before any CUDA call") {

@@ -143,6 +143,14 @@ struct wgmma_conv_params {
   /// @brief GEMM_K splits of each channel pass in partial mode, 1 <= splits <= kt (every split at least one
   /// stage); 1 in fused mode
   std::int32_t splits = 1;
+  /// @brief Pass mode when not null (and partial null): a work unit is (tile, channel pass), tiles * npass
+  /// of them, so that the SMs share out passes rather than whole tiles (a U-Net bottleneck at batch 32: 145
+  /// flat tiles x 8 passes on 132 SMs take 9 pass-times, not 16); each unit folds its pass's channels (bias,
+  /// epilogue) into the pixels' reduction states, reduces them across the lanes and writes them to
+  /// `states`, npass x N*P*Q states of the op (Op::accum_t<float>, [pass][m]), for
+  /// kernel::conv2d_reduce_pass_combine_kernel to combine in pass order into y (and indices). Set by the
+  /// host entry point (device::conv2d_reduce_packed_split), not by make_params.
+  void* states = nullptr;
   /// @brief 1: flat tiles over x packed beforehand (make_params with `flat`). kernel::pack_x_kernel
   /// writes x, converted and zero-padded, as planes over the whole batch: plane pixel o of phase (a, b)
   /// = (n * flat_rows + row) * pw + col holds input (n, stride * row + a - pad_h, stride * col + b - pad_w)

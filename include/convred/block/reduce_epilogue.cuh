@@ -163,10 +163,18 @@ struct reduce_epilogue {
   template <class T, class TileM, class OutOf>
   __device__ void finish(const accum_t (&state)[TM], T* y, std::int64_t* indices, std::int64_t count, TileM tile_m,
                          OutOf out_of) {
+    finish_each(state, tile_m, out_of, [&](std::int64_t m, const accum_t& r) { write(y, indices, m, r, count); });
+  }
+
+  /// finish with the reduced states given to `out(m, r)` (m = out_of(p), -1 past the tensor's edge)
+  /// instead of written as y and indices: a kernel that writes partial states (one channel pass's) for a
+  /// later combine.
+  template <class TileM, class OutOf, class Out>
+  __device__ void finish_each(const accum_t (&state)[TM], TileM tile_m, OutOf out_of, Out out) {
     const int l = static_cast<int>(threadIdx.x) % CG;
     auto emit = [&](int i, const accum_t& r) {  // row i's result, reduced over the logical warp
       if constexpr (WPP == 1)
-        write(y, indices, out_of(tile_m(i)), r, count);
+        out(out_of(tile_m(i)), r);
       else
         temp.partial[Mainloop::warp_n()][tile_m(i)] = r;
     };
@@ -201,7 +209,7 @@ struct reduce_epilogue {
         accum_t r = temp.partial[0][p];
 #pragma unroll
         for (int w = 1; w < WPP; ++w) r = op(r, temp.partial[w][p]);
-        write(y, indices, out_of(p), r, count);
+        out(out_of(p), r);
       }
     }
   }

@@ -47,6 +47,10 @@ inline constexpr double plan_mma_split_flops_per_sm = 0.34e12;
 /// fixup.
 inline constexpr double plan_mma_split_fixed_seconds = 8e-6;
 
+/// Bytes of one reduction state in the wgmma kernel's pass mode (wgmma_conv_params::states): the largest
+/// standard op state, argmin's (value, index); an op with a larger state runs fused instead.
+inline constexpr std::size_t pass_state_bytes = 8;
+
 /// The planner's packing pass of flat tiles (kernel::pack_x_kernel), bytes per second over x read and the
 /// packed planes written: about two thirds of the H200's copy bandwidth (4.2 TB/s), for its strided reads.
 inline constexpr double plan_xpack_bytes_per_s = 3.0e12;
@@ -65,7 +69,10 @@ constexpr double plan_math_speed() {
 
 /// @brief The planner's estimates for the wgmma kernel on a problem it serves (choose_wgmma_splits).
 struct wgmma_split_estimate {
-  int splits = 0;        ///< GEMM_K splits of the partial mode to run, or 0: the fused kernel
+  int splits = 0;        ///< GEMM_K splits of the partial mode to run, or 0: the fused kernel (or pass mode)
+  /// with splits = 0: pass mode (wgmma_conv_params::states) is estimated faster than the fused kernel
+  bool pass_mode = false;
+  double pass_mode_s = 0;  ///< estimated time of pass mode (0 where it does not apply: one pass, 3xTF32)
   double fused_s = 0;    ///< estimated time of the fused kernel (seconds)
   double split_s = 0;    ///< estimated time of the partial mode with `splits` splits (0 when splits is 0)
   std::int64_t units = 0;  ///< work units of that partial mode: tiles x npass x splits (0 when splits is 0)
@@ -107,7 +114,15 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
                                       plan_xpack_bytes_per_s
                             : 0.0;
   e.fused_s = pre + std::ceil(static_cast<double>(k.tiles) / sms) * k.npass * pass_s;
+  // pass mode: tiles x npass units of one pass each, then the combine of npass states per pixel
+  if (sm_count > 0 && k.npass > 1 && Policy::parts == 1) {
+    e.pass_mode_s = pre + std::ceil(static_cast<double>(k.tiles) * k.npass / sms) * pass_s +
+                    2.0 * k.npass * static_cast<double>(p.gemm_m()) * pass_state_bytes / split_workspace_bytes_per_s +
+                    split_fixed_seconds;
+    e.pass_mode = e.pass_mode_s < e.fused_s;
+  }
   if (sm_count <= 0 || k.tiles >= sm_count || k.tiles <= 0 || k.kt < 1) return e;
+  const double unsplit = e.pass_mode ? e.pass_mode_s : e.fused_s;
   const double plane = static_cast<double>(p.gemm_m()) * static_cast<double>(p.K) * 4.0;  // bytes per split
   for (int z = 1; z <= k.kt; ++z) {
     if (static_cast<double>(z) * plane > static_cast<double>(max_workspace_bytes)) break;
@@ -115,8 +130,9 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
     const double stages = static_cast<double>((k.kt + z - 1) / z);
     const double t = pre + std::ceil(static_cast<double>(units) / sms) * pass_s * stages / k.kt +
                      2.0 * z * plane / split_workspace_bytes_per_s + split_fixed_seconds;
-    if (t < e.fused_s && (e.splits == 0 || t < e.split_s)) e.splits = z, e.split_s = t, e.units = units;
+    if (t < unsplit && (e.splits == 0 || t < e.split_s)) e.splits = z, e.split_s = t, e.units = units;
   }
+  if (e.splits > 0) e.pass_mode = false;
   return e;
 }
 
@@ -140,7 +156,7 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
   if (!has_rect && !has_flat) return false;
   auto best = [&](const block::wgmma_conv_params& c) {
     const wgmma_split_estimate e = choose_wgmma_splits<Policy>(p, c, sm_count, plan_math_speed<typename Policy::math>());
-    return e.splits > 0 ? e.split_s : e.fused_s;
+    return e.splits > 0 ? e.split_s : e.pass_mode ? e.pass_mode_s : e.fused_s;
   };
   // (a 1 x 1 filter with x gathered leaves the row tiles' producer no time at all: plan_wgmma_gather_slowdown
   // understates it, so flat tiles take it whenever they serve)
@@ -189,6 +205,9 @@ struct wgmma_plan_t {
   bool served = false;            ///< false: conv2d_reduce_packed runs Policy::fallback on w
   block::wgmma_conv_params k;    ///< launch parameters (when served)
   std::size_t smem_bytes = 0;     ///< dynamic shared memory: the stages, then the reduction and mbarriers
+  /// unsplit runs of conv2d_reduce_packed_split take pass mode (choose_wgmma_splits estimates it faster
+  /// than the fused kernel; plans with `allow_flat` only)
+  bool pass_mode = false;
 };
 
 /// Shared memory after the stages: the reduction state of Op or of argmin (the largest standard state),
@@ -219,6 +238,10 @@ wgmma_plan_t wgmma_plan(const conv2d_problem& p, bool allow_flat = false) {
     }
     plan.served = choose_wgmma_params<Policy>(p, wgmma_tail_bytes<Policy, Op>(), max_smem_per_block, sms,
                                               allow_flat && sms > 0, plan.k, plan.smem_bytes);
+    if (plan.served && allow_flat && sms > 0) {
+      const wgmma_split_estimate e = choose_wgmma_splits<Policy>(p, plan.k, sms, plan_math_speed<typename Policy::math>());
+      plan.pass_mode = e.pass_mode_s > 0 && e.pass_mode_s < e.fused_s;
+    }
     return plan;
   }
 }
@@ -305,12 +328,15 @@ inline std::size_t partial_offset(std::size_t packed) { return (packed + 15) / 1
 /// The size of conv2d_reduce_packed_split's workspace for p on a served plan: partial_offset(packed) +
 /// `xpack` bytes of packed x (flat tiles; a multiple of 16) + splits * N*P*Q * K * 4 bytes; 0 when it
 /// overflows int64.
-inline std::size_t packed_split_bytes(const conv2d_problem& p, std::size_t packed, std::size_t xpack, int splits) {
+/// With `pass_states` (pass mode, splits = 0): npass x N*P*Q states of pass_state_bytes instead of partial sums.
+inline std::size_t packed_split_bytes(const conv2d_problem& p, std::size_t packed, std::size_t xpack, int splits,
+                                      bool pass_states = false) {
   std::int64_t plane = 0, all = 0;  // N*P*Q*K*4 was validated to fit int64 (y's and the conv's sizes)
   const std::int64_t head = static_cast<std::int64_t>(partial_offset(packed) + xpack);
-  if (!convred::detail::mul_ok(p.gemm_m() * p.K, 4, plane) || !convred::detail::mul_ok(plane, splits, all) ||
-      all > std::numeric_limits<std::int64_t>::max() - head)
-    return 0;
+  const std::int64_t npass = (p.K + 127) / 128;
+  const bool ok = pass_states ? convred::detail::mul_ok(p.gemm_m() * npass, static_cast<std::int64_t>(pass_state_bytes), all)
+                              : convred::detail::mul_ok(p.gemm_m() * p.K, 4, plane) && convred::detail::mul_ok(plane, splits, all);
+  if (!ok || all > std::numeric_limits<std::int64_t>::max() - head) return 0;
   return static_cast<std::size_t>(head + all);
 }
 
@@ -490,7 +516,8 @@ std::size_t packed_split_workspace_bytes(const conv2d_problem& p, int splits) {
   if (!plan.served) return splits == 0 ? 0 : conv2d_reduce_split_workspace_bytes<T>(p, splits);
   if (splits > plan.k.kt) return 0;
   return detail::packed_split_bytes(p, detail::packed_bytes<Policy>(plan),
-                                    block::conv_mainloop_wgmma<Policy>::xpack_bytes(plan.k), splits);
+                                    block::conv_mainloop_wgmma<Policy>::xpack_bytes(plan.k), splits,
+                                    splits == 0 && plan.pass_mode);
 }
 
 /// @brief conv2d_reduce_packed with a workspace: the packed filter, the packed x of flat tiles and, in
@@ -591,38 +618,48 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
     if (!x || !w || !workspace || (!y && !indices)) return status::null_pointer;
     if (reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0) return status::misaligned_pointer;
     const std::size_t xbytes = block::conv_mainloop_wgmma<Policy>::xpack_bytes(plan.k);
-    const std::size_t need = detail::packed_split_bytes(p, packed, xbytes, splits);
+    using state_t = typename Op::template accum_t<float>;
+    const bool pass = splits == 0 && plan.pass_mode && sizeof(state_t) <= pass_state_bytes;
+    const std::size_t need = detail::packed_split_bytes(p, packed, xbytes, splits, pass);
     if (need == 0) return status::size_overflow;
     if (workspace_bytes < need) return status::workspace_too_small;
     int lanes = 1;  // threads per pixel in the fixup: the channels, up to a block (as conv2d_reduce_split)
     while (lanes < kernel::split_fixup_threads && lanes < p.K) lanes *= 2;
     const std::int64_t fixup_blocks =
-        splits == 0 ? 0 : (ny * lanes + kernel::split_fixup_threads - 1) / kernel::split_fixup_threads;
+        splits > 0 ? (ny * lanes + kernel::split_fixup_threads - 1) / kernel::split_fixup_threads : (ny + 255) / 256;
     unsigned char* xpack = static_cast<unsigned char*>(workspace) + off;
-    float* partial = reinterpret_cast<float*>(xpack + xbytes);
+    float* partial = reinterpret_cast<float*>(xpack + xbytes);  // partial sums, or pass mode's states
+    auto* states = reinterpret_cast<state_t*>(xpack + xbytes);
     const detail::buffer_arg args[] = {
         detail::input(x, p.x_elements()), detail::input(w, p.w_elements()), detail::input(bias, p.K),
         detail::input(static_cast<const unsigned char*>(workspace), static_cast<std::int64_t>(packed)),
         detail::output(y, ny), detail::output(indices, ny),
         detail::output(xpack, static_cast<std::int64_t>(xbytes)),
-        detail::output(partial, std::int64_t(splits) * ny * p.K)};
+        detail::output(partial, std::int64_t(splits) * ny * p.K),
+        detail::output(states, pass ? std::int64_t(plan.k.npass) * ny : 0)};
     if (status s = detail::check_buffers(args, fixup_blocks); s != status::success) return s;
     block::wgmma_conv_params k = plan.k;
     k.x = x, k.filter = workspace, k.xpack = xbytes ? xpack : nullptr;
     k.bias = splits == 0 ? bias : nullptr;  // partial mode: the bias is the fixup's
     if (splits > 0) k.partial = partial, k.splits = splits;
+    if (pass) k.states = states;
     auto fixup_kern = kernel::conv2d_reduce_split_fixup_kernel<T, Op, Epilogue, float>;
-    if (splits > 0)
-      if (status s = detail::check_device(fixup_kern); s != status::success) return s;
+    auto combine_kern = kernel::conv2d_reduce_pass_combine_kernel<T, Op>;
+    if (status s = splits > 0 ? detail::check_device(fixup_kern) : pass ? detail::check_device(combine_kern) : status::success;
+        s != status::success)
+      return s;
     bool refused = false;
-    const std::int64_t units = splits == 0 ? k.tiles : k.tiles * splits * k.npass;
-    const status s = splits == 0 ? detail::launch_wgmma<Policy>(k, plan.smem_bytes, units, op, epi, y, indices, stream, refused)
-                                 : detail::launch_wgmma<Policy>(k, plan.smem_bytes, units, op, epi, static_cast<float*>(nullptr),
-                                                                static_cast<std::int64_t*>(nullptr), stream, refused);
+    const std::int64_t units = splits > 0 ? k.tiles * splits * k.npass : pass ? k.tiles * k.npass : k.tiles;
+    const bool direct = splits == 0 && !pass;  // the kernel writes y and indices itself
+    const status s = detail::launch_wgmma<Policy>(k, plan.smem_bytes, units, op, epi, direct ? y : static_cast<float*>(nullptr),
+                                                  direct ? indices : static_cast<std::int64_t*>(nullptr), stream, refused);
     if (refused) return fallback();  // the driver refused x's tensor map
-    if (s != status::success || splits == 0) return s;
-    fixup_kern<<<static_cast<unsigned>(fixup_blocks), kernel::split_fixup_threads, 0, stream>>>(
-        partial, splits, ny, static_cast<std::int32_t>(p.K), bias, op, epi, y, indices, lanes);
+    if (s != status::success || direct) return s;
+    if (pass)
+      combine_kern<<<static_cast<unsigned>(fixup_blocks), 256, 0, stream>>>(states, k.npass, ny, p.K, op, y, indices);
+    else
+      fixup_kern<<<static_cast<unsigned>(fixup_blocks), kernel::split_fixup_threads, 0, stream>>>(
+          partial, splits, ny, static_cast<std::int32_t>(p.K), bias, op, epi, y, indices, lanes);
     return detail::launch_status();
   } else {
     return fallback();  // unreachable: only float is served

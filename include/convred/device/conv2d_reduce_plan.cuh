@@ -162,7 +162,7 @@ class conv2d_reduce_plan {
     if (this != &o) {
       release();
       p_ = o.p_, state_ = o.state_, kind_ = o.kind_, why_ = o.why_, need_ = o.need_, packed_ = o.packed_,
-      splits_ = o.splits_, flat_ = o.flat_, device_ = o.device_;
+      splits_ = o.splits_, flat_ = o.flat_, pass_ = o.pass_, device_ = o.device_;
       w_ = o.w_, ws_ = o.ws_, ws_bytes_ = o.ws_bytes_, prepared_ = o.prepared_, prepared_on_ = o.prepared_on_;
       owned_ = o.owned_, owned_bytes_ = o.owned_bytes_;
       o.owned_ = nullptr, o.owned_bytes_ = 0, o.ws_ = nullptr, o.ws_bytes_ = 0, o.prepared_ = false;
@@ -223,7 +223,7 @@ class conv2d_reduce_plan {
     if (kind_ == kernel_kind::wgmma) {
       if constexpr (tensor_math) {
         // partial mode, flat tiles: the whole workspace (packed filter, packed x, partial sums) checked first
-        if (splits_ > 0 || flat_)
+        if (splits_ > 0 || flat_ || pass_)
           if (status s = check_split_workspace(w, workspace, bytes); s != status::success) return s;
         if (status s = pack_filter<wgmma_policy_t>(p_, w, workspace, bytes, stream); s != status::success) return s;
       }
@@ -283,7 +283,7 @@ class conv2d_reduce_plan {
     if (kind_ == kernel_kind::direct) return conv2d_reduce_direct(p_, x, w_, bias, y, indices, op, epi, stream);
     if constexpr (tensor_math) {
       if (kind_ == kernel_kind::wgmma) {
-        if (splits_ > 0 || flat_)
+        if (splits_ > 0 || flat_ || pass_)
           return conv2d_reduce_packed_split<wgmma_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, splits_, op, epi,
                                                             stream);
         return conv2d_reduce_packed<wgmma_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, op, epi, stream);
@@ -372,6 +372,14 @@ class conv2d_reduce_plan {
                (k.gather ? "x gathered (stride " + std::to_string(k.stride) + "), " : "") +
                std::to_string(smem) + " bytes of shared memory)";
         if (flat_) need_ = detail::packed_split_bytes(p_, packed_, xpack, 0);  // conv2d_reduce_packed_split
+        if (est.splits == 0 && est.pass_mode) {  // pass mode: conv2d_reduce_packed_split, splits = 0
+          pass_ = true;
+          need_ = detail::packed_split_bytes(p_, packed_, xpack, 0, true);
+          why_ += " in pass mode (" + std::to_string(k.tiles) + " tiles x " + std::to_string(k.npass) +
+                  " channel passes = " + std::to_string(k.tiles * k.npass) + " work units for " +
+                  std::to_string(dev.sm_count) + " SMs, each pass's reduction states combined after; " +
+                  std::to_string(need_) + "-byte workspace)";
+        }
         if (est.splits > 0) {  // partial mode: conv2d_reduce_packed_split
           splits_ = est.splits;
           need_ = detail::packed_split_bytes(p_, packed_, xpack, splits_);
@@ -503,6 +511,7 @@ class conv2d_reduce_plan {
   std::size_t packed_ = 0;  ///< the packed filter's bytes (wgmma), the start of need_
   int splits_ = 0;  ///< GEMM_K splits of the split path or of the wgmma kernel's partial mode (0: unsplit)
   bool flat_ = false;  ///< the wgmma kernel on flat tiles (its packed x in the workspace)
+  bool pass_ = false;  ///< the wgmma kernel in pass mode (its states in the workspace)
   const T* w_ = nullptr;
   void* ws_ = nullptr;          ///< the workspace bound by prepare (packed filter or partial sums)
   std::size_t ws_bytes_ = 0;    ///< its size

@@ -210,15 +210,16 @@ struct tile_scheduler {
   std::int32_t splits;   ///< GEMM_K splits per pass (partial mode)
   bool partial;          ///< partial mode
   /// The work of the kernel's parameters.
+  /// (Pass mode, wgmma_conv_params::states: the units of partial mode with one split.)
   __device__ explicit tile_scheduler(const block::wgmma_conv_params& p)
-      : units(p.partial ? p.tiles * p.splits * p.npass : p.tiles),
+      : units(p.partial || p.states ? p.tiles * p.splits * p.npass : p.tiles),
         tiles_p(p.tiles_p),
         tiles_q(p.tiles_q),
-        per_tile(p.partial ? p.splits * p.npass : 1),
+        per_tile(p.partial || p.states ? p.splits * p.npass : 1),
         npass(p.npass),
         kt(p.kt),
         splits(p.splits),
-        partial(p.partial != nullptr) {}
+        partial(p.partial != nullptr || p.states != nullptr) {}
   /// This block's unit number `skip` (its first when 0); done when >= units.
   __device__ std::int64_t first(int skip = 0) const { return blockIdx.x + skip * std::int64_t(gridDim.x); }
   /// This block's unit `every` units after `unit`.
@@ -503,7 +504,22 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
       }
       sl = pass_end;
     }
-    if (!prm.partial) CONVRED_EXP_TIME(3, red.finish(state, y, indices, prm.K, mainloop::tile_m, pixel));
+    if constexpr (mainloop::promotes) {  // (no pass mode under 3xTF32: its consumers would spill ~290 bytes)
+      if (!prm.partial) CONVRED_EXP_TIME(3, red.finish(state, y, indices, prm.K, mainloop::tile_m, pixel));
+    } else if (!prm.partial) {  // y and indices, or in pass mode the unit's (one pass's) states for the combine
+      using accum_t = typename epilogue_t::accum_t;
+      int f = 0, l = 0;
+      if (prm.states) sched.slices(unit, f, l);
+      accum_t* states = prm.states ? static_cast<accum_t*>(prm.states) + static_cast<std::int64_t>(f / prm.kt) * prm.N * prm.P * prm.Q
+                                   : nullptr;
+      CONVRED_EXP_TIME(3, red.finish_each(state, mainloop::tile_m, pixel, [&](std::int64_t m, const accum_t& r) {
+        if (states) {
+          if (m >= 0) states[m] = r;
+        } else {
+          block::write_reduced<Op, float>(y, indices, m, r, prm.K);
+        }
+      }));
+    }
     if (Policy::pingpong) {  // past the other warpgroup's next unit, which comes before this one's next
       const std::int64_t other = sched.next(unit);
       if (other < sched.units) st.seek(st.count + sched.stages(other));
