@@ -147,7 +147,7 @@ std::vector<split_shape> split_shapes() {
       {make_problem(1, 65, 9, 140, 33, 3, 3, 1, 1, 2, 2), true, false},    // stride 2, wide (Q = 70)
       {make_problem(1, 130, 10, 12, 33, 1, 1, 0, 0, 2, 2), true, false},   // 1x1 stride 2 (gathered)
       {make_problem(1, 7, 9, 16, 65, 5, 5, 2, 2), true, false},            // 5x5 (C <= 8: fits, kt = 1)
-      {make_problem(1, 33, 9, 16, 65, 5, 5, 2, 2), false, false},          // 5x5, C = 33: the mma.sync split
+      {make_problem(1, 33, 9, 16, 65, 5, 5, 2, 2), true, false},           // 5x5, C = 33: only flat tiles fit
       {make_problem(8, 33, 30, 28, 130, 3, 3, 1, 1), true, true},          // 32 tiles x 2 passes x splits > 132 units
   };
 }
@@ -335,28 +335,44 @@ std::vector<conv2d_problem> flat_shapes() {
   };
 }
 
-/// Flat tiles under Policy against float64: every shape of flat_shapes, unsplit (splits 0: fused, or pass
-/// mode where the time model picks it: several channel passes) and in partial mode (2 splits, or 1 when kt = 1), ops min / argmin / mean in turn with a scale epilogue of either
-/// sign, with and without bias; then exact integer data with argmin (ties: the lowest index).
+/// Forces the tiles and the unsplit mode of conv2d_reduce_packed_split (detail::wgmma_override) for its
+/// lifetime: tiles 1 rows, 2 flat; pass 1 off, 2 on.
+struct force_choice {
+  force_choice(int tiles, int pass) { convred::device::detail::wgmma_override() = {tiles, pass}; }
+  ~force_choice() { convred::device::detail::wgmma_override() = {}; }
+};
+
+/// Flat tiles (forced) under Policy against float64: every shape of flat_shapes, unsplit (splits 0) fused and
+/// in pass mode (several channel passes; not under 3xTF32) and in partial mode (2 splits, or 1 when kt =
+/// 1), ops min / argmin / mean in turn with a scale epilogue of either sign, with and without bias; then
+/// exact integer data with argmin (ties: the lowest index), in pass mode where it applies.
 template <class Policy>
 void flat_sweep(const char* label, std::uint64_t seed, bool stride2) {
   require_gpu();
-  int which = 0, pass_mode_runs = 0;
+  int which = 0;
   for (const conv2d_problem& p : flat_shapes()) {
     if (p.stride_h != 1 && !stride2) continue;
     const std::size_t packed = convred::device::packed_filter_bytes<Policy, float>(p);
-    if (on_hopper()) {  // flat: the fused workspace holds a packed x after the filter
-      INFO(describe(p));
-      const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, true);
-      CHECK(plan.k.flat == 1);
-      CHECK(convred::device::packed_split_workspace_bytes<Policy, float>(p, 0) > (packed + 15) / 16 * 16);
-      pass_mode_runs += plan.pass_mode ? 1 : 0;
-    }
     const int kt = static_cast<int>((p.C + Policy::block_c - 1) / Policy::block_c);
-    for (int z : {0, kt > 1 ? 2 : 1}) {
-      const std::string name = std::string(label) + " flat split " + std::to_string(z) + " " + describe(p);
+    const bool passes = p.K > 128 && Policy::parts == 1;  // pass mode applies
+    struct run_kind {
+      int splits, pass;
+    };
+    std::vector<run_kind> runs = {{0, 1}, {kt > 1 ? 2 : 1, 1}};
+    if (passes) runs.push_back({0, 2});
+    for (const run_kind& rk : runs) {
+      const force_choice forced(2, rk.pass);
+      if (on_hopper()) {  // flat: the workspace holds a packed x after the filter
+        INFO(describe(p));
+        const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen);
+        CHECK(plan.k.flat == 1);
+        CHECK(plan.pass_mode == (rk.pass == 2));
+        CHECK(convred::device::packed_split_workspace_bytes<Policy, float>(p, rk.splits) > (packed + 15) / 16 * 16);
+      }
+      const std::string name = std::string(label) + " flat split " + std::to_string(rk.splits) +
+                               (rk.pass == 2 ? " pass mode " : " ") + describe(p);
       opts o;
-      o.splits = z;
+      o.splits = rk.splits;
       o.bias = which % 2 == 0;
       const float sc = which % 4 < 2 ? 2.0f : -1.5f;
       o.gain = std::abs(sc);
@@ -368,6 +384,7 @@ void flat_sweep(const char* label, std::uint64_t seed, bool stride2) {
         default: check_fused<packed_split_entry<Policy>>(name + " mean", p, d, op::mean{}, e, e, o); break;
       }
     }
+    const force_choice forced(2, passes ? 2 : 1);
     const auto d = make_data<float>(p, ++seed, data_kind::integer);
     opts o;
     o.exact = true;
@@ -375,9 +392,6 @@ void flat_sweep(const char* label, std::uint64_t seed, bool stride2) {
     check_fused<packed_split_entry<Policy>>(std::string(label) + " flat exact argmin " + describe(p), p, d, op::argmin{},
                                             epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
   }
-  // splits = 0 with several channel passes and few tiles: pass mode (units of one pass, states combined),
-  // except under 3xTF32, which has no pass mode
-  if (on_hopper()) CHECK((pass_mode_runs > 0) == (Policy::parts == 1));
 }
 
 }  // namespace
@@ -390,10 +404,43 @@ TEST_CASE("conv2d_reduce_packed_split wgmma flat tiles: tf32x3 (stride 1) and pi
   flat_sweep<wg<math::tf32x3>>("wgmma tf32x3", 46300, false);
   flat_sweep<wgmma_policy<math::tf32, 4, 2, true>>("wgmma tf32 pp", 46400, true);
 }
+// Pass mode on tiles of image rows (forced): K > 128, wide and narrow tiles, the TMA and gathering variants.
+TEST_CASE("conv2d_reduce_packed_split wgmma pass mode on row tiles: tf32 and bf16 vs float64") {
+  require_gpu();
+  const conv2d_problem shapes[] = {make_problem(2, 7, 10, 20, 130, 3, 3, 1, 1), make_problem(1, 33, 9, 68, 257, 3, 3, 1, 1),
+                                   make_problem(2, 9, 15, 18, 300, 3, 3, 1, 1, 2, 2)};
+  std::uint64_t seed = 46500;
+  auto run = [&](auto policy, const char* label) {
+    using Policy = decltype(policy);
+    const force_choice forced(1, 2);
+    for (const conv2d_problem& p : shapes) {
+      if (on_hopper()) {
+        const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen);
+        CHECK(plan.k.flat == 0);
+        CHECK(plan.pass_mode);
+      }
+      opts o;
+      o.splits = 0;
+      o.gain = 2;
+      const auto d = make_data<float>(p, ++seed, data_kind::real);
+      const epi::scale<float> e{2.0f};
+      check_fused<packed_split_entry<Policy>>(std::string(label) + " rows pass mode min " + describe(p), p, d, op::min{}, e, e, o);
+      const auto di = make_data<float>(p, ++seed, data_kind::integer);
+      opts oi = o;
+      oi.exact = true;
+      check_fused<packed_split_entry<Policy>>(std::string(label) + " rows pass mode exact argmin " + describe(p), p, di,
+                                              op::argmin{}, e, e, oi);
+    }
+  };
+  run(wg<math::tf32>{}, "wgmma tf32");
+  run(wg<math::bf16>{}, "wgmma bf16");
+}
+
 TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: flat tiles") {
   require_gpu();
   auto run = [](auto policy, const char* name, const conv2d_problem& p, int splits, std::uint64_t seed, auto op) {
     using Policy = decltype(policy);
+    const force_choice forced(2, p.K > 128 ? 2 : 1);  // flat tiles; pass mode with several passes
     const auto d = make_data<float>(p, seed, data_kind::real);
     opts o;
     o.splits = splits;

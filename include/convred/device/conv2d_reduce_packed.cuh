@@ -206,7 +206,7 @@ struct wgmma_plan_t {
   block::wgmma_conv_params k;    ///< launch parameters (when served)
   std::size_t smem_bytes = 0;     ///< dynamic shared memory: the stages, then the reduction and mbarriers
   /// unsplit runs of conv2d_reduce_packed_split take pass mode (choose_wgmma_splits estimates it faster
-  /// than the fused kernel; plans with `allow_flat` only)
+  /// than the fused kernel; `chosen` plans only)
   bool pass_mode = false;
 };
 
@@ -219,28 +219,64 @@ constexpr std::size_t wgmma_tail_bytes() {
   return a > b ? a : b;
 }
 
+/// Which tiles detail::wgmma_plan considers: `rows` only tiles of image rows (conv2d_reduce_packed, which
+/// has no workspace for a packed x); `either` rows where they serve, else flat tiles (the packed filter's
+/// size and layout, which do not depend on the tiles: pack_filter, packed_filter_bytes); `chosen` the
+/// tiles and the unsplit mode the time model picks on the current device (choose_wgmma_params,
+/// choose_wgmma_splits: conv2d_reduce_packed_split).
+enum class wgmma_tiles { rows, either, chosen };
+
+/// Test hook: forces the choices of `chosen` plans on this host thread. tiles: 0 the time model, 1 row
+/// tiles, 2 flat tiles (where they serve); pass: 0 the time model, 1 never pass mode, 2 pass mode wherever
+/// it applies (several channel passes, not 3xTF32).
+struct wgmma_choice_override {
+  int tiles = 0;  ///< 0 model, 1 rows, 2 flat
+  int pass = 0;   ///< 0 model, 1 off, 2 on
+};
+/// This thread's wgmma_choice_override (all zero: the time model decides).
+inline wgmma_choice_override& wgmma_override() {
+  static thread_local wgmma_choice_override o;
+  return o;
+}
+
 /// The wgmma kernel's plan for p: not served for T other than float, an invalid problem, a problem the
-/// mainloop does not implement (block::conv_mainloop_wgmma::make_params), or a device without sm_90a code.
-/// `allow_flat`: flat tiles over a packed x where choose_wgmma_params prefers them on the current device
-/// (the entry points with a workspace for the packed x); else tiles of image rows.
+/// mainloop does not implement in the tiles `tiles` allows (block::conv_mainloop_wgmma::make_params), or a
+/// device without sm_90a code.
 template <class Policy, class T, class Op>
-wgmma_plan_t wgmma_plan(const conv2d_problem& p, bool allow_flat = false) {
+wgmma_plan_t wgmma_plan(const conv2d_problem& p, wgmma_tiles tiles = wgmma_tiles::rows) {
   wgmma_plan_t plan;
   if constexpr (!std::is_same_v<T, float>) {
     return plan;
   } else {
     if (validate(p, sizeof(T)) != status::success || !wgmma_available()) return plan;
+    using mainloop = block::conv_mainloop_wgmma<Policy>;
+    const std::size_t tail = wgmma_tail_bytes<Policy, Op>();
+    auto rows = [&] { return mainloop::make_params(p, tail, max_smem_per_block, plan.k, plan.smem_bytes); };
+    auto flat = [&] { return mainloop::make_params(p, tail, max_smem_per_block, plan.k, plan.smem_bytes, true); };
+    if (tiles == wgmma_tiles::rows) {
+      plan.served = rows();
+      return plan;
+    }
+    if (tiles == wgmma_tiles::either) {
+      plan.served = rows() || flat();
+      return plan;
+    }
     int dev = 0, sms = 0;
-    if (allow_flat && (cudaGetDevice(&dev) != cudaSuccess ||
-                       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)) {
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
       cudaGetLastError();  // ours
       sms = 0;
     }
-    plan.served = choose_wgmma_params<Policy>(p, wgmma_tail_bytes<Policy, Op>(), max_smem_per_block, sms,
-                                              allow_flat && sms > 0, plan.k, plan.smem_bytes);
-    if (plan.served && allow_flat && sms > 0) {
+    const wgmma_choice_override o = wgmma_override();
+    if (o.tiles == 1)
+      plan.served = rows();
+    else if (o.tiles == 2)
+      plan.served = flat() || rows();
+    else
+      plan.served = choose_wgmma_params<Policy>(p, tail, max_smem_per_block, sms, true, plan.k, plan.smem_bytes);
+    if (plan.served) {
       const wgmma_split_estimate e = choose_wgmma_splits<Policy>(p, plan.k, sms, plan_math_speed<typename Policy::math>());
-      plan.pass_mode = e.pass_mode_s > 0 && e.pass_mode_s < e.fused_s;
+      const bool applies = plan.k.npass > 1 && Policy::parts == 1;
+      plan.pass_mode = applies && (o.pass == 2 || (o.pass == 0 && e.pass_mode_s > 0 && e.pass_mode_s < e.fused_s));
     }
     return plan;
   }
@@ -360,7 +396,7 @@ std::size_t packed_filter_bytes(const conv2d_problem& p) {
   static_assert(is_wgmma_policy_v<Policy>,
                 "convred: Policy must be a wgmma_policy<Math, ...>, e.g. convred::default_wgmma_policy<convred::math::tf32>::type "
                 "(device::conv2d_reduce_plan picks a kernel and policy for any GPU and problem)");
-  return detail::packed_bytes<Policy>(detail::wgmma_plan<Policy, T, op::argmin>(p));
+  return detail::packed_bytes<Policy>(detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::either));
 }
 
 /// @brief Packs the KCRS weights w (K, C, R, S) into `packed` for conv2d_reduce_packed: a separate,
@@ -385,7 +421,7 @@ status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_
                 "(device::conv2d_reduce_plan picks a kernel and policy for any GPU and problem)");
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
   if (status s = detail::pending_status(); s != status::success) return s;  // the caller's error, left pending
-  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p);
+  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::either);
   const std::size_t need = detail::packed_bytes<Policy>(plan);
   if (need == 0) return status::success;
   if constexpr (std::is_same_v<T, float>) {
@@ -490,7 +526,7 @@ int max_packed_k_splits(const conv2d_problem& p) {
   static_assert(is_wgmma_policy_v<Policy>,
                 "convred: Policy must be a wgmma_policy<Math, ...>, e.g. convred::default_wgmma_policy<convred::math::tf32>::type");
   if (validate(p, sizeof(T)) != status::success) return 0;
-  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p);
+  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::either);
   return plan.served ? plan.k.kt : max_k_splits;
 }
 
@@ -512,7 +548,7 @@ std::size_t packed_split_workspace_bytes(const conv2d_problem& p, int splits) {
   static_assert(is_wgmma_policy_v<Policy>,
                 "convred: Policy must be a wgmma_policy<Math, ...>, e.g. convred::default_wgmma_policy<convred::math::tf32>::type");
   if (validate(p, sizeof(T)) != status::success || p.y_elements() == 0 || splits < 0) return 0;
-  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p, true);
+  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::chosen);
   if (!plan.served) return splits == 0 ? 0 : conv2d_reduce_split_workspace_bytes<T>(p, splits);
   if (splits > plan.k.kt) return 0;
   return detail::packed_split_bytes(p, detail::packed_bytes<Policy>(plan),
@@ -591,11 +627,11 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
                 "(device::conv2d_reduce_plan picks a kernel and policy for any GPU and problem)");
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
   if (status s = detail::pending_status(); p.y_elements() > 0 && s != status::success) return s;  // caller's error
-  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, Op>(p, true);
+  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, Op>(p, detail::wgmma_tiles::chosen);
   // the workspace's layout is the one packed_split_workspace_bytes and pack_filter use (the plan of
   // op::argmin, the largest standard state): a custom Op whose larger state does not fit (plan not
   // served) still finds the packed filter at the start and puts its partial sums after it
-  const std::size_t packed = detail::packed_bytes<Policy>(detail::wgmma_plan<Policy, T, op::argmin>(p));
+  const std::size_t packed = detail::packed_bytes<Policy>(detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::either));
   const std::size_t off = detail::partial_offset(packed);
   // the mma.sync path, its partial sums after the packed filter (none when not served)
   auto fallback = [&] {
