@@ -155,12 +155,14 @@ TEST_CASE("conv2d_reduce_plan: small-M layers split on the mma.sync and SIMT ker
     CHECK(has(plan.description(), "7 pixel tiles for 132 SMs"));
   }
   {
-    // math::accurate: tf32x3's mma.sync policy (128-pixel tiles), on both devices
+    // math::accurate: tf32x3; on the H200 the wgmma kernel on flat tiles (3 7 x 7 images per tile) split
+    // into 3 GEMM_K ranges; on the A100 the mma.sync policy (128-pixel tiles) split
     conv2d_reduce_plan<float> plan(layer4_b32, h200);
     CAPTURE(plan.description());
-    CHECK(plan.kernel() == kernel_kind::mma_sync);
-    CHECK(plan.k_splits() == 5);
-    CHECK(has(plan.description(), "mma.sync tf32x3 split 4 channel tiles x 5 GEMM_K splits (128-pixel"));
+    CHECK(plan.kernel() == kernel_kind::wgmma);
+    CHECK(plan.k_splits() == 3);
+    CHECK(has(plan.description(), "wgmma tf32x3 (sm_90a"));
+    CHECK(has(plan.description(), "flat 256-pixel tiles over x packed (9x9 pixels per image"));
     CHECK(has(plan.description(), "math::accurate"));
     conv2d_reduce_plan<float> ampere(layer4_b1, a100);
     CHECK(ampere.kernel() == kernel_kind::mma_sync);

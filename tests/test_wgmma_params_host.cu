@@ -51,6 +51,14 @@ void check_flat(const conv2d_problem& p, const convred::block::wgmma_conv_params
   CHECK(k.part_bytes == k.plane_bytes * (Policy::block_c / E));
   CHECK(mainloop_xpack<Policy>(k) == static_cast<std::size_t>(Policy::parts * k.kt * (Policy::block_c / E) * phases *
                                                                k.flat_pixels * 16));
+  // stages: the layout's, then as many more as fit, up to wgmma_max_stages
+  const std::int64_t rest = static_cast<std::int64_t>(Policy::raw_stages) * k.raw_bytes +
+                            static_cast<std::int64_t>(convred::device::detail::wgmma_tail_bytes<Policy, convred::op::argmin>());
+  CHECK(static_cast<std::int64_t>(smem) == k.resident_bytes + static_cast<std::int64_t>(k.stages) * k.stage_bytes + rest);
+  CHECK(k.stages >= 2);
+  CHECK(k.stages <= convred::block::wgmma_max_stages);
+  if (k.stages >= Policy::stages && k.stages < convred::block::wgmma_max_stages)
+    CHECK(static_cast<std::int64_t>(smem) + k.stage_bytes > static_cast<std::int64_t>(convred::device::detail::max_smem_per_block));
   // the pixel map of the kernel's consumers: first, last and a middle output
   for (std::int64_t m : {std::int64_t(0), p.N * p.P() * p.Q() / 2, p.N * p.P() * p.Q() - 1}) {
     if (p.N == 0) break;

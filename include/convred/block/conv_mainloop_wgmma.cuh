@@ -103,7 +103,8 @@ struct wgmma_conv_params {
   /// serves these), no raw buffers; 0: TMA boxes into raw buffers, then the transform
   std::int32_t stride = 1, phases_h = 1, phases_w = 1, phase_pixels = 0, gather = 0;
   /// @brief operand stages in use: Policy::stages, or fewer (down to 2) when that many do not fit in
-  /// shared memory (large stride-2 patches, large filters)
+  /// shared memory (large stride-2 patches, large filters); flat tiles: more where they fit (up to
+  /// wgmma_max_stages)
   std::int32_t stages = 0;
   /// @var raw_copy_bytes
   /// @brief bytes one TMA box writes: raw_c * bh * rp * 4 (raw_c = 8 channels: one raw buffer; a stage
@@ -173,6 +174,10 @@ struct wgmma_conv_params {
   convred::detail::fast_divmod div_image;  ///< flat: divides by flat_rows * pw (plane pixel -> image)
   convred::detail::fast_divmod div_pw;     ///< flat: divides by pw (pixel within an image -> row, column)
 };
+
+/// Operand stages at most in a wgmma kernel's pipeline (its mbarrier arrays): Policy::stages, or for flat
+/// tiles as many more as fit (wgmma_conv_params::stages).
+inline constexpr int wgmma_max_stages = 8;
 
 /// @brief Accumulates one stage of a tile_h x 64 pixel x 128-channel tile on tensor cores with wgmma.
 ///
@@ -337,6 +342,7 @@ struct conv_mainloop_wgmma {
   static bool make_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,
                           wgmma_conv_params& k, std::size_t& smem_bytes, bool flat = false) {
     if (cannot_implement(p)) return false;
+    static_assert(Policy::stages <= wgmma_max_stages, "wgmma_policy: at most wgmma_max_stages operand stages");
     constexpr int TH = Policy::tile_h, TW = Policy::tile_w, E = 16 / Policy::filter_elem_bytes, BM = Policy::block_m;
     static_assert(TW == 64, "one m64 wgmma row per 64 tile pixels");
     k = wgmma_conv_params{};
@@ -413,6 +419,10 @@ struct conv_mainloop_wgmma {
       k.resident_bytes = static_cast<std::int32_t>(resident), k.a_offset = 0;
     }
     if (smem > static_cast<std::int64_t>(max_smem)) return false;
+    // flat tiles: more stages where they fit (up to wgmma_max_stages). Their stages are small where a
+    // stage is little work (1x1: one tap, 4 wgmmas of ~64 cycles per 12 KB copied), so that 4 stages in
+    // flight leave the copies' latency exposed
+    while (flat && k.stages < wgmma_max_stages && smem + stage <= static_cast<std::int64_t>(max_smem)) ++k.stages, smem += stage;
     k.rp = static_cast<std::int32_t>(rp), k.bh = static_cast<std::int32_t>(flat ? 0 : ph);
     k.ph = static_cast<std::int32_t>(ph), k.pw = static_cast<std::int32_t>(pw);
     k.phase_pixels = static_cast<std::int32_t>(phase_pixels);

@@ -380,8 +380,10 @@ inline std::size_t packed_split_bytes(const conv2d_problem& p, std::size_t packe
 
 /// @brief Bytes of the packed filter that conv2d_reduce_packed needs for problem p on the current device.
 ///
-/// Zero when the wgmma kernel cannot serve p (then conv2d_reduce_packed runs `Policy::fallback`, the
-/// mma.sync tensor-core kernel with the same math, on the KCRS weights w, and needs no packed filter).
+/// Zero when the wgmma kernel cannot serve p, in tiles of image rows or flat tiles (then
+/// conv2d_reduce_packed and conv2d_reduce_packed_split run `Policy::fallback`, the mma.sync tensor-core
+/// kernel with the same math, on the KCRS weights w, and need no packed filter). The packed filter does not
+/// depend on the tiles.
 /// The wgmma kernel serves: T = float, NCHW x, groups 1, stride 1 or 2 (the same in both dimensions),
 /// dilation 1, N < 2^31, any K (K > 128 runs ceil(K/128) channel passes per tile), and R, S, padding and
 /// output width whose operand stages fit in shared memory (every 3x3, 3x1, 1x3 and 1x1 filter with the
@@ -446,8 +448,10 @@ status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_
 /// (wgmma), with a filter packed by pack_filter. Same semantics, arguments and errors as conv2d_reduce
 /// (y[n,0,p,q] = Op over k of e(bias[k] + conv2d(x, w)[n,k,p,q], k); PyTorch's conv2d), plus `packed`.
 ///
-/// When packed_filter_bytes<Policy, T>(p) is 0, or x is not 16-byte aligned where the kernel reads it with
-/// TMA (stride 1 and W a multiple of 4; otherwise its producer gathers x with plain loads), this is
+/// This entry point has no workspace for a packed x, so it runs tiles of image rows only. When they do
+/// not serve p (packed_filter_bytes<Policy, T>(p) is 0, or > 0 only because flat tiles fit, which
+/// conv2d_reduce_packed_split runs), or x is not 16-byte aligned where the kernel reads it with TMA
+/// (stride 1 and W a multiple of 4; otherwise its producer gathers x with plain loads), this is
 /// conv2d_reduce<Policy::fallback> on w (packed is ignored and may be null). Otherwise `packed` must hold
 /// pack_filter's output for this problem and these weights, in a buffer of `packed_bytes` >=
 /// packed_filter_bytes bytes (checked: a too small buffer is refused; its contents are not checked: a
@@ -659,8 +663,7 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
     const std::size_t need = detail::packed_split_bytes(p, packed, xbytes, splits, pass);
     if (need == 0) return status::size_overflow;
     if (workspace_bytes < need) return status::workspace_too_small;
-    int lanes = 1;  // threads per pixel in the fixup: the channels, up to a block (as conv2d_reduce_split)
-    while (lanes < kernel::split_fixup_threads && lanes < p.K) lanes *= 2;
+    const int lanes = kernel::split_fixup_lanes(ny, p.K);  // threads per pixel in the fixup
     const std::int64_t fixup_blocks =
         splits > 0 ? (ny * lanes + kernel::split_fixup_threads - 1) / kernel::split_fixup_threads : (ny + 255) / 256;
     unsigned char* xpack = static_cast<unsigned char*>(workspace) + off;

@@ -208,8 +208,7 @@ status conv2d_reduce_split(const conv2d_problem& p, const T* x, const T* w, cons
   if (need == 0 || ctiles > max_k_splits) return status::size_overflow;
   if (workspace_bytes < need) return status::workspace_too_small;
   const std::int64_t m_tiles = (ny + policy::block_m - 1) / policy::block_m;
-  int lanes = 1;  // threads per pixel in the fixup: the channels, up to a block
-  while (lanes < kernel::split_fixup_threads && lanes < p.K) lanes *= 2;
+  const int lanes = kernel::split_fixup_lanes(ny, p.K);  // threads per pixel in the fixup
   const std::int64_t fixup_blocks = (ny * lanes + kernel::split_fixup_threads - 1) / kernel::split_fixup_threads;
   V* partial = static_cast<V*>(workspace);
   const detail::buffer_arg args[] = {detail::input(x, p.x_elements()), detail::input(w, p.w_elements()),

@@ -70,6 +70,23 @@ __global__ void __launch_bounds__(Policy::threads, Policy::min_blocks_per_sm)
 /// Threads per block of conv2d_reduce_split_fixup_kernel.
 inline constexpr int split_fixup_threads = 256;
 
+/// Threads of conv2d_reduce_split_fixup_kernel enough to keep the loads of a large fixup in flight (about
+/// two waves of resident threads on an H200: 132 SMs x 2048): split_fixup_lanes gives a pixel fewer lanes,
+/// each more channels, while the grid stays above it.
+inline constexpr std::int64_t split_fixup_min_threads = std::int64_t(1) << 18;
+
+/// Threads per pixel of conv2d_reduce_split_fixup_kernel for M pixels of K channels: K rounded up to a
+/// power of two, at most split_fixup_threads (a layer with few pixels and many channels, e.g. 49 pixels x
+/// 512 channels, spreads its loads over many threads), then halved, down to one warp, while M x the halved
+/// lanes stays at or above split_fixup_min_threads (many pixels: each lane several channels, fewer
+/// shuffles and no cross-warp combine per pixel).
+inline int split_fixup_lanes(std::int64_t M, std::int64_t K) {
+  int lanes = 1;
+  while (lanes < split_fixup_threads && lanes < K) lanes *= 2;
+  while (lanes > 32 && M * (lanes / 2) >= split_fixup_min_threads) lanes /= 2;
+  return lanes;
+}
+
 /// Partial sums one thread of conv2d_reduce_split_fixup_kernel loads before adding them (all in flight
 /// together: one L2 round trip per group of this many splits, not one per split).
 inline constexpr int split_fixup_batch = 8;
@@ -110,8 +127,8 @@ __global__ void __launch_bounds__(split_fixup_threads)
   const std::int64_t plane = M * K;
   const V* row = partial + (live ? m : 0) * K;
   auto state = Op::template identity<V>();
-#pragma unroll 1
-  for (std::int32_t k = j; live && k < K; k += lanes) {
+#pragma unroll 4
+  for (std::int32_t k = j; live && k < K; k += lanes) {  // (unrolled: several channels' loads in flight)
     const V* col = row + k;
     V v = col[0];
 #pragma unroll 1

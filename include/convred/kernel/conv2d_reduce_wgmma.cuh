@@ -146,9 +146,9 @@ template <class Policy, class Op>
 struct wgmma_tail_storage {
   /// the reduction's shared memory
   typename block::reduce_epilogue<block::conv_mainloop_wgmma<Policy>, Op, false>::TempStorage reduce;
-  std::uint64_t full[Policy::stages];           ///< operand stage s ready (transform threads [+ filter bytes])
+  std::uint64_t full[block::wgmma_max_stages];  ///< operand stage s ready (transform threads [+ filter bytes])
   std::uint64_t filter_full;                    ///< the resident filter landed (when resident)
-  std::uint64_t empty[Policy::stages];          ///< operand stage s consumed (every consumer thread)
+  std::uint64_t empty[block::wgmma_max_stages]; ///< operand stage s consumed (every consumer thread)
   std::uint64_t raw_full[Policy::raw_stages];   ///< raw buffer landed (TMA bytes)
   std::uint64_t raw_empty[Policy::raw_stages];  ///< raw buffer read (every transform thread)
   std::uint64_t order[2];  ///< ping-pong: order[g] completes when the other warpgroup's mainloop turn ended
