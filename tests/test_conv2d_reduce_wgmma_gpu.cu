@@ -14,6 +14,13 @@ namespace {
 template <class Math>
 using wg = typename convred::default_wgmma_policy<Math>::type;
 
+/// Forces the tiles and the unsplit mode of conv2d_reduce_packed_split (detail::wgmma_override) for its
+/// lifetime: tiles 1 rows, 2 flat; pass 1 off, 2 on.
+struct force_choice {
+  force_choice(int tiles, int pass) { convred::device::detail::wgmma_override() = {tiles, pass}; }
+  ~force_choice() { convred::device::detail::wgmma_override() = {}; }
+};
+
 /// True when eligible shapes must take the wgmma kernel: a compute capability 9.0 device and a test
 /// binary built with sm_90a code (CONVRED_TEST_EXPECT_WGMMA, set by tests/CMakeLists.txt).
 bool on_hopper() {
@@ -312,8 +319,18 @@ TEST_CASE("conv2d_reduce_packed_split: argument errors, nothing launched") {
   CHECK(run(raw(ws), fused, raw(y), 0) == status::success);  // fused, in the workspace of splits = 0
   CHECK(cudaDeviceSynchronize() == cudaSuccess);
   CHECK(test::to_host(y)[0] == doctest::Approx(80.0));
-  if (fused > (packed + 15) / 16 * 16)  // flat tiles: the packed x must fit
-    CHECK(run(raw(ws), fused - 16, raw(y), 0) == status::workspace_too_small);
+  {  // flat tiles (forced): the workspace must hold the packed x too
+    const force_choice forced(2, 1);
+    const std::size_t flat = convred::device::packed_split_workspace_bytes<P, float>(p, 0);
+    REQUIRE(flat > (packed + 15) / 16 * 16);
+    thrust::device_vector<unsigned char> wf(flat);
+    REQUIRE(convred::device::pack_filter<P>(p, craw(w), raw(wf), flat) == status::success);
+    CHECK(run(raw(wf), flat - 16, raw(y), 0) == status::workspace_too_small);
+    thrust::fill(y.begin(), y.end(), -1.f);
+    CHECK(run(raw(wf), flat, raw(y), 0) == status::success);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    CHECK(test::to_host(y)[0] == doctest::Approx(80.0));
+  }
 }
 
 // ---- flat tiles over a packed x (wgmma_conv_params::flat), conv2d_reduce_packed_split ---------------------
@@ -334,13 +351,6 @@ std::vector<conv2d_problem> flat_shapes() {
       make_problem(5, 3, 5, 6, 1, 3, 3, 2, 2),             // K = 1, padding 2, tiny images
   };
 }
-
-/// Forces the tiles and the unsplit mode of conv2d_reduce_packed_split (detail::wgmma_override) for its
-/// lifetime: tiles 1 rows, 2 flat; pass 1 off, 2 on.
-struct force_choice {
-  force_choice(int tiles, int pass) { convred::device::detail::wgmma_override() = {tiles, pass}; }
-  ~force_choice() { convred::device::detail::wgmma_override() = {}; }
-};
 
 /// Flat tiles (forced) under Policy against float64: every shape of flat_shapes, unsplit (splits 0) fused and
 /// in pass mode (several channel passes; not under 3xTF32) and in partial mode (2 splits, or 1 when kt =

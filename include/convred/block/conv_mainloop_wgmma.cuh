@@ -25,12 +25,15 @@ namespace convred::block {
 /// `stages` operand stages of stage_bytes (the packed filter slice, b_bytes, unless resident, then the
 /// planes of the input patch: parts x part_bytes, see block::conv_patch_loader), then `raw_stages` raw
 /// patch buffers of raw_bytes (the TMA box: raw_c channels of bh rows x rp columns), then the tail.
+/// Flat tiles (`flat`, below) replace the tiles of image rows by block_m consecutive GEMM rows over a
+/// packed x (tiles_p = tiles_q = 1, `tiles` their count, no raw buffers); `partial` and `states` set the
+/// kernel's split and pass modes.
 struct wgmma_conv_params {
   const float* x = nullptr;       ///< input (N,C,H,W), NCHW fp32
   const void* filter = nullptr;   ///< packed filter (device::pack_filter), 16-byte aligned
   const float* bias = nullptr;    ///< bias (K) or nullptr
   std::int64_t N = 0;             ///< batch
-  std::int64_t tiles = 0;         ///< N * tiles_p * tiles_q
+  std::int64_t tiles = 0;         ///< N * tiles_p * tiles_q (flat tiles: their count)
   /// @var C
   /// @brief input channels
   /// @var H
@@ -366,6 +369,10 @@ struct conv_mainloop_wgmma {
       phase_pixels = BM + halo_h * pw + halo_w;  // a tile's window: its rows and the taps' reach
       const std::int64_t pixels = tiles * BM + halo_h * pw + halo_w;
       if (pixels >= (std::int64_t(1) << 31) || p.N * hs * pw >= (std::int64_t(1) << 31)) return false;
+      // the packed x (xpack_bytes, < 2^56) and its packing kernel's grid (one thread per 16-byte pixel, 256
+      // per block: < 2^31 blocks)
+      const std::int64_t entries = ((p.C + E - 1) / E + Policy::block_c / E) * k.phases_h * k.phases_w * pixels;
+      if (entries >= (std::int64_t(1) << 50) || entries / 256 >= (std::int64_t(1) << 31) - 1) return false;
       k.flat = 1, k.flat_rows = static_cast<std::int32_t>(hs), k.flat_pixels = pixels;
       k.div_image = convred::detail::fast_divmod(static_cast<std::int32_t>(hs * pw));
       k.div_pw = convred::detail::fast_divmod(static_cast<std::int32_t>(pw));

@@ -631,7 +631,13 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
                 "(device::conv2d_reduce_plan picks a kernel and policy for any GPU and problem)");
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
   if (status s = detail::pending_status(); p.y_elements() > 0 && s != status::success) return s;  // caller's error
-  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, Op>(p, detail::wgmma_tiles::chosen);
+  detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, Op>(p, detail::wgmma_tiles::chosen);
+  {  // the workspace's layout (packed x, pass mode) is argmin's plan's, which packed_split_workspace_bytes sized:
+     // an Op whose own choice differs (a larger reduction state) takes the fallback
+    const detail::wgmma_plan_t ref = detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::chosen);
+    if (plan.served && (!ref.served || ref.k.flat != plan.k.flat)) plan.served = false;
+    plan.pass_mode = ref.pass_mode;
+  }
   // the workspace's layout is the one packed_split_workspace_bytes and pack_filter use (the plan of
   // op::argmin, the largest standard state): a custom Op whose larger state does not fit (plan not
   // served) still finds the packed filter at the start and puts its partial sums after it

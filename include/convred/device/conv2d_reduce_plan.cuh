@@ -106,8 +106,9 @@ struct device_info {
 /// the wgmma kernel's partial mode; one the plan allocates and
 /// owns, or one the caller lends); then run(x, bias, y, indices, op, epi, stream) as often as needed. The
 /// plan keeps the weight pointer given to prepare (the mma.sync and SIMT kernels read w on every run): w
-/// must stay valid and unchanged until the last run. A split plan's runs write its workspace: runs of one
-/// such plan on different streams must not overlap in time (use one plan per stream).
+/// must stay valid and unchanged until the last run. The runs of a split, flat-tile or pass-mode plan write its
+/// workspace (partial sums, the packed x, states): runs of one such plan on different streams must not
+/// overlap in time (use one plan per stream).
 /// Not copyable (it may own device memory); movable.
 ///
 /// @tparam T    element type of x, w, bias and y: float, double, __half or __nv_bfloat16 (double: math::ieee)
@@ -458,7 +459,7 @@ class conv2d_reduce_plan {
       const double speed = plan_math_speed<kernel_math>();
       est = choose_wgmma_splits<wgmma_policy_t>(p_, k, dev.sm_count, speed);
       if ((k.npass > 1 || k.gather) && dev.sm_count > 0) {
-        const double t_wgmma = est.splits > 0 ? est.split_s : est.fused_s;
+        const double t_wgmma = est.splits > 0 ? est.split_s : est.pass_mode ? est.pass_mode_s : est.fused_s;
         const double t_split = plan_mma_split_fixed_seconds +
                                2.0 * static_cast<double>(p_.gemm_m()) * static_cast<double>(p_.K) *
                                    static_cast<double>(p_.gemm_k()) / (plan_mma_split_flops_per_sm * speed * dev.sm_count);
@@ -490,6 +491,9 @@ class conv2d_reduce_plan {
       if (kind_ == kernel_kind::wgmma) {
         const std::size_t here = packed_filter_bytes<wgmma_policy_t, T>(p_);  // 0 where wgmma does not serve p
         if (here == 0 || here != packed_) return status::no_device;
+        // conv2d_reduce_packed_split picks its tiles and mode on this device: its workspace must be the plan's
+        if ((splits_ > 0 || flat_ || pass_) && packed_split_workspace_bytes<wgmma_policy_t, T>(p_, splits_) != need_)
+          return status::no_device;
       }
     }
     return status::success;

@@ -185,7 +185,8 @@ struct pipeline_state {
 };
 
 /// @brief The persistent kernel's work scheduler. The tiles (tile_rows x tile_cols output pixels) form an
-/// N x tiles_p x tiles_q grid, ordered q fastest, then p, then n. Fused mode: a work unit is a whole tile
+/// N x tiles_p x tiles_q grid, ordered q fastest, then p, then n (flat tiles: tiles_p = tiles_q = 1 and
+/// coord::n is the flat tile). Pass mode (wgmma_conv_params::states) has partial mode's units with one split. Fused mode: a work unit is a whole tile
 /// (its npass channel passes of kt stages each). Partial mode (wgmma_conv_params::partial): a work unit is
 /// (tile, GEMM_K split z, channel pass), tiles * splits * npass of them, ordered pass fastest, then z,
 /// then the tile, so that a tile's units are adjacent (blocks running them at the same time read the same
@@ -543,8 +544,11 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
 /// producer alone), `-DCONVRED_EXP_NOTRANSFORM` skips the plane conversion, `-DCONVRED_EXP_NOLOAD` skips
 /// every copy and the conversion (times the consumers alone).
 /// Gather: the variant for parameters with `gather` set (stride 2, W % 4 != 0; the producer threads load x
-/// themselves); the TMA variant (Gather = false) is compiled without that code, which would cost its
-/// 72-register producer spills.
+/// themselves) and for flat tiles at stride 2 (their taps read stride phases); the TMA variant (Gather =
+/// false) is compiled without that code, which would cost its 72-register producer spills. Flat tiles
+/// (prm.flat) run in either variant with one producer thread issuing bulk copies of the packed x
+/// (conv_patch_loader::copy_flat). Pass mode (prm.states): y and indices unused; each unit's reduction
+/// states go to prm.states for kernel::conv2d_reduce_pass_combine_kernel.
 template <class Policy, class Op, class Epilogue, bool Gather = false>
 __global__ void __launch_bounds__(wgmma_block<Policy, Gather>::threads, 1)
     conv2d_reduce_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const block::wgmma_conv_params prm, Op op,
