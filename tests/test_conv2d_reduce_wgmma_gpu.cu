@@ -159,6 +159,25 @@ std::vector<split_shape> split_shapes() {
   };
 }
 
+/// One conv2d_reduce_packed_split run against float64 on fresh real data (seed), `splits` GEMM_K splits:
+/// run number `which` picks the op (min, argmin, mean in turn), the scale's sign (2 or -1.5 every two runs)
+/// and the bias (every other run).
+template <class Policy>
+void check_split_run(const std::string& name, const conv2d_problem& p, int splits, int which, std::uint64_t seed) {
+  opts o;
+  o.splits = splits;
+  o.bias = which % 2 == 0;
+  const float sc = which % 4 < 2 ? 2.0f : -1.5f;
+  o.gain = std::abs(sc);
+  const auto d = make_data<float>(p, seed, data_kind::real);
+  const epi::scale<float> e{sc};
+  switch (which % 3) {
+    case 0: check_fused<packed_split_entry<Policy>>(name + " min", p, d, op::min{}, e, e, o); break;
+    case 1: check_fused<packed_split_entry<Policy>>(name + " argmin", p, d, op::argmin{}, e, e, o); break;
+    default: check_fused<packed_split_entry<Policy>>(name + " mean", p, d, op::mean{}, e, e, o); break;
+  }
+}
+
 /// The split counts tried for kt stages per pass: all of 1..kt for kt <= 9, else 1, 2, 3, kt / 2, kt - 1, kt.
 std::vector<int> split_counts(int kt) {
   std::vector<int> v;
@@ -192,18 +211,7 @@ void split_sweep(const char* label, std::uint64_t seed, int max_runs_per_shape =
     for (int z : counts) {
       if (++runs > max_runs_per_shape) break;
       const std::string name = std::string(label) + " split " + std::to_string(z) + " " + describe(p);
-      opts o;
-      o.splits = z;
-      o.bias = which % 2 == 0;
-      const float sc = which % 4 < 2 ? 2.0f : -1.5f;
-      o.gain = std::abs(sc);
-      const auto d = make_data<float>(p, ++seed, data_kind::real);
-      const epi::scale<float> e{sc};
-      switch (which++ % 3) {
-        case 0: check_fused<packed_split_entry<Policy>>(name + " min", p, d, op::min{}, e, e, o); break;
-        case 1: check_fused<packed_split_entry<Policy>>(name + " argmin", p, d, op::argmin{}, e, e, o); break;
-        default: check_fused<packed_split_entry<Policy>>(name + " mean", p, d, op::mean{}, e, e, o); break;
-      }
+      check_split_run<Policy>(name, p, z, which++, ++seed);
     }
     // integer data: exact in every math, whatever the split (values, and argmin's lowest index on ties)
     const auto d = make_data<float>(p, ++seed, data_kind::integer);
@@ -381,18 +389,7 @@ void flat_sweep(const char* label, std::uint64_t seed, bool stride2) {
       }
       const std::string name = std::string(label) + " flat split " + std::to_string(rk.splits) +
                                (rk.pass == 2 ? " pass mode " : " ") + describe(p);
-      opts o;
-      o.splits = rk.splits;
-      o.bias = which % 2 == 0;
-      const float sc = which % 4 < 2 ? 2.0f : -1.5f;
-      o.gain = std::abs(sc);
-      const auto d = make_data<float>(p, ++seed, data_kind::real);
-      const epi::scale<float> e{sc};
-      switch (which++ % 3) {
-        case 0: check_fused<packed_split_entry<Policy>>(name + " min", p, d, op::min{}, e, e, o); break;
-        case 1: check_fused<packed_split_entry<Policy>>(name + " argmin", p, d, op::argmin{}, e, e, o); break;
-        default: check_fused<packed_split_entry<Policy>>(name + " mean", p, d, op::mean{}, e, e, o); break;
-      }
+      check_split_run<Policy>(name, p, rk.splits, which++, ++seed);
     }
     const force_choice forced(2, passes ? 2 : 1);
     const auto d = make_data<float>(p, ++seed, data_kind::integer);

@@ -632,16 +632,19 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
   if (status s = detail::pending_status(); p.y_elements() > 0 && s != status::success) return s;  // caller's error
   detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, Op>(p, detail::wgmma_tiles::chosen);
-  {  // the workspace's layout (packed x, pass mode) is argmin's plan's, which packed_split_workspace_bytes sized:
-     // an Op whose own choice differs (a larger reduction state) takes the fallback
+  // the workspace's layout (packed x, pass mode) is argmin's plan's, which packed_split_workspace_bytes
+  // sized; the same plan for every Op whose shared memory tail is argmin's (every standard op), else
+  // planned again: an Op whose own choice differs (a larger reduction state) takes the fallback
+  if constexpr (detail::wgmma_tail_bytes<Policy, Op>() != detail::wgmma_tail_bytes<Policy, op::argmin>()) {
     const detail::wgmma_plan_t ref = detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::chosen);
     if (plan.served && (!ref.served || ref.k.flat != plan.k.flat)) plan.served = false;
     plan.pass_mode = ref.pass_mode;
   }
-  // the workspace's layout is the one packed_split_workspace_bytes and pack_filter use (the plan of
-  // op::argmin, the largest standard state): a custom Op whose larger state does not fit (plan not
-  // served) still finds the packed filter at the start and puts its partial sums after it
-  const std::size_t packed = detail::packed_bytes<Policy>(detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::either));
+  // the packed filter at the workspace's start (pack_filter's layout, the same for either tiles): a custom
+  // Op whose larger state does not fit (plan not served) still finds it there and puts its partial sums
+  // after it
+  const std::size_t packed = plan.served ? detail::packed_bytes<Policy>(plan)
+                                         : detail::packed_bytes<Policy>(detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::either));
   const std::size_t off = detail::partial_offset(packed);
   // the mma.sync path, its partial sums after the packed filter (none when not served)
   auto fallback = [&] {
