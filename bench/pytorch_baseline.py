@@ -19,7 +19,8 @@ centre of up to 4 images, the rest random), as the C++ benchmark does.
 The shape suite (--cases suite, suite.n1, suite.train, or one suite case; --list-cases names them): 16
 convolutions of real networks (ResNet-50, VGG-16, U-Net, MobileNetV2 incl. a depthwise one, ConvNeXt-T's
 7x7 depthwise, the seed), each at batch 1 and at a training batch, the same as conv_reduce_bench's suite.
-Suite cases time three rows only: "torch eager tf32", "torch.compile tf32", "torch.compile bf16 autocast".
+Suite cases time five rows only: "torch eager tf32", "torch eager fp32", "torch eager bf16 autocast",
+"torch.compile tf32", "torch.compile bf16 autocast" (eager in each precision the summary compares).
 torch.compile (dynamic=False) recompiles the one compiled function per variant for every new shape; the
 recompile limits of torch._dynamo are raised so that no shape falls back to eager, and each row's first
 call (the compile) is recorded ("compile_s"; meta "compile_s_total").
@@ -94,7 +95,8 @@ for _name, _src, _C, _H, _W, _K, _R, _S, _pad, _st, _g, _tn in SUITE:
         SUITE_ORDER.append(_case)
 ALL_ORDER = CASE_ORDER + SUITE_ORDER
 # The rows a suite case times (the legacy cases time every variant).
-SUITE_VARIANTS = ("torch eager tf32", "torch.compile tf32", "torch.compile bf16 autocast")
+SUITE_VARIANTS = ("torch eager tf32", "torch eager fp32", "torch eager bf16 autocast", "torch.compile tf32",
+                  "torch.compile bf16 autocast")
 
 
 def select_cases(item):
@@ -489,11 +491,14 @@ def combine(pt, cv, cv_path):
 
 
 # The summary's precisions: convred's row (the planner's; for the four legacy cases the packed entry point,
-# which makes the same choice), the torch.compile peer, and whether that peer has the same precision.
+# which makes the same choice), the torch.compile peer, whether that peer has the same precision, and
+# PyTorch eager in the same precision (TF32 convolutions, bf16 autocast, strict fp32).
 SUMMARY_PRECISIONS = [
-    ("tf32", ("convred plan tf32", "convred fused wgmma tf32"), "torch.compile tf32", True),
-    ("bf16", ("convred plan bf16", "convred fused wgmma bf16"), "torch.compile bf16 autocast", True),
-    ("fp32-accurate", ("convred plan fp32-accurate", "convred fused wgmma tf32x3"), "torch.compile tf32", False),
+    ("tf32", ("convred plan tf32", "convred fused wgmma tf32"), "torch.compile tf32", True, "torch eager tf32"),
+    ("bf16", ("convred plan bf16", "convred fused wgmma bf16"), "torch.compile bf16 autocast", True,
+     "torch eager bf16 autocast"),
+    ("fp32-accurate", ("convred plan fp32-accurate", "convred fused wgmma tf32x3"), "torch.compile tf32", False,
+     "torch eager fp32"),
 ]
 EAGER = "torch eager tf32"  # PyTorch's default: eager, TF32 convolutions
 
@@ -505,23 +510,26 @@ def geomean(v):
 def summarize(combined):
     """Per precision: geometric-mean speed-up of convred over torch.compile (same precision for TF32 and
     bf16; the TF32 peer for fp32-accurate, which has no torch.compile counterpart), the layers where
-    convred is slower, and every layer where a convred row is slower than PyTorch eager (default, TF32).
-    Only the suite's cases when there are any (the legacy "seed" duplicates "seed.n64")."""
+    convred is slower, every layer where a convred row is slower than PyTorch eager (default, TF32), and
+    every layer where it is slower than PyTorch eager in its own precision (TF32; bf16 autocast; strict
+    fp32 for fp32-accurate). Only the suite's cases when there are any (the legacy "seed" duplicates
+    "seed.n64")."""
     cases = [c for c in combined.get("cases", []) if c.get("suite")]
     scope = "suite"
     if not cases:
         cases, scope = combined.get("cases", []), "all cases"
     out = {"scope": scope, "cases": len(cases), "eager_reference": EAGER, "precisions": {},
-           "slower_than_eager": [], "accurate_above_1e-6": [], "failed_rows": [], "missing_rows": []}
+           "slower_than_eager": [], "slower_than_eager_same_precision": [], "accurate_above_1e-6": [],
+           "failed_rows": [], "missing_rows": []}
     for c in cases:
         for r in c.get("rows", []):
             if r.get("error"):
                 out["failed_rows"].append({"case": c["name"], "variant": r.get("variant"),
                                            "error": " ".join(str(r["error"]).split())[:200]})
-    for key, mine, peer, same in SUMMARY_PRECISIONS:
+    for key, mine, peer, same, eager_same in SUMMARY_PRECISIONS:
         entries, missing = [], []
         for c in cases:
-            cv, pk, eager = find_row(c, *mine), find_row(c, peer), find_row(c, EAGER)
+            cv, pk, eager, es = find_row(c, *mine), find_row(c, peer), find_row(c, EAGER), find_row(c, eager_same)
             if cv is None or pk is None:
                 # absent from this merge (e.g. a legacy case without the planner rows) or failed
                 want = [v for v, r in ((mine[0], cv), (peer, pk)) if r is None]
@@ -532,13 +540,17 @@ def summarize(combined):
             if eager:
                 e["eager_ms"] = eager["ms"]
                 e["speedup_vs_eager"] = eager["ms"] / cv["ms"]
+            if es:
+                e["eager_same_ms"] = es["ms"]
+                e["speedup_vs_eager_same"] = es["ms"] / cv["ms"]
             entries.append(e)
         sp = [e["speedup"] for e in entries]
         n1 = [e["speedup"] for e in entries if e["N"] == 1]
         train = [e["speedup"] for e in entries if e["N"] != 1]
         slower = [e for e in entries if e["speedup"] < 1.0]
         out["precisions"][key] = {
-            "convred": mine[0], "peer": peer, "peer_same_precision": same, "layers": len(entries),
+            "convred": mine[0], "peer": peer, "peer_same_precision": same, "eager_same_precision": eager_same,
+            "layers": len(entries),
             "geomean_speedup": geomean(sp), "geomean_speedup_n1": geomean(n1), "geomean_speedup_train": geomean(train),
             "min": min(entries, key=lambda e: e["speedup"]) if entries else None,
             "max": max(entries, key=lambda e: e["speedup"]) if entries else None,
@@ -550,6 +562,10 @@ def summarize(combined):
                 out["slower_than_eager"].append({"case": e["case"], "precision": key, "ms": e["ms"],
                                                  "eager_ms": e["eager_ms"], "speedup": e["speedup_vs_eager"],
                                                  "kernel": e["kernel"]})
+            if "eager_same_ms" in e and e["ms"] > e["eager_same_ms"]:
+                out["slower_than_eager_same_precision"].append(
+                    {"case": e["case"], "precision": key, "eager": eager_same, "ms": e["ms"],
+                     "eager_ms": e["eager_same_ms"], "speedup": e["speedup_vs_eager_same"], "kernel": e["kernel"]})
             if key == "fp32-accurate" and e.get("rel_err") is not None and e["rel_err"] > 1e-6:
                 out["accurate_above_1e-6"].append({"case": e["case"], "rel_err": e["rel_err"]})
     return out
@@ -659,6 +675,16 @@ def markdown_summary(sm):
                     ", ".join("%s (%.2fx, %s)" % (e["case"], e["speedup"], e["kernel"] or "?") for e in es)))
     else:
         lines.append("- no layer slower than PyTorch eager (%s) in any precision" % sm["eager_reference"])
+    same = sm.get("slower_than_eager_same_precision", [])
+    for key, p in sm["precisions"].items():
+        es = [e for e in same if e["precision"] == key]
+        if es:
+            lines.append("- convred %s slower than PyTorch eager in its own precision (%s) on %d: %s" % (
+                key, p.get("eager_same_precision"), len(es),
+                ", ".join("%s (%.2fx)" % (e["case"], e["speedup"]) for e in es)))
+        elif p.get("eager_same_precision") and any("eager_same_ms" in e for e in p["entries"]):
+            lines.append("- convred %s: no layer slower than PyTorch eager in its own precision (%s)" % (
+                key, p["eager_same_precision"]))
     if sm["accurate_above_1e-6"]:
         lines.append("- fp32-accurate above 1e-6 error vs float64: %s" % ", ".join(
             "%s %.1e" % (e["case"], e["rel_err"]) for e in sm["accurate_above_1e-6"]))

@@ -201,9 +201,17 @@ void split_sweep(const char* label, std::uint64_t seed, int max_runs_per_shape =
   for (const split_shape& c : split_shapes()) {
     const conv2d_problem& p = c.p;
     const bool served = Policy::parts == 2 ? c.tf32x3 : c.tf32;
-    const int kt = static_cast<int>((p.C + Policy::block_c - 1) / Policy::block_c);
+    // the stages per pass of the tiles the run takes: the slices of block_c channels, or for flat 1x1
+    // tiles that over their group of slices per stage
+    const int slices = static_cast<int>((p.C + Policy::block_c - 1) / Policy::block_c);
+    int kt = slices;
     if (hopper) {
       CHECK((convred::device::packed_filter_bytes<Policy, float>(p) > 0) == served);
+      const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen);
+      if (plan.served) {
+        kt = plan.k.kt;
+        CHECK(plan.k.kt * plan.k.group == slices);
+      }
       CHECK(convred::device::max_packed_k_splits<Policy, float>(p) == (served ? kt : convred::device::max_k_splits));
     }
     const std::vector<int> counts = hopper && served ? split_counts(kt) : std::vector<int>{1, 2, 3};
@@ -345,15 +353,18 @@ TEST_CASE("conv2d_reduce_packed_split: argument errors, nothing launched") {
 
 namespace {
 
-/// Shapes for which the time model picks flat tiles on a 132-SM H200 (tests/test_wgmma_params_host.cu checks
-/// the choice): 7 x 7 images (3 per 256-pixel tile, tiles across images), 14 x 14, 1x1 stride 2 (the
+/// Shapes for flat tiles (forced in the sweep; tests/test_wgmma_params_host.cu checks the time model's own
+/// choice for the real layers): 7 x 7 images (3 per 256-pixel tile, tiles across images), 14 x 14, 1x1 stride 2 (the
 /// row tiles would gather x with one tap per stage), 3x3 stride 2 (four phase planes), Q = 32 (pitch 34),
-/// K = 1 with padding 2, 3 channel passes; C and K with channel tails.
+/// K = 1 with padding 2, 3 channel passes, 1x1 stages of several slices (wgmma_conv_params::group); C and K
+/// with channel tails.
 std::vector<conv2d_problem> flat_shapes() {
   return {
       make_problem(4, 33, 7, 7, 257, 3, 3, 1, 1),          // ResNet-50 layer4-like, 3 passes
       make_problem(3, 20, 14, 14, 130, 3, 3, 1, 1),        // layer3-like, 2 passes
       make_problem(4, 40, 28, 28, 65, 1, 1, 0, 0, 2, 2),   // 1x1 stride 2 (projection-like)
+      make_problem(3, 96, 14, 14, 150, 1, 1, 0, 0, 2, 2),  // 1x1 stride 2, stages of 4 (tf32) or 3 (bf16) slices, 2 passes
+      make_problem(2, 64, 9, 11, 33, 1, 1),                // 1x1 stride 1, stages of 4 slices (tf32: 2 stages; bf16: 1)
       make_problem(2, 17, 15, 18, 33, 3, 3, 1, 1, 2, 2),   // 3x3 stride 2, odd H, four phases
       make_problem(2, 9, 30, 32, 7, 3, 3, 1, 1),           // Q = 32: pitch 34, small K
       make_problem(5, 3, 5, 6, 1, 3, 3, 2, 2),             // K = 1, padding 2, tiny images
@@ -371,7 +382,11 @@ void flat_sweep(const char* label, std::uint64_t seed, bool stride2) {
   for (const conv2d_problem& p : flat_shapes()) {
     if (p.stride_h != 1 && !stride2) continue;
     const std::size_t packed = convred::device::packed_filter_bytes<Policy, float>(p);
-    const int kt = static_cast<int>((p.C + Policy::block_c - 1) / Policy::block_c);
+    int kt = static_cast<int>((p.C + Policy::block_c - 1) / Policy::block_c);  // slices of block_c channels
+    if (on_hopper()) {  // stages per pass of the flat tiles (1x1: group slices per stage)
+      const force_choice forced(2, 1);
+      kt = convred::device::max_packed_k_splits<Policy, float>(p);
+    }
     const bool passes = p.K > 128 && Policy::parts == 1;  // pass mode applies
     struct run_kind {
       int splits, pass;

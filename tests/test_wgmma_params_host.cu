@@ -48,8 +48,17 @@ void check_flat(const conv2d_problem& p, const convred::block::wgmma_conv_params
   CHECK(k.flat_pixels == k.tiles * BM + halo_h * pw + halo_w);
   const std::int64_t phases = std::min<std::int64_t>(st, p.R) * std::min<std::int64_t>(st, p.S);
   CHECK(k.plane_bytes == phases * window * 16);
-  CHECK(k.part_bytes == k.plane_bytes * (Policy::block_c / E));
-  CHECK(mainloop_xpack<Policy>(k) == static_cast<std::size_t>(Policy::parts * k.kt * (Policy::block_c / E) * phases *
+  // 1x1 (not 3xTF32): group slices of block_c channels per stage, a divisor of the slices, at most
+  // wgmma_max_group; otherwise one
+  const std::int64_t slices = (p.C + Policy::block_c - 1) / Policy::block_c;
+  CHECK(k.group >= 1);
+  CHECK(k.group <= convred::block::wgmma_max_group);
+  if (p.R != 1 || p.S != 1 || Policy::parts != 1) CHECK(k.group == 1);
+  CHECK(static_cast<std::int64_t>(k.kt) * k.group == slices);
+  CHECK(k.b_bytes == static_cast<std::int64_t>(k.group) * Policy::parts * p.R * p.S * 128 * Policy::block_c *
+                         Policy::filter_elem_bytes);
+  CHECK(k.part_bytes == k.plane_bytes * (Policy::block_c / E) * k.group);
+  CHECK(mainloop_xpack<Policy>(k) == static_cast<std::size_t>(Policy::parts * slices * (Policy::block_c / E) * phases *
                                                                k.flat_pixels * 16));
   // stages: the layout's, then as many more as fit, up to wgmma_max_stages
   const std::int64_t rest = static_cast<std::int64_t>(Policy::raw_stages) * k.raw_bytes +

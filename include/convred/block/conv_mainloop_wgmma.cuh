@@ -168,6 +168,14 @@ struct wgmma_conv_params {
   std::int32_t flat = 0;
   /// @brief flat: plane rows per image, P + (R - 1) / stride
   std::int32_t flat_rows = 0;
+  /// @brief Slices of block_c input channels per operand stage: 1, or for flat tiles of a 1x1 filter (not
+  /// 3xTF32) up to
+  /// wgmma_max_group (a divisor of ceil(C / block_c)), so that a stage is group x 4 wgmmas per copy rather
+  /// than 4 (bench/NOTES.md, session 11: the 1x1 stride-2 projection ran ~1,100 cycles per one-slice stage
+  /// for ~256 of tensor work). kt then counts stages of group slices, b_bytes and part_bytes are group
+  /// slices' bytes, and the packed filter's and packed x's layouts are unchanged (a stage's slices are
+  /// consecutive in both).
+  std::int32_t group = 1;
   /// @brief flat: plane pixels per (part, plane, phase) in the packed x: tiles * block_m + the window's
   /// halo (the last window's end), the pixels past the last image zero
   std::int64_t flat_pixels = 0;
@@ -181,6 +189,9 @@ struct wgmma_conv_params {
 /// Operand stages at most in a wgmma kernel's pipeline (its mbarrier arrays): Policy::stages, or for flat
 /// tiles as many more as fit (wgmma_conv_params::stages).
 inline constexpr int wgmma_max_stages = 8;
+
+/// Slices of block_c input channels per stage at most (wgmma_conv_params::group).
+inline constexpr int wgmma_max_group = 4;
 
 /// @brief Accumulates one stage of a tile_h x 64 pixel x 128-channel tile on tensor cores with wgmma.
 ///
@@ -404,9 +415,21 @@ struct conv_mainloop_wgmma {
       k.tiles = p.N * k.tiles_p * k.tiles_q;
     }
     const std::int64_t raw_bytes = (raw_copy + 127) / 128 * 128;
-    const std::int64_t part = plane * (Policy::block_c / E);
-    const std::int64_t b_bytes = std::int64_t(Policy::parts) * p.R * p.S * Policy::block_n * Policy::block_c *
-                                 Policy::filter_elem_bytes;
+    const std::int64_t slice_part = plane * (Policy::block_c / E);  // one slice's planes
+    const std::int64_t slice_b = std::int64_t(Policy::parts) * p.R * p.S * Policy::block_n * Policy::block_c *
+                                 Policy::filter_elem_bytes;  // one slice's packed filter
+    // flat 1x1: group slices per stage, the most (<= wgmma_max_group, dividing kt) for which 4 streamed stages fit
+    if (flat && p.R == 1 && p.S == 1 && !x3) {
+      for (int g = wgmma_max_group; g > 1; --g) {
+        const std::int64_t st = (g * (slice_b + Policy::parts * slice_part) + 127) / 128 * 128;
+        if (k.kt % g == 0 && 4 * st + static_cast<std::int64_t>(tail_bytes) <= static_cast<std::int64_t>(max_smem)) {
+          k.group = g;
+          break;
+        }
+      }
+      k.kt /= k.group;
+    }
+    const std::int64_t part = slice_part * k.group, b_bytes = slice_b * k.group;
     // the filter resident (copied once per block: no filter bytes per stage) when it fits, else streamed
     // as a slice per stage
     const std::int64_t rest = Policy::raw_stages * raw_bytes + static_cast<std::int64_t>(tail_bytes);
@@ -446,7 +469,8 @@ struct conv_mainloop_wgmma {
   /// channels x phases x flat_pixels pixels of 16 bytes); 0 for tiles of image rows.
   static std::size_t xpack_bytes(const wgmma_conv_params& k) {
     if (!k.flat) return 0;
-    const std::size_t planes = static_cast<std::size_t>(k.kt) * (Policy::block_c / (16 / Policy::filter_elem_bytes));
+    const std::size_t planes = static_cast<std::size_t>(k.kt) * static_cast<std::size_t>(k.group) *
+                               (Policy::block_c / (16 / Policy::filter_elem_bytes));
     return static_cast<std::size_t>(Policy::parts) * planes * static_cast<std::size_t>(k.phases_h * k.phases_w) *
            static_cast<std::size_t>(k.flat_pixels) * 16;
   }
@@ -513,6 +537,7 @@ struct conv_mainloop_wgmma {
   __device__ static void issue(const unsigned char* filter, const unsigned char* planes, float (&d)[Rows][64],
                                int row, bool first, const wgmma_conv_params& p) {
     const int R = FR > 0 ? FR : p.R, S = FS > 0 ? FS : p.S;
+    constexpr int J = Policy::block_c / (16 / Policy::filter_elem_bytes);  // planes per slice of block_c channels
     const int row0 = wg_row0() + row;
     // A: K-major no-swizzle, core matrices 8 pixels x 16 bytes: LBO = one plane (the next E channels),
     // SBO = 128 bytes (the next 8 pixels); B: LBO 128 bytes (next E channels), SBO 256 (next 8 channels)
@@ -532,16 +557,25 @@ struct conv_mainloop_wgmma {
         const int phase = (r % ST) * p.phases_w + s % ST;  // 0 for stride 1
         const std::uint64_t a = a0 + static_cast<std::uint64_t>(phase) * static_cast<std::uint64_t>(p.phase_pixels) +
                                 static_cast<std::uint64_t>(r / ST) * row_step + static_cast<std::uint64_t>(s / ST);
-        const bool acc = !(first && tap == 0);
+            // 1x1 filters: the stage's `group` slices of block_c channels, slice g's planes g * J planes on
+        // and its filter slice g * parts * tap_bytes on (wgmma_conv_params::group)
+        // (not 3xTF32: its promoted stages spilled ~370 bytes with this loop; make_params keeps it at 1)
+        const int group = FR == 1 && FS == 1 && !x3 ? p.group : 1;
+#pragma unroll 1
+        for (int g = 0; g < group; ++g) {
+          const bool acc = !(first && tap == 0 && g == 0);
+          const std::uint64_t ag = a + ((static_cast<std::uint64_t>(g) * J * p.plane_bytes) >> 4);
+          const std::uint64_t bg = b + ((static_cast<std::uint64_t>(g) * Policy::parts * tap_bytes) >> 4);
 #pragma unroll
-        for (int mt = 0; mt < Rows; ++mt) {
-          const std::uint64_t am = a + static_cast<std::uint64_t>(mt) * m_step;
-          if constexpr (x3) {
-            warpgroup::mma_ss_m64n128<kind>(d[mt], am + a_small, b, acc);
-            warpgroup::mma_ss_m64n128<kind>(d[mt], am, b + b_small);
-            warpgroup::mma_ss_m64n128<kind>(d[mt], am, b);
-          } else {
-            warpgroup::mma_ss_m64n128<kind>(d[mt], am, b, acc);
+          for (int mt = 0; mt < Rows; ++mt) {
+            const std::uint64_t am = ag + static_cast<std::uint64_t>(mt) * m_step;
+            if constexpr (x3) {
+              warpgroup::mma_ss_m64n128<kind>(d[mt], am + a_small, bg, acc);
+              warpgroup::mma_ss_m64n128<kind>(d[mt], am, bg + b_small);
+              warpgroup::mma_ss_m64n128<kind>(d[mt], am, bg);
+            } else {
+              warpgroup::mma_ss_m64n128<kind>(d[mt], am, bg, acc);
+            }
           }
         }
       }

@@ -80,7 +80,7 @@ struct conv_patch_loader {
   /// arrival, so it completes when they have landed.
   __device__ static void copy_flat(unsigned char* stage, std::uint64_t* bar, const wgmma_conv_params& p, int slice,
                                    std::int64_t o0) {
-    constexpr int J = Policy::block_c / E;  // planes per stage
+    const int J = Policy::block_c / E * p.group;  // planes per stage
     const int phases = p.phases_h * p.phases_w;
     const std::uint32_t window = static_cast<std::uint32_t>(p.phase_pixels) * 16u;
     const std::uint32_t filter = p.resident_bytes ? 0u : static_cast<std::uint32_t>(p.b_bytes);

@@ -132,6 +132,36 @@ status check_device(Kernel* k, std::size_t smem_bytes = 0) {
   return status::cuda_error;
 }
 
+/// @brief Launches kern<<<grid, block, smem, stream>>>(args...), as a programmatic dependent launch (PDL)
+/// when `after_prior` and both the device (compute capability 9.0 or later) and the kernel's image
+/// (compiled for sm_90 or later, so that its detail::wait_prior_grids is the griddepcontrol.wait
+/// instruction) support it: the kernel may then start while the kernel before it in the stream finishes,
+/// and must call detail::wait_prior_grids before touching that kernel's outputs. Used for the second and
+/// third kernels of convred's own launch chains (packing, main kernel, fixup or combine), whose launch and
+/// prologue then overlap the previous kernel's tail. A launch error is left pending (launch_status).
+template <class... Params, class... Args>
+void launch_kernel(bool after_prior, void (*kern)(Params...), dim3 grid, dim3 block, std::size_t smem,
+                   cudaStream_t stream, Args... args) {
+  if (after_prior) {
+    int dev = 0, major = 0;
+    cudaFuncAttributes attr{};
+    after_prior = cudaGetDevice(&dev) == cudaSuccess &&
+                  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9 &&
+                  cudaFuncGetAttributes(&attr, kern) == cudaSuccess && attr.ptxVersion >= 90;
+  }
+  if (!after_prior) {
+    kern<<<grid, block, smem, stream>>>(static_cast<Params>(args)...);
+    return;
+  }
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = stream;
+  cfg.attrs = attr, cfg.numAttrs = 1;
+  cudaLaunchKernelEx(&cfg, kern, static_cast<Params>(args)...);
+}
+
 /// Status of a launch just made: success unless a CUDA error is pending (left for the caller). Called
 /// right after check_device, which returned success only with no error pending, so a pending error here
 /// is the launch's own: the kernel was not enqueued.

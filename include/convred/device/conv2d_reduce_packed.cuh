@@ -346,14 +346,16 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
   if (k.flat) {
     auto pack = kernel::pack_x_kernel<Policy>;
     if (status s = check_device(pack); s != status::success) return s;
-    const std::int64_t total = static_cast<std::int64_t>(k.kt) * (Policy::block_c / (16 / Policy::filter_elem_bytes)) *
+    const std::int64_t total = static_cast<std::int64_t>(k.kt) * k.group * (Policy::block_c / (16 / Policy::filter_elem_bytes)) *
                                k.phases_h * k.phases_w * k.flat_pixels;
     pack<<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(k.x, const_cast<void*>(k.xpack), k, total);
     if (status s = launch_status(); s != status::success) return s;
   }
   const std::int64_t grid = units < sms ? units : sms;
   const int threads = phased ? kernel::wgmma_block<Policy, true>::threads : kernel::wgmma_block<Policy, false>::threads;
-  kern<<<static_cast<unsigned>(grid), threads, smem, stream>>>(x_map, k, op, epi, y, indices);
+  // flat tiles: right after the packing pass (a programmatic dependent launch where supported)
+  launch_kernel(k.flat != 0, kern, dim3(static_cast<unsigned>(grid)), dim3(threads), smem, stream, x_map, k, op, epi, y,
+                indices);
   return launch_status();
 }
 
@@ -519,10 +521,11 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
 }
 
 /// @brief The GEMM_K split counts conv2d_reduce_packed_split accepts for problem p on the current device:
-/// 0 (the fused kernel) and 1 to the stages per channel pass, kt = ceil(C / block_c), when the wgmma
-/// kernel serves p (every split at least one stage of block_c input channels); 0 to max_k_splits when it
-/// does not (the mma.sync kernel runs then, split by conv2d_reduce_split for 1 and more). 0 for an
-/// invalid problem.
+/// 0 (the fused kernel) and 1 to the stages per channel pass of the tiles it runs (kt: ceil(C / block_c),
+/// or for flat tiles of a 1x1 filter, whose stages hold wgmma_conv_params::group slices of block_c
+/// channels, that over the group), when the wgmma kernel serves p (every split at least one stage); 0 to
+/// max_k_splits when it does not (the mma.sync kernel runs then, split by conv2d_reduce_split for 1 and
+/// more). 0 for an invalid problem.
 /// @tparam Policy a wgmma_policy (or default_wgmma_policy<Math>::type)
 /// @tparam T element type of x and w (only float is served by the wgmma kernel)
 template <class Policy, class T>
@@ -530,7 +533,7 @@ int max_packed_k_splits(const conv2d_problem& p) {
   static_assert(is_wgmma_policy_v<Policy>,
                 "convred: Policy must be a wgmma_policy<Math, ...>, e.g. convred::default_wgmma_policy<convred::math::tf32>::type");
   if (validate(p, sizeof(T)) != status::success) return 0;
-  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::either);
+  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::chosen);
   return plan.served ? plan.k.kt : max_k_splits;
 }
 
@@ -672,9 +675,7 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
     const std::size_t need = detail::packed_split_bytes(p, packed, xbytes, splits, pass);
     if (need == 0) return status::size_overflow;
     if (workspace_bytes < need) return status::workspace_too_small;
-    const int lanes = kernel::split_fixup_lanes(ny, p.K);  // threads per pixel in the fixup
-    const std::int64_t fixup_blocks =
-        splits > 0 ? (ny * lanes + kernel::split_fixup_threads - 1) / kernel::split_fixup_threads : (ny + 255) / 256;
+    const std::int64_t fixup_blocks = splits > 0 ? kernel::split_fixup_blocks(ny, p.K) : (ny + 255) / 256;
     unsigned char* xpack = static_cast<unsigned char*>(workspace) + off;
     float* partial = reinterpret_cast<float*>(xpack + xbytes);  // partial sums, or pass mode's states
     auto* states = reinterpret_cast<state_t*>(xpack + xbytes);
@@ -704,10 +705,11 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
     if (refused) return fallback();  // the driver refused x's tensor map
     if (s != status::success || direct) return s;
     if (pass)
-      combine_kern<<<static_cast<unsigned>(fixup_blocks), 256, 0, stream>>>(states, k.npass, ny, p.K, op, y, indices);
+      detail::launch_kernel(true, combine_kern, dim3(static_cast<unsigned>(fixup_blocks)), dim3(256), 0, stream, states,
+                            k.npass, ny, p.K, op, y, indices);
     else
-      fixup_kern<<<static_cast<unsigned>(fixup_blocks), kernel::split_fixup_threads, 0, stream>>>(
-          partial, splits, ny, static_cast<std::int32_t>(p.K), bias, op, epi, y, indices, lanes);
+      detail::launch_split_fixup(static_cast<const float*>(partial), splits, ny, static_cast<std::int32_t>(p.K), bias, op,
+                                 epi, y, indices, stream);
     return detail::launch_status();
   } else {
     return fallback();  // unreachable: only float is served

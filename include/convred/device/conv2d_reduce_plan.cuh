@@ -389,7 +389,7 @@ class conv2d_reduce_plan {
                   std::to_string(k.tiles) + " tile" + (k.tiles == 1 ? "" : "s") + " x " + std::to_string(k.npass) +
                   " channel pass" + (k.npass == 1 ? "" : "es") + " x " + std::to_string(splits_) + " = " +
                   std::to_string(est.units) + " work units for " + std::to_string(dev.sm_count) + " SMs, " +
-                  std::to_string(k.kt) + " stages of " + std::to_string(wgmma_policy_t::block_c) +
+                  std::to_string(k.kt) + " stages of " + std::to_string(wgmma_policy_t::block_c * k.group) +
                   " channels per pass; " + std::to_string(sums) + " bytes of partial sums, then the fixup; " +
                   std::to_string(need_) + "-byte workspace)";
         }

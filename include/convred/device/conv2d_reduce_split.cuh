@@ -20,6 +20,31 @@
 
 namespace convred::device {
 
+namespace detail {
+
+/// @brief Launches kernel::conv2d_reduce_split_fixup_kernel over `splits` partial planes of M x K on
+/// `stream`, right after the kernel that wrote them (a programmatic dependent launch where supported:
+/// launch_kernel): 16-byte loads where kernel::split_fixup_vec allows, kernel::split_fixup_lanes threads
+/// per pixel. A launch error is left pending (launch_status).
+template <class T, class Op, class Epilogue, class V>
+void launch_split_fixup(const V* partial, int splits, std::int64_t M, std::int32_t K, const T* bias, Op op,
+                        Epilogue epi, T* y, std::int64_t* indices, cudaStream_t stream) {
+  const int vec = kernel::split_fixup_vec(partial, K);
+  const int lanes = kernel::split_fixup_lanes(M, K, vec);
+  const dim3 grid(static_cast<unsigned>(kernel::split_fixup_blocks(M, K, vec)));
+  if (vec == 4) {
+    if constexpr (std::is_same_v<V, float>)
+      launch_kernel(true, kernel::conv2d_reduce_split_fixup_kernel<T, Op, Epilogue, V, 4>, grid,
+                    dim3(kernel::split_fixup_threads), 0, stream, partial, splits, M, K, bias, op, epi, y, indices, lanes);
+  } else {
+    launch_kernel(true, kernel::conv2d_reduce_split_fixup_kernel<T, Op, Epilogue, V, 1>, grid,
+                  dim3(kernel::split_fixup_threads), 0, stream, partial, splits, M, K, bias, op, epi, y, indices, lanes);
+  }
+}
+
+}  // namespace detail
+
+
 /// Largest GEMM_K split count of conv2d_reduce_split (the grid's z extent, 65535); also the largest number
 /// of channel tiles (its y extent).
 inline constexpr int max_k_splits = 65535;
@@ -208,8 +233,7 @@ status conv2d_reduce_split(const conv2d_problem& p, const T* x, const T* w, cons
   if (need == 0 || ctiles > max_k_splits) return status::size_overflow;
   if (workspace_bytes < need) return status::workspace_too_small;
   const std::int64_t m_tiles = (ny + policy::block_m - 1) / policy::block_m;
-  const int lanes = kernel::split_fixup_lanes(ny, p.K);  // threads per pixel in the fixup
-  const std::int64_t fixup_blocks = (ny * lanes + kernel::split_fixup_threads - 1) / kernel::split_fixup_threads;
+  const std::int64_t fixup_blocks = kernel::split_fixup_blocks(ny, p.K);  // the most the fixup's grid needs
   V* partial = static_cast<V*>(workspace);
   const detail::buffer_arg args[] = {detail::input(x, p.x_elements()), detail::input(w, p.w_elements()),
                                      detail::input(bias, p.K),         detail::output(y, ny),
@@ -228,8 +252,8 @@ status conv2d_reduce_split(const conv2d_problem& p, const T* x, const T* w, cons
   const dim3 grid(static_cast<unsigned>(m_tiles), static_cast<unsigned>(ctiles), static_cast<unsigned>(k_splits));
   partial_kern<<<grid, policy::threads, smem, stream>>>(prm, partial);
   if (status s = detail::launch_status(); s != status::success) return s;
-  fixup_kern<<<static_cast<unsigned>(fixup_blocks), kernel::split_fixup_threads, 0, stream>>>(
-      partial, k_splits, ny, static_cast<std::int32_t>(p.K), bias, op, epi, y, indices, lanes);
+  detail::launch_split_fixup(static_cast<const V*>(partial), k_splits, ny, static_cast<std::int32_t>(p.K), bias, op, epi,
+                             y, indices, stream);
   return detail::launch_status();
 }
 

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../block/conv_params.cuh"
 #include "../block/reduce_epilogue.cuh"
+#include "../detail/pdl.cuh"
 #include "../functional.cuh"
 #include "../numeric.cuh"
 #include "conv2d_reduce.cuh"
@@ -50,6 +52,7 @@ __global__ void __launch_bounds__(Policy::threads, Policy::min_blocks_per_sm)
   split_range(mainloop::loader::slices_of(prm.gemm_k), static_cast<std::int32_t>(gridDim.z),
               static_cast<std::int32_t>(blockIdx.z), first, last);
 
+  convred::detail::launch_dependent_grids();  // the fixup may take SMs as blocks finish (PDL)
   mainloop ml(smem, prm, m0);
   V acc[mainloop::TM][mainloop::TN];
   ml.run(g, k_first, acc, first, last);
@@ -72,19 +75,34 @@ inline constexpr int split_fixup_threads = 256;
 
 /// Threads of conv2d_reduce_split_fixup_kernel enough to keep the loads of a large fixup in flight (about
 /// two waves of resident threads on an H200: 132 SMs x 2048): split_fixup_lanes gives a pixel fewer lanes,
-/// each more channels, while the grid stays above it.
+/// each more channel vectors, while the grid stays above it.
 inline constexpr std::int64_t split_fixup_min_threads = std::int64_t(1) << 18;
 
-/// Threads per pixel of conv2d_reduce_split_fixup_kernel for M pixels of K channels: K rounded up to a
-/// power of two, at most split_fixup_threads (a layer with few pixels and many channels, e.g. 49 pixels x
-/// 512 channels, spreads its loads over many threads), then halved, down to one warp, while M x the halved
-/// lanes stays at or above split_fixup_min_threads (many pixels: each lane several channels, fewer
-/// shuffles and no cross-warp combine per pixel).
-inline int split_fixup_lanes(std::int64_t M, std::int64_t K) {
+/// Channels one thread of conv2d_reduce_split_fixup_kernel loads per access for float partial sums of K
+/// channels at `partial` (16-byte loads: 4 when K is a multiple of 4 and partial 16-byte aligned, else 1;
+/// double partial sums: 1).
+template <class V>
+inline int split_fixup_vec(const V* partial, std::int64_t K) {
+  return std::is_same_v<V, float> && K % 4 == 0 && reinterpret_cast<std::uintptr_t>(partial) % 16 == 0 ? 4 : 1;
+}
+
+/// Threads per pixel of conv2d_reduce_split_fixup_kernel for M pixels of K channels read `vec` at a time:
+/// the K / vec vectors rounded up to a power of two, at most split_fixup_threads (a layer with few pixels
+/// and many channels, e.g. 49 pixels x 512 channels, spreads its loads over many threads), then halved,
+/// down to one warp, while M x the halved lanes stays at or above split_fixup_min_threads (many pixels:
+/// each lane several vectors, fewer shuffles and no cross-warp combine per pixel).
+inline int split_fixup_lanes(std::int64_t M, std::int64_t K, int vec = 1) {
+  const std::int64_t cols = (K + vec - 1) / vec;
   int lanes = 1;
-  while (lanes < split_fixup_threads && lanes < K) lanes *= 2;
+  while (lanes < split_fixup_threads && lanes < cols) lanes *= 2;
   while (lanes > 32 && M * (lanes / 2) >= split_fixup_min_threads) lanes /= 2;
   return lanes;
+}
+
+/// Blocks of conv2d_reduce_split_fixup_kernel for M pixels of K channels read `vec` at a time (vec = 1: the
+/// most any vec needs).
+inline std::int64_t split_fixup_blocks(std::int64_t M, std::int64_t K, int vec = 1) {
+  return (M * split_fixup_lanes(M, K, vec) + split_fixup_threads - 1) / split_fixup_threads;
 }
 
 /// Partial sums one thread of conv2d_reduce_split_fixup_kernel loads before adding them (all in flight
@@ -92,16 +110,20 @@ inline int split_fixup_lanes(std::int64_t M, std::int64_t K) {
 inline constexpr int split_fixup_batch = 8;
 
 /// @brief The split path's second kernel: `lanes` consecutive threads (a power of two <= split_fixup_threads)
-/// share an output pixel m; lane j of them takes channels k = j, j + lanes, ..., and for each sums the
-/// `splits` partials partial[0][m][k] + partial[1][m][k] + ... in split order (IEEE fp32 adds, fp64 for
-/// double: deterministic; split_fixup_batch loads in flight at a time), adds bias[k] (0 without a bias, as
-/// the fused kernels do), applies the epilogue (apply_epilogue(epi, v, k)) and folds Op::make(v, k) into its
-/// state; the lanes' states are then combined, in a fixed order: within each warp with block::combine_lanes,
-/// then (lanes > 32) the warps' states in warp order through shared memory, and the first lane writes y[m]
-/// (and indices[m]) with block::write_reduced (mean divides by K). Consecutive lanes read consecutive k:
-/// coalesced. As every fused kernel: lowest k on ties and the first NaN for argmin / argmax (their combine
-/// is a total order). Up to 256 lanes per pixel, so that a layer with few pixels and many channels (e.g.
-/// 49 pixels x 512 channels) still spreads its loads over many threads.
+/// share an output pixel m; lane j of them takes the channel vectors (Vec consecutive channels: 16-byte
+/// loads when Vec = 4) j, j + lanes, ..., and for each channel k sums the `splits` partials
+/// partial[0][m][k] + partial[1][m][k] + ... in split order (IEEE fp32 adds, fp64 for double:
+/// deterministic; the loads of up to split_fixup_batch splits in flight together, issued before any is
+/// added), adds bias[k] (0 without a bias, as the fused kernels do), applies the epilogue
+/// (apply_epilogue(epi, v, k)) and folds Op::make(v, k) into its state in k order; the lanes' states are
+/// then combined, in a fixed order: within each warp with block::combine_lanes, then (lanes > 32) the
+/// warps' states in warp order through shared memory, and the first lane writes y[m] (and indices[m]) with
+/// block::write_reduced (mean divides by K). Consecutive lanes read consecutive vectors: coalesced. As
+/// every fused kernel: lowest k on ties and the first NaN for argmin / argmax (their combine is a total
+/// order). The fixup is a pass over the partial sums, bound by their bytes when enough loads are in flight:
+/// one 16-byte load per split and vector (bench/NOTES.md, session 11: scalar loads with one split's load
+/// in flight at a time ran ResNet-50 layer3's 12.8 MB at ~0.9 TB/s).
+/// @tparam Vec    channels per load: 4 (V = float, K % 4 == 0, partial 16-byte aligned: split_fixup_vec) or 1
 /// @param partial device pointer, splits * M * K elements ([split][m][k], k fastest), conv2d_split_partial_kernel's output
 /// @param splits  number of partial planes, >= 1
 /// @param M       output pixels, N*P*Q
@@ -111,37 +133,50 @@ inline constexpr int split_fixup_batch = 8;
 /// @param epi     the epilogue, `V e(V, int k)` or `V e(V)`
 /// @param y       device pointer, M elements of T, or nullptr (index ops with indices)
 /// @param indices device pointer, M int64, or nullptr
-/// @param lanes   threads per pixel, a power of two <= split_fixup_threads
-template <class T, class Op, class Epilogue, class V>
+/// @param lanes   threads per pixel, a power of two <= split_fixup_threads (split_fixup_lanes(M, K, Vec))
+template <class T, class Op, class Epilogue, class V, int Vec = 1>
 __global__ void __launch_bounds__(split_fixup_threads)
     conv2d_reduce_split_fixup_kernel(const V* partial, int splits, std::int64_t M, std::int32_t K, const T* bias,
                                      Op op, Epilogue epi, T* y, std::int64_t* indices, int lanes) {
+  static_assert(Vec == 1 || (Vec == 4 && std::is_same_v<V, float>), "split fixup: 16-byte loads of float only");
   using accum_t = typename Op::template accum_t<V>;
+  using vec_t = std::conditional_t<Vec == 4, float4, V>;
   constexpr int warps = split_fixup_threads / 32;
   __shared__ alignas(16) unsigned char warp_states_raw[warps * sizeof(accum_t)];
   auto* warp_states = reinterpret_cast<accum_t*>(warp_states_raw);
+  convred::detail::wait_prior_grids();  // launched after the partial sums' kernel with PDL
   const std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t m = t / lanes;
   const int j = static_cast<int>(t % lanes);
   const bool live = m < M;  // every lane stays for the shuffles and the barrier
-  const std::int64_t plane = M * K;
-  const V* row = partial + (live ? m : 0) * K;
+  const std::int64_t plane = M * K / Vec;  // vectors per split
+  const vec_t* row = reinterpret_cast<const vec_t*>(partial + (live ? m : 0) * K);
+  const std::int32_t cols = K / Vec;
   auto state = Op::template identity<V>();
-#pragma unroll 4
-  for (std::int32_t k = j; live && k < K; k += lanes) {  // (unrolled: several channels' loads in flight)
-    const V* col = row + k;
-    V v = col[0];
+#pragma unroll 2
+  for (std::int32_t c = j; live && c < cols; c += lanes) {
+    const vec_t* col = row + c;
+    V v[Vec];
 #pragma unroll 1
-    for (int z0 = 1; z0 < splits; z0 += split_fixup_batch) {
-      V part[split_fixup_batch];
-#pragma unroll
-      for (int i = 0; i < split_fixup_batch; ++i) part[i] = z0 + i < splits ? col[(z0 + i) * plane] : V(0);
+    for (int z0 = 0; z0 < splits; z0 += split_fixup_batch) {
+      vec_t part[split_fixup_batch];
 #pragma unroll
       for (int i = 0; i < split_fixup_batch; ++i)
-        if (z0 + i < splits) v += part[i];  // split order
+        if (z0 + i < splits) part[i] = col[(z0 + i) * plane];
+#pragma unroll
+      for (int i = 0; i < split_fixup_batch; ++i) {
+        if (z0 + i >= splits) break;
+        const V* p = reinterpret_cast<const V*>(&part[i]);
+#pragma unroll
+        for (int e = 0; e < Vec; ++e) v[e] = z0 + i == 0 ? p[e] : v[e] + p[e];  // split order
+      }
     }
-    const V b = bias ? to_compute(bias[k]) : V(0);
-    state = op(state, Op::template make<V>(apply_epilogue(epi, v + b, static_cast<int>(k)), static_cast<int>(k)));
+#pragma unroll
+    for (int e = 0; e < Vec; ++e) {
+      const int k = c * Vec + e;
+      const V b = bias ? to_compute(bias[k]) : V(0);
+      state = op(state, Op::template make<V>(apply_epilogue(epi, v[e] + b, k), k));
+    }
   }
   state = block::combine_lanes(state, lanes < 32 ? lanes : 32, op);
   if (lanes > 32) {  // the pixel's lanes / 32 warps, combined in warp order
@@ -164,6 +199,7 @@ template <class T, class Op>
 __global__ void conv2d_reduce_pass_combine_kernel(const typename Op::template accum_t<float>* __restrict__ states,
                                                   std::int32_t npass, std::int64_t M, std::int64_t K, Op op, T* y,
                                                   std::int64_t* indices) {
+  convred::detail::wait_prior_grids();  // launched after the wgmma kernel with PDL
   const std::int64_t m = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (m >= M) return;
   typename Op::template accum_t<float> r = states[m];

@@ -14,6 +14,7 @@
 #include "../block/conv_patch_loader.cuh"
 #include "../warp/mma.cuh"
 #include "../block/reduce_epilogue.cuh"
+#include "../detail/pdl.cuh"
 #include "../detail/tma.cuh"
 #include "../functional.cuh"
 #include "conv2d_reduce_split.cuh"
@@ -80,6 +81,7 @@ __global__ void pack_x_kernel(const float* __restrict__ x, void* __restrict__ ou
                               std::int64_t total) {
   using loader = block::conv_patch_loader<Policy>;
   constexpr int E = 16 / Policy::filter_elem_bytes, W = Policy::parts == 2 ? 8 : 4;
+  convred::detail::launch_dependent_grids();  // the main kernel's set-up overlaps this pass (PDL)
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= total) return;
   const int phases = k.phases_h * k.phases_w;
@@ -562,6 +564,10 @@ __global__ void __launch_bounds__(wgmma_block<Policy, Gather>::threads, 1)
   for (int i = tid; i < Policy::block_n; i += blk::threads)
     sm.tail.bias[i] = prm.bias && i < prm.K ? prm.bias[i] : 0.f;
   __syncthreads();
+  // launched after kernel::pack_x_kernel with PDL (flat tiles): the packed x is read only past this point;
+  // the set-up above reads the caller's bias, which no kernel of the chain writes
+  convred::detail::wait_prior_grids();
+  convred::detail::launch_dependent_grids();  // the fixup or combine may take SMs as blocks finish
   const tile_scheduler sched(prm);
   exp_clock_counts clk(tid == 0 || tid == 128 || tid == Policy::consumer_threads + 32);
   if (tid >= Policy::consumer_threads) {  // producer warpgroup(s)
