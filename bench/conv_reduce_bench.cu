@@ -248,6 +248,9 @@ struct options {
   bool cudnn = true;
   bool fused_nhwc = false;
   bool list_cases = false;
+  /// diagnosis: the wgmma kernel's tiles in the planner rows (convred::device::detail::wgmma_override):
+  /// 0 the time model, 1 row tiles, 2 flat tiles (where they serve)
+  int wgmma_tiles = 0;
   double cudnn_ws_gb = 16.0;
 };
 
@@ -1231,6 +1234,7 @@ void write_json(const std::string& path, const std::vector<case_result>& res, co
     << ", \"seed\": " << o.seed << ", \"timer\": \"CUDA events, L2 flushed before each run, median\""
     << ", \"op\": \"min over K of 2*(conv+b)\", \"x\": \"N(0,1) fp32 NCHW\", \"w_b\": \"U(+-1/sqrt(fan_in))\""
     << ", \"accurate_tolerance\": " << jnum(kAccurateTolerance)
+    << ", \"wgmma_tiles\": " << jstr(o.wgmma_tiles == 0 ? "model" : o.wgmma_tiles == 1 ? "rows (forced)" : "flat (forced)")
     << "}"
     << ",\n  \"ceilings\": {\"ffma_tflops\": " << kFfmaTflops << ", \"tf32_tflops\": " << kTf32Tflops
     << ", \"tf32x3_tflops\": " << jnum(kTf32Tflops / 3) << ", \"bf16_fp16_tflops\": " << kBf16Tflops
@@ -1310,6 +1314,8 @@ void print_help() {
       "  --samples N         output pixels checked against float64 per case (512)\n"
       "  --seed N            data seed (2026)\n"
       "  --fused-nhwc        also time the fused kernels on NHWC x (converted once, untimed)\n"
+      "  --wgmma-tiles T     diagnosis: the wgmma kernel's tiles wherever it runs, T = model (default), rows\n"
+      "                      or flat (where they serve)\n"
       "  --no-cudnn          skip the cuDNN rows\n"
       "  --cudnn-ws-gb G     cap on cuDNN's workspace in GiB (16)\n"
       "  -h, --help          this text\n"
@@ -1366,6 +1372,10 @@ options parse_args(int argc, char** argv, bool& help) {
     } else if (a == "--fused-nhwc") {
       flag();
       o.fused_nhwc = true;
+    } else if (a == "--wgmma-tiles") {
+      const std::string v = value();
+      o.wgmma_tiles = v == "model" ? 0 : v == "rows" ? 1 : v == "flat" ? 2 : -1;
+      if (o.wgmma_tiles < 0) throw usage_error("--wgmma-tiles: '" + v + "' is not one of model, rows, flat");
     } else if (a == "--cudnn-ws-gb") {
       char* end = nullptr;
       const std::string v = value();
@@ -1398,6 +1408,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: %s (see --help)\n", kProg, e.what());
     return 3;
   }
+  convred::device::detail::wgmma_override().tiles = o.wgmma_tiles;  // (this thread runs every row)
 
   int ndev = 0;
   if (const cudaError_t e = cudaGetDeviceCount(&ndev); e != cudaSuccess || ndev == 0) {

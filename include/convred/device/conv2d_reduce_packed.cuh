@@ -137,6 +137,23 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
 }
 
 
+namespace detail {
+
+/// Test hook: forces the choices of `chosen` plans on this host thread. tiles: 0 the time model, 1 row
+/// tiles, 2 flat tiles (where they serve); pass: 0 the time model, 1 never pass mode, 2 pass mode wherever
+/// it applies (several channel passes, not 3xTF32).
+struct wgmma_choice_override {
+  int tiles = 0;  ///< 0 model, 1 rows, 2 flat
+  int pass = 0;   ///< 0 model, 1 off, 2 on
+};
+/// This thread's wgmma_choice_override (all zero: the time model decides).
+inline wgmma_choice_override& wgmma_override() {
+  static thread_local wgmma_choice_override o;
+  return o;
+}
+
+}  // namespace detail
+
 /// @brief The wgmma kernel's parameters for p (block::conv_mainloop_wgmma<Policy>::make_params, with
 /// `tail_bytes` of reduction state and `max_smem` bytes of shared memory): tiles of image rows, or, when
 /// `allow_flat` and the time model (choose_wgmma_splits on `sm_count` SMs at plan_math_speed) estimates
@@ -159,8 +176,11 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
     return e.splits > 0 ? e.split_s : e.pass_mode ? e.pass_mode_s : e.fused_s;
   };
   // (a 1 x 1 filter with x gathered leaves the row tiles' producer no time at all: plan_wgmma_gather_slowdown
-  // understates it, so flat tiles take it whenever they serve)
-  const bool flat_wins = has_flat && (!has_rect || (rect.gather && p.R * p.S == 1) || best(flat) < best(rect));
+  // understates it, so flat tiles take it whenever they serve); the test hook wgmma_override may force
+  // either where it serves
+  const int forced = detail::wgmma_override().tiles;
+  const bool flat_wins = has_flat && (!has_rect || forced == 2 ||
+                                      (forced != 1 && ((rect.gather && p.R * p.S == 1) || best(flat) < best(rect))));
   k = flat_wins ? flat : rect, smem = flat_wins ? flat_smem : rect_smem;
   return true;
 }
@@ -226,19 +246,6 @@ constexpr std::size_t wgmma_tail_bytes() {
 /// choose_wgmma_splits: conv2d_reduce_packed_split).
 enum class wgmma_tiles { rows, either, chosen };
 
-/// Test hook: forces the choices of `chosen` plans on this host thread. tiles: 0 the time model, 1 row
-/// tiles, 2 flat tiles (where they serve); pass: 0 the time model, 1 never pass mode, 2 pass mode wherever
-/// it applies (several channel passes, not 3xTF32).
-struct wgmma_choice_override {
-  int tiles = 0;  ///< 0 model, 1 rows, 2 flat
-  int pass = 0;   ///< 0 model, 1 off, 2 on
-};
-/// This thread's wgmma_choice_override (all zero: the time model decides).
-inline wgmma_choice_override& wgmma_override() {
-  static thread_local wgmma_choice_override o;
-  return o;
-}
-
 /// The wgmma kernel's plan for p: not served for T other than float, an invalid problem, a problem the
 /// mainloop does not implement in the tiles `tiles` allows (block::conv_mainloop_wgmma::make_params), or a
 /// device without sm_90a code.
@@ -267,12 +274,8 @@ wgmma_plan_t wgmma_plan(const conv2d_problem& p, wgmma_tiles tiles = wgmma_tiles
       sms = 0;
     }
     const wgmma_choice_override o = wgmma_override();
-    if (o.tiles == 1)
-      plan.served = rows();
-    else if (o.tiles == 2)
-      plan.served = flat() || rows();
-    else
-      plan.served = choose_wgmma_params<Policy>(p, tail, max_smem_per_block, sms, true, plan.k, plan.smem_bytes);
+    // (choose_wgmma_params applies o.tiles)
+    plan.served = choose_wgmma_params<Policy>(p, tail, max_smem_per_block, sms, true, plan.k, plan.smem_bytes);
     if (plan.served) {
       const wgmma_split_estimate e = choose_wgmma_splits<Policy>(p, plan.k, sms, plan_math_speed<typename Policy::math>());
       const bool applies = plan.k.npass > 1 && Policy::parts == 1;
