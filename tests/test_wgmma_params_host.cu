@@ -239,6 +239,33 @@ TEST_CASE("wgmma choose_wgmma_params: flat tiles where row tiles waste pixels or
   CHECK(flat(1, 512, 28, 1024, 1, 0, 2));
   CHECK_FALSE(flat(64, 64, 256, 128, 3, 0, 1));  // the seed: packing x would cost ~0.5 ms
   CHECK_FALSE(flat(32, 64, 224, 64, 3, 1, 1));   // VGG-16 conv1_2: x large against the work
+  // 1x1 at stride 1: flat where a flat stage holds 4 slices (C = 64: 8 slices of 8), row tiles otherwise
+  CHECK(flat(32, 64, 56, 256, 1, 0, 1));         // ResNet-50 layer1.0 projection
+  CHECK(flat(1, 64, 56, 256, 1, 0, 1));
+  CHECK_FALSE(flat(1, 24, 112, 144, 1, 0, 1));   // MobileNetV2 expand (C = 24: 3 slices)
+}
+
+TEST_CASE("wgmma choose_wgmma_params: 16-bit math takes flat tiles where row tiles would gather x") {
+  using P = typename convred::default_wgmma_policy<math::bf16>::type;
+  using T = typename convred::default_wgmma_policy<math::tf32>::type;
+  conv2d_problem p;  // ResNet-50 layer2.0 3x3 stride 2 at batch 32 (row tiles gather x at stride 2)
+  p.N = 32, p.C = 128, p.H = p.W = 28, p.K = 128, p.R = p.S = 3, p.pad_h = p.pad_w = 1, p.stride_h = p.stride_w = 2;
+  convred::block::wgmma_conv_params k;
+  std::size_t smem = 0;
+  REQUIRE(convred::device::choose_wgmma_params<P>(p, convred::device::detail::wgmma_tail_bytes<P, convred::op::argmin>(),
+                                                  convred::device::detail::max_smem_per_block, 132, true, k, smem));
+  CHECK(k.flat == 1);
+  CHECK(k.gather == 0);
+  // flat tiles must serve it at all for the rule to apply: without them, the gathering row tiles
+  REQUIRE(convred::device::choose_wgmma_params<P>(p, convred::device::detail::wgmma_tail_bytes<P, convred::op::argmin>(),
+                                                  convred::device::detail::max_smem_per_block, 132, false, k, smem));
+  CHECK(k.flat == 0);
+  CHECK(k.gather == 1);
+  // tf32 keeps the time model's choice (the rule is for 16-bit math only)
+  convred::block::wgmma_conv_params kt;
+  REQUIRE(convred::device::choose_wgmma_params<T>(p, convred::device::detail::wgmma_tail_bytes<T, convred::op::argmin>(),
+                                                  convred::device::detail::max_smem_per_block, 132, true, kt, smem));
+  CHECK(kt.gather == (kt.flat ? 0 : 1));
 }
 
 TEST_CASE("wgmma make_params: layout rules over random shapes, each default policy and ping-pong") {

@@ -178,9 +178,21 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
   // (a 1 x 1 filter with x gathered leaves the row tiles' producer no time at all: plan_wgmma_gather_slowdown
   // understates it, so flat tiles take it whenever they serve); the test hook wgmma_override may force
   // either where it serves
+  // Two rules measured on the H200 (bench/NOTES.md, session 11), where the wave model's FLOP-rate stages
+  // miss the row tiles' own bound: a 1x1 filter whose flat stages hold wgmma_max_group slices (row-tile
+  // stages of one tap are bound by the transform of x, ~0.5 us per 8 channels: ResNet-50 layer1.0's 1x1
+  // projection, C = 64, n1 tf32 18.6 -> 16.0 us, n32 54.3 -> 46.5 us on flat tiles), and 16-bit math with
+  // x gathered at stride 2 (two producer warpgroups converting what they gather: ResNet-50 layer2.0's 3x3
+  // stride 2, bf16, n1 19.1 -> 17.0 us, n32 57.7 -> 48.9 us; tf32 was even there, 17.6 / 18.8 and 74.6 /
+  // 73.6; stride 1 with W % 4 != 0 is left to the model: a 14 x 14 image at batch 1 splits 16 ways on row
+  // tiles, 15 us)
+  const bool measured = has_flat && has_rect &&
+                        ((p.R * p.S == 1 && flat.group == block::wgmma_max_group) ||
+                         (rect.gather && rect.stride == 2 && !Policy::is_tf32));
   const int forced = detail::wgmma_override().tiles;
   const bool flat_wins = has_flat && (!has_rect || forced == 2 ||
-                                      (forced != 1 && ((rect.gather && p.R * p.S == 1) || best(flat) < best(rect))));
+                                      (forced != 1 && (measured || (rect.gather && p.R * p.S == 1) ||
+                                                       best(flat) < best(rect))));
   k = flat_wins ? flat : rect, smem = flat_wins ? flat_smem : rect_smem;
   return true;
 }
