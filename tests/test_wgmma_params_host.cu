@@ -245,6 +245,20 @@ TEST_CASE("wgmma choose_wgmma_params: flat tiles where row tiles waste pixels or
   CHECK_FALSE(flat(1, 24, 112, 144, 1, 0, 1));   // MobileNetV2 expand (C = 24: 3 slices)
 }
 
+TEST_CASE("wgmma choose_wgmma_params: 3xTF32 takes flat tiles for 1x1 filters") {
+  using P = typename convred::default_wgmma_policy<math::tf32x3>::type;
+  const std::size_t tail = convred::device::detail::wgmma_tail_bytes<P, convred::op::argmin>();
+  for (const std::int64_t C : {24, 64}) {  // MobileNetV2 expand, ResNet-50 layer1.0 projection
+    conv2d_problem p;
+    p.N = 1, p.C = C, p.H = p.W = C == 24 ? 112 : 56, p.K = C == 24 ? 144 : 256, p.R = p.S = 1;
+    convred::block::wgmma_conv_params k;
+    std::size_t smem = 0;
+    REQUIRE(convred::device::choose_wgmma_params<P>(p, tail, convred::device::detail::max_smem_per_block, 132, true, k, smem));
+    CHECK(k.flat == 1);
+    CHECK(k.group == 1);  // (no stages of several slices under 3xTF32)
+  }
+}
+
 TEST_CASE("wgmma choose_wgmma_params: 16-bit math takes flat tiles where row tiles would gather x") {
   using P = typename convred::default_wgmma_policy<math::bf16>::type;
   using T = typename convred::default_wgmma_policy<math::tf32>::type;

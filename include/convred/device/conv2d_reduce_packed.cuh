@@ -179,15 +179,17 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
   // understates it, so flat tiles take it whenever they serve); the test hook wgmma_override may force
   // either where it serves
   // Two rules measured on the H200 (bench/NOTES.md, session 11), where the wave model's FLOP-rate stages
-  // miss the row tiles' own bound: a 1x1 filter whose flat stages hold wgmma_max_group slices (row-tile
-  // stages of one tap are bound by the transform of x, ~0.5 us per 8 channels: ResNet-50 layer1.0's 1x1
-  // projection, C = 64, n1 tf32 18.6 -> 16.0 us, n32 54.3 -> 46.5 us on flat tiles), and 16-bit math with
+  // miss the row tiles' own bound: a 1x1 filter whose flat stages hold wgmma_max_group slices, or any 1x1
+  // filter under 3xTF32 (row-tile stages of one tap are bound by the transform of x, ~0.5 us per 8
+  // channels: ResNet-50 layer1.0's 1x1 projection, C = 64, n1 tf32 18.6 -> 16.0 us, n32 54.3 -> 46.5 us,
+  // 3xTF32 36.8 -> 30.4 and 119.7 -> 90.6 us on flat tiles; MobileNetV2's expand, C = 24, 3xTF32 19.2 ->
+  // 17.2 us, but tf32 12.4 -> 13.3 with its 3-slice stages), and 16-bit math with
   // x gathered at stride 2 (two producer warpgroups converting what they gather: ResNet-50 layer2.0's 3x3
   // stride 2, bf16, n1 19.1 -> 17.0 us, n32 57.7 -> 48.9 us; tf32 was even there, 17.6 / 18.8 and 74.6 /
   // 73.6; stride 1 with W % 4 != 0 is left to the model: a 14 x 14 image at batch 1 splits 16 ways on row
   // tiles, 15 us)
   const bool measured = has_flat && has_rect &&
-                        ((p.R * p.S == 1 && flat.group == block::wgmma_max_group) ||
+                        ((p.R * p.S == 1 && (flat.group == block::wgmma_max_group || Policy::parts == 2)) ||
                          (rect.gather && rect.stride == 2 && !Policy::is_tf32));
   const int forced = detail::wgmma_override().tiles;
   const bool flat_wins = has_flat && (!has_rect || forced == 2 ||

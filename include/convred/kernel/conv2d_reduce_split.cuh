@@ -74,9 +74,10 @@ __global__ void __launch_bounds__(Policy::threads, Policy::min_blocks_per_sm)
 inline constexpr int split_fixup_threads = 256;
 
 /// Threads of conv2d_reduce_split_fixup_kernel enough to keep the loads of a large fixup in flight (about
-/// two waves of resident threads on an H200: 132 SMs x 2048): split_fixup_lanes gives a pixel fewer lanes,
-/// each more channel vectors, while the grid stays above it.
-inline constexpr std::int64_t split_fixup_min_threads = std::int64_t(1) << 18;
+/// one wave of resident threads on an H200 at the kernel's ~70 registers: 132 SMs x 768):
+/// split_fixup_lanes gives a pixel fewer lanes, each more channel vectors, while the grid stays above it.
+/// (Session 11: with 2^18, ResNet-50 layer3's 6,272 pixels x 64 lanes ran in four waves of one load each.)
+inline constexpr std::int64_t split_fixup_min_threads = std::int64_t(1) << 16;
 
 /// Channels one thread of conv2d_reduce_split_fixup_kernel loads per access for float partial sums of K
 /// channels at `partial` (16-byte loads: 4 when K is a multiple of 4 and partial 16-byte aligned, else 1;

@@ -563,10 +563,8 @@ __global__ void __launch_bounds__(wgmma_block<Policy, Gather>::threads, 1)
   if (tid == Policy::consumer_threads && !prm.gather && !prm.flat) convred::detail::prefetch_tensormap(&x_map);
   if (tid == 0) init_barriers<Policy, Op, Gather>(sm.tail, prm);
   using blk = wgmma_block<Policy, Gather>;
-  if constexpr (Policy::pingpong) {
-    for (int i = tid; i < Policy::block_n; i += blk::threads)
-      sm.tail.bias[i] = prm.bias && i < prm.K ? prm.bias[i] : 0.f;
-  }
+  for (int i = tid; i < Policy::block_n; i += blk::threads)
+    sm.tail.bias[i] = prm.bias && i < prm.K ? prm.bias[i] : 0.f;
   __syncthreads();
   // launched after kernel::pack_x_kernel with PDL (flat tiles): the packed x is read only past this point
   convred::detail::wait_prior_grids();
@@ -579,12 +577,6 @@ __global__ void __launch_bounds__(wgmma_block<Policy, Gather>::threads, 1)
     return;
   }
   warpgroup::set_max_registers<blk::consumer_registers, true>();
-  if constexpr (!Policy::pingpong) {
-    // the consumers' copy of the first 128 biases, made after the block's barrier so that the producer's
-    // first copies do not wait for its global load; named barrier 1 over the consumer threads
-    if (tid < Policy::block_n) sm.tail.bias[tid] = prm.bias && tid < prm.K ? prm.bias[tid] : 0.f;
-    asm volatile("bar.sync 1, %0;\n" ::"n"(Policy::consumer_threads) : "memory");
-  }
   consume<Policy, Op, Epilogue, Gather>(prm, sm, sched, op, epi, y, indices, clk);
 #else
   (void)x_map, (void)prm, (void)op, (void)epi, (void)y, (void)indices;
