@@ -251,6 +251,7 @@ struct options {
   /// diagnosis: the wgmma kernel's tiles in the planner rows (convred::device::detail::wgmma_override):
   /// 0 the time model, 1 row tiles, 2 flat tiles (where they serve)
   int wgmma_tiles = 0;
+  int wgmma_pass = 0;
   double cudnn_ws_gb = 16.0;
 };
 
@@ -1235,6 +1236,7 @@ void write_json(const std::string& path, const std::vector<case_result>& res, co
     << ", \"op\": \"min over K of 2*(conv+b)\", \"x\": \"N(0,1) fp32 NCHW\", \"w_b\": \"U(+-1/sqrt(fan_in))\""
     << ", \"accurate_tolerance\": " << jnum(kAccurateTolerance)
     << ", \"wgmma_tiles\": " << jstr(o.wgmma_tiles == 0 ? "model" : o.wgmma_tiles == 1 ? "rows (forced)" : "flat (forced)")
+    << ", \"wgmma_pass\": " << jstr(o.wgmma_pass == 0 ? "model" : o.wgmma_pass == 1 ? "off (forced)" : "on (forced)")
     << "}"
     << ",\n  \"ceilings\": {\"ffma_tflops\": " << kFfmaTflops << ", \"tf32_tflops\": " << kTf32Tflops
     << ", \"tf32x3_tflops\": " << jnum(kTf32Tflops / 3) << ", \"bf16_fp16_tflops\": " << kBf16Tflops
@@ -1316,6 +1318,8 @@ void print_help() {
       "  --fused-nhwc        also time the fused kernels on NHWC x (converted once, untimed)\n"
       "  --wgmma-tiles T     diagnosis: the wgmma kernel's tiles wherever it runs, T = model (default), rows\n"
       "                      or flat (where they serve)\n"
+      "  --wgmma-pass M      diagnosis: the wgmma kernel's pass mode, M = model (default), off or on (wherever\n"
+      "                      it applies: several channel passes, not 3xTF32)\n"
       "  --no-cudnn          skip the cuDNN rows\n"
       "  --cudnn-ws-gb G     cap on cuDNN's workspace in GiB (16)\n"
       "  -h, --help          this text\n"
@@ -1376,6 +1380,10 @@ options parse_args(int argc, char** argv, bool& help) {
       const std::string v = value();
       o.wgmma_tiles = v == "model" ? 0 : v == "rows" ? 1 : v == "flat" ? 2 : -1;
       if (o.wgmma_tiles < 0) throw usage_error("--wgmma-tiles: '" + v + "' is not one of model, rows, flat");
+    } else if (a == "--wgmma-pass") {
+      const std::string v = value();
+      o.wgmma_pass = v == "model" ? 0 : v == "off" ? 1 : v == "on" ? 2 : -1;
+      if (o.wgmma_pass < 0) throw usage_error("--wgmma-pass: '" + v + "' is not one of model, off, on");
     } else if (a == "--cudnn-ws-gb") {
       char* end = nullptr;
       const std::string v = value();
@@ -1409,6 +1417,7 @@ int main(int argc, char** argv) {
     return 3;
   }
   convred::device::detail::wgmma_override().tiles = o.wgmma_tiles;  // (this thread runs every row)
+  convred::device::detail::wgmma_override().pass = o.wgmma_pass;
 
   int ndev = 0;
   if (const cudaError_t e = cudaGetDeviceCount(&ndev); e != cudaSuccess || ndev == 0) {

@@ -161,10 +161,15 @@ struct wgmma_conv_params {
   /// (zero outside x), so that output (n, p, q) is GEMM row o = (n * flat_rows + p) * pw + q and filter tap
   /// (r, s) reads it at o + (r / stride) * pw + s / stride of phase (r % stride, s % stride), across image
   /// boundaries. A tile is block_m consecutive rows o (the pixels with p >= P or q >= Q computed and
-  /// dropped), its stage's planes one bulk copy of phase_pixels = block_m + ((R - 1) / stride) * pw + (S -
-  /// 1) / stride pixels per (part, plane, phase): no TMA box, no transform, no gather in the kernel, and no
-  /// tile shape to fit the image (7 x 7 images: 60% of the computed pixels are outputs, against 19% in
-  /// 16 x 16 tiles). The packing pass reads x once and writes xpack_bytes. 0: tiles of image rows.
+  /// dropped), reading a window of phase_pixels = block_m + ((R - 1) / stride) * pw + (S - 1) / stride
+  /// pixels of each (part, plane, phase). The packed x holds each tile's windows stage by stage, in the
+  /// stage's shared-memory layout ([tile][stage][part][plane][phase][window pixel], the halo pixels
+  /// repeated in the next tile's windows), so that a stage's planes are one bulk copy of parts * part_bytes:
+  /// the copy engine takes ~270 cycles per bulk copy of up to 4 KB whatever its size (bench/NOTES.md,
+  /// session 12: 14.7 bytes per cycle per SM in copies of 4 KB, ~37 in copies of 16-48 KB). No TMA box, no
+  /// transform, no gather in the kernel, and no tile shape to fit the image (7 x 7 images: 60% of the
+  /// computed pixels are outputs, against 19% in 16 x 16 tiles). The packing pass reads x (the halos twice)
+  /// and writes xpack_bytes. 0: tiles of image rows.
   std::int32_t flat = 0;
   /// @brief flat: plane rows per image, P + (R - 1) / stride
   std::int32_t flat_rows = 0;
@@ -173,14 +178,13 @@ struct wgmma_conv_params {
   /// wgmma_max_group (a divisor of ceil(C / block_c)), so that a stage is group x 4 wgmmas per copy rather
   /// than 4 (bench/NOTES.md, session 11: the 1x1 stride-2 projection ran ~1,100 cycles per one-slice stage
   /// for ~256 of tensor work). kt then counts stages of group slices, b_bytes and part_bytes are group
-  /// slices' bytes, and the packed filter's and packed x's layouts are unchanged (a stage's slices are
-  /// consecutive in both).
+  /// slices' bytes, and the packed filter's layout is unchanged (a stage's slices are consecutive).
   std::int32_t group = 1;
-  /// @brief flat: plane pixels per (part, plane, phase) in the packed x: tiles * block_m + the window's
-  /// halo (the last window's end), the pixels past the last image zero
+  /// @brief flat: the plane pixels the tiles' windows reach, tiles * block_m + the window's halo (the last
+  /// window's end; pixels past the last image are zero)
   std::int64_t flat_pixels = 0;
-  /// @brief flat: the packed x (kernel::pack_x_kernel's output, [part][plane j of E channels][phase][pixel]
-  /// of 16 bytes), 16-byte aligned
+  /// @brief flat: the packed x (kernel::pack_x_kernel's output, xpack_bytes: [tile][stage][part][plane of E
+  /// channels][phase][window pixel] of 16 bytes, the stage's planes as in shared memory), 16-byte aligned
   const void* xpack = nullptr;
   convred::detail::fast_divmod div_image;  ///< flat: divides by flat_rows * pw (plane pixel -> image)
   convred::detail::fast_divmod div_pw;     ///< flat: divides by pw (pixel within an image -> row, column)
@@ -380,9 +384,10 @@ struct conv_mainloop_wgmma {
       phase_pixels = BM + halo_h * pw + halo_w;  // a tile's window: its rows and the taps' reach
       const std::int64_t pixels = tiles * BM + halo_h * pw + halo_w;
       if (pixels >= (std::int64_t(1) << 31) || p.N * hs * pw >= (std::int64_t(1) << 31)) return false;
-      // the packed x (xpack_bytes, < 2^56) and its packing kernel's grid (one thread per 16-byte pixel, 256
-      // per block: < 2^31 blocks)
-      const std::int64_t entries = ((p.C + E - 1) / E + Policy::block_c / E) * k.phases_h * k.phases_w * pixels;
+      // the packed x (xpack_bytes, < 2^56) and its packing kernel's grid (one thread per 16-byte pixel of
+      // the first part, 256 per block: < 2^31 blocks)
+      const std::int64_t entries = tiles * ((p.C + Policy::block_c - 1) / Policy::block_c) * (Policy::block_c / E) *
+                                   k.phases_h * k.phases_w * phase_pixels;
       if (entries >= (std::int64_t(1) << 50) || entries / 256 >= (std::int64_t(1) << 31) - 1) return false;
       k.flat = 1, k.flat_rows = static_cast<std::int32_t>(hs), k.flat_pixels = pixels;
       k.div_image = convred::detail::fast_divmod(static_cast<std::int32_t>(hs * pw));
@@ -465,14 +470,12 @@ struct conv_mainloop_wgmma {
     return true;
   }
 
-  /// Bytes of the packed x of flat parameters k (kernel::pack_x_kernel's output: parts x planes of E
-  /// channels x phases x flat_pixels pixels of 16 bytes); 0 for tiles of image rows.
+  /// Bytes of the packed x of flat parameters k (kernel::pack_x_kernel's output: per tile and stage, the
+  /// stage's planes, parts * part_bytes); 0 for tiles of image rows.
   static std::size_t xpack_bytes(const wgmma_conv_params& k) {
     if (!k.flat) return 0;
-    const std::size_t planes = static_cast<std::size_t>(k.kt) * static_cast<std::size_t>(k.group) *
-                               (Policy::block_c / (16 / Policy::filter_elem_bytes));
-    return static_cast<std::size_t>(Policy::parts) * planes * static_cast<std::size_t>(k.phases_h * k.phases_w) *
-           static_cast<std::size_t>(k.flat_pixels) * 16;
+    return static_cast<std::size_t>(k.tiles) * static_cast<std::size_t>(k.kt) * static_cast<std::size_t>(Policy::parts) *
+           static_cast<std::size_t>(k.part_bytes);
   }
 
   /// Bytes of the packed filter (device::pack_filter) for parameters k from make_params: npass * kt

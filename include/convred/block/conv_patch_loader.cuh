@@ -74,37 +74,24 @@ struct conv_patch_loader {
   }
 
   /// Flat tiles (wgmma_conv_params::flat): copies the stage of packed filter slice `slice` (pass * kt +
-  /// stage of the pass; none when the filter is resident) and the stage's planes of the tile starting at
-  /// GEMM row `o0` (its window of phase_pixels pixels of each part, plane and phase of the packed x, one
-  /// bulk copy each) into `stage` (16-byte aligned); `bar` is armed with all their bytes and this thread's
-  /// arrival, so it completes when they have landed.
+  /// stage of the pass; none when the filter is resident) and the stage's planes of flat tile `tile` (one
+  /// bulk copy of parts * part_bytes: the packed x holds them in the stage's layout) into `stage` (16-byte
+  /// aligned); `bar` is armed with all their bytes and this thread's arrival, so it completes when they
+  /// have landed.
   __device__ static void copy_flat(unsigned char* stage, std::uint64_t* bar, const wgmma_conv_params& p, int slice,
-                                   std::int64_t o0) {
-    const int J = Policy::block_c / E * p.group;  // planes per stage
-    const int phases = p.phases_h * p.phases_w;
-    const std::uint32_t window = static_cast<std::uint32_t>(p.phase_pixels) * 16u;
+                                   std::int64_t tile) {
+    const std::uint32_t planes = static_cast<std::uint32_t>(Policy::parts) * static_cast<std::uint32_t>(p.part_bytes);
     const std::uint32_t filter = p.resident_bytes ? 0u : static_cast<std::uint32_t>(p.b_bytes);
 #ifdef CONVRED_EXP_NOLOAD
     convred::detail::mbarrier_arrive(bar);
     return;
 #endif
-    convred::detail::mbarrier_arrive_expect_tx(bar, filter + static_cast<std::uint32_t>(Policy::parts * J * phases) * window);
+    convred::detail::mbarrier_arrive_expect_tx(bar, filter + planes);
     if (filter)
       convred::detail::bulk_copy_g2s(stage, static_cast<const unsigned char*>(p.filter) + static_cast<std::int64_t>(slice) * p.b_bytes,
                                      filter, bar);
-    const std::int64_t planes = static_cast<std::int64_t>(p.kt) * J;  // planes of the packed x per part
-    const int j0 = (slice % p.kt) * J;
-    const auto* xp = static_cast<const unsigned char*>(p.xpack);
-    unsigned char* a = stage + p.a_offset;
-#pragma unroll
-    for (int part = 0; part < Policy::parts; ++part)
-#pragma unroll
-      for (int j = 0; j < J; ++j)
-        for (int ph = 0; ph < phases; ++ph) {
-          const std::int64_t src = ((part * planes + j0 + j) * phases + ph) * p.flat_pixels + o0;
-          convred::detail::bulk_copy_g2s(a + part * p.part_bytes + j * p.plane_bytes + ph * p.phase_pixels * 16,
-                                         xp + src * 16, window, bar);
-        }
+    const std::int64_t block = tile * p.kt + slice % p.kt;  // (tile, stage) block of the packed x
+    convred::detail::bulk_copy_g2s(stage + p.a_offset, static_cast<const unsigned char*>(p.xpack) + block * planes, planes, bar);
   }
 
   /// Rewrites a raw buffer (raw_c channels) as its raw_c / E planes, starting at `planes` (the stage's

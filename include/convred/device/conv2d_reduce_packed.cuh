@@ -78,6 +78,24 @@ struct wgmma_split_estimate {
   std::int64_t units = 0;  ///< work units of that partial mode: tiles x npass x splits (0 when splits is 0)
 };
 
+namespace detail {
+
+/// Test hook: forces the choices of `chosen` plans on this host thread. tiles: 0 the time model, 1 row
+/// tiles, 2 flat tiles (where they serve; applied by choose_wgmma_params); pass: 0 the time model, 1 never
+/// pass mode, 2 pass mode wherever it applies (several channel passes, not 3xTF32), unsplit (applied by
+/// choose_wgmma_splits).
+struct wgmma_choice_override {
+  int tiles = 0;  ///< 0 model, 1 rows, 2 flat
+  int pass = 0;   ///< 0 model, 1 off, 2 on
+};
+/// This thread's wgmma_choice_override (all zero: the time model decides).
+inline wgmma_choice_override& wgmma_override() {
+  static thread_local wgmma_choice_override o;
+  return o;
+}
+
+}  // namespace detail
+
 /// @brief The wave model of the wgmma kernel, fused and in partial (split-K) mode, for problem p with the
 /// parameters k that block::conv_mainloop_wgmma<Policy>::make_params made for it, on a GPU of `sm_count`
 /// SMs, at `speed` times the TF32 rate (plan_math_speed).
@@ -120,6 +138,12 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
                     2.0 * k.npass * static_cast<double>(p.gemm_m()) * pass_state_bytes / split_workspace_bytes_per_s +
                     split_fixed_seconds;
     e.pass_mode = e.pass_mode_s < e.fused_s;
+    const int forced = detail::wgmma_override().pass;  // the test hook
+    if (forced == 1) e.pass_mode = false;
+    if (forced == 2) {
+      e.pass_mode = true;
+      return e;
+    }
   }
   if (sm_count <= 0 || k.tiles >= sm_count || k.tiles <= 0 || k.kt < 1) return e;
   const double unsplit = e.pass_mode ? e.pass_mode_s : e.fused_s;
@@ -137,22 +161,6 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
 }
 
 
-namespace detail {
-
-/// Test hook: forces the choices of `chosen` plans on this host thread. tiles: 0 the time model, 1 row
-/// tiles, 2 flat tiles (where they serve); pass: 0 the time model, 1 never pass mode, 2 pass mode wherever
-/// it applies (several channel passes, not 3xTF32).
-struct wgmma_choice_override {
-  int tiles = 0;  ///< 0 model, 1 rows, 2 flat
-  int pass = 0;   ///< 0 model, 1 off, 2 on
-};
-/// This thread's wgmma_choice_override (all zero: the time model decides).
-inline wgmma_choice_override& wgmma_override() {
-  static thread_local wgmma_choice_override o;
-  return o;
-}
-
-}  // namespace detail
 
 /// @brief The wgmma kernel's parameters for p (block::conv_mainloop_wgmma<Policy>::make_params, with
 /// `tail_bytes` of reduction state and `max_smem` bytes of shared memory): tiles of image rows, or, when
@@ -363,8 +371,7 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
   if (k.flat) {
     auto pack = kernel::pack_x_kernel<Policy>;
     if (status s = check_device(pack); s != status::success) return s;
-    const std::int64_t total = static_cast<std::int64_t>(k.kt) * k.group * (Policy::block_c / (16 / Policy::filter_elem_bytes)) *
-                               k.phases_h * k.phases_w * k.flat_pixels;
+    const std::int64_t total = k.tiles * k.kt * (k.part_bytes / 16);  // 16-byte entries of the first part
     pack<<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(k.x, const_cast<void*>(k.xpack), k, total);
     if (status s = launch_status(); s != status::success) return s;
   }

@@ -69,13 +69,17 @@ __global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict
 }
 
 /// @brief Packs x (NCHW fp32) for the flat tiles of the wgmma kernel (wgmma_conv_params::flat), one
-/// thread per 16-byte plane pixel: pixel o of phase (a, b) of plane j (channels jE .. jE + E - 1, E = 16 /
-/// element bytes) at ((part * kt * block_c / E + j) * phases + a * phases_w + b) * flat_pixels + o, o = (n *
-/// flat_rows + row) * pw + col, holds input (n, stride * row + a - pad_h, stride * col + b - pad_w) of those
-/// channels converted to the math's operand type as block::conv_patch_loader::pack_entry (tf32 round to
-/// nearest even, the 3xTF32 big part 0 / small part 1, bf16 or fp16 pairs); zero outside x, for channels
-/// >= C and past the last image. Consecutive threads take consecutive pixels (coalesced stores, loads
-/// `stride` elements apart). `total` = kt * block_c / E * phases * flat_pixels.
+/// thread per 16-byte plane pixel of the first part: for each flat tile t and stage s (kt of them), the
+/// stage's planes as the kernel's shared memory holds them, one block of parts * part_bytes at (t * kt +
+/// s) * parts * part_bytes: [part][plane jj < J = group * block_c / E][phase (a, b)][window pixel w <
+/// phase_pixels], the entry holding input (n, stride * row + a - pad_h, stride * col + b - pad_w) of
+/// channels (s * J + jj) * E .. + E - 1 (E = 16 / element bytes) for plane pixel o = t * block_m + w = (n *
+/// flat_rows + row) * pw + col, converted to the math's operand type as
+/// block::conv_patch_loader::pack_entry (tf32 round to nearest even, the 3xTF32 big part 0 / small part 1,
+/// bf16 or fp16 pairs); zero outside x, for channels >= C and past the last image. The windows of
+/// consecutive tiles overlap by the taps' reach (those pixels are packed twice). Consecutive threads take
+/// consecutive window pixels (coalesced stores, loads `stride` elements apart). `total` = tiles * kt *
+/// part_bytes / 16.
 template <class Policy>
 __global__ void pack_x_kernel(const float* __restrict__ x, void* __restrict__ out, const block::wgmma_conv_params k,
                               std::int64_t total) {
@@ -85,25 +89,28 @@ __global__ void pack_x_kernel(const float* __restrict__ x, void* __restrict__ ou
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= total) return;
   const int phases = k.phases_h * k.phases_w;
-  const std::int32_t o = static_cast<std::int32_t>(i % k.flat_pixels);
-  const std::int64_t rest = i / k.flat_pixels;
-  const int phase = static_cast<int>(rest % phases);
-  const std::int64_t j = rest / phases;
+  const std::int32_t per = k.part_bytes / 16;  // entries of one part of a (tile, stage) block
+  const std::int64_t blk = i / per;            // t * kt + s
+  const std::int32_t rem = static_cast<std::int32_t>(i - blk * per);
+  const std::int32_t w = rem % k.phase_pixels, pj = rem / k.phase_pixels;
+  const int phase = pj % phases, jj = pj / phases;
+  const std::int64_t t = blk / k.kt, stage = blk - t * k.kt;
+  const std::int32_t o = static_cast<std::int32_t>(t * Policy::block_m + w);  // < flat_pixels < 2^31
   std::int32_t n, r, row, col;
   k.div_image.divmod(o, n, r);
   k.div_pw.divmod(r, row, col);
-  const int h = k.stride * row + phase / k.phases_w - k.pad_h, w = k.stride * col + phase % k.phases_w - k.pad_w;
-  const bool in = n < k.N && h >= 0 && h < k.H && w >= 0 && w < k.W;
-  const std::int64_t c0 = j * E, plane = static_cast<std::int64_t>(k.H) * k.W;
-  const float* src = x + ((n * static_cast<std::int64_t>(k.C) + c0) * k.H + h) * k.W + w;
+  const int h = k.stride * row + phase / k.phases_w - k.pad_h, wc = k.stride * col + phase % k.phases_w - k.pad_w;
+  const bool in = n < k.N && h >= 0 && h < k.H && wc >= 0 && wc < k.W;
+  const std::int64_t c0 = (stage * (k.part_bytes / k.plane_bytes) + jj) * E, plane = static_cast<std::int64_t>(k.H) * k.W;
+  const float* src = x + ((n * static_cast<std::int64_t>(k.C) + c0) * k.H + h) * k.W + wc;
   float f[E];
 #pragma unroll
   for (int e = 0; e < E; ++e) f[e] = in && c0 + e < k.C ? src[e * plane] : 0.f;
   std::uint32_t wd[W];
   loader::template pack_entry<W>(f, wd);
-  uint4* dst = static_cast<uint4*>(out) + i;
+  uint4* dst = static_cast<uint4*>(out) + blk * Policy::parts * per + rem;
   *dst = make_uint4(wd[0], wd[1], wd[2], wd[3]);
-  if constexpr (W == 8) dst[total] = make_uint4(wd[4], wd[5], wd[6], wd[7]);  // the small parts: part 1
+  if constexpr (W == 8) dst[per] = make_uint4(wd[4], wd[5], wd[6], wd[7]);  // the small parts: part 1
 }
 
 #ifdef CONVRED_EXP_CLOCKS
@@ -334,12 +341,12 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
     if (pt != 0) return;
     if (prm.resident_bytes) loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
     for (std::int64_t unit = sched.first(); unit < sched.units; unit = sched.next(unit)) {
-      const std::int64_t o0 = sched.decode(unit).n * Policy::block_m;  // flat: coord n is the tile
+      const std::int64_t tile = sched.decode(unit).n;  // flat: coord n is the tile
       int first, last;
       sched.slices(unit, first, last);
       for (int sl = first; sl < last; ++sl, st.advance()) {
         CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
-        loader::copy_flat(sm.stages + st.slot * prm.stage_bytes, &tail.full[st.slot], prm, sl, o0);
+        loader::copy_flat(sm.stages + st.slot * prm.stage_bytes, &tail.full[st.slot], prm, sl, tile);
       }
     }
     return;
