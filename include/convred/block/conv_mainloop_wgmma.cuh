@@ -384,11 +384,13 @@ struct conv_mainloop_wgmma {
       phase_pixels = BM + halo_h * pw + halo_w;  // a tile's window: its rows and the taps' reach
       const std::int64_t pixels = tiles * BM + halo_h * pw + halo_w;
       if (pixels >= (std::int64_t(1) << 31) || p.N * hs * pw >= (std::int64_t(1) << 31)) return false;
-      // the packed x (xpack_bytes, < 2^56) and its packing kernel's grid (one thread per 16-byte pixel of
-      // the first part, 256 per block: < 2^31 blocks)
-      const std::int64_t entries = tiles * ((p.C + Policy::block_c - 1) / Policy::block_c) * (Policy::block_c / E) *
-                                   k.phases_h * k.phases_w * phase_pixels;
-      if (entries >= (std::int64_t(1) << 50) || entries / 256 >= (std::int64_t(1) << 31) - 1) return false;
+      // the packed x (xpack_bytes, < 2^56) and its packing kernel's grid (a block row per tile and stage:
+      // fewer than 2^31 - 1; its first part's 16-byte entries in chunks of 256: fewer than 65,536)
+      const std::int64_t slices = (p.C + Policy::block_c - 1) / Policy::block_c;
+      const std::int64_t per = (Policy::block_c / E) * wgmma_max_group * k.phases_h * k.phases_w * phase_pixels;
+      if (tiles * slices >= (std::int64_t(1) << 31) - 1 || tiles * slices * per >= (std::int64_t(1) << 50) ||
+          per / 256 >= 65535)
+        return false;
       k.flat = 1, k.flat_rows = static_cast<std::int32_t>(hs), k.flat_pixels = pixels;
       k.div_image = convred::detail::fast_divmod(static_cast<std::int32_t>(hs * pw));
       k.div_pw = convred::detail::fast_divmod(static_cast<std::int32_t>(pw));

@@ -371,8 +371,9 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
   if (k.flat) {
     auto pack = kernel::pack_x_kernel<Policy>;
     if (status s = check_device(pack); s != status::success) return s;
-    const std::int64_t total = k.tiles * k.kt * (k.part_bytes / 16);  // 16-byte entries of the first part
-    pack<<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(k.x, const_cast<void*>(k.xpack), k, total);
+    // a block row per (tile, stage) block of the packed x, 256 of its first part's 16-byte entries per block
+    const dim3 grid(static_cast<unsigned>(k.tiles * k.kt), static_cast<unsigned>((k.part_bytes / 16 + 255) / 256));
+    pack<<<grid, 256, 0, stream>>>(k.x, const_cast<void*>(k.xpack), k);
     if (status s = launch_status(); s != status::success) return s;
   }
   const std::int64_t grid = units < sms ? units : sms;

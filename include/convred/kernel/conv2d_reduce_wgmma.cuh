@@ -78,37 +78,37 @@ __global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict
 /// block::conv_patch_loader::pack_entry (tf32 round to nearest even, the 3xTF32 big part 0 / small part 1,
 /// bf16 or fp16 pairs); zero outside x, for channels >= C and past the last image. The windows of
 /// consecutive tiles overlap by the taps' reach (those pixels are packed twice). Consecutive threads take
-/// consecutive window pixels (coalesced stores, loads `stride` elements apart). `total` = tiles * kt *
-/// part_bytes / 16.
+/// consecutive window pixels (coalesced stores, loads `stride` elements apart). Grid: x = the (tile,
+/// stage) block t * kt + s (tiles * kt of them), y = ceil(part_bytes / 16 / blockDim.x) chunks of its first
+/// part's entries.
 template <class Policy>
-__global__ void pack_x_kernel(const float* __restrict__ x, void* __restrict__ out, const block::wgmma_conv_params k,
-                              std::int64_t total) {
+__global__ void pack_x_kernel(const float* __restrict__ x, void* __restrict__ out, const block::wgmma_conv_params k) {
   using loader = block::conv_patch_loader<Policy>;
   constexpr int E = 16 / Policy::filter_elem_bytes, W = Policy::parts == 2 ? 8 : 4;
   convred::detail::launch_dependent_grids();  // the main kernel's set-up overlaps this pass (PDL)
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= total) return;
-  const int phases = k.phases_h * k.phases_w;
   const std::int32_t per = k.part_bytes / 16;  // entries of one part of a (tile, stage) block
-  const std::int64_t blk = i / per;            // t * kt + s
-  const std::int32_t rem = static_cast<std::int32_t>(i - blk * per);
+  const std::int32_t rem = static_cast<std::int32_t>(blockIdx.y * blockDim.x + threadIdx.x);
+  if (rem >= per) return;
+  const int phases = k.phases_h * k.phases_w;
+  const std::int32_t blk = static_cast<std::int32_t>(blockIdx.x);  // t * kt + s
   const std::int32_t w = rem % k.phase_pixels, pj = rem / k.phase_pixels;
   const int phase = pj % phases, jj = pj / phases;
-  const std::int64_t t = blk / k.kt, stage = blk - t * k.kt;
-  const std::int32_t o = static_cast<std::int32_t>(t * Policy::block_m + w);  // < flat_pixels < 2^31
+  const std::int32_t t = blk / k.kt, stage = blk - t * k.kt;
+  const std::int32_t o = t * Policy::block_m + w;  // < flat_pixels < 2^31
   std::int32_t n, r, row, col;
   k.div_image.divmod(o, n, r);
   k.div_pw.divmod(r, row, col);
   const int h = k.stride * row + phase / k.phases_w - k.pad_h, wc = k.stride * col + phase % k.phases_w - k.pad_w;
   const bool in = n < k.N && h >= 0 && h < k.H && wc >= 0 && wc < k.W;
-  const std::int64_t c0 = (stage * (k.part_bytes / k.plane_bytes) + jj) * E, plane = static_cast<std::int64_t>(k.H) * k.W;
+  const std::int64_t c0 = (static_cast<std::int64_t>(stage) * (k.part_bytes / k.plane_bytes) + jj) * E,
+                     plane = static_cast<std::int64_t>(k.H) * k.W;
   const float* src = x + ((n * static_cast<std::int64_t>(k.C) + c0) * k.H + h) * k.W + wc;
   float f[E];
 #pragma unroll
   for (int e = 0; e < E; ++e) f[e] = in && c0 + e < k.C ? src[e * plane] : 0.f;
   std::uint32_t wd[W];
   loader::template pack_entry<W>(f, wd);
-  uint4* dst = static_cast<uint4*>(out) + blk * Policy::parts * per + rem;
+  uint4* dst = static_cast<uint4*>(out) + static_cast<std::int64_t>(blk) * Policy::parts * per + rem;
   *dst = make_uint4(wd[0], wd[1], wd[2], wd[3]);
   if constexpr (W == 8) dst[per] = make_uint4(wd[4], wd[5], wd[6], wd[7]);  // the small parts: part 1
 }
