@@ -65,12 +65,15 @@ int main() {
     return 1;
   }
   const long long buf = 64ll << 20;  // 64 MB buffer; patterns wrap within 16 MB (L2-resident) unless noted
-  unsigned char* src;
-  cudaMalloc(&src, buf);
-  cudaMemset(src, 1, buf);
-  unsigned long long* cyc;
-  cudaMalloc(&cyc, 8);
-  cudaFuncSetAttribute(bulk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, STAGES * STAGE_BYTES);
+  unsigned char* src = nullptr;
+  unsigned long long* cyc = nullptr;
+  cudaFuncAttributes fa{};
+  if (cudaMalloc(&src, buf) != cudaSuccess || cudaMemset(src, 1, buf) != cudaSuccess || cudaMalloc(&cyc, 8) != cudaSuccess ||
+      cudaFuncSetAttribute(bulk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, STAGES * STAGE_BYTES) != cudaSuccess ||
+      cudaFuncGetAttributes(&fa, bulk_kernel) != cudaSuccess || fa.ptxVersion < 90) {
+    std::printf("bulk_copy_rate: set-up failed (%s), or the binary has no sm_90 code\n", cudaGetErrorString(cudaGetLastError()));
+    return 1;
+  }
   const long long MB16 = 16ll << 20;
   struct named { const char* name; pattern p; };
   std::vector<named> pats = {
@@ -97,6 +100,10 @@ int main() {
         cudaMemset(cyc, 0, 8);
         cudaEventRecord(a);
         bulk_kernel<<<blocks, 64, STAGES * STAGE_BYTES>>>(src, n.p, iters, cyc);
+        if (const cudaError_t le = cudaGetLastError(); le != cudaSuccess) {
+          std::printf("bulk_copy_rate: launch failed: %s\n", cudaGetErrorString(le));
+          return 1;
+        }
         cudaEventRecord(b);
         cudaEventSynchronize(b);
         float ms = 0;

@@ -230,8 +230,8 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
   };
   // the workspace of a wgmma plan run by conv2d_reduce_packed_split, worked out here: the packed filter
   // (npass x ceil(C / block_c) x parts x R S x 128 x block_c x element bytes), rounded up to 16 bytes; for
-  // flat tiles the packed x (parts x kt x block_c / E planes x phases x flat pixels x 16 bytes; flat pixels:
-  // the 256-row tiles up to the last output, plus the taps' reach); then splits x N P Q x K floats, or in
+  // flat tiles the packed x (per 256-row tile up to the last output: parts x kt x block_c / E planes x
+  // phases x (256 + the taps' reach) pixels x 16 bytes); then splits x N P Q x K floats, or in
   // pass mode npass x N P Q states of 8 bytes
   auto wgmma_bytes = [](const conv2d_problem& p, std::size_t block_c, std::size_t parts, std::size_t elem, int splits,
                         bool flat, bool pass) {

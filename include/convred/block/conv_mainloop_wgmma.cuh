@@ -155,8 +155,8 @@ struct wgmma_conv_params {
   /// kernel::conv2d_reduce_pass_combine_kernel to combine in pass order into y (and indices). Set by the
   /// host entry point (device::conv2d_reduce_packed_split), not by make_params.
   void* states = nullptr;
-  /// @brief 1: flat tiles over x packed beforehand (make_params with `flat`). kernel::pack_x_kernel
-  /// writes x, converted and zero-padded, as planes over the whole batch: plane pixel o of phase (a, b)
+  /// @brief 1: flat tiles over x packed beforehand (make_params with `flat`). The GEMM rows address x,
+  /// converted and zero-padded by kernel::pack_x_kernel, as planes over the whole batch: plane pixel o of phase (a, b)
   /// = (n * flat_rows + row) * pw + col holds input (n, stride * row + a - pad_h, stride * col + b - pad_w)
   /// (zero outside x), so that output (n, p, q) is GEMM row o = (n * flat_rows + p) * pw + q and filter tap
   /// (r, s) reads it at o + (r / stride) * pw + s / stride of phase (r % stride, s % stride), across image
@@ -353,7 +353,8 @@ struct conv_mainloop_wgmma {
   /// 64 output columns, or for narrow images whole rows); stride 2, or W not a multiple of 4 (TMA rows
   /// are 16-byte multiples), is then served by the gathering producer (`gather`). `flat` = true: flat
   /// tiles of block_m GEMM rows over x packed beforehand (wgmma_conv_params::flat; xpack_bytes), any
-  /// stride-1 or stride-2 problem whose packed planes have fewer than 2^31 pixels. Not served: NHWC x,
+  /// stride-1 or stride-2 problem whose packed planes have fewer than 2^31 pixels and whose packing grid
+  /// fits (fewer than 2^31 - 1 (tile, slice) blocks of under 2^24 16-byte entries each). Not served: NHWC x,
   /// groups != 1, dilation != 1, strides other than 1 or 2 in both dimensions, N >= 2^31 or one image of
   /// 2^40 bytes or more (TMA coordinates and strides), stages larger than the shared memory. p must be
   /// valid (convred::validate). Independent of N otherwise (N = 0 is served, with no tiles).

@@ -115,6 +115,8 @@ inline wgmma_choice_override& wgmma_override() {
 /// sums (8.6 us) + 5 us = 64 us (tests/test_plan_host.cu checks these numbers). Flat tiles
 /// (wgmma_conv_params::flat) add the packing pass to both: x and the packed planes at
 /// plan_xpack_bytes_per_s, plus plan_xpack_fixed_seconds.
+/// The test hook detail::wgmma_override().pass, where pass mode applies and sm_count > 0: 1 never pass
+/// mode, 2 pass mode and no split.
 /// @return splits = 0 (fused) when sm_count <= 0 (unknown), the tiles fill the GPU, or no split is
 ///   estimated faster; fused_s is always set.
 template <class Policy>
@@ -597,8 +599,9 @@ std::size_t packed_split_workspace_bytes(const conv2d_problem& p, int splits) {
 ///
 /// The kernel's tiles are those choose_wgmma_params picks on the current device: of image rows (as
 /// conv2d_reduce_packed), or flat (wgmma_conv_params::flat: kernel::pack_x_kernel first writes x,
-/// converted and zero-padded, into the workspace as planes over the whole batch; each tile's stage is then
-/// bulk copies of consecutive GEMM rows, whatever the image size). Then:
+/// converted and zero-padded, into the workspace, each tile's windows of planes over the whole batch stored
+/// stage by stage in the stage's shared-memory layout; a stage is then one bulk copy of 256 consecutive
+/// GEMM rows' windows, whatever the image size). Then:
 /// - splits = 0: the fused kernel (y and indices written by it);
 /// - splits >= 1: kernel::conv2d_reduce_wgmma_kernel in partial mode (wgmma_conv_params::partial and
 ///   splits; the same instantiation as the fused mode): tiles x splits x npass work units, one persistent
