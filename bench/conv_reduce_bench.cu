@@ -220,6 +220,9 @@ __global__ void spin_kernel(unsigned long long ns) {
   } while (t - t0 < ns);
 }
 
+/// Does nothing: the timing floor (--floor).
+__global__ void empty_kernel() {}
+
 /// An RAII set of CUDA events.
 struct events {
   std::vector<cudaEvent_t> e;
@@ -252,6 +255,11 @@ struct options {
   /// 0 the time model, 1 row tiles, 2 flat tiles (where they serve)
   int wgmma_tiles = 0;
   int wgmma_pass = 0;
+  /// diagnosis: 0 the time model; -1 the wgmma kernel wherever it serves (not the mma.sync split); z > 0
+  /// that, in partial mode with z GEMM_K ranges
+  int wgmma_splits = 0;
+  /// diagnosis: time 1, 2 and 3 empty kernels (one block) the way every row is timed, print, exit
+  bool floor = false;
   double cudnn_ws_gb = 16.0;
 };
 
@@ -1237,6 +1245,7 @@ void write_json(const std::string& path, const std::vector<case_result>& res, co
     << ", \"accurate_tolerance\": " << jnum(kAccurateTolerance)
     << ", \"wgmma_tiles\": " << jstr(o.wgmma_tiles == 0 ? "model" : o.wgmma_tiles == 1 ? "rows (forced)" : "flat (forced)")
     << ", \"wgmma_pass\": " << jstr(o.wgmma_pass == 0 ? "model" : o.wgmma_pass == 1 ? "off (forced)" : "on (forced)")
+    << ", \"wgmma_splits\": " << jstr(o.wgmma_splits == 0 ? "model" : o.wgmma_splits < 0 ? "wgmma (forced)" : std::to_string(o.wgmma_splits) + " (forced)")
     << "}"
     << ",\n  \"ceilings\": {\"ffma_tflops\": " << kFfmaTflops << ", \"tf32_tflops\": " << kTf32Tflops
     << ", \"tf32x3_tflops\": " << jnum(kTf32Tflops / 3) << ", \"bf16_fp16_tflops\": " << kBf16Tflops
@@ -1320,6 +1329,9 @@ void print_help() {
       "                      or flat (where they serve)\n"
       "  --wgmma-pass M      diagnosis: the wgmma kernel's pass mode, M = model (default), off or on (wherever\n"
       "                      it applies: several channel passes, not 3xTF32)\n"
+      "  --wgmma-splits Z    diagnosis: Z = model (default), wgmma (the wgmma kernel wherever it serves, not the\n"
+      "                      mma.sync split) or a count (that, in partial mode with Z GEMM_K ranges)\n"
+      "  --floor             time 1, 2 and 3 empty kernels as every row is timed (the harness's floor), exit\n"
       "  --no-cudnn          skip the cuDNN rows\n"
       "  --cudnn-ws-gb G     cap on cuDNN's workspace in GiB (16)\n"
       "  -h, --help          this text\n"
@@ -1384,6 +1396,17 @@ options parse_args(int argc, char** argv, bool& help) {
       const std::string v = value();
       o.wgmma_pass = v == "model" ? 0 : v == "off" ? 1 : v == "on" ? 2 : -1;
       if (o.wgmma_pass < 0) throw usage_error("--wgmma-pass: '" + v + "' is not one of model, off, on");
+    } else if (a == "--wgmma-splits") {
+      const std::string v = value();
+      char* end = nullptr;
+      const long z = std::strtol(v.c_str(), &end, 10);
+      if (v == "model") o.wgmma_splits = 0;
+      else if (v == "wgmma") o.wgmma_splits = -1;
+      else if (!v.empty() && *end == '\0' && z >= 1 && z <= 4096) o.wgmma_splits = static_cast<int>(z);
+      else throw usage_error("--wgmma-splits: '" + v + "' is not one of model, wgmma or a count in [1, 4096]");
+    } else if (a == "--floor") {
+      flag();
+      o.floor = true;
     } else if (a == "--cudnn-ws-gb") {
       char* end = nullptr;
       const std::string v = value();
@@ -1418,6 +1441,7 @@ int main(int argc, char** argv) {
   }
   convred::device::detail::wgmma_override().tiles = o.wgmma_tiles;  // (this thread runs every row)
   convred::device::detail::wgmma_override().pass = o.wgmma_pass;
+  convred::device::detail::wgmma_override().splits = o.wgmma_splits;
 
   int ndev = 0;
   if (const cudaError_t e = cudaGetDeviceCount(&ndev); e != cudaSuccess || ndev == 0) {
@@ -1468,6 +1492,18 @@ int main(int argc, char** argv) {
     l2_flush fl;
     fl.buf.alloc(std::max<std::size_t>(std::size_t(256) << 20, 4 * static_cast<std::size_t>(prop.l2CacheSize)));
     runner rn{o, fl};
+    if (o.floor) {
+      for (int n = 1; n <= 3; ++n) {
+        const timing t = time_fn(
+            [n] {
+              for (int i = 0; i < n; ++i) empty_kernel<<<1, 32>>>();
+              CHECK_CUDA(cudaGetLastError());
+            },
+            o, fl);
+        std::printf("floor: %d empty kernel(s): median %.2f us, min %.2f us\n", n, 1e3 * t.median, 1e3 * t.min);
+      }
+      return 0;
+    }
     const auto t_all = std::chrono::steady_clock::now();
     for (const auto& name : o.cases) {
       case_result cr;

@@ -356,8 +356,8 @@ namespace {
 /// Shapes for flat tiles (forced in the sweep; tests/test_wgmma_params_host.cu checks the time model's own
 /// choice for the real layers): 7 x 7 images (3 per 256-pixel tile, tiles across images), 14 x 14, 1x1 stride 2 (the
 /// row tiles would gather x with one tap per stage), 3x3 stride 2 (four phase planes), Q = 32 (pitch 34),
-/// K = 1 with padding 2, 3 channel passes, 1x1 stages of several slices (wgmma_conv_params::group); C and K
-/// with channel tails.
+/// K = 1 with padding 2, 3 channel passes, 1x1 stages of several slices (wgmma_conv_params::group), stride-1
+/// paddings below, at and above the filter's halo, unequal per dimension; C and K with channel tails.
 std::vector<conv2d_problem> flat_shapes() {
   return {
       make_problem(4, 33, 7, 7, 257, 3, 3, 1, 1),          // ResNet-50 layer4-like, 3 passes
@@ -368,6 +368,10 @@ std::vector<conv2d_problem> flat_shapes() {
       make_problem(2, 17, 15, 18, 33, 3, 3, 1, 1, 2, 2),   // 3x3 stride 2, odd H, four phases
       make_problem(2, 9, 30, 32, 7, 3, 3, 1, 1),           // Q = 32: pitch 34, small K
       make_problem(5, 3, 5, 6, 1, 3, 3, 2, 2),             // K = 1, padding 2, tiny images
+      // stride 1 shares min(pad, halo) zero rows / columns between neighbours (wgmma_conv_params::flat_rows):
+      make_problem(3, 11, 9, 10, 20, 3, 5, 0, 2),          // 3x5, pad (0, 2): columns shared, rows not
+      make_problem(2, 5, 6, 7, 9, 3, 3, 3, 3),             // padding 3 > halo 2: two shared, one computed
+      make_problem(4, 6, 8, 5, 12, 2, 2, 1, 1),            // 2x2 (even filter), padding 1
   };
 }
 

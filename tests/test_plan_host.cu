@@ -240,7 +240,10 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
     const std::size_t packed = npass * kt * parts * static_cast<std::size_t>(p.R * p.S) * 128u * block_c * elem;
     std::size_t xpack = 0;
     if (flat) {
-      const std::int64_t st = p.stride_h, hh = (p.R - 1) / st, hw = (p.S - 1) / st, hs = p.P() + hh, pw = p.Q() + hw;
+      // (stride 1: min(pad, halo) of the zero rows and columns shared by neighbouring rows and images)
+      const std::int64_t st = p.stride_h, hh = (p.R - 1) / st, hw = (p.S - 1) / st;
+      const std::int64_t hs = p.P() + hh - (st == 1 ? std::min(p.pad_h, hh) : 0),
+                         pw = p.Q() + hw - (st == 1 ? std::min(p.pad_w, hw) : 0);
       const std::int64_t outputs = ((p.N - 1) * hs + p.P() - 1) * pw + p.Q(), tiles = (outputs + 255) / 256;
       const std::int64_t phases = std::min<std::int64_t>(st, p.R) * std::min<std::int64_t>(st, p.S);
       // per tile, each plane's window of 256 pixels and the taps' reach, for every phase
@@ -255,19 +258,19 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
     int tf32, bf16, accurate;  ///< the wgmma kernel's GEMM_K splits per math; 0: unsplit wgmma; -1: not wgmma
   };
   const row rows[] = {
-      // ResNet-50 layer3 3x3 at batch 32: 32 flat tiles (one 14 x 14 image in 16 x 16 padded pixels each, no
-      // gather), 2 passes: 32 x 2 x 2 = 128 units in one wave
+      // ResNet-50 layer3 3x3 at batch 32: 29 flat tiles (14 x 14 images in 15 x 15 plane pixels each: the
+      // padding column and row shared by neighbours; no gather), 2 passes: 29 x 2 x 2 = 116 units in one wave
       {"ResNet-50 layer3 3x3 n32", layer(32, 256, 14, 256, 3, 1, 1), 2, 2, 2},
       // VGG-16 conv3 at batch 1: 14 tiles of 4 x 64, 2 passes: 14 x 2 x 4 = 112 units
       {"VGG-16 conv3 n1", layer(1, 256, 56, 256, 3, 1, 1), 4, 4, 4},
-      // U-Net bottleneck at batch 1: 5 flat tiles (34 x 34 padded pixels), 8 passes: 5 x 8 x 3 = 120 units
+      // U-Net bottleneck at batch 1: 5 flat tiles (33 x 33 plane pixels), 8 passes: 5 x 8 x 3 = 120 units
       {"U-Net bottleneck n1", layer(1, 512, 32, 1024, 3, 1, 1), 3, 3, 3},
-      // ... at batch 32: 145 flat tiles x 8 passes in pass mode (tf32, bf16): 1,160 units, 9 pass-times
+      // ... at batch 32: 136 flat tiles x 8 passes in pass mode (tf32, bf16): 1,088 units, 9 pass-times
       // rather than the fused kernel's 16; 3xTF32 (no pass mode) fused
       {"U-Net bottleneck n32", layer(32, 512, 32, 1024, 3, 1, 1), 0, 0, 0},
-      // ResNet-50 layer4 3x3 at batch 32: 7 x 7 images, 3 per flat tile (81 padded pixels each): 11 tiles x 4
-      // passes x 3 = 132 units
-      {"ResNet-50 layer4 3x3 n32", layer(32, 512, 7, 512, 3, 1, 1), 3, 3, 3},
+      // ResNet-50 layer4 3x3 at batch 32: 7 x 7 images, 4 per flat tile (8 x 8 plane pixels each): 8 tiles x 4
+      // passes x 4 = 128 units
+      {"ResNet-50 layer4 3x3 n32", layer(32, 512, 7, 512, 3, 1, 1), 4, 4, 4},
       // ResNet-50 layer3.0 projection, 1x1 stride 2: flat tiles over the packed stride-2 samples, pass mode
       // (tf32, bf16); 3xTF32 has no stride 2: the mma.sync split
       {"ResNet-50 layer3.0 1x1/2 n32", layer(32, 512, 28, 1024, 1, 0, 2), 0, 0, -1},
@@ -305,11 +308,11 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
     check(conv2d_reduce_plan<float>(r.p, h200), r.accurate, 8, 2, 4);  // math::accurate: tf32x3
   }
   // the workspace of the first row, by hand: 2 x 32 x 9 x 128 x 8 x 4 = 2,359,296 bytes of packed filter, the
-  // packed x (32 tiles x 64 planes x (256 + 2 x 16 + 2) pixels x 16 bytes = 9,502,720), then 2 x 6,272 x 256
+  // packed x (29 tiles x 64 planes x (256 + 2 x 15 + 2) pixels x 16 bytes = 8,552,448), then 2 x 6,272 x 256
   // x 4 = 12,845,056 bytes of partial sums
-  CHECK(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h200).workspace_bytes() == 24707072u);
+  CHECK(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h200).workspace_bytes() == 23756800u);
   // the flat and pass-mode choices the rows rely on, as the descriptions name them
-  CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[3].p, h200).description(), "pass mode (145 tiles x 8 channel passes"));
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[3].p, h200).description(), "pass mode (136 tiles x 8 channel passes"));
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[4].p, h200).description(), "flat 256-pixel tiles"));
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[5].p, h200).description(), "flat 256-pixel tiles"));
   CHECK_FALSE(has(conv2d_reduce_plan<float, math::tf32>(rows[7].p, h200).description(), "flat"));

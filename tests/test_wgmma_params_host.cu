@@ -24,15 +24,18 @@ std::size_t mainloop_xpack(const convred::block::wgmma_conv_params& k) {
 }
 
 /// Checks the flat parameter block (make_params with flat) of one accepted problem against its rules,
-/// worked out here: plane pitch Q + halo_w, P + halo_h rows per image, tiles of block_m consecutive GEMM
-/// rows up to the last output, windows of block_m + the taps' reach, and the kernel's pixel map (the
-/// fast divisions) giving back each output's (n, p, q).
+/// worked out here: plane pitch Q + halo_w, P + halo_h rows per image (at stride 1 less min(pad, halo):
+/// the zero columns and rows neighbours share), tiles of block_m consecutive GEMM rows up to the last
+/// output, windows of block_m + the taps' reach, the kernel's pixel map (the fast divisions) giving back
+/// each output's (n, p, q), and for each tap of those outputs the packed plane pixel it reads holding
+/// the input pixel the convolution needs there, or a zero where that is padding (pack_x_kernel's rule).
 template <class Policy>
 void check_flat(const conv2d_problem& p, const convred::block::wgmma_conv_params& k, std::size_t smem) {
   constexpr int BM = Policy::block_m, E = 16 / Policy::filter_elem_bytes;
   CHECK(smem <= convred::device::detail::max_smem_per_block);
   const std::int64_t st = p.stride_h, halo_h = (p.R - 1) / st, halo_w = (p.S - 1) / st;
-  const std::int64_t hs = p.P() + halo_h, pw = p.Q() + halo_w;
+  const std::int64_t hs = p.P() + halo_h - (st == 1 ? std::min(p.pad_h, halo_h) : 0),
+                     pw = p.Q() + halo_w - (p.stride_w == 1 ? std::min(p.pad_w, halo_w) : 0);
   CHECK(k.flat == 1);
   CHECK(k.gather == 0);
   CHECK(k.raw_copy_bytes == 0);
@@ -81,6 +84,29 @@ void check_flat(const conv2d_problem& p, const convred::block::wgmma_conv_params
     CHECK(n2 == n);
     CHECK(p2 == pp);
     CHECK(q2 == q);
+    // every tap: the plane pixel it reads (kernel: o + (r / st) * pw + s / st of phase (r % st, s % st))
+    // holds, by pack_x_kernel's rule, input (n', st * row + r % st - pad_h, st * col + s % st - pad_w) or
+    // zero outside x; the convolution needs input (n, st * pp + r - pad_h, st * q + s - pad_w) or zero
+    for (std::int64_t r0 = 0; r0 < p.R; ++r0)
+      for (std::int64_t s0 = 0; s0 < p.S; ++s0) {
+        const std::int64_t i = o + (r0 / st) * pw + s0 / p.stride_w;
+        REQUIRE(i < k.flat_pixels);
+        std::int32_t ni, ri, row, col;
+        k.div_image.divmod(static_cast<std::int32_t>(i), ni, ri);
+        k.div_pw.divmod(ri, row, col);
+        const std::int64_t hp = st * row + r0 % st - p.pad_h, wp = p.stride_w * col + s0 % p.stride_w - p.pad_w;
+        const bool packed_in = ni < p.N && hp >= 0 && hp < p.H && wp >= 0 && wp < p.W;
+        const std::int64_t hn = st * pp + r0 - p.pad_h, wn = p.stride_w * q + s0 - p.pad_w;
+        const bool need_in = hn >= 0 && hn < p.H && wn >= 0 && wn < p.W;
+        CAPTURE(r0);
+        CAPTURE(s0);
+        CHECK(packed_in == need_in);
+        if (packed_in && need_in) {
+          CHECK(ni == n);
+          CHECK(hp == hn);
+          CHECK(wp == wn);
+        }
+      }
   }
 }
 

@@ -3,6 +3,7 @@
 /// memory, A (the input patch planes) read at a shifted descriptor per filter tap, B the packed filter.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -167,11 +168,16 @@ struct wgmma_conv_params {
   /// repeated in the next tile's windows), so that a stage's planes are one bulk copy of parts * part_bytes:
   /// the copy engine takes ~270 cycles per bulk copy of up to 4 KB whatever its size (bench/NOTES.md,
   /// session 12: 14.7 bytes per cycle per SM in copies of 4 KB, ~37 in copies of 16-48 KB). No TMA box, no
-  /// transform, no gather in the kernel, and no tile shape to fit the image (7 x 7 images: 60% of the
-  /// computed pixels are outputs, against 19% in 16 x 16 tiles). The packing pass reads x (the halos twice)
+  /// transform, no gather in the kernel, and no tile shape to fit the image (7 x 7 images with a 3x3
+  /// filter, padding 1: 77% of the computed pixels are outputs, against 19% in 16 x 16 tiles). The packing pass reads x (the halos twice)
   /// and writes xpack_bytes. 0: tiles of image rows.
   std::int32_t flat = 0;
-  /// @brief flat: plane rows per image, P + (R - 1) / stride
+  /// @brief flat: plane rows per image, P + (R - 1) / stride, less min(pad_h, R - 1) at stride 1; the
+  /// pitch pw likewise Q + (S - 1) / stride, less min(pad_w, S - 1) at stride 1. At stride 1 the zero
+  /// columns right of a row are the next row's left padding: a tap reading past column pw - 1 reads
+  /// the next row's first columns, which hold input columns < 0 (zero), and the input columns it stands
+  /// for are >= W (zero too); rows past flat_rows likewise reach the next image's top padding rows.
+  /// (A 3x3 "same" convolution of 14 x 14 images: 15 x 15 plane pixels per image, not 16 x 16.)
   std::int32_t flat_rows = 0;
   /// @brief Slices of block_c input channels per operand stage: 1, or for flat tiles of a 1x1 filter (not
   /// 3xTF32) up to
@@ -377,9 +383,14 @@ struct conv_mainloop_wgmma {
     k.npass = static_cast<std::int32_t>((p.K + Policy::block_n - 1) / Policy::block_n);
     std::int64_t ph = 0, pw = 0, rp = 0, raw_copy = 0, phase_pixels = 0, plane = 0;
     if (flat) {
-      // flat tiles of BM GEMM rows over the packed planes (pitch pw, flat_rows rows per image)
-      const std::int64_t hs = p.P() + halo_h;
-      pw = p.Q() + halo_w, ph = hs;
+      // flat tiles of BM GEMM rows over the packed planes (pitch pw, flat_rows rows per image). Stride 1:
+      // a row's right padding is the next row's left padding (and an image's bottom padding rows the next
+      // image's top ones), so up to min(pad, halo) zero columns (rows) are dropped from the pitch (the rows
+      // per image): a 3x3 "same" convolution has pitch W + 1, not W + 2 (wgmma_conv_params::flat_rows)
+      const std::int64_t merge_h = p.stride_h == 1 ? std::min<std::int64_t>(p.pad_h, halo_h) : 0,
+                         merge_w = p.stride_w == 1 ? std::min<std::int64_t>(p.pad_w, halo_w) : 0;
+      const std::int64_t hs = p.P() + halo_h - merge_h;
+      pw = p.Q() + halo_w - merge_w, ph = hs;
       const std::int64_t outputs = p.N == 0 ? 0 : ((p.N - 1) * hs + p.P() - 1) * pw + p.Q();  // past the last output
       const std::int64_t tiles = (outputs + BM - 1) / BM;
       phase_pixels = BM + halo_h * pw + halo_w;  // a tile's window: its rows and the taps' reach

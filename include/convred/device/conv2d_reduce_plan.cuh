@@ -455,10 +455,10 @@ class conv2d_reduce_plan {
       // SMs (choose_wgmma_splits); the mma.sync split, slower per SM but never wasting a tile's pixels,
       // may still win where the tiles are mostly empty (1x1 images) or x is gathered. Rough times from
       // the H200's rates (plan_wgmma_flops_per_sm, plan_mma_split_flops_per_sm; every math scaled by
-      // plan_math_speed): the mma.sync split ~0.34 TFLOP/s per SM on the useful work, plus ~8 us.
+      // plan_math_speed): the mma.sync split ~0.34 TFLOP/s per SM on the useful work, plus ~14 us.
       const double speed = plan_math_speed<kernel_math>();
       est = choose_wgmma_splits<wgmma_policy_t>(p_, k, dev.sm_count, speed);
-      if ((k.npass > 1 || k.gather) && dev.sm_count > 0) {
+      if ((k.npass > 1 || k.gather) && dev.sm_count > 0 && detail::wgmma_override().splits == 0) {
         const double t_wgmma = est.splits > 0 ? est.split_s : est.pass_mode ? est.pass_mode_s : est.fused_s;
         const double t_split = plan_mma_split_fixed_seconds +
                                2.0 * static_cast<double>(p_.gemm_m()) * static_cast<double>(p_.K) *
