@@ -369,9 +369,10 @@ std::vector<conv2d_problem> flat_shapes() {
       make_problem(2, 9, 30, 32, 7, 3, 3, 1, 1),           // Q = 32: pitch 34, small K
       make_problem(5, 3, 5, 6, 1, 3, 3, 2, 2),             // K = 1, padding 2, tiny images
       // stride 1 shares min(pad, halo) zero rows / columns between neighbours (wgmma_conv_params::flat_rows):
-      make_problem(3, 11, 9, 10, 20, 3, 5, 0, 2),          // 3x5, pad (0, 2): columns shared, rows not
+      make_problem(3, 11, 9, 10, 20, 3, 5, 0, 2),          // 3x5, pad (0, 2): columns shared, rows not (not 3xTF32)
       make_problem(2, 5, 6, 7, 9, 3, 3, 3, 3),             // padding 3 > halo 2: two shared, one computed
-      make_problem(4, 6, 8, 5, 12, 2, 2, 1, 1),            // 2x2 (even filter), padding 1
+      make_problem(4, 6, 8, 5, 12, 2, 2, 1, 1),            // 2x2 (even filter), padding 1 (not 3xTF32)
+      make_problem(2, 9, 8, 12, 20, 3, 3, 2, 0),           // 3x3, pad (2, 0): rows shared, columns not
   };
 }
 
@@ -385,6 +386,8 @@ void flat_sweep(const char* label, std::uint64_t seed, bool stride2) {
   int which = 0;
   for (const conv2d_problem& p : flat_shapes()) {
     if (p.stride_h != 1 && !stride2) continue;
+    // 3xTF32 serves 3x3 and 1x1 filters only (conv_mainloop_wgmma::cannot_implement)
+    if (Policy::parts == 2 && !(p.R == p.S && (p.R == 3 || p.R == 1))) continue;
     const std::size_t packed = convred::device::packed_filter_bytes<Policy, float>(p);
     int kt = static_cast<int>((p.C + Policy::block_c - 1) / Policy::block_c);  // slices of block_c channels
     if (on_hopper()) {  // stages per pass of the flat tiles (1x1: group slices per stage)
