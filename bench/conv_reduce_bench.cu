@@ -1330,7 +1330,9 @@ void print_help() {
       "  --wgmma-pass M      diagnosis: the wgmma kernel's pass mode, M = model (default), off or on (wherever\n"
       "                      it applies: several channel passes, not 3xTF32)\n"
       "  --wgmma-splits Z    diagnosis: Z = model (default), wgmma (the wgmma kernel wherever it serves, not the\n"
-      "                      mma.sync split) or a count (that, in partial mode with Z GEMM_K ranges)\n"
+      "                      mma.sync split) or a count (that, in partial mode with min(Z, stages) GEMM_K\n"
+      "                      ranges, whatever the workspace; may change the tiles: pin them with --wgmma-tiles;\n"
+      "                      not with --wgmma-pass on)\n"
       "  --floor             time 1, 2 and 3 empty kernels as every row is timed (the harness's floor), exit\n"
       "  --no-cudnn          skip the cuDNN rows\n"
       "  --cudnn-ws-gb G     cap on cuDNN's workspace in GiB (16)\n"
@@ -1437,6 +1439,10 @@ int main(int argc, char** argv) {
     }
   } catch (const usage_error& e) {
     std::fprintf(stderr, "%s: %s (see --help)\n", kProg, e.what());
+    return 3;
+  }
+  if (o.wgmma_pass == 2 && o.wgmma_splits > 0) {
+    std::fprintf(stderr, "%s: --wgmma-pass on runs unsplit: it cannot take --wgmma-splits %d (see --help)\n", kProg, o.wgmma_splits);
     return 3;
   }
   convred::device::detail::wgmma_override().tiles = o.wgmma_tiles;  // (this thread runs every row)

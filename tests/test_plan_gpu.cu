@@ -99,7 +99,7 @@ TEST_CASE("conv2d_reduce_plan: the kernel the device rules pick, same result as 
   require_gpu();
   const convred::device::device_info dev = convred::device::device_info::current();
   const conv2d_problem served = make_problem(2, 9, 10, 40, 65, 3, 3, 1, 1);       // the wgmma kernel's shape
-  // K > 128, 1 tile of 2 passes: on an H200 the wgmma kernel's partial mode (tf32, bf16) or the mma.sync split (tf32x3)
+  // K > 128, 1 tile of 2 passes: on an H200 the wgmma kernel's partial mode (tf32, bf16, tf32x3)
   const conv2d_problem k_large = make_problem(1, 40, 6, 8, 130, 3, 3, 1, 1);
   const conv2d_problem nhwc = make_problem(2, 7, 11, 13, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, layout::nhwc);
   // 49 pixels, NHWC (not the wgmma kernel's): the mma.sync split path (NCHW on an H200: the wgmma kernel's
@@ -151,7 +151,7 @@ TEST_CASE("conv2d_reduce_plan: the kernel the device rules pick, same result as 
 TEST_CASE("conv2d_reduce_plan from a device_info: prepare accepts a device where the time model chose a split") {
   require_gpu();
   // K > 128 on 1 tile: the wgmma kernel would serve it fused; the plan's time model picks a split (the
-  // wgmma kernel's partial mode for tf32 on an H200, the mma.sync split for tf32x3, or off Hopper); prepare
+  // wgmma kernel's partial mode on an H200, the mma.sync split off Hopper); prepare
   // on the current device (described with its SM count) must accept that choice
   const conv2d_problem p = make_problem(1, 40, 6, 8, 130, 3, 3, 1, 1);
   const convred::device::device_info dev = convred::device::device_info::current();

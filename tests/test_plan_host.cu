@@ -362,6 +362,44 @@ TEST_CASE("choose_wgmma_splits: the wave model") {
   CHECK(convred::device::choose_wgmma_splits<P3>(p, k3, 132, 0.36, 1u << 20).pass_mode_s == 0.0);
 }
 
+TEST_CASE("conv2d_reduce_plan: the mma.sync split where the model estimates it faster; the splits test hook") {
+  device_info h200 = h100;
+  h200.sm_count = 132;
+  conv2d_problem p;  // a 1x1 layer on 1x1 images: one 256-row tile holding one pixel, 2048 -> 1024 channels
+  p.N = 1, p.C = 2048, p.H = p.W = 1, p.K = 1024, p.R = p.S = 1;
+  {
+    conv2d_reduce_plan<float> plan(p, h200);  // 3xTF32: the wgmma kernel serves it, the model prefers mma.sync
+    CAPTURE(plan.description());
+    CHECK(plan.kernel() == kernel_kind::mma_sync);
+    CHECK(plan.k_splits() > 0);
+    CHECK(has(plan.description(), "the mma.sync split is estimated faster"));
+  }
+  struct hook {  // detail::wgmma_override().splits for this scope
+    explicit hook(int z) { convred::device::detail::wgmma_override().splits = z; }
+    ~hook() { convred::device::detail::wgmma_override().splits = 0; }
+  };
+  {
+    const hook forced(-1);  // the wgmma kernel, its model's split count
+    conv2d_reduce_plan<float> plan(p, h200);
+    CAPTURE(plan.description());
+    CHECK(plan.kernel() == kernel_kind::wgmma);
+    CHECK(plan.k_splits() > 0);
+  }
+  {
+    const hook forced(3);
+    conv2d_reduce_plan<float> plan(p, h200);
+    CHECK(plan.kernel() == kernel_kind::wgmma);
+    CHECK(plan.k_splits() == 3);
+    CHECK(has(plan.description(), "split into 3 GEMM_K ranges"));
+  }
+  {
+    const hook forced(100000);  // at most one range per stage: 2048 / 8 channels
+    conv2d_reduce_plan<float> plan(p, h200);
+    CHECK(plan.k_splits() == 256);
+  }
+  CHECK(conv2d_reduce_plan<float>(p, h200).kernel() == kernel_kind::mma_sync);  // the hook reset
+}
+
 TEST_CASE("conv2d_reduce_plan: errors before any CUDA call") {
   conv2d_problem bad = seed();
   bad.C = 0;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <convred/device/conv2d_reduce_packed.cuh>
 
@@ -33,7 +34,7 @@ template <class Policy>
 void check_flat(const conv2d_problem& p, const convred::block::wgmma_conv_params& k, std::size_t smem) {
   constexpr int BM = Policy::block_m, E = 16 / Policy::filter_elem_bytes;
   CHECK(smem <= convred::device::detail::max_smem_per_block);
-  const std::int64_t st = p.stride_h, halo_h = (p.R - 1) / st, halo_w = (p.S - 1) / st;
+  const std::int64_t st = p.stride_h, halo_h = (p.R - 1) / st, halo_w = (p.S - 1) / p.stride_w;
   const std::int64_t hs = p.P() + halo_h - (st == 1 ? std::min(p.pad_h, halo_h) : 0),
                      pw = p.Q() + halo_w - (p.stride_w == 1 ? std::min(p.pad_w, halo_w) : 0);
   CHECK(k.flat == 1);
@@ -72,8 +73,16 @@ void check_flat(const conv2d_problem& p, const convred::block::wgmma_conv_params
   CHECK(k.stages <= convred::block::wgmma_max_stages);
   if (k.stages >= Policy::stages && k.stages < convred::block::wgmma_max_stages)
     CHECK(static_cast<std::int64_t>(smem) + k.stage_bytes > static_cast<std::int64_t>(convred::device::detail::max_smem_per_block));
-  // the pixel map of the kernel's consumers: first, last and a middle output
-  for (std::int64_t m : {std::int64_t(0), p.N * p.P() * p.Q() / 2, p.N * p.P() * p.Q() - 1}) {
+  // the pixel map of the kernel's consumers: first, last and a middle output, and in each of the first
+  // and last 8 images its four corners and the last column of its middle row (row ends, image
+  // boundaries, the last tile)
+  std::vector<std::int64_t> ms = {0, p.N * p.P() * p.Q() / 2, p.N * p.P() * p.Q() - 1};
+  for (std::int64_t n = 0; n < p.N; ++n) {
+    if (n == 8 && p.N > 16) n = p.N - 8;
+    const std::int64_t base = n * p.P() * p.Q(), P = p.P(), Q = p.Q();
+    for (std::int64_t m : {base, base + Q - 1, base + (P - 1) * Q, base + P * Q - 1, base + (P / 2) * Q + Q - 1}) ms.push_back(m);
+  }
+  for (const std::int64_t m : ms) {
     if (p.N == 0) break;
     const std::int64_t n = m / (p.P() * p.Q()), pp = m / p.Q() % p.P(), q = m % p.Q();
     const std::int64_t o = (n * hs + pp) * pw + q;
@@ -91,6 +100,7 @@ void check_flat(const conv2d_problem& p, const convred::block::wgmma_conv_params
       for (std::int64_t s0 = 0; s0 < p.S; ++s0) {
         const std::int64_t i = o + (r0 / st) * pw + s0 / p.stride_w;
         REQUIRE(i < k.flat_pixels);
+        REQUIRE(i - o / BM * BM < k.phase_pixels);  // within the tile's own window
         std::int32_t ni, ri, row, col;
         k.div_image.divmod(static_cast<std::int32_t>(i), ni, ri);
         k.div_pw.divmod(ri, row, col);

@@ -149,7 +149,7 @@ struct wgmma_conv_params {
   /// stage); 1 in fused mode
   std::int32_t splits = 1;
   /// @brief Pass mode when not null (and partial null): a work unit is (tile, channel pass), tiles * npass
-  /// of them, so that the SMs share out passes rather than whole tiles (a U-Net bottleneck at batch 32: 145
+  /// of them, so that the SMs share out passes rather than whole tiles (a U-Net bottleneck at batch 32: 136
   /// flat tiles x 8 passes on 132 SMs take 9 pass-times, not 16); each unit folds its pass's channels (bias,
   /// epilogue) into the pixels' reduction states, reduces them across the lanes and writes them to
   /// `states`, npass x N*P*Q states of the op (Op::accum_t<float>, [pass][m]), for

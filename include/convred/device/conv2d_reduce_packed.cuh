@@ -87,7 +87,10 @@ namespace detail {
 /// tiles, 2 flat tiles (where they serve; applied by choose_wgmma_params); pass: 0 the time model, 1 never
 /// pass mode, 2 pass mode wherever it applies (several channel passes, not 3xTF32), unsplit (applied by
 /// choose_wgmma_splits); splits: 0 the time model, -1 the wgmma kernel wherever it serves (the planner's
-/// mma.sync split not considered), z > 0 that and its partial mode with min(z, stages) GEMM_K ranges.
+/// mma.sync split not considered), z > 0 that and its partial mode with min(z, stages) GEMM_K ranges,
+/// whatever the workspace (max_workspace_bytes is not applied). choose_wgmma_params compares row and flat
+/// tiles through choose_wgmma_splits, so a forced z can change the tiles too (force them with `tiles`),
+/// and pass = 2 takes precedence over z (pass mode runs unsplit).
 struct wgmma_choice_override {
   int tiles = 0;   ///< 0 model, 1 rows, 2 flat
   int pass = 0;    ///< 0 model, 1 off, 2 on
