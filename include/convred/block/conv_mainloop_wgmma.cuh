@@ -169,8 +169,8 @@ struct wgmma_conv_params {
   /// the copy engine takes ~270 cycles per bulk copy of up to 4 KB whatever its size (bench/NOTES.md,
   /// session 12: 14.7 bytes per cycle per SM in copies of 4 KB, ~37 in copies of 16-48 KB). No TMA box, no
   /// transform, no gather in the kernel, and no tile shape to fit the image (7 x 7 images with a 3x3
-  /// filter, padding 1: 77% of the computed pixels are outputs, against 19% in 16 x 16 tiles). The packing pass reads x (the halos twice)
-  /// and writes xpack_bytes. 0: tiles of image rows.
+  /// filter, padding 1: 77% of the computed pixels are outputs, against 19% in 16 x 16 tiles). The
+  /// packing pass reads x (the halos twice) and writes xpack_bytes. 0: tiles of image rows.
   std::int32_t flat = 0;
   /// @brief flat: plane rows per image, P + (R - 1) / stride, less min(pad_h, R - 1) at stride 1; the
   /// pitch pw likewise Q + (S - 1) / stride, less min(pad_w, S - 1) at stride 1. At stride 1 the zero
