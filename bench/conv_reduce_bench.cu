@@ -258,6 +258,10 @@ struct options {
   /// diagnosis: 0 the time model; -1 the wgmma kernel wherever it serves (not the mma.sync split); z > 0
   /// that, in partial mode with z GEMM_K ranges
   int wgmma_splits = 0;
+  /// diagnosis: the wgmma kernel's split-K tail: 0 the time model, -1 never, t > 0 the last t tiles (with
+  /// wgmma_tail_splits GEMM_K ranges, 0: the model's)
+  long wgmma_tail = 0;
+  int wgmma_tail_splits = 0;
   /// diagnosis: time 1, 2 and 3 empty kernels (one block) the way every row is timed, print, exit
   bool floor = false;
   double cudnn_ws_gb = 16.0;
@@ -1333,6 +1337,10 @@ void print_help() {
       "                      mma.sync split) or a count (that, in partial mode with min(Z, stages) GEMM_K\n"
       "                      ranges, whatever the workspace; may change the tiles: pin them with --wgmma-tiles;\n"
       "                      not with --wgmma-pass on)\n"
+      "  --wgmma-tail T[:Z]  diagnosis: the wgmma kernel's split-K tail, T = model (default), off or a tile\n"
+      "                      count (the last min(T, tiles - 1) tiles in partial mode, with Z GEMM_K ranges or\n"
+      "                      the model's best; where the tiles allow a tail: flat or whole-row tiles, at least\n"
+      "                      as many as SMs)\n"
       "  --floor             time 1, 2 and 3 empty kernels as every row is timed (the harness's floor), exit\n"
       "  --no-cudnn          skip the cuDNN rows\n"
       "  --cudnn-ws-gb G     cap on cuDNN's workspace in GiB (16)\n"
@@ -1406,6 +1414,18 @@ options parse_args(int argc, char** argv, bool& help) {
       else if (v == "wgmma") o.wgmma_splits = -1;
       else if (!v.empty() && *end == '\0' && z >= 1 && z <= 4096) o.wgmma_splits = static_cast<int>(z);
       else throw usage_error("--wgmma-splits: '" + v + "' is not one of model, wgmma or a count in [1, 4096]");
+    } else if (a == "--wgmma-tail") {
+      const std::string v = value();
+      const std::size_t colon = v.find(':');
+      const std::string t = v.substr(0, colon), z = colon == std::string::npos ? "" : v.substr(colon + 1);
+      char* end = nullptr;
+      const long tn = std::strtol(t.c_str(), &end, 10);
+      const bool t_ok = !t.empty() && *end == '\0' && tn >= 1 && tn <= (1L << 30);
+      const long zn = std::strtol(z.c_str(), &end, 10);
+      const bool z_ok = colon == std::string::npos || (!z.empty() && *end == '\0' && zn >= 1 && zn <= 4096);
+      if ((v == "model" || v == "off") && colon == std::string::npos) o.wgmma_tail = v == "model" ? 0 : -1;
+      else if (t_ok && z_ok) o.wgmma_tail = tn, o.wgmma_tail_splits = colon == std::string::npos ? 0 : static_cast<int>(zn);
+      else throw usage_error("--wgmma-tail: '" + v + "' is not one of model, off, T or T:Z (counts >= 1)");
     } else if (a == "--floor") {
       flag();
       o.floor = true;
@@ -1448,6 +1468,8 @@ int main(int argc, char** argv) {
   convred::device::detail::wgmma_override().tiles = o.wgmma_tiles;  // (this thread runs every row)
   convred::device::detail::wgmma_override().pass = o.wgmma_pass;
   convred::device::detail::wgmma_override().splits = o.wgmma_splits;
+  convred::device::detail::wgmma_override().tail = o.wgmma_tail;
+  convred::device::detail::wgmma_override().tail_splits = o.wgmma_tail_splits;
 
   int ndev = 0;
   if (const cudaError_t e = cudaGetDeviceCount(&ndev); e != cudaSuccess || ndev == 0) {

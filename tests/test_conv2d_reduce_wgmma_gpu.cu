@@ -465,6 +465,108 @@ TEST_CASE("conv2d_reduce_packed_split wgmma pass mode on row tiles: tf32 and bf1
   run(wg<math::bf16>{}, "wgmma bf16");
 }
 
+namespace {
+
+/// Forces a split-K tail (detail::wgmma_override) for its lifetime: tiles 1 rows / 2 flat, the head's
+/// mode (pass 1 fused, 2 pass mode), the last `tail` tiles with `splits` GEMM_K ranges (0: the model's).
+struct force_tail {
+  force_tail(int tiles, int pass, std::int64_t tail, int splits) {
+    auto& o = convred::device::detail::wgmma_override();
+    o = {};
+    o.tiles = tiles, o.pass = pass, o.tail = tail, o.tail_splits = splits;
+  }
+  ~force_tail() { convred::device::detail::wgmma_override() = {}; }
+};
+
+/// A split-K tail run: the shape, the tiles, the head's mode, tail tiles and splits.
+struct tail_case {
+  conv2d_problem p;
+  int tiles;  ///< 1 rows (whole-row tiles: tiles_q = 1), 2 flat
+  int pass;   ///< 1 fused head, 2 pass-mode head
+  std::int64_t tail;
+  int splits;
+};
+
+/// Split-K tails (forced) under Policy against float64: flat tiles at stride 1 and 2 (the gathering
+/// variant), narrow row tiles (whole rows: tiles_q = 1), fused and pass-mode heads, a head of one tile
+/// (tail = tiles - 1, more asked), one split per stage (splits = kt), K with a channel tail and odd K (the
+/// fixup's scalar loads, the raw store's single channels), the head's pixels ending mid-image and
+/// mid-row; ops min / argmin / mean in turn, a scale epilogue of either sign, bias on and off, then exact
+/// integer argmin (ties: the lowest index). Checks the plan's tail (tiles, splits, pixels against
+/// conv_mainloop_wgmma::first_pixel) on the device, and that wide row tiles (tiles_q > 1) refuse a tail.
+template <class Policy>
+void tail_sweep(const char* label, std::uint64_t seed) {
+  require_gpu();
+  using mainloop = convred::block::conv_mainloop_wgmma<Policy>;
+  const tail_case cases[] = {
+      {make_problem(6, 20, 14, 14, 257, 3, 3, 1, 1), 2, 1, 2, 2},          // flat, 3 passes, fused head
+      {make_problem(6, 20, 14, 14, 257, 3, 3, 1, 1), 2, 2, 3, 3},          // the same, pass-mode head
+      {make_problem(5, 17, 15, 18, 33, 3, 3, 1, 1, 2, 2), 2, 1, 1, 2},     // flat stride 2 (phases)
+      {make_problem(3, 9, 28, 28, 130, 3, 3, 1, 1), 1, 1, 5, 0},           // whole-row tiles, model's splits
+      {make_problem(3, 9, 28, 28, 130, 3, 3, 1, 1), 1, 2, 4, 2},           // the same, pass-mode head
+      {make_problem(4, 33, 9, 12, 65, 1, 1), 2, 1, 100, 1000},             // 1x1: head of one tile, splits = kt
+      {make_problem(7, 12, 10, 11, 7, 3, 3, 0, 0), 2, 1, 2, 2},            // K = 7 (odd), no padding
+  };
+  int which = 0;
+  for (const tail_case& c : cases) {
+    const conv2d_problem& p = c.p;
+    const force_tail forced(c.tiles, c.pass, c.tail, c.splits);
+    if (on_hopper()) {
+      INFO(describe(p));
+      const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen);
+      REQUIRE(plan.served);
+      CHECK(plan.k.flat == (c.tiles == 2));
+      REQUIRE(plan.k.tiles >= 2);
+      CHECK(plan.tail_tiles == std::min<std::int64_t>(c.tail, plan.k.tiles - 1));
+      if (c.splits > 0) CHECK(plan.tail_splits == std::min(c.splits, plan.k.kt));
+      CHECK(plan.tail_splits >= 1);
+      CHECK(plan.pass_mode == (c.pass == 2));
+      CHECK(plan.tail_pixels == p.gemm_m() - mainloop::first_pixel(plan.k, plan.k.tiles - plan.tail_tiles));
+      CHECK(plan.tail_pixels > 0);
+      CHECK(plan.tail_pixels < p.gemm_m());
+    }
+    for (int r = 0; r < 3; ++r)
+      check_split_run<Policy>(std::string(label) + " tail " + std::to_string(c.tail) + ":" + std::to_string(c.splits) +
+                                  (c.pass == 2 ? " pass head " : " fused head ") + describe(p),
+                              p, 0, which++, ++seed);
+    const auto d = make_data<float>(p, ++seed, data_kind::integer);
+    opts o;
+    o.exact = true;
+    o.splits = 0;
+    check_fused<packed_split_entry<Policy>>(std::string(label) + " tail exact argmin " + describe(p), p, d, op::argmin{},
+                                            epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+  }
+  if (on_hopper()) {  // wide row tiles (Q > 64: two column tiles) cover no contiguous pixel range: no tail
+    const force_tail forced(1, 1, 2, 2);
+    const conv2d_problem p = make_problem(2, 9, 12, 140, 33, 3, 3, 1, 1);
+    const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen);
+    CHECK(plan.k.tiles_q > 1);
+    CHECK(plan.tail_tiles == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("conv2d_reduce_packed_split wgmma split-K tail: tf32 and bf16 vs float64") {
+  tail_sweep<wg<math::tf32>>("wgmma tf32", 47000);
+  tail_sweep<wg<math::bf16>>("wgmma bf16", 47100);
+}
+
+TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: split-K tail") {
+  require_gpu();
+  auto run = [](auto policy, const char* name, const conv2d_problem& p, int tiles, int pass, auto op) {
+    using Policy = decltype(policy);
+    const force_tail forced(tiles, pass, 2, 2);
+    const auto d = make_data<float>(p, 63, data_kind::real);
+    opts o;
+    o.splits = 0;
+    o.gain = 2;
+    check_fused<packed_split_entry<Policy>>(name, p, d, op, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+  };
+  run(wg<math::tf32>{}, "sanitizer tail tf32 flat pass head", make_problem(9, 20, 7, 7, 140, 3, 3, 1, 1), 2, 2, op::argmin{});
+  run(wg<math::bf16>{}, "sanitizer tail bf16 rows fused head", make_problem(3, 9, 20, 20, 33, 3, 3, 1, 1), 1, 1, op::min{});
+}
+
 TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: flat tiles") {
   require_gpu();
   auto run = [](auto policy, const char* name, const conv2d_problem& p, int splits, std::uint64_t seed, auto op) {

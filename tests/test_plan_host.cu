@@ -8,7 +8,9 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <random>
 #include <string>
+#include <vector>
 
 #include <convred/device/conv2d_reduce_plan.cuh>
 
@@ -234,7 +236,7 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
   // phases x (256 + the taps' reach) pixels x 16 bytes); then splits x N P Q x K floats, or in
   // pass mode npass x N P Q states of 8 bytes
   auto wgmma_bytes = [](const conv2d_problem& p, std::size_t block_c, std::size_t parts, std::size_t elem, int splits,
-                        bool flat, bool pass) {
+                        bool flat, bool pass, std::size_t tail_pixels = 0, std::size_t tail_splits = 0) {
     const std::size_t npass = static_cast<std::size_t>((p.K + 127) / 128),
                       kt = static_cast<std::size_t>(p.C) / block_c + (static_cast<std::size_t>(p.C) % block_c != 0);
     const std::size_t packed = npass * kt * parts * static_cast<std::size_t>(p.R * p.S) * 128u * block_c * elem;
@@ -250,6 +252,9 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
       xpack = parts * kt * (block_c / (16 / elem)) * static_cast<std::size_t>(tiles * phases * (256 + hh * pw + hw)) * 16u;
     }
     const std::size_t m = static_cast<std::size_t>(p.gemm_m());
+    if (tail_pixels > 0)  // pass mode's states of the head's pixels (16-byte aligned), then the tail's partial sums
+      return (packed + 15) / 16 * 16 + xpack + (pass ? (npass * (m - tail_pixels) * 8u + 15) / 16 * 16 : 0) +
+             tail_splits * tail_pixels * static_cast<std::size_t>(p.K) * 4u;
     return (packed + 15) / 16 * 16 + xpack + (pass ? npass * m * 8u : static_cast<std::size_t>(splits) * m * static_cast<std::size_t>(p.K) * 4u);
   };
   struct row {
@@ -265,8 +270,9 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
       {"VGG-16 conv3 n1", layer(1, 256, 56, 256, 3, 1, 1), 4, 4, 4},
       // U-Net bottleneck at batch 1: 5 flat tiles (33 x 33 plane pixels), 8 passes: 5 x 8 x 3 = 120 units
       {"U-Net bottleneck n1", layer(1, 512, 32, 1024, 3, 1, 1), 3, 3, 3},
-      // ... at batch 32: 136 flat tiles x 8 passes in pass mode (tf32, bf16): 1,088 units, 9 pass-times
-      // rather than the fused kernel's 16; 3xTF32 (no pass mode) fused
+      // ... at batch 32: 136 flat tiles (tf32, bf16): the first 132 fused (one wave of 8 pass-times), the last 4
+      // as a split-K tail of 4 x 8 passes x 4 GEMM_K ranges (128 units of a quarter pass): 8.25 pass-times,
+      // where pass mode's 1,088 units take 9 and the fused kernel 16; 3xTF32 (no tail, no pass mode) fused
       {"U-Net bottleneck n32", layer(32, 512, 32, 1024, 3, 1, 1), 0, 0, 0},
       // ResNet-50 layer4 3x3 at batch 32: 7 x 7 images, 4 per flat tile (8 x 8 plane pixels each): 8 tiles x 4
       // passes x 4 = 128 units
@@ -291,6 +297,17 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
       CHECK(plan.kernel() == kernel_kind::wgmma);
       CHECK(plan.k_splits() == splits);
       const bool flat = has(plan.description(), "flat"), pass = has(plan.description(), "pass mode");
+      if (has(plan.description(), "split-K tail")) {  // the U-Net bottleneck at batch 32 (tf32, bf16)
+        CHECK(std::string(r.name) == "U-Net bottleneck n32");
+        CHECK(splits == 0);
+        CHECK(has(plan.description(), "(132 tiles = 132 work units, then the last 4 tiles x 8 channel passes x 4 GEMM_K "
+                                      "ranges = 128 work units for 132 SMs; 992 pixels' partial sums"));
+        // the tail's first pixel: flat tile 132 starts at plane pixel 132 x 256 = 33,792 = 31 x 1,089 + 33
+        // (33 x 33 plane pixels per image): image 31, row 1, column 0, output 31 x 1,024 + 32 = 31,776
+        CHECK(plan.workspace_bytes() == wgmma_bytes(r.p, block_c, parts, elem, 0, flat, pass, 32768 - 31776, 4));
+        CHECK(has(plan.description(), (std::to_string(plan.workspace_bytes()) + "-byte workspace").c_str()));
+        return;
+      }
       if (splits == 0) {
         CHECK_FALSE(has(plan.description(), "split"));
         if (!flat && !pass) {
@@ -312,7 +329,7 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
   // x 4 = 12,845,056 bytes of partial sums
   CHECK(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h200).workspace_bytes() == 23756800u);
   // the flat and pass-mode choices the rows rely on, as the descriptions name them
-  CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[3].p, h200).description(), "pass mode (136 tiles x 8 channel passes"));
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[3].p, h200).description(), "with a split-K tail (132 tiles"));
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[4].p, h200).description(), "flat 256-pixel tiles"));
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[5].p, h200).description(), "flat 256-pixel tiles"));
   CHECK_FALSE(has(conv2d_reduce_plan<float, math::tf32>(rows[7].p, h200).description(), "flat"));
@@ -360,6 +377,126 @@ TEST_CASE("choose_wgmma_splits: the wave model") {
   REQUIRE(convred::block::conv_mainloop_wgmma<P3>::make_params(p, convred::device::detail::wgmma_tail_bytes<P3, convred::op::argmin>(),
                                                                convred::device::detail::max_smem_per_block, k3, smem));
   CHECK(convred::device::choose_wgmma_splits<P3>(p, k3, 132, 0.36, 1u << 20).pass_mode_s == 0.0);
+}
+
+TEST_CASE("choose_wgmma_splits: the split-K tail of the last wave") {
+  using convred::device::wgmma_wave_seconds;
+  // round-robin over 4 SMs: 10 units of 1 s: 3 waves; 8 + 4 tail units of 0.25 s: 2.25; 6 + 3: blocks 0 and 1
+  // take a third head unit, the tail's units go to blocks 2, 3 and 0: 2.25
+  CHECK(wgmma_wave_seconds(10, 1.0, 0, 0.25, 4) == doctest::Approx(3.0));
+  CHECK(wgmma_wave_seconds(8, 1.0, 4, 0.25, 4) == doctest::Approx(2.25));
+  CHECK(wgmma_wave_seconds(6, 1.0, 3, 0.25, 4) == doctest::Approx(2.25));
+  CHECK(wgmma_wave_seconds(5, 1.0, 2, 0.25, 4) == doctest::Approx(2.0));
+  CHECK(wgmma_wave_seconds(0, 1.0, 9, 0.25, 4) == doctest::Approx(0.75));
+
+  using P = convred::default_wgmma_policy<math::tf32>::type;
+  using mainloop = convred::block::conv_mainloop_wgmma<P>;
+  conv2d_problem p;  // the U-Net bottleneck at batch 32: x (32, 512, 32, 32), K = 1024, 3x3, padding 1
+  p.N = 32, p.C = 512, p.H = p.W = 32, p.K = 1024, p.R = p.S = 3, p.pad_h = p.pad_w = 1;
+  convred::block::wgmma_conv_params k;
+  std::size_t smem = 0;
+  REQUIRE(mainloop::make_params(p, convred::device::detail::wgmma_tail_bytes<P, convred::op::argmin>(),
+                                convred::device::detail::max_smem_per_block, k, smem, true));
+  REQUIRE(k.tiles == 136);
+  REQUIRE(k.npass == 8);
+  REQUIRE(k.kt == 64);
+  CHECK(mainloop::tail_serves(k));
+  CHECK(mainloop::first_pixel(k, 132) == 31776);
+  CHECK(mainloop::first_pixel(k, 136) == 32768);
+  const auto e = convred::device::choose_wgmma_splits<P>(p, k, 132);
+  CHECK(e.splits == 0);
+  CHECK(e.tail_tiles == 4);
+  CHECK(e.tail_splits == 4);
+  CHECK_FALSE(e.pass_mode);  // a fused head: 132 tiles, one wave of 8 passes, no combine
+  const double pass_s = 2.0 * 256 * 128 * 4608 / 3e12;
+  const double pre = e.fused_s - 16 * pass_s;  // the packing pass (fused: 2 waves of 8 passes)
+  CHECK(e.tail_s == doctest::Approx(pre + 8.25 * pass_s + 2.0 * 4 * 992 * 1024 * 4 / 3e12 + 5e-6));
+  CHECK(e.tail_s < e.pass_mode_s);
+  CHECK(e.pass_mode_s < e.fused_s);
+  {  // the hook: no tail (pass mode then), or a forced one
+    auto& o = convred::device::detail::wgmma_override();
+    o.tail = -1;
+    const auto off = convred::device::choose_wgmma_splits<P>(p, k, 132);
+    CHECK(off.tail_tiles == 0);
+    CHECK(off.pass_mode);
+    o.tail = 10, o.tail_splits = 3, o.pass = 2;
+    const auto on = convred::device::choose_wgmma_splits<P>(p, k, 132);
+    CHECK(on.tail_tiles == 10);
+    CHECK(on.tail_splits == 3);
+    CHECK(on.pass_mode);
+    o.tail = 1000, o.tail_splits = 1000, o.pass = 1;  // at most tiles - 1 tiles, kt splits
+    const auto most = convred::device::choose_wgmma_splits<P>(p, k, 132);
+    CHECK(most.tail_tiles == 135);
+    CHECK(most.tail_splits == 64);
+    CHECK_FALSE(most.pass_mode);
+    o = {};
+  }
+  // 3xTF32: no tail (its consumers decide the mode per kernel, not per unit)
+  using P3 = convred::default_wgmma_policy<math::tf32x3>::type;
+  convred::block::wgmma_conv_params k3;
+  REQUIRE(convred::block::conv_mainloop_wgmma<P3>::make_params(p, convred::device::detail::wgmma_tail_bytes<P3, convred::op::argmin>(),
+                                                               convred::device::detail::max_smem_per_block, k3, smem, true));
+  CHECK(convred::device::choose_wgmma_splits<P3>(p, k3, 132, 0.36).tail_tiles == 0);
+  // wide row tiles (tiles_q > 1) cover no contiguous pixel range: no tail
+  conv2d_problem wide = p;
+  wide.N = 64, wide.H = 64, wide.W = 200, wide.K = 64, wide.C = 32;
+  convred::block::wgmma_conv_params kw;
+  REQUIRE(mainloop::make_params(wide, convred::device::detail::wgmma_tail_bytes<P, convred::op::argmin>(),
+                                convred::device::detail::max_smem_per_block, kw, smem));
+  REQUIRE(kw.tiles_q > 1);
+  CHECK_FALSE(mainloop::tail_serves(kw));
+  CHECK(convred::device::choose_wgmma_splits<P>(wide, kw, 132).tail_tiles == 0);
+}
+
+TEST_CASE("conv_mainloop_wgmma::first_pixel: tiles t, t + 1, ... cover the outputs from first_pixel(t) on, in order") {
+  using P = convred::default_wgmma_policy<math::tf32>::type;
+  using mainloop = convred::block::conv_mainloop_wgmma<P>;
+  std::mt19937_64 rng(4711);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int checked = 0;
+  for (int i = 0; i < 300; ++i) {
+    conv2d_problem p;
+    p.N = pick(1, 6), p.C = pick(1, 40), p.K = pick(1, 300);
+    p.R = p.S = pick(0, 1) ? 3 : 1;
+    p.H = pick(p.R, 40), p.W = pick(p.S, 80);
+    p.pad_h = pick(0, 2), p.pad_w = pick(0, 2);
+    p.stride_h = p.stride_w = pick(1, 2);
+    const bool flat = pick(0, 1) == 1;
+    convred::block::wgmma_conv_params k;
+    std::size_t smem = 0;
+    if (!mainloop::make_params(p, convred::device::detail::wgmma_tail_bytes<P, convred::op::argmin>(),
+                               convred::device::detail::max_smem_per_block, k, smem, flat) ||
+        !mainloop::tail_serves(k))
+      continue;
+    INFO("N " << p.N << " H " << p.H << " W " << p.W << " R " << p.R << " pad " << p.pad_h << "," << p.pad_w << " stride "
+              << p.stride_h << (flat ? " flat" : " rows"));
+    // the least output pixel of each tile (brute force over its block_m GEMM rows), then a suffix minimum
+    const std::int64_t M = p.gemm_m();
+    std::vector<std::int64_t> least(static_cast<std::size_t>(k.tiles) + 1, M), most(static_cast<std::size_t>(k.tiles), -1);
+    for (std::int64_t t = 0; t < k.tiles; ++t)
+      for (int px = 0; px < P::block_m; ++px) {
+        std::int64_t m = -1;
+        if (flat) {
+          const std::int64_t o = t * P::block_m + px, image = std::int64_t(k.flat_rows) * k.pw;
+          const std::int64_t n = o / image, row = o % image / k.pw, col = o % k.pw;
+          if (n < k.N && row < k.P && col < k.Q) m = (n * k.P + row) * k.Q + col;
+        } else {
+          const std::int64_t n = t / k.tiles_p, tp = t % k.tiles_p;
+          const std::int64_t row = tp * k.tile_rows + px / k.tile_cols, col = px % k.tile_cols;
+          if (row < k.P && col < k.Q) m = (n * k.P + row) * k.Q + col;
+        }
+        if (m >= 0) least[static_cast<std::size_t>(t)] = std::min(least[static_cast<std::size_t>(t)], m);
+        most[static_cast<std::size_t>(t)] = std::max(most[static_cast<std::size_t>(t)], m);
+      }
+    for (std::int64_t t = k.tiles - 1; t >= 0; --t)
+      least[static_cast<std::size_t>(t)] = std::min(least[static_cast<std::size_t>(t)], least[static_cast<std::size_t>(t) + 1]);
+    for (std::int64_t t = 0; t <= k.tiles; ++t) CHECK(mainloop::first_pixel(k, t) == least[static_cast<std::size_t>(t)]);
+    // contiguous: every pixel of tile t lies below every pixel of the later tiles
+    for (std::int64_t t = 0; t + 1 < k.tiles; ++t) CHECK(most[static_cast<std::size_t>(t)] < least[static_cast<std::size_t>(t) + 1]);
+    CHECK(least[0] == 0);
+    ++checked;
+  }
+  CHECK(checked > 100);
 }
 
 TEST_CASE("conv2d_reduce_plan: the mma.sync split where the model estimates it faster; the splits test hook") {

@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstddef>
@@ -79,11 +80,16 @@ struct wgmma_split_estimate {
   double fused_s = 0;    ///< estimated time of the fused kernel (seconds)
   double split_s = 0;    ///< estimated time of the partial mode with `splits` splits (0 when splits is 0)
   std::int64_t units = 0;  ///< work units of that partial mode: tiles x npass x splits (0 when splits is 0)
+  /// with splits = 0: the last tail_tiles tiles run as a split-K tail (wgmma_conv_params::tail_tiles) after a
+  /// head in pass mode (pass_mode) or fused; 0: no tail
+  std::int64_t tail_tiles = 0;
+  int tail_splits = 0;   ///< GEMM_K splits of the tail's channel passes (0 without a tail)
+  double tail_s = 0;     ///< estimated time with that tail (0 without one)
 };
 
 namespace detail {
 
-/// Test hook: forces the choices of `chosen` plans on this host thread. tiles: 0 the time model, 1 row
+/// Test hook: forces the choices of `chosen` plans on this host thread (tail: see the member). tiles: 0 the time model, 1 row
 /// tiles, 2 flat tiles (where they serve; applied by choose_wgmma_params); pass: 0 the time model, 1 never
 /// pass mode, 2 pass mode wherever it applies (several channel passes, not 3xTF32), unsplit (applied by
 /// choose_wgmma_splits); splits: 0 the time model, -1 the wgmma kernel wherever it serves (the planner's
@@ -95,6 +101,10 @@ struct wgmma_choice_override {
   int tiles = 0;   ///< 0 model, 1 rows, 2 flat
   int pass = 0;    ///< 0 model, 1 off, 2 on
   int splits = 0;  ///< 0 model, -1 wgmma over the mma.sync split, z > 0 wgmma with z GEMM_K ranges
+  /// split-K tail (applied by choose_wgmma_splits where the tiles allow one and no split is forced): 0 model,
+  /// -1 never, t > 0 the last min(t, tiles - 1) tiles (with tail_splits, or the model's best splits for them)
+  std::int64_t tail = 0;
+  int tail_splits = 0;  ///< with tail > 0: min(z, kt) GEMM_K splits of the tail (0: the model's)
 };
 /// This thread's wgmma_choice_override (all zero: the time model decides).
 inline wgmma_choice_override& wgmma_override() {
@@ -103,6 +113,68 @@ inline wgmma_choice_override& wgmma_override() {
 }
 
 }  // namespace detail
+
+/// @brief Longest run of a block under the persistent kernel's round-robin (block b takes units b, b +
+/// G, ...; G = `sms`): `head` units of `head_s` seconds, then `tail` units of `tail_s` seconds.
+inline double wgmma_wave_seconds(std::int64_t head, double head_s, std::int64_t tail, double tail_s, std::int64_t sms) {
+  const std::int64_t q1 = head / sms, r1 = head % sms, q2 = tail / sms, r2 = tail % sms;
+  // the head's last r1 units go to blocks [0, r1), the tail's last r2 to [r1, r1 + r2) mod sms
+  double extra = std::max(r1 > 0 ? head_s : 0.0, r2 > 0 ? tail_s : 0.0);
+  if (r1 > 0 && r2 > 0 && r1 + r2 > sms) extra = head_s + tail_s;  // the tail's wraps onto the head's
+  return q1 * head_s + q2 * tail_s + extra;
+}
+
+/// @brief The split-K tail's part of choose_wgmma_splits (tiles >= sm_count, the estimate e's fused and
+/// pass mode times set; not under 3xTF32, whose consumers spill when they decide the mode per unit): for
+/// tiles that cover contiguous output pixels (conv_mainloop_wgmma::tail_serves),
+/// the last T tiles (1 <= T < tiles, T <= 2 sm_count) in partial mode with Z GEMM_K splits (1 <= Z <= kt;
+/// Z = 1 only after a fused head of several passes), after a head of the other tiles fused or in pass mode
+/// (pass mode where e.pass_mode_s is set). The time: the persistent kernel's longest block
+/// (wgmma_wave_seconds over the head's units, npass pass times each fused or one in pass mode, and the
+/// tail's T x npass x Z units of ceil(kt / Z) / kt pass times), `pre` (flat tiles' packing), the pass
+/// head's combine as in pass mode (over the head's pixels), and the tail's fixup as partial mode's (2 x Z
+/// x its pixels x K x 4 bytes at split_workspace_bytes_per_s, and split_fixed_seconds), for Z x its pixels
+/// x K x 4 bytes within `max_workspace_bytes`. The least such time, when below both unsplit estimates,
+/// sets e.tail_tiles, e.tail_splits, e.tail_s and (the head's mode) e.pass_mode. The test hook
+/// detail::wgmma_override().tail: -1 never, t > 0 the last min(t, tiles - 1) tiles whatever the time and
+/// the SM count (its tail_splits, else the best Z for them; the hook's pass 1 / 2: a fused / pass-mode
+/// head).
+template <class Policy>
+void choose_wgmma_tail(const conv2d_problem& p, const block::wgmma_conv_params& k, int sm_count, double pre,
+                       double pass_s, std::size_t max_workspace_bytes, wgmma_split_estimate& e) {
+  using mainloop = block::conv_mainloop_wgmma<Policy>;
+  const detail::wgmma_choice_override& o = detail::wgmma_override();
+  // (3xTF32: no tail; see kernel::consume)
+  if (o.tail < 0 || Policy::parts == 2 || !mainloop::tail_serves(k) || k.tiles < 2) return;
+  const std::int64_t M = p.gemm_m(), sms = sm_count;
+  double best = e.pass_mode ? e.pass_mode_s : e.fused_s;  // the unsplit choice
+  const bool forced = o.tail > 0;
+  if (forced) best = std::numeric_limits<double>::infinity();
+  const std::int64_t t_lo = forced ? std::min<std::int64_t>(o.tail, k.tiles - 1) : 1;
+  const std::int64_t t_hi = forced ? t_lo : std::min<std::int64_t>(k.tiles - 1, 2 * sms);
+  // the head's modes: fused, pass mode where it applies (the hook's pass: 1 fused only, 2 pass mode only)
+  for (int pass_head = o.pass == 2 ? 1 : 0; pass_head <= (e.pass_mode_s > 0 && o.pass != 1 ? 1 : 0); ++pass_head) {
+    const std::int64_t per_head = pass_head ? k.npass : 1;
+    const double head_s = pass_head ? pass_s : k.npass * pass_s;
+    for (std::int64_t T = t_lo; T <= t_hi; ++T) {
+      const std::int64_t pixels = M - mainloop::first_pixel(k, k.tiles - T);  // the tail's
+      const double combine = pass_head ? 2.0 * k.npass * static_cast<double>(M - pixels) * pass_state_bytes /
+                                                 split_workspace_bytes_per_s +
+                                             split_fixed_seconds
+                                       : 0.0;
+      const int z_lo = forced && o.tail_splits > 0 ? std::min(o.tail_splits, k.kt) : (pass_head || k.npass == 1 ? 2 : 1);
+      const int z_hi = forced && o.tail_splits > 0 ? z_lo : k.kt;
+      for (int z = z_lo; z <= z_hi; ++z) {
+        const double sums = static_cast<double>(z) * static_cast<double>(pixels) * static_cast<double>(p.K) * 4.0;
+        if (!forced && sums > static_cast<double>(max_workspace_bytes)) break;
+        const double tail_unit = pass_s * static_cast<double>((k.kt + z - 1) / z) / k.kt;
+        const double t = pre + combine + 2.0 * sums / split_workspace_bytes_per_s + split_fixed_seconds +
+                         wgmma_wave_seconds((k.tiles - T) * per_head, head_s, T * k.npass * z, tail_unit, sms);
+        if (t < best) best = t, e.tail_tiles = T, e.tail_splits = z, e.tail_s = t, e.pass_mode = pass_head != 0;
+      }
+    }
+  }
+}
 
 /// @brief The wave model of the wgmma kernel, fused and in partial (split-K) mode, for problem p with the
 /// parameters k that block::conv_mainloop_wgmma<Policy>::make_params made for it, on a GPU of `sm_count`
@@ -123,10 +195,12 @@ inline wgmma_choice_override& wgmma_override() {
 /// sums (8.6 us) + 5 us = 64 us (tests/test_plan_host.cu checks these numbers). Flat tiles
 /// (wgmma_conv_params::flat) add the packing pass to both: x and the packed planes at
 /// plan_xpack_bytes_per_s, plus plan_xpack_fixed_seconds.
+/// When the tiles fill the GPU (tiles >= sm_count), only a split-K tail over the last wave's tiles is
+/// considered (choose_wgmma_tail: e.tail_tiles, e.tail_splits, e.tail_s), after a fused or pass-mode head.
 /// The test hook detail::wgmma_override().pass, where pass mode applies and sm_count > 0: 1 never pass
-/// mode, 2 pass mode and no split.
-/// @return splits = 0 (fused) when sm_count <= 0 (unknown), the tiles fill the GPU, or no split is
-///   estimated faster; fused_s is always set.
+/// mode, 2 pass mode and no split (a tail only when the hook forces one).
+/// @return splits = 0 (unsplit: fused, pass mode, or a tail after either) when sm_count <= 0 (unknown),
+///   the tiles fill the GPU, or no split is estimated faster; fused_s is always set.
 template <class Policy>
 wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::wgmma_conv_params& k, int sm_count,
                                          double speed = 1.0,
@@ -152,6 +226,7 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
     if (forced == 1) e.pass_mode = false;
     if (forced == 2) {
       e.pass_mode = true;
+      if (detail::wgmma_override().tail > 0) choose_wgmma_tail<Policy>(p, k, sm_count, pre, pass_s, max_workspace_bytes, e);
       return e;
     }
   }
@@ -166,7 +241,11 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
     e.pass_mode = false;
     return e;
   }
-  if (sm_count <= 0 || k.tiles >= sm_count || k.tiles <= 0 || k.kt < 1) return e;
+  if (sm_count <= 0 || k.tiles <= 0 || k.kt < 1) return e;
+  if (k.tiles >= sm_count || detail::wgmma_override().tail > 0) {  // enough tiles: at most a split-K tail
+    choose_wgmma_tail<Policy>(p, k, sm_count, pre, pass_s, max_workspace_bytes, e);
+    return e;
+  }
   const double unsplit = e.pass_mode ? e.pass_mode_s : e.fused_s;
   for (int z = 1; z <= k.kt; ++z) {
     if (static_cast<double>(z) * plane > static_cast<double>(max_workspace_bytes)) break;
@@ -198,7 +277,7 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
   if (!has_rect && !has_flat) return false;
   auto best = [&](const block::wgmma_conv_params& c) {
     const wgmma_split_estimate e = choose_wgmma_splits<Policy>(p, c, sm_count, plan_math_speed<typename Policy::math>());
-    return e.splits > 0 ? e.split_s : e.pass_mode ? e.pass_mode_s : e.fused_s;
+    return e.splits > 0 ? e.split_s : e.tail_tiles > 0 ? e.tail_s : e.pass_mode ? e.pass_mode_s : e.fused_s;
   };
   // (a 1 x 1 filter with x gathered leaves the row tiles' producer no time at all: plan_wgmma_gather_slowdown
   // understates it, so flat tiles take it whenever they serve); the test hook wgmma_override may force
@@ -265,8 +344,13 @@ struct wgmma_plan_t {
   block::wgmma_conv_params k;    ///< launch parameters (when served)
   std::size_t smem_bytes = 0;     ///< dynamic shared memory: the stages, then the reduction and mbarriers
   /// unsplit runs of conv2d_reduce_packed_split take pass mode (choose_wgmma_splits estimates it faster
-  /// than the fused kernel; `chosen` plans only)
+  /// than the fused kernel; `chosen` plans only); with a tail, the head's mode
   bool pass_mode = false;
+  /// unsplit runs of conv2d_reduce_packed_split end with a split-K tail of this many tiles (`chosen`
+  /// plans only: choose_wgmma_splits's tail_tiles; 0: none)
+  std::int64_t tail_tiles = 0;
+  int tail_splits = 0;          ///< GEMM_K splits of the tail
+  std::int64_t tail_pixels = 0; ///< output pixels of the tail tiles, N*P*Q - conv_mainloop_wgmma::first_pixel
 };
 
 /// Shared memory after the stages: the reduction state of Op or of argmin (the largest standard state),
@@ -318,7 +402,11 @@ wgmma_plan_t wgmma_plan(const conv2d_problem& p, wgmma_tiles tiles = wgmma_tiles
     if (plan.served) {
       const wgmma_split_estimate e = choose_wgmma_splits<Policy>(p, plan.k, sms, plan_math_speed<typename Policy::math>());
       const bool applies = plan.k.npass > 1 && Policy::parts == 1;
-      plan.pass_mode = applies && (o.pass == 2 || (o.pass == 0 && e.pass_mode_s > 0 && e.pass_mode_s < e.fused_s));
+      plan.pass_mode = applies && e.splits == 0 && e.pass_mode;  // (the test hook's o.pass applied there)
+      if (e.splits == 0 && e.tail_tiles > 0) {
+        plan.tail_tiles = e.tail_tiles, plan.tail_splits = e.tail_splits;
+        plan.tail_pixels = p.gemm_m() - mainloop::first_pixel(plan.k, plan.k.tiles - e.tail_tiles);
+      }
     }
     return plan;
   }
@@ -364,15 +452,16 @@ std::size_t packed_bytes(const wgmma_plan_t& plan) {
   return plan.served ? block::conv_mainloop_wgmma<Policy>::packed_bytes(plan.k) : 0;
 }
 
-/// Launches the wgmma kernel with parameters k (x, filter, bias, xpack and the partial mode set) on
-/// `units` work units: first, for flat tiles, kernel::pack_x_kernel into k.xpack; then the persistent
+/// Launches the wgmma kernel with parameters k (x, filter, bias, xpack and the modes set; the schedule
+/// worked out here: block::set_schedule): first, for flat tiles, kernel::pack_x_kernel into k.xpack; then the persistent
 /// kernel, one block per SM (at most one per unit), in the variant the parameters need (the gathering
 /// one also for flat tiles at stride 2, whose taps read stride phases). `refused` is set (and success
 /// returned, nothing launched) when the driver refuses x's tensor map: the caller runs its fallback.
 template <class Policy, class Op, class Epilogue>
-status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::int64_t units, Op op, Epilogue epi,
-                    float* y, std::int64_t* indices, cudaStream_t stream, bool& refused) {
+status launch_wgmma(block::wgmma_conv_params k, std::size_t smem, Op op, Epilogue epi, float* y, std::int64_t* indices,
+                    cudaStream_t stream, bool& refused) {
   refused = false;
+  block::set_schedule(k);
   CUtensorMap x_map{};  // used by the TMA producer only
   if (!k.gather && !k.flat && !make_x_tensor_map<Policy>(x_map, k.x, k)) {
     refused = true;
@@ -393,7 +482,7 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
     pack<<<grid, 256, 0, stream>>>(k.x, const_cast<void*>(k.xpack), k);
     if (status s = launch_status(); s != status::success) return s;
   }
-  const std::int64_t grid = units < sms ? units : sms;
+  const std::int64_t grid = k.units < sms ? k.units : sms;
   const int threads = phased ? kernel::wgmma_block<Policy, true>::threads : kernel::wgmma_block<Policy, false>::threads;
   // flat tiles: right after the packing pass (a programmatic dependent launch where supported)
   launch_kernel(k.flat != 0, kern, dim3(static_cast<unsigned>(grid)), dim3(threads), smem, stream, x_map, k, op, epi, y,
@@ -405,19 +494,27 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
 /// workspace: the packed filter's `packed` bytes rounded up to a multiple of 16 (0 when nothing is packed).
 inline std::size_t partial_offset(std::size_t packed) { return (packed + 15) / 16 * 16; }
 
+/// Bytes of pass mode's reduction states over `pixels` output pixels (npass x pixels x pass_state_bytes,
+/// rounded up to a multiple of 16: the partial sums of a split-K tail follow them); 0 without pass mode.
+inline std::int64_t pass_states_bytes(const conv2d_problem& p, std::int64_t pixels, bool pass_states) {
+  return pass_states ? ((p.K + 127) / 128 * pixels * static_cast<std::int64_t>(pass_state_bytes) + 15) / 16 * 16 : 0;
+}
+
 /// The size of conv2d_reduce_packed_split's workspace for p on a served plan: partial_offset(packed) +
-/// `xpack` bytes of packed x (flat tiles; a multiple of 16) + splits * N*P*Q * K * 4 bytes; 0 when it
-/// overflows int64.
-/// With `pass_states` (pass mode, splits = 0): npass x N*P*Q states of pass_state_bytes instead of partial sums.
+/// `xpack` bytes of packed x (flat tiles; a multiple of 16) + splits * N*P*Q * K * 4 bytes of partial sums
+/// (splits > 0); with splits = 0: pass mode's states of the head's pixels (`pass_states`: npass x (N*P*Q -
+/// tail_pixels), pass_states_bytes), then a split-K tail's partial sums (tail_splits x tail_pixels x K x
+/// 4 bytes). 0 when it overflows int64. (N*P*Q*K*4 was validated to fit int64: y's and the conv's sizes;
+/// splits and tail_splits are at most kt <= C.)
 inline std::size_t packed_split_bytes(const conv2d_problem& p, std::size_t packed, std::size_t xpack, int splits,
-                                      bool pass_states = false) {
-  std::int64_t plane = 0, all = 0;  // N*P*Q*K*4 was validated to fit int64 (y's and the conv's sizes)
+                                      bool pass_states = false, std::int64_t tail_pixels = 0, int tail_splits = 0) {
+  std::int64_t plane = 0, sums = 0;
   const std::int64_t head = static_cast<std::int64_t>(partial_offset(packed) + xpack);
-  const std::int64_t npass = (p.K + 127) / 128;
-  const bool ok = pass_states ? convred::detail::mul_ok(p.gemm_m() * npass, static_cast<std::int64_t>(pass_state_bytes), all)
-                              : convred::detail::mul_ok(p.gemm_m() * p.K, 4, plane) && convred::detail::mul_ok(plane, splits, all);
-  if (!ok || all > std::numeric_limits<std::int64_t>::max() - head) return 0;
-  return static_cast<std::size_t>(head + all);
+  const std::int64_t pixels = splits > 0 ? p.gemm_m() : tail_pixels, z = splits > 0 ? splits : tail_splits;
+  const std::int64_t states = splits > 0 ? 0 : pass_states_bytes(p, p.gemm_m() - tail_pixels, pass_states);
+  const bool ok = convred::detail::mul_ok(pixels * p.K, 4, plane) && convred::detail::mul_ok(plane, z, sums);
+  if (!ok || sums > std::numeric_limits<std::int64_t>::max() - head - states) return 0;
+  return static_cast<std::size_t>(head + states + sums);
 }
 
 }  // namespace detail
@@ -555,7 +652,7 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
     block::wgmma_conv_params k = plan.k;
     k.x = x, k.filter = packed, k.bias = bias;
     bool refused = false;
-    const status s = detail::launch_wgmma<Policy>(k, plan.smem_bytes, k.tiles, op, epi, y, indices, stream, refused);
+    const status s = detail::launch_wgmma<Policy>(k, plan.smem_bytes, op, epi, y, indices, stream, refused);
     return refused ? fallback() : s;  // the driver refused x's tensor map: the fallback
   } else {
     return fallback();  // unreachable: only float is served
@@ -602,7 +699,7 @@ std::size_t packed_split_workspace_bytes(const conv2d_problem& p, int splits) {
   if (splits > plan.k.kt) return 0;
   return detail::packed_split_bytes(p, detail::packed_bytes<Policy>(plan),
                                     block::conv_mainloop_wgmma<Policy>::xpack_bytes(plan.k), splits,
-                                    splits == 0 && plan.pass_mode);
+                                    splits == 0 && plan.pass_mode, plan.tail_pixels, plan.tail_splits);
 }
 
 /// @brief conv2d_reduce_packed with a workspace: the packed filter, the packed x of flat tiles and, in
@@ -685,6 +782,7 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
     const detail::wgmma_plan_t ref = detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::chosen);
     if (plan.served && (!ref.served || ref.k.flat != plan.k.flat)) plan.served = false;
     plan.pass_mode = ref.pass_mode;
+    plan.tail_tiles = ref.tail_tiles, plan.tail_splits = ref.tail_splits, plan.tail_pixels = ref.tail_pixels;
   }
   // the packed filter at the workspace's start (pack_filter's layout, the same for either tiles): a custom
   // Op whose larger state does not fit (plan not served) still finds it there and puts its partial sums
@@ -715,44 +813,50 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
     const std::size_t xbytes = block::conv_mainloop_wgmma<Policy>::xpack_bytes(plan.k);
     using state_t = typename Op::template accum_t<float>;
     const bool pass = splits == 0 && plan.pass_mode && sizeof(state_t) <= pass_state_bytes;
-    const std::size_t need = detail::packed_split_bytes(p, packed, xbytes, splits, pass);
+    // partial sums: of every pixel (splits > 0), of a split-K tail's [m0, ny) (splits = 0), or none
+    const bool tail = splits == 0 && plan.tail_tiles > 0;
+    const int zs = splits > 0 ? splits : tail ? plan.tail_splits : 0;
+    const std::int64_t sum_pixels = splits > 0 ? ny : tail ? plan.tail_pixels : 0, m0 = ny - sum_pixels;
+    const std::size_t need = detail::packed_split_bytes(p, packed, xbytes, splits, pass, tail ? plan.tail_pixels : 0,
+                                                        tail ? plan.tail_splits : 0);
     if (need == 0) return status::size_overflow;
     if (workspace_bytes < need) return status::workspace_too_small;
-    const std::int64_t fixup_blocks = splits > 0 ? kernel::split_fixup_blocks(ny, p.K) : (ny + 255) / 256;
+    const std::int64_t fixup_blocks = std::max<std::int64_t>(zs > 0 ? kernel::split_fixup_blocks(sum_pixels, p.K) : 0,
+                                                             (m0 + 255) / 256);
     unsigned char* xpack = static_cast<unsigned char*>(workspace) + off;
-    float* partial = reinterpret_cast<float*>(xpack + xbytes);  // partial sums, or pass mode's states
-    auto* states = reinterpret_cast<state_t*>(xpack + xbytes);
+    auto* states = reinterpret_cast<state_t*>(xpack + xbytes);  // pass mode's states, then the partial sums
+    float* partial = reinterpret_cast<float*>(xpack + xbytes + detail::pass_states_bytes(p, m0, pass));
     const detail::buffer_arg args[] = {
         detail::input(x, p.x_elements()), detail::input(w, p.w_elements()), detail::input(bias, p.K),
         detail::input(static_cast<const unsigned char*>(workspace), static_cast<std::int64_t>(packed)),
         detail::output(y, ny), detail::output(indices, ny),
         detail::output(xpack, static_cast<std::int64_t>(xbytes)),
-        detail::output(partial, std::int64_t(splits) * ny * p.K),
-        detail::output(states, pass ? std::int64_t(plan.k.npass) * ny : 0)};
+        detail::output(partial, std::int64_t(zs) * sum_pixels * p.K),
+        detail::output(states, pass ? std::int64_t(plan.k.npass) * m0 : 0)};
     if (status s = detail::check_buffers(args, fixup_blocks); s != status::success) return s;
     block::wgmma_conv_params k = plan.k;
     k.x = x, k.filter = workspace, k.xpack = xbytes ? xpack : nullptr;
-    k.bias = splits == 0 ? bias : nullptr;  // partial mode: the bias is the fixup's
-    if (splits > 0) k.partial = partial, k.splits = splits;
+    k.bias = splits == 0 ? bias : nullptr;  // partial mode: the bias is the fixup's (a tail's raw sums skip it)
+    if (zs > 0) k.partial = partial, k.splits = zs, k.tail_tiles = splits > 0 ? k.tiles : plan.tail_tiles, k.tail_m0 = m0;
     if (pass) k.states = states;
     auto fixup_kern = kernel::conv2d_reduce_split_fixup_kernel<T, Op, Epilogue, float>;
     auto combine_kern = kernel::conv2d_reduce_pass_combine_kernel<T, Op>;
-    if (status s = splits > 0 ? detail::check_device(fixup_kern) : pass ? detail::check_device(combine_kern) : status::success;
-        s != status::success)
-      return s;
-    bool refused = false;
-    const std::int64_t units = splits > 0 ? k.tiles * splits * k.npass : pass ? k.tiles * k.npass : k.tiles;
-    const bool direct = splits == 0 && !pass;  // the kernel writes y and indices itself
-    const status s = detail::launch_wgmma<Policy>(k, plan.smem_bytes, units, op, epi, direct ? y : static_cast<float*>(nullptr),
-                                                  direct ? indices : static_cast<std::int64_t*>(nullptr), stream, refused);
-    if (refused) return fallback();  // the driver refused x's tensor map
-    if (s != status::success || direct) return s;
+    if (zs > 0)
+      if (status s = detail::check_device(fixup_kern); s != status::success) return s;
     if (pass)
-      detail::launch_kernel(true, combine_kern, dim3(static_cast<unsigned>(fixup_blocks)), dim3(256), 0, stream, states,
-                            k.npass, ny, p.K, op, y, indices);
-    else
-      detail::launch_split_fixup(static_cast<const float*>(partial), splits, ny, static_cast<std::int32_t>(p.K), bias, op,
-                                 epi, y, indices, stream);
+      if (status s = detail::check_device(combine_kern); s != status::success) return s;
+    bool refused = false;
+    // the kernel writes y and indices itself for a fused head
+    const status s = detail::launch_wgmma<Policy>(k, plan.smem_bytes, op, epi, pass ? static_cast<float*>(nullptr) : y,
+                                                  pass ? static_cast<std::int64_t*>(nullptr) : indices, stream, refused);
+    if (refused) return fallback();  // the driver refused x's tensor map
+    if (s != status::success || (zs == 0 && !pass)) return s;
+    if (pass && m0 > 0)  // the head's pixels [0, m0)
+      detail::launch_kernel(true, combine_kern, dim3(static_cast<unsigned>((m0 + 255) / 256)), dim3(256), 0, stream,
+                            states, k.npass, m0, p.K, op, y, indices);
+    if (zs > 0)  // the partial sums' pixels [m0, ny)
+      detail::launch_split_fixup(static_cast<const float*>(partial), zs, sum_pixels, static_cast<std::int32_t>(p.K), bias,
+                                 op, epi, y ? y + m0 : y, indices ? indices + m0 : indices, stream);
     return detail::launch_status();
   } else {
     return fallback();  // unreachable: only float is served

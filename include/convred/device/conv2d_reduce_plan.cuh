@@ -163,7 +163,7 @@ class conv2d_reduce_plan {
     if (this != &o) {
       release();
       p_ = o.p_, state_ = o.state_, kind_ = o.kind_, why_ = o.why_, need_ = o.need_, packed_ = o.packed_,
-      splits_ = o.splits_, flat_ = o.flat_, pass_ = o.pass_, device_ = o.device_;
+      splits_ = o.splits_, flat_ = o.flat_, pass_ = o.pass_, tail_ = o.tail_, device_ = o.device_;
       w_ = o.w_, ws_ = o.ws_, ws_bytes_ = o.ws_bytes_, prepared_ = o.prepared_, prepared_on_ = o.prepared_on_;
       owned_ = o.owned_, owned_bytes_ = o.owned_bytes_;
       o.owned_ = nullptr, o.owned_bytes_ = 0, o.ws_ = nullptr, o.ws_bytes_ = 0, o.prepared_ = false;
@@ -224,7 +224,7 @@ class conv2d_reduce_plan {
     if (kind_ == kernel_kind::wgmma) {
       if constexpr (tensor_math) {
         // partial mode, flat tiles: the whole workspace (packed filter, packed x, partial sums) checked first
-        if (splits_ > 0 || flat_ || pass_)
+        if (packed_split())
           if (status s = check_split_workspace(w, workspace, bytes); s != status::success) return s;
         if (status s = pack_filter<wgmma_policy_t>(p_, w, workspace, bytes, stream); s != status::success) return s;
       }
@@ -284,7 +284,7 @@ class conv2d_reduce_plan {
     if (kind_ == kernel_kind::direct) return conv2d_reduce_direct(p_, x, w_, bias, y, indices, op, epi, stream);
     if constexpr (tensor_math) {
       if (kind_ == kernel_kind::wgmma) {
-        if (splits_ > 0 || flat_ || pass_)
+        if (packed_split())
           return conv2d_reduce_packed_split<wgmma_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, splits_, op, epi,
                                                             stream);
         return conv2d_reduce_packed<wgmma_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, op, epi, stream);
@@ -376,10 +376,25 @@ class conv2d_reduce_plan {
         if (est.splits == 0 && est.pass_mode) {  // pass mode: conv2d_reduce_packed_split, splits = 0
           pass_ = true;
           need_ = detail::packed_split_bytes(p_, packed_, xpack, 0, true);
-          why_ += " in pass mode (" + std::to_string(k.tiles) + " tiles x " + std::to_string(k.npass) +
+          if (est.tail_tiles == 0)  // (with a tail: said below)
+            why_ += " in pass mode (" + std::to_string(k.tiles) + " tiles x " + std::to_string(k.npass) +
                   " channel passes = " + std::to_string(k.tiles * k.npass) + " work units for " +
                   std::to_string(dev.sm_count) + " SMs, each pass's reduction states combined after; " +
                   std::to_string(need_) + "-byte workspace)";
+        }
+        if (est.splits == 0 && est.tail_tiles > 0) {  // a split-K tail: conv2d_reduce_packed_split, splits = 0
+          tail_ = true;
+          const std::int64_t pixels = p_.gemm_m() - block::conv_mainloop_wgmma<wgmma_policy_t>::first_pixel(k, k.tiles - est.tail_tiles);
+          need_ = detail::packed_split_bytes(p_, packed_, xpack, 0, pass_, pixels, est.tail_splits);
+          const std::int64_t head = (k.tiles - est.tail_tiles) * (pass_ ? k.npass : 1);
+          why_ += std::string(pass_ ? " in pass mode" : "") + " with a split-K tail (" + std::to_string(k.tiles - est.tail_tiles) +
+                  " tiles" + (pass_ ? " x " + std::to_string(k.npass) + " channel passes" : "") + " = " + std::to_string(head) +
+                  " work units, then the last " + std::to_string(est.tail_tiles) + " tile" + (est.tail_tiles == 1 ? "" : "s") +
+                  " x " + std::to_string(k.npass) + " channel pass" + (k.npass == 1 ? "" : "es") + " x " +
+                  std::to_string(est.tail_splits) + " GEMM_K ranges = " + std::to_string(est.tail_tiles * k.npass * est.tail_splits) +
+                  " work units for " + std::to_string(dev.sm_count) + " SMs; " + std::to_string(pixels) +
+                  " pixels' partial sums, then " + (pass_ ? "the combine and " : "") + "the fixup; " + std::to_string(need_) +
+                  "-byte workspace)";
         }
         if (est.splits > 0) {  // partial mode: conv2d_reduce_packed_split
           splits_ = est.splits;
@@ -459,7 +474,7 @@ class conv2d_reduce_plan {
       const double speed = plan_math_speed<kernel_math>();
       est = choose_wgmma_splits<wgmma_policy_t>(p_, k, dev.sm_count, speed);
       if ((k.npass > 1 || k.gather) && dev.sm_count > 0 && detail::wgmma_override().splits == 0) {
-        const double t_wgmma = est.splits > 0 ? est.split_s : est.pass_mode ? est.pass_mode_s : est.fused_s;
+        const double t_wgmma = est.splits > 0 ? est.split_s : est.tail_tiles > 0 ? est.tail_s : est.pass_mode ? est.pass_mode_s : est.fused_s;
         const double t_split = plan_mma_split_fixed_seconds +
                                2.0 * static_cast<double>(p_.gemm_m()) * static_cast<double>(p_.K) *
                                    static_cast<double>(p_.gemm_k()) / (plan_mma_split_flops_per_sm * speed * dev.sm_count);
@@ -492,7 +507,7 @@ class conv2d_reduce_plan {
         const std::size_t here = packed_filter_bytes<wgmma_policy_t, T>(p_);  // 0 where wgmma does not serve p
         if (here == 0 || here != packed_) return status::no_device;
         // conv2d_reduce_packed_split picks its tiles and mode on this device: its workspace must be the plan's
-        if ((splits_ > 0 || flat_ || pass_) && packed_split_workspace_bytes<wgmma_policy_t, T>(p_, splits_) != need_)
+        if (packed_split() && packed_split_workspace_bytes<wgmma_policy_t, T>(p_, splits_) != need_)
           return status::no_device;
       }
     }
@@ -516,6 +531,9 @@ class conv2d_reduce_plan {
   int splits_ = 0;  ///< GEMM_K splits of the split path or of the wgmma kernel's partial mode (0: unsplit)
   bool flat_ = false;  ///< the wgmma kernel on flat tiles (its packed x in the workspace)
   bool pass_ = false;  ///< the wgmma kernel in pass mode (its states in the workspace)
+  bool tail_ = false;  ///< the wgmma kernel with a split-K tail (its partial sums in the workspace)
+  /// The wgmma kernel runs through conv2d_reduce_packed_split (a workspace beyond the packed filter).
+  bool packed_split() const { return splits_ > 0 || flat_ || pass_ || tail_; }
   const T* w_ = nullptr;
   void* ws_ = nullptr;          ///< the workspace bound by prepare (packed filter or partial sums)
   std::size_t ws_bytes_ = 0;    ///< its size
