@@ -148,36 +148,26 @@ struct wgmma_conv_params {
   /// @brief GEMM_K splits of each channel pass in partial mode, 1 <= splits <= kt (every split at least one
   /// stage); 1 in fused mode
   std::int32_t splits = 1;
-  /// @brief With `partial` set: the tiles run in partial mode, the last tail_tiles of the tile order (1 to
-  /// tiles; tiles: partial mode throughout). Fewer than tiles: a split-K tail (the hybrid schedule of
-  /// Stream-K's "data-parallel + split-K" variant, Osama et al., PPoPP 2023): the head tiles [0, tiles -
-  /// tail_tiles) run fused (states null: y written) or in pass mode (states set), one wave's worth of
-  /// work units each, and only the tiles of the last, partly filled wave are split, so that the last wave's
-  /// units are short. The tail's pixels must be a contiguous range [tail_m0, N*P*Q) of output pixels (flat
-  /// tiles, or tiles of whole rows: tiles_q = 1; conv_mainloop_wgmma::tail_serves); the partial sums then
-  /// hold only them: splits x (N*P*Q - tail_m0) x K floats, [z][m - tail_m0][k]. Set by the host entry point.
-  std::int64_t tail_tiles = 0;
-  /// @brief With `partial` set: the first output pixel of the tail tiles (conv_mainloop_wgmma::first_pixel
-  /// of tile tiles - tail_tiles; 0 in partial mode throughout). Pass mode's states then cover the head's
-  /// pixels [0, tail_m0) only: npass x tail_m0 states, [pass][m].
-  std::int64_t tail_m0 = 0;
-  /// @var head_units
-  /// @brief the schedule (set_schedule): work units of the head tiles, (tiles - tail_tiles) x head_per_tile
-  /// @var units
-  /// @brief the schedule: work units in all, head_units + tail_tiles x tail_per_tile
-  std::int64_t head_units = 0, units = 0;
-  /// @var head_per_tile
-  /// @brief the schedule: work units per head tile, npass in pass mode (states set), else 1 (fused)
-  /// @var tail_per_tile
-  /// @brief the schedule: work units per tail tile, splits x npass
-  std::int32_t head_per_tile = 1, tail_per_tile = 1;
+  /// @brief The first tile of this launch: the kernel runs tiles [tile0, tile0 + tiles) of the problem's
+  /// tile order (0: all of them). A split-K tail (the hybrid schedule of Stream-K's "data-parallel +
+  /// split-K" variant, Osama et al., PPoPP 2023) runs the last, partly filled wave's tiles as a second
+  /// launch in partial mode (tile0 the first of them), after the head's launch over the others fused or in
+  /// pass mode, so that the last wave's units are short. Set by the host entry point; ignored under
+  /// 3xTF32 (Policy::parts = 2), which runs no tail (its consumers would spill: kernel::conv2d_reduce_wgmma_kernel).
+  std::int64_t tile0 = 0;
+  /// @brief Partial mode: the output pixel of the partial sums' row 0, whose rows are m - partial_m0 for
+  /// this launch's pixels m (0, or a split-K tail's first pixel, conv_mainloop_wgmma::first_pixel of tile0:
+  /// its tiles must cover the contiguous pixels [partial_m0, N*P*Q), conv_mainloop_wgmma::tail_serves);
+  /// `partial` then holds splits x (N*P*Q - partial_m0) x K floats. Set by the host entry point; ignored
+  /// under 3xTF32, as tile0.
+  std::int64_t partial_m0 = 0;
   /// @brief Pass mode when not null (and partial null): a work unit is (tile, channel pass), tiles * npass
   /// of them, so that the SMs share out passes rather than whole tiles (a U-Net bottleneck at batch 32: 136
   /// flat tiles x 8 passes on 132 SMs take 9 pass-times, not 16); each unit folds its pass's channels (bias,
   /// epilogue) into the pixels' reduction states, reduces them across the lanes and writes them to
-  /// `states`, npass x N*P*Q states of the op (Op::accum_t<float>, [pass][m]; with a split-K tail, npass x
-  /// tail_m0), for kernel::conv2d_reduce_pass_combine_kernel to combine in pass order into y (and indices).
-  /// Set by the host entry point (device::conv2d_reduce_packed_split), not by make_params.
+  /// `states`, npass x N*P*Q states of the op (Op::accum_t<float>, [pass][m]), for
+  /// kernel::conv2d_reduce_pass_combine_kernel to combine in pass order into y (and indices). Set by the
+  /// host entry point (device::conv2d_reduce_packed_split), not by make_params.
   void* states = nullptr;
   /// @brief 1: flat tiles over x packed beforehand (make_params with `flat`). The GEMM rows address x,
   /// converted and zero-padded by kernel::pack_x_kernel, as planes over the whole batch: plane pixel o of phase (a, b)
@@ -218,18 +208,6 @@ struct wgmma_conv_params {
   convred::detail::fast_divmod div_image;  ///< flat: divides by flat_rows * pw (plane pixel -> image)
   convred::detail::fast_divmod div_pw;     ///< flat: divides by pw (pixel within an image -> row, column)
 };
-
-/// @brief Works out the schedule fields of k (head_units, units, head_per_tile, tail_per_tile) from its
-/// modes (partial, splits, tail_tiles, states), for kernel::tile_scheduler, which reads them from the
-/// kernel's parameter space rather than working them out in registers on every thread. Without `partial`,
-/// tail_tiles is set to 0. Called by the host entry point after it sets the modes.
-inline void set_schedule(wgmma_conv_params& k) {
-  if (!k.partial) k.tail_tiles = 0;
-  k.head_per_tile = k.states ? k.npass : 1;
-  k.tail_per_tile = k.splits * k.npass;
-  k.head_units = (k.tiles - k.tail_tiles) * k.head_per_tile;
-  k.units = k.head_units + k.tail_tiles * k.tail_per_tile;
-}
 
 /// Operand stages at most in a wgmma kernel's pipeline (its mbarrier arrays): Policy::stages, or for flat
 /// tiles as many more as fit (wgmma_conv_params::stages).
@@ -535,7 +513,7 @@ struct conv_mainloop_wgmma {
 
   /// Whether the tiles of parameters k from make_params cover contiguous ranges of output pixels m = (n *
   /// P + p) * Q + q in tile order (flat tiles, or tiles of whole rows: tiles_q = 1), so that the last tiles
-  /// can run as a split-K tail (wgmma_conv_params::tail_tiles).
+  /// can run as a split-K tail (wgmma_conv_params::tile0, partial_m0).
   static bool tail_serves(const wgmma_conv_params& k) { return k.flat || k.tiles_q == 1; }
 
   /// The first output pixel m of tile t (0 <= t <= tiles; N*P*Q for t = tiles) of parameters k for which

@@ -114,27 +114,22 @@ inline wgmma_choice_override& wgmma_override() {
 
 }  // namespace detail
 
-/// @brief Longest run of a block under the persistent kernel's round-robin (block b takes units b, b +
-/// G, ...; G = `sms`): `head` units of `head_s` seconds, then `tail` units of `tail_s` seconds.
-inline double wgmma_wave_seconds(std::int64_t head, double head_s, std::int64_t tail, double tail_s, std::int64_t sms) {
-  const std::int64_t q1 = head / sms, r1 = head % sms, q2 = tail / sms, r2 = tail % sms;
-  // the head's last r1 units go to blocks [0, r1), the tail's last r2 to [r1, r1 + r2) mod sms
-  double extra = std::max(r1 > 0 ? head_s : 0.0, r2 > 0 ? tail_s : 0.0);
-  if (r1 > 0 && r2 > 0 && r1 + r2 > sms) extra = head_s + tail_s;  // the tail's wraps onto the head's
-  return q1 * head_s + q2 * tail_s + extra;
-}
+/// The planner's cost of a split-K tail's own launch of the wgmma kernel (seconds): the tail's blocks wait
+/// for the head's last one (a programmatic dependent launch hides the launch, not that wait) and the chain
+/// has one kernel more (bench/NOTES.md, session 13: each kernel of a chain adds ~1.7 us in the harness).
+inline constexpr double plan_tail_launch_seconds = 2e-6;
 
 /// @brief The split-K tail's part of choose_wgmma_splits (tiles >= sm_count, the estimate e's fused and
-/// pass mode times set; not under 3xTF32, whose consumers spill when they decide the mode per unit): for
+/// pass mode times set; not under 3xTF32, whose consumers spill with the tail's offsets: kernel::conv2d_reduce_wgmma_kernel): for
 /// tiles that cover contiguous output pixels (conv_mainloop_wgmma::tail_serves),
 /// the last T tiles (1 <= T < tiles, T <= 2 sm_count) in partial mode with Z GEMM_K splits (1 <= Z <= kt;
 /// Z = 1 only after a fused head of several passes), after a head of the other tiles fused or in pass mode
-/// (pass mode where e.pass_mode_s is set). The time: the persistent kernel's longest block
-/// (wgmma_wave_seconds over the head's units, npass pass times each fused or one in pass mode, and the
-/// tail's T x npass x Z units of ceil(kt / Z) / kt pass times), `pre` (flat tiles' packing), the pass
-/// head's combine as in pass mode (over the head's pixels), and the tail's fixup as partial mode's (2 x Z
-/// x its pixels x K x 4 bytes at split_workspace_bytes_per_s, and split_fixed_seconds), for Z x its pixels
-/// x K x 4 bytes within `max_workspace_bytes`. The least such time, when below both unsplit estimates,
+/// (pass mode where e.pass_mode_s is set). The tail is a second launch of the kernel, after the head's:
+/// the time is the head's waves (its units in waves of sm_count: npass pass times each fused, one in pass
+/// mode), the tail's (T x npass x Z units of ceil(kt / Z) / kt pass times), plan_tail_launch_seconds,
+/// `pre` (flat tiles' packing), the pass head's combine as in pass mode (over the head's pixels), and the
+/// tail's fixup as partial mode's (2 x Z x its pixels x K x 4 bytes at split_workspace_bytes_per_s, and
+/// split_fixed_seconds), for Z x its pixels x K x 4 bytes within `max_workspace_bytes`. The least such time, when below both unsplit estimates,
 /// sets e.tail_tiles, e.tail_splits, e.tail_s and (the head's mode) e.pass_mode. The test hook
 /// detail::wgmma_override().tail: -1 never, t > 0 the last min(t, tiles - 1) tiles whatever the time and
 /// the SM count (its tail_splits, else the best Z for them; the hook's pass 1 / 2: a fused / pass-mode
@@ -144,7 +139,7 @@ void choose_wgmma_tail(const conv2d_problem& p, const block::wgmma_conv_params& 
                        double pass_s, std::size_t max_workspace_bytes, wgmma_split_estimate& e) {
   using mainloop = block::conv_mainloop_wgmma<Policy>;
   const detail::wgmma_choice_override& o = detail::wgmma_override();
-  // (3xTF32: no tail; see kernel::consume)
+  // (3xTF32: no tail; see kernel::conv2d_reduce_wgmma_kernel)
   if (o.tail < 0 || Policy::parts == 2 || !mainloop::tail_serves(k) || k.tiles < 2) return;
   const std::int64_t M = p.gemm_m(), sms = sm_count;
   double best = e.pass_mode ? e.pass_mode_s : e.fused_s;  // the unsplit choice
@@ -168,8 +163,10 @@ void choose_wgmma_tail(const conv2d_problem& p, const block::wgmma_conv_params& 
         const double sums = static_cast<double>(z) * static_cast<double>(pixels) * static_cast<double>(p.K) * 4.0;
         if (!forced && sums > static_cast<double>(max_workspace_bytes)) break;
         const double tail_unit = pass_s * static_cast<double>((k.kt + z - 1) / z) / k.kt;
+        const double waves = std::ceil(static_cast<double>((k.tiles - T) * per_head) / sms) * head_s +
+                             std::ceil(static_cast<double>(T * k.npass * z) / sms) * tail_unit;
         const double t = pre + combine + 2.0 * sums / split_workspace_bytes_per_s + split_fixed_seconds +
-                         wgmma_wave_seconds((k.tiles - T) * per_head, head_s, T * k.npass * z, tail_unit, sms);
+                         plan_tail_launch_seconds + waves;
         if (t < best) best = t, e.tail_tiles = T, e.tail_splits = z, e.tail_s = t, e.pass_mode = pass_head != 0;
       }
     }
@@ -452,16 +449,18 @@ std::size_t packed_bytes(const wgmma_plan_t& plan) {
   return plan.served ? block::conv_mainloop_wgmma<Policy>::packed_bytes(plan.k) : 0;
 }
 
-/// Launches the wgmma kernel with parameters k (x, filter, bias, xpack and the modes set; the schedule
-/// worked out here: block::set_schedule): first, for flat tiles, kernel::pack_x_kernel into k.xpack; then the persistent
-/// kernel, one block per SM (at most one per unit), in the variant the parameters need (the gathering
-/// one also for flat tiles at stride 2, whose taps read stride phases). `refused` is set (and success
-/// returned, nothing launched) when the driver refuses x's tensor map: the caller runs its fallback.
+/// Launches the wgmma kernel with parameters k (x, filter, bias, xpack and the modes set) on `units`
+/// work units: first, when `pack_tiles` > 0 (flat tiles), kernel::pack_x_kernel for that many tiles into
+/// k.xpack; then the persistent kernel, one block per SM (at most one per unit), in the variant the
+/// parameters need (the gathering one also for flat tiles at stride 2, whose taps read stride phases), as
+/// a programmatic dependent launch of the kernel before it when `dependent` (after the packing pass, or a
+/// split-K tail after the head's launch). `refused` is set (and success returned, nothing launched) when
+/// the driver refuses x's tensor map: the caller runs its fallback.
 template <class Policy, class Op, class Epilogue>
-status launch_wgmma(block::wgmma_conv_params k, std::size_t smem, Op op, Epilogue epi, float* y, std::int64_t* indices,
-                    cudaStream_t stream, bool& refused) {
+status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::int64_t units, Op op, Epilogue epi,
+                    float* y, std::int64_t* indices, cudaStream_t stream, bool& refused, std::int64_t pack_tiles = 0,
+                    bool dependent = false) {
   refused = false;
-  block::set_schedule(k);
   CUtensorMap x_map{};  // used by the TMA producer only
   if (!k.gather && !k.flat && !make_x_tensor_map<Policy>(x_map, k.x, k)) {
     refused = true;
@@ -474,19 +473,18 @@ status launch_wgmma(block::wgmma_conv_params k, std::size_t smem, Op op, Epilogu
   int dev = 0, sms = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
     return status::cuda_error;
-  if (k.flat) {
+  if (pack_tiles > 0) {
     auto pack = kernel::pack_x_kernel<Policy>;
     if (status s = check_device(pack); s != status::success) return s;
     // a block row per (tile, stage) block of the packed x, 256 of its first part's 16-byte entries per block
-    const dim3 grid(static_cast<unsigned>(k.tiles * k.kt), static_cast<unsigned>((k.part_bytes / 16 + 255) / 256));
+    const dim3 grid(static_cast<unsigned>(pack_tiles * k.kt), static_cast<unsigned>((k.part_bytes / 16 + 255) / 256));
     pack<<<grid, 256, 0, stream>>>(k.x, const_cast<void*>(k.xpack), k);
     if (status s = launch_status(); s != status::success) return s;
   }
-  const std::int64_t grid = k.units < sms ? k.units : sms;
+  const std::int64_t grid = units < sms ? units : sms;
   const int threads = phased ? kernel::wgmma_block<Policy, true>::threads : kernel::wgmma_block<Policy, false>::threads;
-  // flat tiles: right after the packing pass (a programmatic dependent launch where supported)
-  launch_kernel(k.flat != 0, kern, dim3(static_cast<unsigned>(grid)), dim3(threads), smem, stream, x_map, k, op, epi, y,
-                indices);
+  launch_kernel(dependent || pack_tiles > 0, kern, dim3(static_cast<unsigned>(grid)), dim3(threads), smem, stream, x_map,
+                k, op, epi, y, indices);
   return launch_status();
 }
 
@@ -494,24 +492,24 @@ status launch_wgmma(block::wgmma_conv_params k, std::size_t smem, Op op, Epilogu
 /// workspace: the packed filter's `packed` bytes rounded up to a multiple of 16 (0 when nothing is packed).
 inline std::size_t partial_offset(std::size_t packed) { return (packed + 15) / 16 * 16; }
 
-/// Bytes of pass mode's reduction states over `pixels` output pixels (npass x pixels x pass_state_bytes,
-/// rounded up to a multiple of 16: the partial sums of a split-K tail follow them); 0 without pass mode.
-inline std::int64_t pass_states_bytes(const conv2d_problem& p, std::int64_t pixels, bool pass_states) {
-  return pass_states ? ((p.K + 127) / 128 * pixels * static_cast<std::int64_t>(pass_state_bytes) + 15) / 16 * 16 : 0;
+/// Bytes of pass mode's reduction states (npass x N*P*Q x pass_state_bytes, rounded up to a multiple of
+/// 16: the partial sums of a split-K tail follow them); 0 without pass mode.
+inline std::int64_t pass_states_bytes(const conv2d_problem& p, bool pass_states) {
+  return pass_states ? ((p.K + 127) / 128 * p.gemm_m() * static_cast<std::int64_t>(pass_state_bytes) + 15) / 16 * 16 : 0;
 }
 
 /// The size of conv2d_reduce_packed_split's workspace for p on a served plan: partial_offset(packed) +
 /// `xpack` bytes of packed x (flat tiles; a multiple of 16) + splits * N*P*Q * K * 4 bytes of partial sums
-/// (splits > 0); with splits = 0: pass mode's states of the head's pixels (`pass_states`: npass x (N*P*Q -
-/// tail_pixels), pass_states_bytes), then a split-K tail's partial sums (tail_splits x tail_pixels x K x
-/// 4 bytes). 0 when it overflows int64. (N*P*Q*K*4 was validated to fit int64: y's and the conv's sizes;
+/// (splits > 0); with splits = 0: pass mode's states (`pass_states`: npass x N*P*Q, pass_states_bytes;
+/// a split-K tail's pixels keep theirs unused), then a split-K tail's partial sums (tail_splits x
+/// tail_pixels x K x 4 bytes). 0 when it overflows int64. (N*P*Q*K*4 was validated to fit int64: y's and the conv's sizes;
 /// splits and tail_splits are at most kt <= C.)
 inline std::size_t packed_split_bytes(const conv2d_problem& p, std::size_t packed, std::size_t xpack, int splits,
                                       bool pass_states = false, std::int64_t tail_pixels = 0, int tail_splits = 0) {
   std::int64_t plane = 0, sums = 0;
   const std::int64_t head = static_cast<std::int64_t>(partial_offset(packed) + xpack);
   const std::int64_t pixels = splits > 0 ? p.gemm_m() : tail_pixels, z = splits > 0 ? splits : tail_splits;
-  const std::int64_t states = splits > 0 ? 0 : pass_states_bytes(p, p.gemm_m() - tail_pixels, pass_states);
+  const std::int64_t states = splits > 0 ? 0 : pass_states_bytes(p, pass_states);
   const bool ok = convred::detail::mul_ok(pixels * p.K, 4, plane) && convred::detail::mul_ok(plane, z, sums);
   if (!ok || sums > std::numeric_limits<std::int64_t>::max() - head - states) return 0;
   return static_cast<std::size_t>(head + states + sums);
@@ -652,7 +650,7 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
     block::wgmma_conv_params k = plan.k;
     k.x = x, k.filter = packed, k.bias = bias;
     bool refused = false;
-    const status s = detail::launch_wgmma<Policy>(k, plan.smem_bytes, op, epi, y, indices, stream, refused);
+    const status s = detail::launch_wgmma<Policy>(k, plan.smem_bytes, k.tiles, op, epi, y, indices, stream, refused);
     return refused ? fallback() : s;  // the driver refused x's tensor map: the fallback
   } else {
     return fallback();  // unreachable: only float is served
@@ -677,13 +675,16 @@ int max_packed_k_splits(const conv2d_problem& p) {
 }
 
 /// @brief Bytes of the workspace conv2d_reduce_packed_split needs for problem p, element type T and
-/// `splits` GEMM_K splits (0: the fused kernel) on the current device.
+/// `splits` GEMM_K splits (0: unsplit) on the current device.
 ///
 /// When the wgmma kernel serves p (packed_filter_bytes<Policy, T>(p) > 0): the packed filter
 /// (packed_filter_bytes), then, from the next multiple of 16 bytes, the packed x when the kernel runs flat
 /// tiles there (choose_wgmma_params: small images, 1x1 stride 2, ...; block::conv_mainloop_wgmma::
 /// xpack_bytes), then splits x N*P*Q x K fp32 partial sums laid out [split][pixel][channel] (the layout of
-/// conv2d_reduce_split's workspace). Otherwise the partial sums of the mma.sync split path that then runs
+/// conv2d_reduce_split's workspace); for splits = 0, what the unsplit mode the model picks needs: nothing
+/// (fused), pass mode's npass x N*P*Q reduction states of pass_state_bytes, or with a split-K tail the
+/// head's states (pass mode) rounded up to 16 bytes and then the tail's Z x its pixels x K partial sums.
+/// Otherwise the partial sums of the mma.sync split path that then runs
 /// (conv2d_reduce_split_workspace_bytes<T>(p, splits); 0 for splits = 0). Example: ResNet-50 layer3 3x3, x
 /// (32, 256, 14, 14), K = 256, tf32, 2 splits: 2,359,296 bytes of packed filter, the packed x if flat, then
 /// 2 x 6,272 x 256 x 4 = 12,845,056 bytes of partial sums.
@@ -714,7 +715,11 @@ std::size_t packed_split_workspace_bytes(const conv2d_problem& p, int splits) {
 /// converted and zero-padded, into the workspace, each tile's windows of planes over the whole batch stored
 /// stage by stage in the stage's shared-memory layout; a stage is then one bulk copy of 256 consecutive
 /// GEMM rows' windows, whatever the image size). Then:
-/// - splits = 0: the fused kernel (y and indices written by it);
+/// - splits = 0: unsplit, as the time model picks on the current device (choose_wgmma_splits): the fused
+///   kernel (y and indices written by it); pass mode (a unit per tile and channel pass, each writing its
+///   reduction states to the workspace, kernel::conv2d_reduce_pass_combine_kernel combining them); or a
+///   split-K tail after either (the last tail_tiles tiles in partial mode as below, over their output
+///   pixels [m0, N*P*Q) only: the combine takes [0, m0), the fixup [m0, N*P*Q));
 /// - splits >= 1: kernel::conv2d_reduce_wgmma_kernel in partial mode (wgmma_conv_params::partial and
 ///   splits; the same instantiation as the fused mode): tiles x splits x npass work units, one persistent
 ///   block per SM (at most one per unit); unit (tile, z, pass) runs the pass's stages [first, last) of
@@ -814,7 +819,7 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
     using state_t = typename Op::template accum_t<float>;
     const bool pass = splits == 0 && plan.pass_mode && sizeof(state_t) <= pass_state_bytes;
     // partial sums: of every pixel (splits > 0), of a split-K tail's [m0, ny) (splits = 0), or none
-    const bool tail = splits == 0 && plan.tail_tiles > 0;
+    const bool tail = splits == 0 && plan.tail_tiles > 0 && Policy::parts == 1;  // (never under 3xTF32)
     const int zs = splits > 0 ? splits : tail ? plan.tail_splits : 0;
     const std::int64_t sum_pixels = splits > 0 ? ny : tail ? plan.tail_pixels : 0, m0 = ny - sum_pixels;
     const std::size_t need = detail::packed_split_bytes(p, packed, xbytes, splits, pass, tail ? plan.tail_pixels : 0,
@@ -825,19 +830,19 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
                                                              (m0 + 255) / 256);
     unsigned char* xpack = static_cast<unsigned char*>(workspace) + off;
     auto* states = reinterpret_cast<state_t*>(xpack + xbytes);  // pass mode's states, then the partial sums
-    float* partial = reinterpret_cast<float*>(xpack + xbytes + detail::pass_states_bytes(p, m0, pass));
+    float* partial = reinterpret_cast<float*>(xpack + xbytes + detail::pass_states_bytes(p, pass));
     const detail::buffer_arg args[] = {
         detail::input(x, p.x_elements()), detail::input(w, p.w_elements()), detail::input(bias, p.K),
         detail::input(static_cast<const unsigned char*>(workspace), static_cast<std::int64_t>(packed)),
         detail::output(y, ny), detail::output(indices, ny),
         detail::output(xpack, static_cast<std::int64_t>(xbytes)),
         detail::output(partial, std::int64_t(zs) * sum_pixels * p.K),
-        detail::output(states, pass ? std::int64_t(plan.k.npass) * m0 : 0)};
+        detail::output(states, pass ? std::int64_t(plan.k.npass) * ny : 0)};
     if (status s = detail::check_buffers(args, fixup_blocks); s != status::success) return s;
     block::wgmma_conv_params k = plan.k;
     k.x = x, k.filter = workspace, k.xpack = xbytes ? xpack : nullptr;
-    k.bias = splits == 0 ? bias : nullptr;  // partial mode: the bias is the fixup's (a tail's raw sums skip it)
-    if (zs > 0) k.partial = partial, k.splits = zs, k.tail_tiles = splits > 0 ? k.tiles : plan.tail_tiles, k.tail_m0 = m0;
+    k.bias = splits == 0 ? bias : nullptr;  // partial mode: the bias is the fixup's
+    if (splits > 0) k.partial = partial, k.splits = splits;
     if (pass) k.states = states;
     auto fixup_kern = kernel::conv2d_reduce_split_fixup_kernel<T, Op, Epilogue, float>;
     auto combine_kern = kernel::conv2d_reduce_pass_combine_kernel<T, Op>;
@@ -845,15 +850,30 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
       if (status s = detail::check_device(fixup_kern); s != status::success) return s;
     if (pass)
       if (status s = detail::check_device(combine_kern); s != status::success) return s;
+    // the head: every tile, or all but a split-K tail's (fused: y and indices written by the kernel)
+    const std::int64_t head_tiles = k.tiles - (tail ? plan.tail_tiles : 0);
+    block::wgmma_conv_params head = k;
+    head.tiles = head_tiles;
+    const std::int64_t head_units = splits > 0 ? k.tiles * splits * k.npass : pass ? head_tiles * k.npass : head_tiles;
+    const bool direct = splits == 0 && !pass;
     bool refused = false;
-    // the kernel writes y and indices itself for a fused head
-    const status s = detail::launch_wgmma<Policy>(k, plan.smem_bytes, op, epi, pass ? static_cast<float*>(nullptr) : y,
-                                                  pass ? static_cast<std::int64_t*>(nullptr) : indices, stream, refused);
+    status s = detail::launch_wgmma<Policy>(head, plan.smem_bytes, head_units, op, epi, direct ? y : static_cast<float*>(nullptr),
+                                            direct ? indices : static_cast<std::int64_t*>(nullptr), stream, refused,
+                                            k.flat ? k.tiles : 0);  // (the packing pass: every tile's)
     if (refused) return fallback();  // the driver refused x's tensor map
-    if (s != status::success || (zs == 0 && !pass)) return s;
-    if (pass && m0 > 0)  // the head's pixels [0, m0)
+    if (s != status::success) return s;
+    if (tail) {  // the last tiles in partial mode, right after the head (a programmatic dependent launch)
+      block::wgmma_conv_params last = k;
+      last.tile0 = head_tiles, last.tiles = plan.tail_tiles, last.states = nullptr;
+      last.partial = partial, last.splits = zs, last.partial_m0 = m0;
+      s = detail::launch_wgmma<Policy>(last, plan.smem_bytes, plan.tail_tiles * zs * k.npass, op, epi, static_cast<float*>(nullptr),
+                                       static_cast<std::int64_t*>(nullptr), stream, refused, 0, true);
+      if (s != status::success || refused) return refused ? status::cuda_error : s;  // (the same map was accepted)
+    }
+    if (direct && !tail) return s;
+    if (pass)  // the head's pixels [0, m0)
       detail::launch_kernel(true, combine_kern, dim3(static_cast<unsigned>((m0 + 255) / 256)), dim3(256), 0, stream,
-                            states, k.npass, m0, p.K, op, y, indices);
+                            states, k.npass, m0, ny, p.K, op, y, indices);
     if (zs > 0)  // the partial sums' pixels [m0, ny)
       detail::launch_split_fixup(static_cast<const float*>(partial), zs, sum_pixels, static_cast<std::int32_t>(p.K), bias,
                                  op, epi, y ? y + m0 : y, indices ? indices + m0 : indices, stream);

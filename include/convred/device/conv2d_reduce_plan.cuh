@@ -93,6 +93,9 @@ struct device_info {
 ///   waves of work units, plus the partial sums' traffic and the fixup) may run it in partial (split-K)
 ///   mode instead (conv2d_reduce_packed_split: (tile, GEMM_K split, channel pass) units over all SMs, then
 ///   the split path's fixup kernel; k_splits() > 0, the description says "split into Z GEMM_K ranges");
+///   when they fill the GPU but leave the last wave short, the same model may split only that wave's tiles
+///   (a split-K tail after a fused or pass-mode head: k_splits() stays 0, the description says "with a
+///   split-K tail (...)"; the workspace holds the tail's partial sums);
 ///   with K > 128 or x gathered, the mma.sync split below is taken when that model estimates it faster
 ///   than both wgmma modes (the description: "too few tiles to fill the GPU, ...").
 /// The mma.sync and SIMT kernels give each block BlockM output pixels and loop it over every channel and

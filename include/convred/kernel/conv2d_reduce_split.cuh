@@ -192,19 +192,20 @@ __global__ void __launch_bounds__(split_fixup_threads)
 }
 
 /// @brief The combine of the wgmma kernel's pass mode (block::wgmma_conv_params::states): per output pixel
-/// m (one thread each, m < M = N*P*Q), the npass reduction states states[pass][m] (each already over its
-/// pass's channels, bias and epilogue applied) combined with Op in pass order, then y[m] (and indices[m])
-/// written with block::write_reduced (mean divides by K). Ops combine their states exactly (min, max,
-/// argmin / argmax: lowest index on ties, first NaN); sum and mean add the passes' fp32 sums in order.
+/// m (one thread each, m < M: N*P*Q, or a split-K tail's first pixel), the npass reduction states
+/// states[pass * stride + m] (stride = N*P*Q; each already over its pass's channels, bias and epilogue
+/// applied) combined with Op in pass order, then y[m] (and indices[m]) written with block::write_reduced
+/// (mean divides by K). Ops combine their states exactly (min, max, argmin / argmax: lowest index on
+/// ties, first NaN); sum and mean add the passes' fp32 sums in order.
 template <class T, class Op>
 __global__ void conv2d_reduce_pass_combine_kernel(const typename Op::template accum_t<float>* __restrict__ states,
-                                                  std::int32_t npass, std::int64_t M, std::int64_t K, Op op, T* y,
-                                                  std::int64_t* indices) {
+                                                  std::int32_t npass, std::int64_t M, std::int64_t stride,
+                                                  std::int64_t K, Op op, T* y, std::int64_t* indices) {
   convred::detail::wait_prior_grids();  // launched after the wgmma kernel with PDL
   const std::int64_t m = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (m >= M) return;
   typename Op::template accum_t<float> r = states[m];
-  for (int pass = 1; pass < npass; ++pass) r = op(r, states[pass * M + m]);
+  for (int pass = 1; pass < npass; ++pass) r = op(r, states[pass * stride + m]);
   block::write_reduced<Op, float>(y, indices, m, r, K);
 }
 

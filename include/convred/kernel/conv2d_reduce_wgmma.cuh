@@ -195,18 +195,16 @@ struct pipeline_state {
 
 /// @brief The persistent kernel's work scheduler. The tiles (tile_rows x tile_cols output pixels) form an
 /// N x tiles_p x tiles_q grid, ordered q fastest, then p, then n (flat tiles: tiles_p = tiles_q = 1 and
-/// coord::n is the flat tile). The head tiles [0, tiles - tail) come first, then the tail's (tail =
-/// wgmma_conv_params::tail_tiles with `partial` set, else 0). Head, fused mode (states null): a work unit is
-/// a whole tile (its npass channel passes of kt stages each). Head, pass mode (states set): a unit is
-/// (tile, channel pass), ordered pass fastest. Tail, partial mode: a unit is (tile, GEMM_K split z, channel
-/// pass), tail * splits * npass of them, ordered pass fastest, then z, then the tile, so that a tile's units
-/// are adjacent (blocks running them at the same time read the same patch, the same channels of x, from
-/// L2); split z of a pass covers its stages [first, last) of split_range(kt, splits, z). Either way a unit is
-/// a contiguous range of the packed filter's slices (slice = pass * kt + stage): [0, npass * kt) fused,
-/// [pass * kt, (pass + 1) * kt) pass mode, [pass * kt + first, pass * kt + last) partial.
-/// Block b takes units b, b + G, b + 2G, ... (G = gridDim.x): the tail's short units fill the last wave
-/// where the head's leave SMs idle. The producer walks that sequence; cooperative consumers too, ping-pong
-/// consumer warpgroup g every second unit from its g-th.
+/// coord::n is the flat tile). Pass mode (wgmma_conv_params::states) has partial mode's units with one split. Fused mode: a work unit is a whole tile
+/// (its npass channel passes of kt stages each). Partial mode (wgmma_conv_params::partial): a work unit is
+/// (tile, GEMM_K split z, channel pass), tiles * splits * npass of them, ordered pass fastest, then z,
+/// then the tile, so that a tile's units are adjacent (blocks running them at the same time read the same
+/// patch, the same channels of x, from L2); split z of a pass covers its stages [first, last) of
+/// split_range(kt, splits, z). Either way a unit is a contiguous range of the packed filter's slices
+/// (slice = pass * kt + stage): [0, npass * kt) fused, [pass * kt + first, pass * kt + last) partial.
+/// Block b takes units b, b + G, b + 2G, ... (G = gridDim.x). The producer walks that sequence;
+/// cooperative consumers too, ping-pong consumer warpgroup g every second unit from its g-th. The launch's
+/// tiles are tiles tile0, tile0 + 1, ... of the problem (wgmma_conv_params::tile0: a split-K tail's launch).
 struct tile_scheduler {
   /// Where a tile lies.
   struct coord {
@@ -214,30 +212,42 @@ struct tile_scheduler {
     std::int64_t tp;  ///< tile row: output rows tp * tile_rows ...
     std::int64_t tq;  ///< tile column: output columns tq * tile_cols ...
   };
-  /// The kernel's parameters, whose schedule fields (head_units, units, head_per_tile, tail_per_tile:
-  /// block::set_schedule) the host worked out: read from the parameter space, not held in registers.
-  const block::wgmma_conv_params& p;
-  /// The work of the kernel's parameters.
-  __device__ explicit tile_scheduler(const block::wgmma_conv_params& prm) : p(prm) {}
-  /// Work units in all.
-  __device__ std::int64_t units() const { return p.units; }
-  /// This block's unit number `skip` (its first when 0); done when >= units().
-  __device__ std::int64_t first(int skip = 0) const { return blockIdx.x + skip * std::int64_t(gridDim.x); }
+  std::int64_t units;    ///< work units in all: tiles (fused), tiles * splits * npass (partial)
+  std::int64_t tiles_p;  ///< tile rows per image
+  std::int64_t tiles_q;  ///< tile columns per image
+  std::int32_t per_tile; ///< units per tile: 1 (fused), splits * npass (partial)
+  std::int32_t npass;    ///< channel passes per tile
+  std::int32_t kt;       ///< stages per pass
+  std::int32_t splits;   ///< GEMM_K splits per pass (partial mode)
+  bool partial;          ///< partial mode
+  std::int64_t begin;    ///< the launch's first unit: the first unit of tile tile0
+  /// The work of the kernel's parameters, from tile `tile0` on (wgmma_conv_params::tile0, or 0 where the
+  /// kernel never runs a split-K tail).
+  /// (Pass mode, wgmma_conv_params::states: the units of partial mode with one split.)
+  __device__ tile_scheduler(const block::wgmma_conv_params& p, std::int64_t tile0)
+      : units(p.partial || p.states ? (tile0 + p.tiles) * p.splits * p.npass : tile0 + p.tiles),
+        tiles_p(p.tiles_p),
+        tiles_q(p.tiles_q),
+        per_tile(p.partial || p.states ? p.splits * p.npass : 1),
+        npass(p.npass),
+        kt(p.kt),
+        splits(p.splits),
+        partial(p.partial != nullptr || p.states != nullptr),
+        begin(tile0 * per_tile) {}
+  /// This block's unit number `skip` (its first when 0); done when >= units.
+  __device__ std::int64_t first(int skip = 0) const { return begin + blockIdx.x + skip * std::int64_t(gridDim.x); }
   /// This block's unit `every` units after `unit`.
   __device__ std::int64_t next(std::int64_t unit, int every = 1) const { return unit + every * std::int64_t(gridDim.x); }
-  /// Whether `unit` is the tail's (partial mode: its raw sums go to wgmma_conv_params::partial).
-  __device__ bool is_tail(std::int64_t unit) const { return unit >= p.head_units; }
   /// The packed filter slices [first, last) of `unit` (see the struct comment).
   __device__ void slices(std::int64_t unit, int& first, int& last) const {
-    if (!is_tail(unit)) {
-      const int pass = p.head_per_tile == 1 ? 0 : static_cast<int>(unit % p.npass);
-      first = pass * p.kt, last = p.head_per_tile == 1 ? p.npass * p.kt : first + p.kt;
+    if (!partial) {
+      first = 0, last = npass * kt;
       return;
     }
-    const int r = static_cast<int>((unit - p.head_units) % p.tail_per_tile), z = r / p.npass, pass = r - z * p.npass;
+    const int r = static_cast<int>(unit % per_tile), z = r / npass, pass = r - z * npass;
     std::int32_t a, b;
-    split_range(p.kt, p.splits, z, a, b);
-    first = pass * p.kt + a, last = pass * p.kt + b;
+    split_range(kt, splits, z, a, b);
+    first = pass * kt + a, last = pass * kt + b;
   }
   /// The stages of `unit` (last - first of slices).
   __device__ int stages(std::int64_t unit) const {
@@ -245,18 +255,15 @@ struct tile_scheduler {
     slices(unit, first, last);
     return last - first;
   }
-  /// The GEMM_K split of a tail `unit`.
-  __device__ int split_of(std::int64_t unit) const {
-    return static_cast<int>((unit - p.head_units) % p.tail_per_tile) / p.npass;
-  }
+  /// The GEMM_K split of `unit` (0 in fused mode).
+  __device__ int split_of(std::int64_t unit) const { return static_cast<int>(unit % per_tile) / npass; }
   /// Where the tile of `unit` lies.
   __device__ coord decode(std::int64_t unit) const {
-    const std::int64_t tile = !is_tail(unit) ? unit / p.head_per_tile
-                                             : p.tiles - p.tail_tiles + (unit - p.head_units) / p.tail_per_tile;
+    const std::int64_t tile = per_tile == 1 ? unit : unit / per_tile;
     coord c;
-    c.tq = tile % p.tiles_q;
-    const std::int64_t rest = tile / p.tiles_q;
-    c.tp = rest % p.tiles_p, c.n = rest / p.tiles_p;
+    c.tq = tile % tiles_q;
+    const std::int64_t rest = tile / tiles_q;
+    c.tp = rest % tiles_p, c.n = rest / tiles_p;
     return c;
   }
 };
@@ -337,7 +344,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
   if (prm.flat) {  // flat tiles: thread 0 copies each stage's filter slice and planes of the packed x
     if (pt != 0) return;
     if (prm.resident_bytes) loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
-    for (std::int64_t unit = sched.first(); unit < sched.units(); unit = sched.next(unit)) {
+    for (std::int64_t unit = sched.first(); unit < sched.units; unit = sched.next(unit)) {
       const std::int64_t tile = sched.decode(unit).n;  // flat: coord n is the tile
       int first, last;
       sched.slices(unit, first, last);
@@ -350,7 +357,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
   }
   if constexpr (Gather) {
     if (pt == 0 && prm.resident_bytes) loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
-    for (std::int64_t unit = sched.first(); unit < sched.units(); unit = sched.next(unit)) {
+    for (std::int64_t unit = sched.first(); unit < sched.units; unit = sched.next(unit)) {
       const tile_scheduler::coord t = sched.decode(unit);
       int first, last;
       sched.slices(unit, first, last);
@@ -372,7 +379,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
     return;
   }
   if (pt >= 2 && pt < 32) return;
-  for (std::int64_t unit = sched.first(); unit < sched.units(); unit = sched.next(unit)) {
+  for (std::int64_t unit = sched.first(); unit < sched.units; unit = sched.next(unit)) {
     const tile_scheduler::coord t = sched.decode(unit);
     const int h0 = static_cast<int>(t.tp) * prm.tile_rows - prm.pad_h;
     const int w0 = static_cast<int>(t.tq) * prm.tile_cols - prm.pad_w - prm.col_shift;
@@ -412,9 +419,8 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
 /// (scale-d = 0). Fused mode: per channel pass of 128 output channels (npass of them, K > 128), the
 /// epilogue e(acc + bias[k], k) folded into the pixels' reduction states in registers
 /// (block::reduce_epilogue::fold), which carry over to the next pass; per tile, the reduction across the
-/// lanes in warp shuffles (finish) and y and indices written once. Pass mode: the same for one pass, the
-/// states written to prm.states. Partial mode (the tail's units, tile_scheduler::is_tail): a unit is one
-/// pass's GEMM_K range, and at its end the raw accumulators go to partial[z][m - tail_m0][pass * 128 + c]
+/// lanes in warp shuffles (finish) and y and indices written once. Partial mode (prm.partial): a unit is
+/// one pass's GEMM_K range, and at its end the raw accumulators go to partial[z][m - partial_m0][pass * 128 + c]
 /// (conv_mainloop_wgmma::store_raw: pixels inside the output, channels < K). Cooperative: both
 /// warpgroups consume every unit of the block; ping-pong: warpgroup g the block's units g, g + 2, ... (its
 /// stages at the ring positions after the stages of the units before it, the other warpgroup's
@@ -440,15 +446,11 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
   constexpr int step = Policy::pingpong ? 2 : 1;
   // ping-pong: the ring positions of the other warpgroup's units are skipped (st.seek past their stages):
   // warpgroup 1 starts after the block's unit 0
-  if (Policy::pingpong && wg == 1 && sched.first() < sched.units()) st.seek(sched.stages(sched.first()));
+  if (Policy::pingpong && wg == 1 && sched.first() < sched.units) st.seek(sched.stages(sched.first()));
   int turns = wg;  // ping-pong: the order[] waits so far (warpgroup 0's first unit waits for none)
-  for (std::int64_t unit = sched.first(first_i); unit < sched.units(); unit = sched.next(unit, step)) {
+  for (std::int64_t unit = sched.first(first_i); unit < sched.units; unit = sched.next(unit, step)) {
     int first, last;
     sched.slices(unit, first, last);
-    // a tail unit (partial mode: the raw sums, no reduction); 3xTF32 runs no tail (choose_wgmma_tail), only
-    // partial mode throughout: deciding per unit kept both modes' registers live in its consumer (~270 bytes
-    // spilled, sm_90a, nvcc 13.0)
-    const bool raw = mainloop::promotes ? prm.partial != nullptr : sched.is_tail(unit);
     if (Policy::pingpong) {
       if (turns > 0) convred::detail::mbarrier_wait(&tail.order[wg], static_cast<std::uint32_t>((turns - 1) & 1));
       ++turns;
@@ -505,8 +507,8 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
       if constexpr (!mainloop::promotes) convred::detail::mbarrier_arrive(&tail.empty[prev]);
       prev = -1;
       const int k0 = pass * BN;
-      if (raw) {  // partial mode (one pass per unit: done): the raw sums of split z, rows m - tail_m0
-        const std::int64_t m0 = prm.tail_m0, plane = (prm.N * prm.P * prm.Q - m0) * prm.K;
+      if (prm.partial) {  // partial mode (one pass per unit: done): the raw sums of split z, rows m - partial_m0
+        const std::int64_t m0 = mainloop::promotes ? 0 : prm.partial_m0, plane = (prm.N * prm.P * prm.Q - m0) * prm.K;
         CONVRED_EXP_TIME(3, mainloop::store_raw(d, prm.partial + sched.split_of(unit) * plane + k0, prm.K,
                                                 min(BN, prm.K - k0), prm.K % 2 == 0, [&](int px) {
                                                   const std::int64_t m = pixel(px);
@@ -520,14 +522,12 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
       sl = pass_end;
     }
     if constexpr (mainloop::promotes) {  // (no pass mode under 3xTF32: its consumers would spill ~290 bytes)
-      if (!raw) CONVRED_EXP_TIME(3, red.finish(state, y, indices, prm.K, mainloop::tile_m, pixel));
-    } else if (!raw) {  // y and indices, or in pass mode the unit's (one pass's) states for the combine
+      if (!prm.partial) CONVRED_EXP_TIME(3, red.finish(state, y, indices, prm.K, mainloop::tile_m, pixel));
+    } else if (!prm.partial) {  // y and indices, or in pass mode the unit's (one pass's) states for the combine
       using accum_t = typename epilogue_t::accum_t;
       int f = 0, l = 0;
       if (prm.states) sched.slices(unit, f, l);
-      // pass mode: [pass][m] over the head's pixels (all of them without a split-K tail)
-      const std::int64_t head_m = prm.partial ? prm.tail_m0 : prm.N * prm.P * prm.Q;
-      accum_t* states = prm.states ? static_cast<accum_t*>(prm.states) + static_cast<std::int64_t>(f / prm.kt) * head_m
+      accum_t* states = prm.states ? static_cast<accum_t*>(prm.states) + static_cast<std::int64_t>(f / prm.kt) * prm.N * prm.P * prm.Q
                                    : nullptr;
       CONVRED_EXP_TIME(3, red.finish_each(state, mainloop::tile_m, pixel, [&](std::int64_t m, const accum_t& r) {
         if (states) {
@@ -539,19 +539,21 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
     }
     if (Policy::pingpong) {  // past the other warpgroup's next unit, which comes before this one's next
       const std::int64_t other = sched.next(unit);
-      if (other < sched.units()) st.seek(st.count + sched.stages(other));
+      if (other < sched.units) st.seek(st.count + sched.stages(other));
     }
   }
 }
 
 /// @brief Persistent fused kernel: block b computes the work units tile_scheduler gives it (tiles of tile_h x
 /// 64 output pixels; cooperative: both consumer warpgroups on each unit; ping-pong: the warpgroups take
-/// turns). Fused mode (prm.partial and prm.states null): y (and indices) written, a unit per tile. Partial
-/// mode (prm.partial set, prm.splits GEMM_K splits): a unit per (tile, split, channel pass), the raw
-/// accumulators written to prm.partial ([z][m - tail_m0][k], see wgmma_conv_params::partial), for the
-/// tiles of the tail (prm.tail_tiles: all of them, or the last ones after a fused or pass-mode head);
-/// kernel::conv2d_reduce_split_fixup_kernel finishes the job (device::conv2d_reduce_packed_split).
-/// The modes are run-time parameters: the same instantiation serves all.
+/// turns). Fused mode (prm.partial null): y (and indices) written, a unit per tile. Partial mode
+/// (prm.partial set, prm.splits GEMM_K splits, prm.bias null): a unit per (tile, split, channel pass), the
+/// raw accumulators written to prm.partial ([z][m - partial_m0][k], see wgmma_conv_params::partial) and y,
+/// indices, op and epi unused; kernel::conv2d_reduce_split_fixup_kernel finishes the job
+/// (device::conv2d_reduce_packed_split). A launch runs tiles [tile0, tile0 + tiles) of the problem: a
+/// split-K tail is a second launch in partial mode over the last tiles, after the head's fused or pass-mode
+/// launch over the others (wgmma_conv_params::tile0, partial_m0).
+/// The mode is a run-time parameter: the same instantiation serves both.
 /// Warpgroup 2 (and 3: wgmma_block, two producer warpgroups for Policy::producer_threads = 256 and, except
 /// under 3xTF32, for the gathering variant) produces (produce; its registers lowered with setmaxnreg),
 /// warpgroups 0-1 consume
@@ -584,7 +586,10 @@ __global__ void __launch_bounds__(wgmma_block<Policy, Gather>::threads, 1)
   // launched after kernel::pack_x_kernel with PDL (flat tiles): the packed x is read only past this point
   convred::detail::wait_prior_grids();
   convred::detail::launch_dependent_grids();  // the fixup or combine may take SMs as blocks finish
-  const tile_scheduler sched(prm);
+  // 3xTF32 runs no split-K tail (device::choose_wgmma_tail): its consumers sit at their register limit,
+  // where the tail's offsets made ptxas spill ~280 bytes (sm_90a, nvcc 13.0)
+  constexpr bool tails = Policy::parts == 1;
+  const tile_scheduler sched(prm, tails ? prm.tile0 : 0);
   exp_clock_counts clk(tid == 0 || tid == 128 || tid == Policy::consumer_threads + 32);
   if (tid >= Policy::consumer_threads) {  // producer warpgroup(s)
     warpgroup::set_max_registers<blk::producer_registers, false>();
