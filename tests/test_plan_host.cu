@@ -252,8 +252,8 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
       xpack = parts * kt * (block_c / (16 / elem)) * static_cast<std::size_t>(tiles * phases * (256 + hh * pw + hw)) * 16u;
     }
     const std::size_t m = static_cast<std::size_t>(p.gemm_m());
-    if (tail_pixels > 0)  // pass mode's states of the head's pixels (16-byte aligned), then the tail's partial sums
-      return (packed + 15) / 16 * 16 + xpack + (pass ? (npass * (m - tail_pixels) * 8u + 15) / 16 * 16 : 0) +
+    if (tail_pixels > 0)  // pass mode's states of every pixel (16-byte aligned), then the tail's partial sums
+      return (packed + 15) / 16 * 16 + xpack + (pass ? (npass * m * 8u + 15) / 16 * 16 : 0) +
              tail_splits * tail_pixels * static_cast<std::size_t>(p.K) * 4u;
     return (packed + 15) / 16 * 16 + xpack + (pass ? npass * m * 8u : static_cast<std::size_t>(splits) * m * static_cast<std::size_t>(p.K) * 4u);
   };
@@ -416,6 +416,20 @@ TEST_CASE("choose_wgmma_splits: the split-K tail of the last wave") {
     CHECK(on.tail_tiles == 10);
     CHECK(on.tail_splits == 3);
     CHECK(on.pass_mode);
+    {  // the planner with that hook: pass mode's states of every pixel (16-byte aligned), then the tail's sums
+      device_info h200 = h100;
+      h200.sm_count = 132;
+      conv2d_reduce_plan<float, math::tf32> plan(p, h200);
+      CAPTURE(plan.description());
+      CHECK(has(plan.description(), "in pass mode with a split-K tail (126 tiles x 8 channel passes = 1008 work units, "
+                                    "then the last 10 tiles x 8 channel passes x 3 GEMM_K ranges = 240 work units"));
+      const std::int64_t pixels = 32768 - mainloop::first_pixel(k, 126);
+      const std::size_t packed = mainloop::packed_bytes(k), xpack = mainloop::xpack_bytes(k);
+      const std::size_t states = (8u * 32768u * 8u + 15) / 16 * 16;
+      CHECK(plan.workspace_bytes() == (packed + 15) / 16 * 16 + xpack + states + 3u * static_cast<std::size_t>(pixels) * 1024u * 4u);
+      CHECK(plan.workspace_bytes() == convred::device::detail::packed_split_bytes(p, packed, xpack, 0, true, pixels, 3));
+      CHECK(plan.k_splits() == 0);
+    }
     o.tail = 1000, o.tail_splits = 1000, o.pass = 1;  // at most tiles - 1 tiles, kt splits
     const auto most = convred::device::choose_wgmma_splits<P>(p, k, 132);
     CHECK(most.tail_tiles == 135);

@@ -34,7 +34,7 @@ struct wgmma_conv_params {
   const void* filter = nullptr;   ///< packed filter (device::pack_filter), 16-byte aligned
   const float* bias = nullptr;    ///< bias (K) or nullptr
   std::int64_t N = 0;             ///< batch
-  std::int64_t tiles = 0;         ///< N * tiles_p * tiles_q (flat tiles: their count)
+  std::int64_t tiles = 0;         ///< N * tiles_p * tiles_q (flat tiles: their count); a launch's: from tile0 on
   /// @var C
   /// @brief input channels
   /// @var H
@@ -137,8 +137,9 @@ struct wgmma_conv_params {
   convred::detail::fast_divmod div_quads;  ///< divides by rp / 4 (transform item -> plane row, 4 raw columns)
   convred::detail::fast_divmod div_ph;     ///< divides by ph (plane row -> plane, patch row)
   /// @brief Partial ("split-K") mode when not null: the raw accumulators (no bias, no epilogue, no
-  /// reduction) of every work unit go to `partial`, splits x M x K floats laid out [z][m][k] (z the GEMM_K
-  /// split, m = (n * P + p) * Q + q the output pixel, k = pass * 128 + c the output channel, fastest), for
+  /// reduction) of every work unit go to `partial`, splits x (M - partial_m0) x K floats laid out [z][m -
+  /// partial_m0][k] (z the GEMM_K split, m = (n * P + p) * Q + q the output pixel, k = pass * 128 + c the
+  /// output channel, fastest), for
   /// kernel::conv2d_reduce_split_fixup_kernel to sum, add the bias to, apply the epilogue to and reduce. A
   /// work unit is then (tile, channel pass, split z): split z of a pass covers its stages [first, last)
   /// (kernel::split_range over the kt stages); null (the default): fused, a work unit is a whole tile with

@@ -80,8 +80,8 @@ struct wgmma_split_estimate {
   double fused_s = 0;    ///< estimated time of the fused kernel (seconds)
   double split_s = 0;    ///< estimated time of the partial mode with `splits` splits (0 when splits is 0)
   std::int64_t units = 0;  ///< work units of that partial mode: tiles x npass x splits (0 when splits is 0)
-  /// with splits = 0: the last tail_tiles tiles run as a split-K tail (wgmma_conv_params::tail_tiles) after a
-  /// head in pass mode (pass_mode) or fused; 0: no tail
+  /// with splits = 0: the last tail_tiles tiles run as a split-K tail (a second launch in partial mode:
+  /// wgmma_conv_params::tile0) after a head in pass mode (pass_mode) or fused; 0: no tail
   std::int64_t tail_tiles = 0;
   int tail_splits = 0;   ///< GEMM_K splits of the tail's channel passes (0 without a tail)
   double tail_s = 0;     ///< estimated time with that tail (0 without one)
@@ -122,18 +122,21 @@ inline constexpr double plan_tail_launch_seconds = 2e-6;
 /// @brief The split-K tail's part of choose_wgmma_splits (tiles >= sm_count, the estimate e's fused and
 /// pass mode times set; not under 3xTF32, whose consumers spill with the tail's offsets: kernel::conv2d_reduce_wgmma_kernel): for
 /// tiles that cover contiguous output pixels (conv_mainloop_wgmma::tail_serves),
-/// the last T tiles (1 <= T < tiles, T <= 2 sm_count) in partial mode with Z GEMM_K splits (1 <= Z <= kt;
-/// Z = 1 only after a fused head of several passes), after a head of the other tiles fused or in pass mode
+/// the last T tiles in partial mode with Z GEMM_K splits (1 <= Z <= kt; Z = 1 only after a fused head of
+/// several passes), after a head of the other tiles fused or in pass mode
 /// (pass mode where e.pass_mode_s is set). The tail is a second launch of the kernel, after the head's:
 /// the time is the head's waves (its units in waves of sm_count: npass pass times each fused, one in pass
 /// mode), the tail's (T x npass x Z units of ceil(kt / Z) / kt pass times), plan_tail_launch_seconds,
 /// `pre` (flat tiles' packing), the pass head's combine as in pass mode (over the head's pixels), and the
 /// tail's fixup as partial mode's (2 x Z x its pixels x K x 4 bytes at split_workspace_bytes_per_s, and
-/// split_fixed_seconds), for Z x its pixels x K x 4 bytes within `max_workspace_bytes`. The least such time, when below both unsplit estimates,
-/// sets e.tail_tiles, e.tail_splits, e.tail_s and (the head's mode) e.pass_mode. The test hook
+/// split_fixed_seconds), for Z x its pixels x K x 4 bytes within `max_workspace_bytes`. For a head of w
+/// waves only the fewest tail tiles are tried (w one to three waves short of the head alone), so the
+/// search is a few times kt estimates. The least such time, when below the unsplit estimate, sets
+/// e.tail_tiles, e.tail_splits, e.tail_s and (the head's mode) e.pass_mode. The test hook
 /// detail::wgmma_override().tail: -1 never, t > 0 the last min(t, tiles - 1) tiles whatever the time and
-/// the SM count (its tail_splits, else the best Z for them; the hook's pass 1 / 2: a fused / pass-mode
-/// head).
+/// the SM count (its tail_splits, else the best Z in [1, kt]; the hook's pass 1 / 2: a fused / pass-mode
+/// head, the latter where pass mode applies), where the tiles allow a tail (tail_serves, 2 tiles or more,
+/// not 3xTF32).
 template <class Policy>
 void choose_wgmma_tail(const conv2d_problem& p, const block::wgmma_conv_params& k, int sm_count, double pre,
                        double pass_s, std::size_t max_workspace_bytes, wgmma_split_estimate& e) {
@@ -145,19 +148,33 @@ void choose_wgmma_tail(const conv2d_problem& p, const block::wgmma_conv_params& 
   double best = e.pass_mode ? e.pass_mode_s : e.fused_s;  // the unsplit choice
   const bool forced = o.tail > 0;
   if (forced) best = std::numeric_limits<double>::infinity();
-  const std::int64_t t_lo = forced ? std::min<std::int64_t>(o.tail, k.tiles - 1) : 1;
-  const std::int64_t t_hi = forced ? t_lo : std::min<std::int64_t>(k.tiles - 1, 2 * sms);
-  // the head's modes: fused, pass mode where it applies (the hook's pass: 1 fused only, 2 pass mode only)
-  for (int pass_head = o.pass == 2 ? 1 : 0; pass_head <= (e.pass_mode_s > 0 && o.pass != 1 ? 1 : 0); ++pass_head) {
+  // the head's modes: fused, pass mode where it applies (the hook's pass: 1 fused only, 2 pass mode where
+  // it applies)
+  const bool passes = e.pass_mode_s > 0;
+  for (int pass_head = o.pass == 2 && passes ? 1 : 0; pass_head <= (passes && o.pass != 1 ? 1 : 0); ++pass_head) {
     const std::int64_t per_head = pass_head ? k.npass : 1;
     const double head_s = pass_head ? pass_s : k.npass * pass_s;
-    for (std::int64_t T = t_lo; T <= t_hi; ++T) {
+    // Tails to try: for a head of w waves the fewest tail tiles (more only lengthen the tail and its
+    // fixup), w = W - 1, W - 2, W - 3 of the W waves the head's units alone would take; or the hook's.
+    std::int64_t tails[3];
+    int n = 0;
+    if (forced) {
+      tails[n++] = std::min<std::int64_t>(o.tail, k.tiles - 1);
+    } else {
+      const std::int64_t W = (k.tiles * per_head + sms - 1) / sms;
+      for (std::int64_t w = W - 1; w >= W - 3 && w >= 1; --w) {
+        const std::int64_t head = std::min<std::int64_t>(w * sms / per_head, k.tiles - 1);
+        if (head >= 1) tails[n++] = k.tiles - head;
+      }
+    }
+    for (int i = 0; i < n; ++i) {
+      const std::int64_t T = tails[i];
       const std::int64_t pixels = M - mainloop::first_pixel(k, k.tiles - T);  // the tail's
       const double combine = pass_head ? 2.0 * k.npass * static_cast<double>(M - pixels) * pass_state_bytes /
                                                  split_workspace_bytes_per_s +
                                              split_fixed_seconds
                                        : 0.0;
-      const int z_lo = forced && o.tail_splits > 0 ? std::min(o.tail_splits, k.kt) : (pass_head || k.npass == 1 ? 2 : 1);
+      const int z_lo = forced ? (o.tail_splits > 0 ? std::min(o.tail_splits, k.kt) : 1) : (pass_head || k.npass == 1 ? 2 : 1);
       const int z_hi = forced && o.tail_splits > 0 ? z_lo : k.kt;
       for (int z = z_lo; z <= z_hi; ++z) {
         const double sums = static_cast<double>(z) * static_cast<double>(pixels) * static_cast<double>(p.K) * 4.0;
@@ -753,7 +770,8 @@ std::size_t packed_split_workspace_bytes(const conv2d_problem& p, int splits) {
 /// @param y               device pointer, N*P*Q elements of T; may be nullptr only for index ops with indices
 /// @param indices         device pointer, N*P*Q int64 (argmin / argmax); must be nullptr for other ops
 /// @param splits          GEMM_K splits of each channel pass, in [0, max_packed_k_splits<Policy, T>(p)]
-///   (0: fused; 1: the channel passes alone are spread over SMs)
+///   (0: unsplit: fused, pass mode, or a split-K tail after either, as the time model picks; 1: the channel
+///   passes alone are spread over SMs)
 /// @param op              reduction op (functional.cuh)
 /// @param epi             epilogue `V e(V, int k)` or `V e(V)`, run on the device in fp32
 /// @param stream          CUDA stream the kernels are launched on (asynchronous; nothing is synchronised)
@@ -765,7 +783,8 @@ std::size_t packed_split_workspace_bytes(const conv2d_problem& p, int splits) {
 ///   (workspace_bytes below packed_split_workspace_bytes); overlapping_buffers (y, indices, the packed x or
 ///   the partial sums sharing a byte with x, w, the bias, the packed filter or each other); no_device;
 ///   cuda_error (a CUDA error was pending, or the first launch failed: nothing launched, the error left
-///   pending; if a later launch fails, the earlier kernels, which write only the workspace, may have
+///   pending; if a later launch fails, the earlier kernels, which write only the workspace (and, before a
+///   split-K tail's launch, the fused head's y and indices), may have
 ///   run). The fallbacks return conv2d_reduce_split's (conv2d_reduce's) codes. Inputs (x, w, bias, the
 ///   packed filter) are never modified.
 template <class Policy, class T, class Op, class Epilogue = epilogue::identity>
@@ -864,7 +883,7 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
     if (s != status::success) return s;
     if (tail) {  // the last tiles in partial mode, right after the head (a programmatic dependent launch)
       block::wgmma_conv_params last = k;
-      last.tile0 = head_tiles, last.tiles = plan.tail_tiles, last.states = nullptr;
+      last.tile0 = head_tiles, last.tiles = plan.tail_tiles, last.states = nullptr, last.bias = nullptr;
       last.partial = partial, last.splits = zs, last.partial_m0 = m0;
       s = detail::launch_wgmma<Policy>(last, plan.smem_bytes, plan.tail_tiles * zs * k.npass, op, epi, static_cast<float*>(nullptr),
                                        static_cast<std::int64_t*>(nullptr), stream, refused, 0, true);

@@ -212,7 +212,7 @@ struct tile_scheduler {
     std::int64_t tp;  ///< tile row: output rows tp * tile_rows ...
     std::int64_t tq;  ///< tile column: output columns tq * tile_cols ...
   };
-  std::int64_t units;    ///< work units in all: tiles (fused), tiles * splits * npass (partial)
+  std::int64_t units;    ///< one past the launch's last unit: (tile0 + tiles) x units per tile
   std::int64_t tiles_p;  ///< tile rows per image
   std::int64_t tiles_q;  ///< tile columns per image
   std::int32_t per_tile; ///< units per tile: 1 (fused), splits * npass (partial)
