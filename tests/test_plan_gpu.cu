@@ -201,47 +201,6 @@ TEST_CASE("conv2d_reduce_plan: prepare errors and re-preparing") {
   CHECK(got[0] == doctest::Approx(16.0));
   CHECK(got[9] == doctest::Approx(36.0));
 }
-// A split-K tail the time model picks (not forced) on a GPU of 132 SMs (an H200): 152 images of 14 x 14, 2
-// channel passes: 134 flat tiles, the first 132 fused in one full wave, the last 2 split.
-TEST_CASE("conv2d_reduce_plan wgmma split-K tail the model picks: float64, and the plan equals the entry point") {
-  require_gpu();
-  const conv2d_problem p = make_problem(152, 32, 14, 14, 130, 3, 3, 1, 1);
-  conv2d_reduce_plan<float, math::tf32> plan(p);
-  CAPTURE(plan.description());
-  REQUIRE(plan.state() == status::success);
-  if (plan.kernel() != kernel_kind::wgmma || plan.description().find("split-K tail") == std::string::npos) {
-    MESSAGE("not an sm_90a device of 132 SMs with the model's split-K tail: nothing to check");
-    return;
-  }
-  using P = conv2d_reduce_plan<float, math::tf32>::wgmma_policy_t;
-  CHECK(plan.k_splits() == 0);
-  REQUIRE(plan.workspace_bytes() == convred::device::packed_split_workspace_bytes<P, float>(p, 0));
-  // against float64 (conv2d_reduce_packed_split, splits = 0, takes the same tail on this device)
-  const auto d = make_data<float>(p, 9700, data_kind::real);
-  opts o;
-  o.splits = 0;
-  o.gain = 2;
-  check_fused<packed_split_entry<P>>("plan tail tf32 min", p, d, op::min{}, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
-  // the plan's run, bitwise the entry point's (argmin: values and indices)
-  auto dx = test::to_device(d.x);
-  auto dw = test::to_device(d.w);
-  auto db = test::to_device(d.b);
-  const std::size_t ny = static_cast<std::size_t>(p.y_elements()), bytes = plan.workspace_bytes();
-  thrust::device_vector<float> y1(ny), y2(ny);
-  thrust::device_vector<std::int64_t> i1(ny), i2(ny);
-  test::poison(y1), test::poison(y2), test::poison(i1), test::poison(i2);
-  REQUIRE(plan.prepare(craw(dw)) == status::success);
-  REQUIRE(plan.run(craw(dx), craw(db), raw(y1), raw(i1), op::argmin{}) == status::success);
-  thrust::device_vector<unsigned char> ws(bytes, static_cast<unsigned char>(0xFF));
-  REQUIRE(convred::device::pack_filter<P>(p, craw(dw), raw(ws), bytes) == status::success);
-  REQUIRE(convred::device::conv2d_reduce_packed_split<P>(p, craw(dx), craw(dw), raw(ws), bytes, craw(db), raw(y2), raw(i2), 0,
-                                                         op::argmin{}) == status::success);
-  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-  const auto a = test::to_host(y1), b = test::to_host(y2);
-  CHECK(test::count_nan(a) == 0);
-  CHECK(bytes_equal(a, b));
-  CHECK(test::to_host(i1) == test::to_host(i2));
-}
 }  // TEST_SUITE("gpu")
 
 namespace {
@@ -331,47 +290,6 @@ TEST_CASE("math::accurate (the planner's default) holds the error vs float64 to 
   CHECK(conv2d_reduce_plan<float>(layer4).k_splits() > 0);
   // TF32 does not hold it (the check can tell the maths apart)
   CHECK(seed_like_error<math::tf32>(p, "plan tf32") > test::tol::accurate);
-}
-// A split-K tail the time model picks (not forced) on a GPU of 132 SMs (an H200): 152 images of 14 x 14, 2
-// channel passes: 134 flat tiles, the first 132 fused in one full wave, the last 2 split.
-TEST_CASE("conv2d_reduce_plan wgmma split-K tail the model picks: float64, and the plan equals the entry point") {
-  require_gpu();
-  const conv2d_problem p = make_problem(152, 32, 14, 14, 130, 3, 3, 1, 1);
-  conv2d_reduce_plan<float, math::tf32> plan(p);
-  CAPTURE(plan.description());
-  REQUIRE(plan.state() == status::success);
-  if (plan.kernel() != kernel_kind::wgmma || plan.description().find("split-K tail") == std::string::npos) {
-    MESSAGE("not an sm_90a device of 132 SMs with the model's split-K tail: nothing to check");
-    return;
-  }
-  using P = conv2d_reduce_plan<float, math::tf32>::wgmma_policy_t;
-  CHECK(plan.k_splits() == 0);
-  REQUIRE(plan.workspace_bytes() == convred::device::packed_split_workspace_bytes<P, float>(p, 0));
-  // against float64 (conv2d_reduce_packed_split, splits = 0, takes the same tail on this device)
-  const auto d = make_data<float>(p, 9700, data_kind::real);
-  opts o;
-  o.splits = 0;
-  o.gain = 2;
-  check_fused<packed_split_entry<P>>("plan tail tf32 min", p, d, op::min{}, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
-  // the plan's run, bitwise the entry point's (argmin: values and indices)
-  auto dx = test::to_device(d.x);
-  auto dw = test::to_device(d.w);
-  auto db = test::to_device(d.b);
-  const std::size_t ny = static_cast<std::size_t>(p.y_elements()), bytes = plan.workspace_bytes();
-  thrust::device_vector<float> y1(ny), y2(ny);
-  thrust::device_vector<std::int64_t> i1(ny), i2(ny);
-  test::poison(y1), test::poison(y2), test::poison(i1), test::poison(i2);
-  REQUIRE(plan.prepare(craw(dw)) == status::success);
-  REQUIRE(plan.run(craw(dx), craw(db), raw(y1), raw(i1), op::argmin{}) == status::success);
-  thrust::device_vector<unsigned char> ws(bytes, static_cast<unsigned char>(0xFF));
-  REQUIRE(convred::device::pack_filter<P>(p, craw(dw), raw(ws), bytes) == status::success);
-  REQUIRE(convred::device::conv2d_reduce_packed_split<P>(p, craw(dx), craw(dw), raw(ws), bytes, craw(db), raw(y2), raw(i2), 0,
-                                                         op::argmin{}) == status::success);
-  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-  const auto a = test::to_host(y1), b = test::to_host(y2);
-  CHECK(test::count_nan(a) == 0);
-  CHECK(bytes_equal(a, b));
-  CHECK(test::to_host(i1) == test::to_host(i2));
 }
 }  // TEST_SUITE("gpu")
 
