@@ -554,61 +554,60 @@ TEST_CASE("conv2d_reduce_packed_split wgmma split-K tail: tf32 and bf16 vs float
 
 namespace {
 
-/// Forces the tiles (1 rows, 2 flat) and the cluster reduction on (2) or off (1) for its lifetime
-/// (detail::wgmma_override).
+/// Forces flat tiles and the cluster reduction on (2) or off (1) for its lifetime (detail::wgmma_override),
+/// with pass mode when `pass`.
 struct force_cluster {
-  force_cluster(int cluster, int tiles) {
+  force_cluster(int cluster, bool pass) {
     auto& o = convred::device::detail::wgmma_override();
     o = {};
-    o.tiles = tiles, o.cluster = cluster;
+    o.tiles = 2, o.pass = pass ? 2 : 1, o.cluster = cluster;
   }
   ~force_cluster() { convred::device::detail::wgmma_override() = {}; }
 };
 
 /// The cluster reduction (wgmma_conv_params::cluster) under Policy against float64, forced on and then off
-/// (partial sums and the fixup kernel) on the same shapes: 2 and 4 GEMM_K splits summed through
-/// distributed shared memory with one pass (y written by the ranks) and with several (states, then the
-/// combine kernel; K with a channel tail, K = 7), flat tiles at stride 1 and 2 (the gathering variant),
-/// 1x1 with grouped slices (the ResNet-50 layer3.0 projection at batch 1 among them), tiles of image rows
-/// (TMA boxes; x gathered where W % 4 != 0), several tiles, pixels past the output in the last tile; ops
-/// min / argmin / mean in turn, a scale of either sign, bias on and off; then exact integer argmin (ties:
-/// the lowest index). On the device, checks the tiles of the plan and that detail::cluster_reduce_serves
-/// says what the hook forces.
+/// (the fixup or combine kernel) on the same shapes: 2 and 4 GEMM_K splits summed through distributed
+/// shared memory with one pass (y written by the ranks) and with several (states, each tile's last block
+/// combining; K with a channel tail, K = 7), pass mode (z = 1: no split, passes combined in the kernel),
+/// flat tiles at stride 1 and 2 (the gathering variant), 1x1 with grouped slices (the ResNet-50 layer3.0
+/// projection at batch 1 among them), several tiles (their counters), pixels past the output in the last
+/// tile; ops min / argmin / mean in turn, a scale of either sign, bias on and off; then exact integer argmin
+/// (ties: the lowest index). On the device, checks that the plan is served with flat tiles and that
+/// detail::cluster_reduce_serves says what the hook forces.
 template <class Policy>
 void cluster_sweep(const char* label, std::uint64_t seed) {
   require_gpu();
   struct cluster_case {
     conv2d_problem p;
-    int z;      ///< GEMM_K splits
-    int tiles;  ///< 1 rows, 2 flat
+    int z;  ///< GEMM_K splits (0: pass mode)
   };
   const cluster_case cases[] = {
-      {make_problem(6, 64, 14, 14, 257, 3, 3, 1, 1), 2, 2},          // 3 passes (channel tail), 6 tiles
-      {make_problem(6, 64, 14, 14, 257, 3, 3, 1, 1), 4, 2},
-      {make_problem(5, 64, 15, 18, 33, 3, 3, 1, 1, 2, 2), 2, 2},     // stride 2 (phases), one pass
-      {make_problem(1, 512, 28, 28, 1024, 1, 1, 0, 0, 2, 2), 4, 2},  // ResNet-50 layer3.0 projection, batch 1
-      {make_problem(3, 256, 9, 12, 130, 1, 1), 4, 2},                // 1x1, 2 passes
-      {make_problem(7, 64, 10, 11, 7, 3, 3, 0, 0), 2, 2},            // K = 7 (odd), no padding
-      {make_problem(2, 64, 7, 7, 513, 3, 3, 1, 1), 2, 2},            // 5 passes
-      {make_problem(2, 64, 7, 7, 65, 3, 3, 1, 1), 4, 2},             // one pass, 4 ranks
-      {make_problem(3, 64, 20, 24, 200, 3, 3, 1, 1), 2, 1},          // row tiles (TMA), 2 passes
-      {make_problem(2, 64, 14, 14, 40, 3, 3, 1, 1), 4, 1},           // row tiles, x gathered (W % 4 != 0)
+      {make_problem(6, 64, 14, 14, 257, 3, 3, 1, 1), 2},         // 3 passes (channel tail), 6 tiles
+      {make_problem(6, 64, 14, 14, 257, 3, 3, 1, 1), 4},
+      {make_problem(6, 64, 14, 14, 257, 3, 3, 1, 1), 0},         // pass mode
+      {make_problem(5, 64, 15, 18, 33, 3, 3, 1, 1, 2, 2), 2},    // stride 2 (phases), one pass
+      {make_problem(1, 512, 28, 28, 1024, 1, 1, 0, 0, 2, 2), 4}, // ResNet-50 layer3.0 projection, batch 1
+      {make_problem(3, 256, 9, 12, 130, 1, 1), 4},               // 1x1, 2 passes
+      {make_problem(7, 64, 10, 11, 7, 3, 3, 0, 0), 2},           // K = 7 (odd), no padding
+      {make_problem(2, 64, 7, 7, 513, 3, 3, 1, 1), 0},           // pass mode, 5 passes
+      {make_problem(2, 64, 7, 7, 65, 3, 3, 1, 1), 4},            // one pass, 4 ranks
   };
   int which = 0;
   for (const cluster_case& c : cases) {
     const conv2d_problem& p = c.p;
     for (int cluster : {2, 1}) {
-      const force_cluster forced(cluster, c.tiles);
+      const force_cluster forced(cluster, c.z == 0);
       if (on_hopper()) {
         INFO(describe(p));
         const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen);
         REQUIRE(plan.served);
-        CHECK(plan.k.flat == (c.tiles == 2));
+        REQUIRE(plan.k.flat == 1);
         REQUIRE(plan.k.kt >= c.z);
-        CHECK(convred::device::detail::cluster_reduce_serves<Policy, op::argmin>(plan.k, c.z) == (cluster == 2));
+        if (c.z == 0) CHECK(plan.pass_mode);
+        CHECK(convred::device::detail::cluster_reduce_serves<Policy, op::argmin>(plan.k, c.z == 0 ? 1 : c.z) == (cluster == 2));
       }
-      const std::string name = std::string(label) + (cluster == 2 ? " cluster " : " no cluster ") + std::to_string(c.z) +
-                               " splits " + (c.tiles == 2 ? "flat " : "rows ") + describe(p);
+      const std::string name = std::string(label) + (cluster == 2 ? " cluster " : " no cluster ") +
+                               (c.z == 0 ? "pass mode " : std::to_string(c.z) + " splits ") + describe(p);
       for (int r = 0; r < 2; ++r) check_split_run<Policy>(name, p, c.z, which++, ++seed);
       const auto d = make_data<float>(p, ++seed, data_kind::integer);
       opts o;
@@ -629,18 +628,18 @@ TEST_CASE("conv2d_reduce_packed_split wgmma cluster reduction: tf32 and bf16 vs 
 
 TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: cluster reduction") {
   require_gpu();
-  auto run = [](auto policy, const char* name, const conv2d_problem& p, int z, int tiles, auto op) {
+  auto run = [](auto policy, const char* name, const conv2d_problem& p, int z, auto op) {
     using Policy = decltype(policy);
-    const force_cluster forced(2, tiles);
+    const force_cluster forced(2, z == 0);
     const auto d = make_data<float>(p, 64, data_kind::real);
     opts o;
     o.splits = z;
     o.gain = 2;
     check_fused<packed_split_entry<Policy>>(name, p, d, op, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
   };
-  run(wg<math::tf32>{}, "sanitizer cluster tf32 2 splits 3 passes", make_problem(3, 64, 7, 7, 260, 3, 3, 1, 1), 2, 2, op::argmin{});
-  run(wg<math::bf16>{}, "sanitizer cluster bf16 4 splits stride 2", make_problem(2, 64, 11, 13, 40, 3, 3, 1, 1, 2, 2), 4, 2, op::min{});
-  run(wg<math::tf32>{}, "sanitizer cluster tf32 row tiles", make_problem(2, 64, 12, 20, 140, 3, 3, 1, 1), 4, 1, op::mean{});
+  run(wg<math::tf32>{}, "sanitizer cluster tf32 2 splits 3 passes", make_problem(3, 64, 7, 7, 260, 3, 3, 1, 1), 2, op::argmin{});
+  run(wg<math::bf16>{}, "sanitizer cluster bf16 4 splits stride 2", make_problem(2, 64, 11, 13, 40, 3, 3, 1, 1, 2, 2), 4, op::min{});
+  run(wg<math::tf32>{}, "sanitizer cluster tf32 pass mode", make_problem(2, 20, 7, 7, 140, 3, 3, 1, 1), 0, op::mean{});
 }
 
 TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: split-K tail") {

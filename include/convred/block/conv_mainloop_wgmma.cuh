@@ -171,19 +171,23 @@ struct wgmma_conv_params {
   /// kernel::conv2d_reduce_pass_combine_kernel to combine in pass order into y (and indices). Set by the
   /// host entry point (device::conv2d_reduce_packed_split), not by make_params.
   void* states = nullptr;
-  /// @brief The cluster reduction of partial mode when 1 (device::conv2d_reduce_packed_split where
-  /// device::detail::cluster_reduce_serves: 2 or 4 GEMM_K splits, cooperative consumers, not 3xTF32, no
-  /// split-K tail; the kernel's Cluster variant): the `splits` GEMM_K ranges of each (tile, channel pass)
-  /// run as one thread-block cluster, one work unit per block (the grid is the units; block rank z runs
-  /// split z). After its mainloop each block waits for the cluster (every rank's stages are then done) and
-  /// stores each of its accumulator rows i (as conv_mainloop_wgmma::tile_m) into the shared memory of rank
-  /// i % splits (distributed shared memory: conv_mainloop_wgmma::store_raw with `park`); after a second
-  /// cluster barrier rank z sums its rows i = z, z + splits, ... over the senders in split order
-  /// (sum_parked_row: the split fixup's adds in its order), adds the bias, applies the epilogue and folds
-  /// each pixel's channels. With one pass y (and indices) are written; with several the pass's states go to
-  /// `states` ([pass][m], as pass mode) for kernel::conv2d_reduce_pass_combine_kernel. No partial sums in
-  /// global memory and no fixup kernel. 0: off.
+  /// @brief In-kernel reduction of partial or pass mode when 1 (device::conv2d_reduce_packed_split where
+  /// device::detail::cluster_reduce_serves: flat tiles, cooperative consumers, not 3xTF32, no split-K tail):
+  /// the `splits` GEMM_K ranges (1, 2 or 4) of each (tile, channel pass) run as one thread-block cluster,
+  /// one work unit per block (the grid is the units; block rank z runs split z). After its mainloop each
+  /// block parks its raw accumulators in its own shared memory (the first 128 KiB: the stages are done,
+  /// conv_mainloop_wgmma::store_raw), the cluster synchronises, and rank z sums accumulator rows i = z, z +
+  /// splits, ... of every rank in split order through distributed shared memory (sum_parked_row), adds the
+  /// bias, applies the epilogue and folds each pixel's channels (the split path's fixup does the same
+  /// arithmetic in the same order). With one pass y (and indices) are written; with several, each unit's
+  /// states go to `states` ([pass][m], as pass mode) and the last of the tile's splits x npass blocks to
+  /// arrive on its counter combines them in pass order and writes y (as
+  /// kernel::conv2d_reduce_pass_combine_kernel). No partial sums in global memory, no fixup or combine
+  /// kernel: the chain is the packing pass and this kernel. 0: off (the fixup or combine kernels follow).
   std::int32_t cluster = 0;
+  /// @brief cluster with several passes: one arrival counter per tile (`tiles` of them), zeroed by
+  /// kernel::pack_x_kernel before every run
+  std::int32_t* counters = nullptr;
   /// @brief 1: flat tiles over x packed beforehand (make_params with `flat`). The GEMM rows address x,
   /// converted and zero-padded by kernel::pack_x_kernel, as planes over the whole batch: plane pixel o of phase (a, b)
   /// = (n * flat_rows + row) * pw + col holds input (n, stride * row + a - pad_h, stride * col + b - pad_w)
@@ -322,38 +326,24 @@ struct conv_mainloop_wgmma {
   /// @param valid channels of this pass inside the output, min(128, K - pass * 128)
   /// @param pairs 8-byte stores allowed (out and ldk even)
   /// @param pixel tile pixel (row * 64 + column, as tile_m) -> plane row m, or negative: skip
-  /// @param park  null, or (the cluster reduction, wgmma_conv_params::cluster; MayPark) the block's shared
-  ///   memory of park_bytes (8-byte aligned): every accumulator row i goes to that of cluster rank i % ranks
-  ///   instead (distributed shared memory), out, ldk, valid, pairs and pixel unused, in the layout
-  ///   sum_parked_row reads: [sender rank][i / ranks][n8][thread][2] for channel pair n8 (tile_n(2 n8),
+  /// @param park  null, or (the cluster reduction, wgmma_conv_params::cluster) this block's shared memory
+  ///   of park_bytes (8-byte aligned) where every accumulator is parked instead, out, ldk, valid, pairs and
+  ///   pixel unused: [i][n8][thread][2] for accumulator row i (as tile_m) and channel pair n8 (tile_n(2 n8),
   ///   tile_n(2 n8 + 1)), consecutive threads at consecutive 8 bytes (no bank conflicts). The same
   ///   predicated stores to a generic address serve both, so that the accumulators are read on one path
   ///   whatever the destination.
-  /// @param ranks the cluster's blocks (2 or 4; with park)
-  /// @param rank  this block's rank in the cluster (with park)
   template <bool MayPark = false, class PixelMap>
   __device__ static void store_raw(const float (&d)[2][64], float* out, std::int64_t ldk, int valid, bool pairs,
-                                   PixelMap pixel, float* park = nullptr, int ranks = 1, int rank = 0) {
+                                   PixelMap pixel, float* park = nullptr) {
     if constexpr (!MayPark) park = nullptr;  // global stores only
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
       const std::int64_t m = park ? 0 : pixel(tile_m(i));
       const bool in = m >= 0;
       // channel 2t of the row (+ `step` bytes per n8 below), or the parked pair n8 = 0 of row i
-      // (MayPark: generic addresses for the generic stores, a parked row's in its owner's shared memory;
-      // else a global-space one)
-      std::uint64_t row;
-      if constexpr (MayPark) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-        row = park ? reinterpret_cast<std::uint64_t>(convred::detail::cluster_map_generic(
-                         park + ((rank * (TM / ranks) + i / ranks) * 16 * NT + static_cast<int>(threadIdx.x)) * 2, i % ranks))
-                   : reinterpret_cast<std::uint64_t>(out + (in ? m : 0) * ldk + tile_n(0));
-#else
-        row = reinterpret_cast<std::uint64_t>(out + (in ? m : 0) * ldk + tile_n(0));
-#endif
-      } else {
-        row = __cvta_generic_to_global(out + (in ? m : 0) * ldk + tile_n(0));
-      }
+      // (MayPark: generic addresses for the generic stores; else a global-space one)
+      float* const at = park ? park + (i * 16 * NT + static_cast<int>(threadIdx.x)) * 2 : out + (in ? m : 0) * ldk + tile_n(0);
+      const std::uint64_t row = MayPark ? reinterpret_cast<std::uint64_t>(at) : __cvta_generic_to_global(at);
       const std::uint32_t step = park ? NT * 8u : 32u;
       const int c0 = tile_n(0), mt = i / 2, half = i % 2;
 #pragma unroll
@@ -370,22 +360,30 @@ struct conv_mainloop_wgmma {
   /// thread's 128 accumulators, fp32.
   static constexpr int park_bytes = Policy::consumer_threads * 128 * 4;
 
-  /// @brief Cluster reduction: this thread's accumulator row `rank + il * ranks` of the tile summed over the
-  /// rows the cluster's ranks parked here (store_raw with `park`, ranks 0 .. ranks - 1 in order: IEEE fp32
-  /// adds in split order, as the split fixup), into v[j] for channel tile_n(j).
-  __device__ static void sum_parked_row(const float* park, int il, int ranks, float (&v)[TN]) {
-    const float* at = park + (il * 16 * NT + static_cast<int>(threadIdx.x)) * 2;
-    const int sender = (TM / ranks) * 16 * NT * 2;  // floats between consecutive senders' rows
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  /// @brief Cluster reduction: this thread's accumulator row i summed over the parked accumulators of
+  /// cluster ranks 0 .. ranks - 1 (store_raw's parked layout at the same shared-memory offset in each
+  /// block), in rank order (IEEE fp32 adds: split order, as the split fixup), into v[j] for channel
+  /// tile_n(j); ranks <= 4.
+  __device__ static void sum_parked_row(const float* park, int i, int ranks, float (&v)[TN]) {
+    const int t = static_cast<int>(threadIdx.x);
+    const float* own = park + (i * 16 * NT + t) * 2;
+    std::uint32_t at[4];  // (at most 4 ranks; indices unrolled so that the addresses stay in registers)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) at[r] = convred::detail::cluster_map(own, r < ranks ? r : 0);
 #pragma unroll
     for (int n8 = 0; n8 < 16; ++n8) {
-      float2 s = *reinterpret_cast<const float2*>(at + n8 * NT * 2);
-      for (int r = 1; r < ranks; ++r) {
-        const float2 u = *reinterpret_cast<const float2*>(at + r * sender + n8 * NT * 2);
+      float2 s = convred::detail::cluster_load_at<float2>(at[0] + n8 * NT * 8);
+#pragma unroll
+      for (int r = 1; r < 4; ++r) {
+        if (r >= ranks) break;
+        const float2 u = convred::detail::cluster_load_at<float2>(at[r] + n8 * NT * 8);
         s.x += u.x, s.y += u.y;
       }
       v[2 * n8] = s.x, v[2 * n8 + 1] = s.y;
     }
   }
+#endif
 
   /// Predicated stores of one channel pair at global-space address g (`Generic`: at generic address g,
   /// global or shared; predicates, not branches: the
@@ -574,12 +572,20 @@ struct conv_mainloop_wgmma {
     return true;
   }
 
-  /// Bytes of the packed x of flat parameters k (kernel::pack_x_kernel's output: per tile and stage, the
-  /// stage's planes, parts * part_bytes); 0 for tiles of image rows.
-  static std::size_t xpack_bytes(const wgmma_conv_params& k) {
+  /// Bytes of the packed planes of flat parameters k (kernel::pack_x_kernel's output: per tile and stage,
+  /// the stage's planes, parts * part_bytes); 0 for tiles of image rows.
+  static std::size_t xpack_planes_bytes(const wgmma_conv_params& k) {
     if (!k.flat) return 0;
     return static_cast<std::size_t>(k.tiles) * static_cast<std::size_t>(k.kt) * static_cast<std::size_t>(Policy::parts) *
            static_cast<std::size_t>(k.part_bytes);
+  }
+
+  /// Bytes of the packed x of flat parameters k: the packed planes (xpack_planes_bytes), then one int32
+  /// counter per tile for the cluster reduction (wgmma_conv_params::counters), rounded up to 16 bytes; 0
+  /// for tiles of image rows.
+  static std::size_t xpack_bytes(const wgmma_conv_params& k) {
+    if (!k.flat) return 0;
+    return xpack_planes_bytes(k) + (static_cast<std::size_t>(k.tiles) * 4 + 15) / 16 * 16;
   }
 
   /// Bytes of the packed filter (device::pack_filter) for parameters k from make_params: npass * kt

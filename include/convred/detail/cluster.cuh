@@ -24,16 +24,6 @@ __device__ __forceinline__ std::uint32_t cluster_map(const void* local, int rank
   return addr;
 }
 
-/// The generic address of `local` (a generic pointer into this block's shared memory) in the block of
-/// cluster rank `rank` (mapa on generic addresses, sm_90): ordinary loads and stores through it reach that
-/// block's shared memory (distributed shared memory).
-template <class A>
-__device__ __forceinline__ A* cluster_map_generic(A* local, int rank) {
-  std::uint64_t addr;
-  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(addr) : "l"(reinterpret_cast<std::uint64_t>(local)), "r"(rank));
-  return reinterpret_cast<A*>(addr);
-}
-
 /// Reads an A at shared::cluster address `addr` (cluster_map; ld.shared::cluster, sm_90): in 8-byte
 /// words when A's size and alignment are multiples of 8, else in 4-byte words and then bytes.
 template <class A>

@@ -515,19 +515,19 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
   return launch_status();
 }
 
-/// @brief Whether conv2d_reduce_packed_split runs partial mode with z GEMM_K splits on parameters k with
-/// the cluster reduction (wgmma_conv_params::cluster: each (tile, pass)'s splits a thread-block cluster
-/// summing its ranges in distributed shared memory, instead of partial sums in global memory and the fixup
-/// kernel): z of 2 or 4 (a thread's 4 accumulator rows shared out over the ranks), no split-K tail,
-/// cooperative consumers and not 3xTF32 (where the kernel's Cluster variant is not compiled: the
-/// consumers' registers), Op's state within pass_state_bytes with several passes (pass mode's states
-/// and combine follow), the stages' shared memory at least the parked rows
+/// @brief Whether conv2d_reduce_packed_split runs partial mode with z GEMM_K splits (or pass mode: z = 1)
+/// on parameters k with the cluster reduction (wgmma_conv_params::cluster: the splits summed through
+/// distributed shared memory, several passes combined by each tile's last block; no fixup or combine
+/// kernel): flat tiles (whose packing pass zeroes the tile counters), no split-K tail, cooperative
+/// consumers and not 3xTF32 (where its code is compiled out: the consumers' registers), z in {1, 2, 4}
+/// (1 with several passes; a thread's 4 accumulator rows shared out over the ranks), Op's state within
+/// pass_state_bytes with several passes, the stages' shared memory at least the parked accumulators
 /// (conv_mainloop_wgmma::park_bytes), fewer than 2^31 units (a block each), and the test hook's
 /// `cluster` not 1.
 template <class Policy, class Op>
 bool cluster_reduce_serves(const block::wgmma_conv_params& k, int z) {
-  if (Policy::parts != 1 || Policy::pingpong || k.tile0 != 0 || wgmma_override().cluster == 1) return false;
-  if ((z != 2 && z != 4) || z > k.kt) return false;
+  if (Policy::parts != 1 || Policy::pingpong || !k.flat || k.tile0 != 0 || wgmma_override().cluster == 1) return false;
+  if ((z != 1 && z != 2 && z != 4) || (z == 1 && k.npass < 2) || z > k.kt) return false;
   if (k.npass > 1 && sizeof(typename Op::template accum_t<float>) > pass_state_bytes) return false;
   const std::int64_t stages = std::int64_t(k.resident_bytes) + std::int64_t(k.stages) * k.stage_bytes +
                               std::int64_t(Policy::raw_stages) * k.raw_bytes;
@@ -898,24 +898,18 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
       if (status s = detail::check_device(fixup_kern); s != status::success) return s;
     if (pass)
       if (status s = detail::check_device(combine_kern); s != status::success) return s;
-    // the cluster reduction in place of partial mode's partial sums and fixup: one launch after the packing
-    // pass (flat tiles), then with several passes pass mode's combine of the states it writes where the
-    // partial sums would be
-    if (splits > 0 && detail::cluster_reduce_serves<Policy, Op>(k, splits)) {
-      k.cluster = 1, k.partial = nullptr, k.bias = bias;
+    // the cluster reduction in place of partial mode's fixup or pass mode's combine: one launch after the
+    // packing pass, its states (several passes) where the partial sums or pass mode's states would be, the
+    // tile counters after the packed planes
+    if (const int zc = splits > 0 ? splits : pass && !tail ? 1 : 0; zc > 0 && detail::cluster_reduce_serves<Policy, Op>(k, zc)) {
+      k.cluster = 1, k.splits = zc, k.partial = nullptr, k.bias = bias;
       k.states = k.npass > 1 ? static_cast<void*>(states) : nullptr;
-      if (k.npass > 1)
-        if (status s = detail::check_device(combine_kern); s != status::success) return s;
+      k.counters = k.npass > 1 ? reinterpret_cast<std::int32_t*>(xpack + block::conv_mainloop_wgmma<Policy>::xpack_planes_bytes(k))
+                               : nullptr;
       bool refused = false;
-      status s = detail::launch_wgmma<Policy>(k, plan.smem_bytes, k.tiles * k.npass * splits, op, epi,
-                                              k.npass > 1 ? static_cast<float*>(nullptr) : y,
-                                              k.npass > 1 ? static_cast<std::int64_t*>(nullptr) : indices, stream, refused,
-                                              k.flat ? k.tiles : 0);
-      if (refused) return fallback();  // the driver refused x's tensor map
-      if (s != status::success || k.npass == 1) return s;
-      detail::launch_kernel(true, combine_kern, dim3(static_cast<unsigned>((ny + 255) / 256)), dim3(256), 0, stream,
-                            static_cast<const state_t*>(states), k.npass, ny, ny, p.K, op, y, indices);
-      return detail::launch_status();
+      const status s = detail::launch_wgmma<Policy>(k, plan.smem_bytes, k.tiles * k.npass * zc, op, epi, y, indices, stream,
+                                                    refused, k.tiles);
+      return refused ? fallback() : s;
     }
     // the head: every tile, or all but a split-K tail's (fused: y and indices written by the kernel)
     const std::int64_t head_tiles = k.tiles - (tail ? plan.tail_tiles : 0);

@@ -382,7 +382,10 @@ class conv2d_reduce_plan {
           if (est.tail_tiles == 0)  // (with a tail: said below)
             why_ += " in pass mode (" + std::to_string(k.tiles) + " tiles x " + std::to_string(k.npass) +
                   " channel passes = " + std::to_string(k.tiles * k.npass) + " work units for " +
-                  std::to_string(dev.sm_count) + " SMs, each pass's reduction states combined after; " +
+                  std::to_string(dev.sm_count) + " SMs, " +
+                  (detail::cluster_reduce_serves<wgmma_policy_t, op::argmin>(k, 1)
+                       ? "a block each, each tile's passes combined by its last block; "
+                       : "each pass's reduction states combined after; ") +
                   std::to_string(need_) + "-byte workspace)";
         }
         if (est.splits == 0 && est.tail_tiles > 0) {  // a split-K tail: conv2d_reduce_packed_split, splits = 0
@@ -413,7 +416,7 @@ class conv2d_reduce_plan {
                   " channels per pass; " +
                   (clustered ? "a cluster of " + std::to_string(splits_) +
                                    " blocks per tile and pass summing its ranges in distributed shared memory" +
-                                   (k.npass > 1 ? ", each pass's reduction states combined after; " : "; ")
+                                   (k.npass > 1 ? ", each tile's passes combined by its last block; " : "; ")
                              : std::to_string(sums) + " bytes of partial sums, then the fixup; ") +
                   std::to_string(need_) + "-byte workspace)";
         }

@@ -8,6 +8,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "../block/conv_mainloop_wgmma.cuh"
@@ -69,7 +70,8 @@ __global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict
 }
 
 /// @brief Packs x (NCHW fp32) for the flat tiles of the wgmma kernel (wgmma_conv_params::flat), one
-/// thread per 16-byte plane pixel of the first part: for each flat tile t and stage s (kt of them), the
+/// thread per 16-byte plane pixel of the first part (and, with wgmma_conv_params::counters, block (0, 0)
+/// zeroes the tiles' counters first): for each flat tile t and stage s (kt of them), the
 /// stage's planes as the kernel's shared memory holds them, one block of parts * part_bytes at (t * kt +
 /// s) * parts * part_bytes: [part][plane jj < J = group * block_c / E][phase (a, b)][window pixel w <
 /// phase_pixels], the entry holding input (n, stride * row + a - pad_h, stride * col + b - pad_w) of
@@ -88,6 +90,8 @@ __global__ void pack_x_kernel(const float* __restrict__ x, void* __restrict__ ou
   convred::detail::launch_dependent_grids();  // the main kernel's set-up overlaps this pass (PDL)
   const std::int32_t per = k.part_bytes / 16;  // entries of one part of a (tile, stage) block
   const std::int32_t rem = static_cast<std::int32_t>(blockIdx.y * blockDim.x + threadIdx.x);
+  if (k.counters && blockIdx.x == 0 && blockIdx.y == 0)  // the cluster reduction's tile counters
+    for (std::int64_t i = threadIdx.x; i < k.tiles; i += blockDim.x) k.counters[i] = 0;
   if (rem >= per) return;
   const int phases = k.phases_h * k.phases_w;
   const std::int32_t blk = static_cast<std::int32_t>(blockIdx.x);  // t * kt + s
@@ -162,6 +166,7 @@ struct wgmma_tail_storage {
   std::uint64_t raw_empty[Policy::raw_stages];  ///< raw buffer read (every transform thread)
   std::uint64_t order[2];  ///< ping-pong: order[g] completes when the other warpgroup's mainloop turn ended
   float bias[Policy::block_n];  ///< the bias of the first 128 channels (zeros past K), read once per block
+  int last;  ///< cluster reduction with several passes: this block arrived last on its tile's counter
 };
 
 /// @brief A position in a ring of `n` buffers: the slot and the phase parity of its mbarriers (flips each
@@ -426,6 +431,22 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
   }
 }
 
+/// Barrier of the two consumer warpgroups (named barrier 1, 256 threads; the producers never take part).
+__device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+
+/// Reads *p from L2 (ld.global.cg, in 4-byte words: T's size a multiple of 4), not through this SM's L1:
+/// data other blocks wrote during this kernel.
+template <class T>
+__device__ __forceinline__ T load_l2(const T* p) {
+  static_assert(sizeof(T) % 4 == 0, "load_l2: T's size must be a multiple of 4 bytes");
+  unsigned int w[sizeof(T) / 4];
+#pragma unroll
+  for (int i = 0; i < static_cast<int>(sizeof(T) / 4); ++i) w[i] = __ldcg(reinterpret_cast<const unsigned int*>(p) + i);
+  T r;
+  std::memcpy(&r, w, sizeof(T));
+  return r;
+}
+
 /// @brief A consumer warpgroup's work: per stage one commit group of wgmmas (block::conv_mainloop_wgmma),
 /// the stage released when the next stage's group is issued and its own has completed (3xTF32: when
 /// run_stage returns, the stage complete); the first stage of each pass of a unit starts the accumulators
@@ -440,8 +461,9 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
 /// skipped), the two taking turns at issuing their mainloops (order[]): a warpgroup starts unit i's
 /// mainloop once the other has issued unit i - 1's, so it never waits on a stage barrier more than one
 /// phase ahead (the parity waits would alias) and its epilogue runs under the other's wgmmas.
-/// Cluster reduction (the Cluster variant, prm.cluster; cooperative, not 3xTF32): the unit's accumulator
-/// rows go to their owner ranks' shared memory, which sum and fold them (wgmma_conv_params::cluster).
+/// Cluster reduction (prm.cluster; cooperative, not 3xTF32): the unit's accumulators are parked, summed
+/// over the cluster's splits and folded by rows (splits > 1), and with several passes the tile's last
+/// block combines its states (wgmma_conv_params::cluster).
 template <class Policy, class Op, class Epilogue, bool Gather, bool Cluster>
 __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, const wgmma_smem<Policy, Op>& sm,
                                         const tile_scheduler& sched, Op op, Epilogue epi, float* y,
@@ -531,18 +553,15 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
       const bool cluster_split = cluster_ok && prm.splits > 1;
       if ((!Cluster && prm.partial) || cluster_split) {
         // partial mode (one pass per unit: done): the raw sums of split z, rows m - partial_m0; or the
-        // cluster reduction's: each accumulator row into the shared memory of the rank that sums it, once
-        // every rank's wgmmas have completed (the stages are free)
+        // cluster reduction's splits: parked in the block's shared memory (the stages are free once both
+        // warpgroups' wgmmas have completed), then summed through distributed shared memory
         const std::int64_t m0 = mainloop::promotes ? 0 : prm.partial_m0, plane = (prm.N * prm.P * prm.Q - m0) * prm.K;
-#if CONVRED_HAS_WGMMA
-        if (cluster_split) convred::detail::cluster_sync();  // every rank's stages are done: they take the rows
-#endif
+        if (cluster_split) consumer_sync();
         CONVRED_EXP_TIME(3, mainloop::template store_raw<cluster_ok>(d, prm.partial + sched.split_of(unit) * plane + k0, prm.K,
                                                 min(BN, prm.K - k0), prm.K % 2 == 0, [&](int px) {
                                                   const std::int64_t m = pixel(px);
                                                   return m < 0 ? m : m - m0;
-                                                }, cluster_split ? reinterpret_cast<float*>(sm.base) : nullptr,
-                                                prm.splits, sched.split_of(unit)));
+                                                }, cluster_split ? reinterpret_cast<float*>(sm.base) : nullptr));
         if (cluster_split) cluster_unit = unit;  // summed after the loop (its registers free)
       } else {  // the pass complete: its 128 channels folded into the states
         float acc[mainloop::TM][mainloop::TN];
@@ -553,55 +572,86 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
     }
     if constexpr (mainloop::promotes) {  // (no pass mode under 3xTF32: its consumers would spill ~290 bytes)
       if (!prm.partial) CONVRED_EXP_TIME(3, red.finish(state, y, indices, prm.K, mainloop::tile_m, pixel));
-    } else if (!cluster_ok && !prm.partial) {  // (the Cluster variant's unit is folded after the loop)
-      // y and indices, or in pass mode the unit's (one pass's) states for the combine
+    } else if (!prm.partial) {
+      // y and indices, or in pass mode the unit's (one pass's) states for the combine (already written
+      // by cluster_fold with several splits)
       int f = 0, l = 0;
       if (prm.states) sched.slices(unit, f, l);
       accum_t* states = prm.states ? static_cast<accum_t*>(prm.states) + static_cast<std::int64_t>(f / prm.kt) * prm.N * prm.P * prm.Q
                                    : nullptr;
-      CONVRED_EXP_TIME(3, red.finish_each(state, mainloop::tile_m, pixel, [&](std::int64_t m, const accum_t& r) {
-        if (states) {
-          if (m >= 0) states[m] = r;
-        } else {
-          block::write_reduced<Op, float>(y, indices, m, r, prm.K);
-        }
-      }));
+      if (!(cluster_ok && prm.splits > 1))
+        CONVRED_EXP_TIME(3, red.finish_each(state, mainloop::tile_m, pixel, [&](std::int64_t m, const accum_t& r) {
+          if (states) {
+            if (m >= 0) states[m] = r;
+          } else {
+            block::write_reduced<Op, float>(y, indices, m, r, prm.K);
+          }
+        }));
+      if (cluster_ok) cluster_unit = unit;
     }
     if (Policy::pingpong) {  // past the other warpgroup's next unit, which comes before this one's next
       const std::int64_t other = sched.next(unit);
       if (other < sched.units) st.seek(st.count + sched.stages(other));
     }
   }
-  if constexpr (cluster_ok) {
+  // the cluster reduction's fold of one pass (prm.splits > 1), the unit's accumulators parked in the
+  // block's shared memory (store_raw): rank z (the unit's split) sums rows z, z + splits, ... over the
+  // cluster's blocks, folds them (bias, epilogue, op), combines the 4 lanes of each pixel and writes y
+  // or the pass's states
+  auto cluster_fold = [&](std::int64_t u) {
 #if CONVRED_HAS_WGMMA
-    // the cluster reduction's fold of the block's unit (one pass): once every rank's rows have landed, rank
-    // z (the unit's split) sums its rows z, z + splits, ... over the senders, folds them (bias, epilogue,
-    // op), combines the 4 lanes of each pixel and writes y or the pass's states
-    if (cluster_unit >= 0) {
-      const std::int64_t u = cluster_unit;
-      const tile_scheduler::coord t = sched.decode(u);
-      const int pass = static_cast<int>(u % sched.per_tile) % prm.npass, k0 = pass * BN, z = sched.split_of(u);
-      accum_t* states = prm.states ? static_cast<accum_t*>(prm.states) + static_cast<std::int64_t>(pass) * prm.N * prm.P * prm.Q
-                                   : nullptr;
-      convred::detail::cluster_sync();  // every rank's rows have landed (no shared memory is shared after this)
-      for (int il = 0; il < mainloop::TM / prm.splits; ++il) {
-        const int i = z + il * prm.splits;
-        float v[1][mainloop::TN];
-        mainloop::sum_parked_row(reinterpret_cast<const float*>(sm.base), il, prm.splits, v[0]);
-        accum_t st1[1] = {Op::template identity<float>()};
-        red.fold(v, bias, epi, k0, min(BN, prm.K - k0), mainloop::tile_n, st1);
-        const accum_t r = block::combine_lanes(st1[0], mainloop::lanes_per_pixel, op);
-        const std::int64_t m = pixel_of(t, mainloop::tile_m(i));
-        if (mainloop::lane() % mainloop::lanes_per_pixel == 0) {
-          if (states) {
-            if (m >= 0) states[m] = r;
-          } else {
-            block::write_reduced<Op, float>(y, indices, m, r, prm.K);
-          }
+    const tile_scheduler::coord t = sched.decode(u);
+    const int pass = static_cast<int>(u % sched.per_tile) % prm.npass, k0 = pass * BN;
+    const float* park = reinterpret_cast<const float*>(sm.base);
+    convred::detail::cluster_sync();  // every rank's accumulators parked
+    accum_t* states = prm.npass > 1 ? static_cast<accum_t*>(prm.states) + static_cast<std::int64_t>(pass) * prm.N * prm.P * prm.Q
+                                    : nullptr;
+    for (int i = sched.split_of(u); i < mainloop::TM; i += prm.splits) {
+      float v[1][mainloop::TN];
+      mainloop::sum_parked_row(park, i, prm.splits, v[0]);
+      accum_t st[1] = {Op::template identity<float>()};
+      red.fold(v, bias, epi, k0, min(BN, prm.K - k0), mainloop::tile_n, st);
+      const accum_t r = block::combine_lanes(st[0], mainloop::lanes_per_pixel, op);
+      const std::int64_t m = pixel_of(t, mainloop::tile_m(i));
+      if (mainloop::lane() % mainloop::lanes_per_pixel == 0) {
+        if (states) {
+          if (m >= 0) states[m] = r;
+        } else {
+          block::write_reduced<Op, float>(y, indices, m, r, prm.K);
         }
       }
     }
+    convred::detail::cluster_sync();  // no block reuses or leaves its shared memory while another reads it
+#else
+    (void)u;
 #endif
+  };
+  // the cluster reduction with several passes: each block counts its arrival on its tile's counter once
+  // its states are written; the last of the tile's splits x npass blocks combines the passes in order
+  // (as kernel::conv2d_reduce_pass_combine_kernel) and writes y and indices
+  auto combine_tile = [&](std::int64_t u) {
+    const tile_scheduler::coord t = sched.decode(u);
+    __threadfence();  // this thread's states, device-wide, before the block's arrival
+    consumer_sync();
+    if (threadIdx.x == 0) tail.last = atomicAdd(prm.counters + u / sched.per_tile, 1) == sched.per_tile - 1;
+    consumer_sync();
+    if (!tail.last) return;
+    __threadfence();
+    const accum_t* states = static_cast<const accum_t*>(prm.states);
+    const std::int64_t M = prm.N * prm.P * prm.Q;
+    for (int px = static_cast<int>(threadIdx.x); px < Policy::block_m; px += Policy::consumer_threads) {
+      const std::int64_t m = pixel_of(t, px);
+      if (m < 0) continue;
+      accum_t r = load_l2(states + m);
+      for (int q = 1; q < prm.npass; ++q) r = op(r, load_l2(states + q * M + m));
+      block::write_reduced<Op, float>(y, indices, m, r, prm.K);
+    }
+  };
+  if constexpr (cluster_ok) {
+    if (cluster_unit >= 0) {  // the cluster reduction: the splits' sums, then with several passes the combine
+      if (prm.splits > 1) cluster_fold(cluster_unit);
+      if (prm.npass > 1) combine_tile(cluster_unit);
+    }
   }
 }
 
