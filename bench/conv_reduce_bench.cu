@@ -255,8 +255,6 @@ struct options {
   /// 0 the time model, 1 row tiles, 2 flat tiles (where they serve)
   int wgmma_tiles = 0;
   int wgmma_pass = 0;
-  /// diagnosis: the wgmma kernel's cluster reduction: 0 the model, 1 never, 2 wherever it serves
-  int wgmma_cluster = 0;
   /// diagnosis: 0 the time model; -1 the wgmma kernel wherever it serves (not the mma.sync split); z > 0
   /// that, in partial mode with z GEMM_K ranges
   int wgmma_splits = 0;
@@ -1335,9 +1333,6 @@ void print_help() {
       "                      or flat (where they serve)\n"
       "  --wgmma-pass M      diagnosis: the wgmma kernel's pass mode, M = model (default), off or on (wherever\n"
       "                      it applies: several channel passes, not 3xTF32)\n"
-      "  --wgmma-cluster M   diagnosis: the wgmma kernel's cluster reduction in place of the fixup or combine\n"
-      "                      kernel, M = model (default), off or on (wherever it serves: flat tiles, 1, 2 or\n"
-      "                      4 GEMM_K splits, not 3xTF32)\n"
       "  --wgmma-splits Z    diagnosis: Z = model (default), wgmma (the wgmma kernel wherever it serves, not the\n"
       "                      mma.sync split) or a count (that, in partial mode with min(Z, stages) GEMM_K\n"
       "                      ranges, whatever the workspace; may change the tiles: pin them with --wgmma-tiles;\n"
@@ -1411,10 +1406,6 @@ options parse_args(int argc, char** argv, bool& help) {
       const std::string v = value();
       o.wgmma_pass = v == "model" ? 0 : v == "off" ? 1 : v == "on" ? 2 : -1;
       if (o.wgmma_pass < 0) throw usage_error("--wgmma-pass: '" + v + "' is not one of model, off, on");
-    } else if (a == "--wgmma-cluster") {
-      const std::string v = value();
-      o.wgmma_cluster = v == "model" ? 0 : v == "off" ? 1 : v == "on" ? 2 : -1;
-      if (o.wgmma_cluster < 0) throw usage_error("--wgmma-cluster: '" + v + "' is not one of model, off, on");
     } else if (a == "--wgmma-splits") {
       const std::string v = value();
       char* end = nullptr;
@@ -1476,7 +1467,6 @@ int main(int argc, char** argv) {
   }
   convred::device::detail::wgmma_override().tiles = o.wgmma_tiles;  // (this thread runs every row)
   convred::device::detail::wgmma_override().pass = o.wgmma_pass;
-  convred::device::detail::wgmma_override().cluster = o.wgmma_cluster;
   convred::device::detail::wgmma_override().splits = o.wgmma_splits;
   convred::device::detail::wgmma_override().tail = o.wgmma_tail;
   convred::device::detail::wgmma_override().tail_splits = o.wgmma_tail_splits;

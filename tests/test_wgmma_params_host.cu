@@ -62,10 +62,9 @@ void check_flat(const conv2d_problem& p, const convred::block::wgmma_conv_params
   CHECK(k.b_bytes == static_cast<std::int64_t>(k.group) * Policy::parts * p.R * p.S * 128 * Policy::block_c *
                          Policy::filter_elem_bytes);
   CHECK(k.part_bytes == k.plane_bytes * (Policy::block_c / E) * k.group);
-  // the packed x: per tile, every stage's planes (all slices, the window of each phase), then a 4-byte
-  // counter per tile (the cluster reduction's) rounded up to 16 bytes
+  // the packed x: per tile, every stage's planes (all slices, the window of each phase)
   CHECK(mainloop_xpack<Policy>(k) == static_cast<std::size_t>(k.tiles * Policy::parts * slices * (Policy::block_c / E) *
-                                                               phases * window * 16 + (k.tiles * 4 + 15) / 16 * 16));
+                                                               phases * window * 16));
   // stages: the layout's, then as many more as fit, up to wgmma_max_stages
   const std::int64_t rest = static_cast<std::int64_t>(Policy::raw_stages) * k.raw_bytes +
                             static_cast<std::int64_t>(convred::device::detail::wgmma_tail_bytes<Policy, convred::op::argmin>());

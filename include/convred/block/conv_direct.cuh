@@ -15,7 +15,6 @@
 #include <cstring>
 #include <type_traits>
 
-#include "../detail/cluster.cuh"
 #include "../detail/fast_divmod.cuh"
 #include "../functional.cuh"
 #include "../numeric.cuh"
@@ -293,6 +292,37 @@ __host__ __device__ __forceinline__ void copy_run(const unsigned char* src, unsi
   }
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/// Barrier of every thread of the cluster, with release / acquire of memory (barrier.cluster, sm_90).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+/// Reads the value at the shared-memory address of `local` in the block of cluster rank `rank`
+/// (mapa + ld.shared::cluster, sm_90), in 4-byte words and then bytes.
+template <class A>
+__device__ __forceinline__ A cluster_load(const A* local, int rank) {
+  const auto own = static_cast<std::uint32_t>(__cvta_generic_to_shared(local));
+  std::uint32_t addr;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(addr) : "r"(own), "r"(rank));
+  unsigned char bytes[sizeof(A)];
+#pragma unroll
+  for (int i = 0; i + 4 <= static_cast<int>(sizeof(A)); i += 4) {
+    std::uint32_t v;
+    asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(addr + i) : "memory");
+    std::memcpy(bytes + i, &v, 4);
+  }
+#pragma unroll
+  for (int i = static_cast<int>(sizeof(A)) / 4 * 4; i < static_cast<int>(sizeof(A)); ++i) {
+    unsigned short v;
+    asm volatile("ld.shared::cluster.u8 %0, [%1];" : "=h"(v) : "r"(addr + i) : "memory");
+    bytes[i] = static_cast<unsigned char>(v);
+  }
+  A r;
+  std::memcpy(&r, bytes, sizeof(A));
+  return r;
+}
+#endif
 }  // namespace detail
 
 /// @brief One thread's strip of SH x SW adjacent output pixels of a tile, each the exact-FMA direct
@@ -496,15 +526,15 @@ __device__ void direct_store_tile(const direct_tiling& t, const direct_tile& b, 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (t.groups > 1)
     for (std::int32_t p = tid; p < px; p += t.threads) park[p] = direct_combine_groups(t, op, park, p);
-  convred::detail::cluster_sync();  // every rank's states are combined over its groups
+  detail::cluster_sync();  // every rank's states are combined over its groups
   const std::int32_t per = (px + t.splits - 1) / t.splits, first = b.rank * per;
   const std::int32_t last = first + per < px ? first + per : px;
   for (std::int32_t p = first + tid; p < last; p += t.threads) {
-    accum_t r = convred::detail::cluster_load(park + p, 0);
-    for (int q = 1; q < t.splits; ++q) r = op(r, convred::detail::cluster_load(park + p, q));
+    accum_t r = detail::cluster_load(park + p, 0);
+    for (int q = 1; q < t.splits; ++q) r = op(r, detail::cluster_load(park + p, q));
     write_reduced<Op, V>(y, indices, direct_output_offset(t, b, prm, p), r, prm.K);
   }
-  convred::detail::cluster_sync();  // no block leaves while another still reads its states
+  detail::cluster_sync();  // no block leaves while another still reads its states
 #else
   (void)op;
   __trap();  // a split tiling needs sm_90 code (the host never launches one without it)

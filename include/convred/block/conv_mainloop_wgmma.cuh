@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../detail/cluster.cuh"
 #include "../detail/fast_divmod.cuh"
 #include "../policy.cuh"
 #include "../problem.cuh"
@@ -171,23 +170,6 @@ struct wgmma_conv_params {
   /// kernel::conv2d_reduce_pass_combine_kernel to combine in pass order into y (and indices). Set by the
   /// host entry point (device::conv2d_reduce_packed_split), not by make_params.
   void* states = nullptr;
-  /// @brief In-kernel reduction of partial or pass mode when 1 (device::conv2d_reduce_packed_split where
-  /// device::detail::cluster_reduce_serves: flat tiles, cooperative consumers, not 3xTF32, no split-K tail):
-  /// the `splits` GEMM_K ranges (1, 2 or 4) of each (tile, channel pass) run as one thread-block cluster,
-  /// one work unit per block (the grid is the units; block rank z runs split z). After its mainloop each
-  /// block parks its raw accumulators in its own shared memory (the first 128 KiB: the stages are done,
-  /// conv_mainloop_wgmma::store_raw), the cluster synchronises, and rank z sums accumulator rows i = z, z +
-  /// splits, ... of every rank in split order through distributed shared memory (sum_parked_row), adds the
-  /// bias, applies the epilogue and folds each pixel's channels (the split path's fixup does the same
-  /// arithmetic in the same order). With one pass y (and indices) are written; with several, each unit's
-  /// states go to `states` ([pass][m], as pass mode) and the last of the tile's splits x npass blocks to
-  /// arrive on its counter combines them in pass order and writes y (as
-  /// kernel::conv2d_reduce_pass_combine_kernel). No partial sums in global memory, no fixup or combine
-  /// kernel: the chain is the packing pass and this kernel. 0: off (the fixup or combine kernels follow).
-  std::int32_t cluster = 0;
-  /// @brief cluster with several passes: one arrival counter per tile (`tiles` of them), zeroed by
-  /// kernel::pack_x_kernel before every run
-  std::int32_t* counters = nullptr;
   /// @brief 1: flat tiles over x packed beforehand (make_params with `flat`). The GEMM rows address x,
   /// converted and zero-padded by kernel::pack_x_kernel, as planes over the whole batch: plane pixel o of phase (a, b)
   /// = (n * flat_rows + row) * pw + col holds input (n, stride * row + a - pad_h, stride * col + b - pad_w)
@@ -326,100 +308,44 @@ struct conv_mainloop_wgmma {
   /// @param valid channels of this pass inside the output, min(128, K - pass * 128)
   /// @param pairs 8-byte stores allowed (out and ldk even)
   /// @param pixel tile pixel (row * 64 + column, as tile_m) -> plane row m, or negative: skip
-  /// @param park  null, or (the cluster reduction, wgmma_conv_params::cluster) this block's shared memory
-  ///   of park_bytes (8-byte aligned) where every accumulator is parked instead, out, ldk, valid, pairs and
-  ///   pixel unused: [i][n8][thread][2] for accumulator row i (as tile_m) and channel pair n8 (tile_n(2 n8),
-  ///   tile_n(2 n8 + 1)), consecutive threads at consecutive 8 bytes (no bank conflicts). The same
-  ///   predicated stores to a generic address serve both, so that the accumulators are read on one path
-  ///   whatever the destination.
-  template <bool MayPark = false, class PixelMap>
+  template <class PixelMap>
   __device__ static void store_raw(const float (&d)[2][64], float* out, std::int64_t ldk, int valid, bool pairs,
-                                   PixelMap pixel, float* park = nullptr) {
-    if constexpr (!MayPark) park = nullptr;  // global stores only
+                                   PixelMap pixel) {
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
-      const std::int64_t m = park ? 0 : pixel(tile_m(i));
+      const std::int64_t m = pixel(tile_m(i));
       const bool in = m >= 0;
-      // channel 2t of the row (+ `step` bytes per n8 below), or the parked pair n8 = 0 of row i
-      // (MayPark: generic addresses for the generic stores; else a global-space one)
-      float* const at = park ? park + (i * 16 * NT + static_cast<int>(threadIdx.x)) * 2 : out + (in ? m : 0) * ldk + tile_n(0);
-      const std::uint64_t row = MayPark ? reinterpret_cast<std::uint64_t>(at) : __cvta_generic_to_global(at);
-      const std::uint32_t step = park ? NT * 8u : 32u;
+      // channel 2t of the row, as a global-space address (+ 32 bytes per n8 below)
+      const std::uint64_t row = __cvta_generic_to_global(out + (in ? m : 0) * ldk + tile_n(0));
       const int c0 = tile_n(0), mt = i / 2, half = i % 2;
 #pragma unroll
       for (int n8 = 0; n8 < 16; ++n8) {
         const int c = c0 + 8 * n8;
-        const bool both = park || (in && pairs && c + 1 < valid);
-        store_if<MayPark>(row + step * n8, d[mt][4 * n8 + 2 * half], d[mt][4 * n8 + 2 * half + 1], both,
-                          in && !both && c < valid, in && !both && c + 1 < valid);
+        const bool both = in && pairs && c + 1 < valid;
+        store_if(row + 32u * n8, d[mt][4 * n8 + 2 * half], d[mt][4 * n8 + 2 * half + 1], both,
+                 in && !both && c < valid, in && !both && c + 1 < valid);
       }
     }
   }
 
-  /// Bytes the cluster reduction parks (wgmma_conv_params::cluster, store_raw with `park`): every consumer
-  /// thread's 128 accumulators, fp32.
-  static constexpr int park_bytes = Policy::consumer_threads * 128 * 4;
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  /// @brief Cluster reduction: this thread's accumulator row i summed over the parked accumulators of
-  /// cluster ranks 0 .. ranks - 1 (store_raw's parked layout at the same shared-memory offset in each
-  /// block), in rank order (IEEE fp32 adds: split order, as the split fixup), into v[j] for channel
-  /// tile_n(j); ranks <= 4.
-  __device__ static void sum_parked_row(const float* park, int i, int ranks, float (&v)[TN]) {
-    const int t = static_cast<int>(threadIdx.x);
-    const float* own = park + (i * 16 * NT + t) * 2;
-    std::uint32_t at[4];  // (at most 4 ranks; indices unrolled so that the addresses stay in registers)
-#pragma unroll
-    for (int r = 0; r < 4; ++r) at[r] = convred::detail::cluster_map(own, r < ranks ? r : 0);
-#pragma unroll
-    for (int n8 = 0; n8 < 16; ++n8) {
-      float2 s = convred::detail::cluster_load_at<float2>(at[0] + n8 * NT * 8);
-#pragma unroll
-      for (int r = 1; r < 4; ++r) {
-        if (r >= ranks) break;
-        const float2 u = convred::detail::cluster_load_at<float2>(at[r] + n8 * NT * 8);
-        s.x += u.x, s.y += u.y;
-      }
-      v[2 * n8] = s.x, v[2 * n8 + 1] = s.y;
-    }
-  }
-#endif
-
-  /// Predicated stores of one channel pair at global-space address g (`Generic`: at generic address g,
-  /// global or shared; predicates, not branches: the
+  /// Predicated stores of one channel pair at global-space address g (predicates, not branches: the
   /// accumulators are read on every path, so that ptxas needs no warpgroup.arrive in a divergent path): v0
   /// and v1 as one 8-byte store when `both` (g 8-byte aligned), else v0 at g when `first` and v1 at g + 4
   /// when `second`.
-  template <bool Generic = false>
   __device__ static void store_if(std::uint64_t g, float v0, float v1, bool both, bool first, bool second) {
-    if constexpr (Generic)
-      asm volatile(
-          "{\n"
-          " .reg .pred pb, p0, p1;\n"
-          " setp.ne.u32 pb, %3, 0;\n"
-          " setp.ne.u32 p0, %4, 0;\n"
-          " setp.ne.u32 p1, %5, 0;\n"
-          " @pb st.v2.f32 [%0], {%1, %2};\n"
-          " @p0 st.f32 [%0], %1;\n"
-          " @p1 st.f32 [%0+4], %2;\n"
-          "}\n" ::"l"(g),
-          "f"(v0), "f"(v1), "r"(static_cast<unsigned>(both)), "r"(static_cast<unsigned>(first)),
-          "r"(static_cast<unsigned>(second))
-          : "memory");
-    else
-      asm volatile(
-          "{\n"
-          " .reg .pred pb, p0, p1;\n"
-          " setp.ne.u32 pb, %3, 0;\n"
-          " setp.ne.u32 p0, %4, 0;\n"
-          " setp.ne.u32 p1, %5, 0;\n"
-          " @pb st.global.v2.f32 [%0], {%1, %2};\n"
-          " @p0 st.global.f32 [%0], %1;\n"
-          " @p1 st.global.f32 [%0+4], %2;\n"
-          "}\n" ::"l"(g),
-          "f"(v0), "f"(v1), "r"(static_cast<unsigned>(both)), "r"(static_cast<unsigned>(first)),
-          "r"(static_cast<unsigned>(second))
-          : "memory");
+    asm volatile(
+        "{\n"
+        " .reg .pred pb, p0, p1;\n"
+        " setp.ne.u32 pb, %3, 0;\n"
+        " setp.ne.u32 p0, %4, 0;\n"
+        " setp.ne.u32 p1, %5, 0;\n"
+        " @pb st.global.v2.f32 [%0], {%1, %2};\n"
+        " @p0 st.global.f32 [%0], %1;\n"
+        " @p1 st.global.f32 [%0+4], %2;\n"
+        "}\n" ::"l"(g),
+        "f"(v0), "f"(v1), "r"(static_cast<unsigned>(both)), "r"(static_cast<unsigned>(first)),
+        "r"(static_cast<unsigned>(second))
+        : "memory");
   }
 
   /// @brief The shape rules of the can-implement check (host): nullptr when the mainloop implements p's
@@ -572,20 +498,12 @@ struct conv_mainloop_wgmma {
     return true;
   }
 
-  /// Bytes of the packed planes of flat parameters k (kernel::pack_x_kernel's output: per tile and stage,
-  /// the stage's planes, parts * part_bytes); 0 for tiles of image rows.
-  static std::size_t xpack_planes_bytes(const wgmma_conv_params& k) {
+  /// Bytes of the packed x of flat parameters k (kernel::pack_x_kernel's output: per tile and stage, the
+  /// stage's planes, parts * part_bytes); 0 for tiles of image rows.
+  static std::size_t xpack_bytes(const wgmma_conv_params& k) {
     if (!k.flat) return 0;
     return static_cast<std::size_t>(k.tiles) * static_cast<std::size_t>(k.kt) * static_cast<std::size_t>(Policy::parts) *
            static_cast<std::size_t>(k.part_bytes);
-  }
-
-  /// Bytes of the packed x of flat parameters k: the packed planes (xpack_planes_bytes), then one int32
-  /// counter per tile for the cluster reduction (wgmma_conv_params::counters), rounded up to 16 bytes; 0
-  /// for tiles of image rows.
-  static std::size_t xpack_bytes(const wgmma_conv_params& k) {
-    if (!k.flat) return 0;
-    return xpack_planes_bytes(k) + (static_cast<std::size_t>(k.tiles) * 4 + 15) / 16 * 16;
   }
 
   /// Bytes of the packed filter (device::pack_filter) for parameters k from make_params: npass * kt

@@ -113,12 +113,11 @@ struct reduce_epilogue {
   __device__ reduce_epilogue(TempStorage& t, Op o) : temp(t), op(o) {}
 
   /// Folds channels [0, valid) of the tile (tile column n maps to global channel k_first + n, column of
-  /// accumulator j given by `tile_n(j)`) into the register states `state` (one per accumulator row; Rows
-  /// is TM, or fewer for a caller folding some of its rows: the wgmma kernel's cluster reduction).
+  /// accumulator j given by `tile_n(j)`) into the register states `state` (one per accumulator row).
   /// bias may be nullptr.
-  template <int Rows, class T, class Epilogue, class TileN>
-  __device__ void fold(const V (&acc)[Rows][TN], const T* bias, const Epilogue& epi, std::int64_t k_first, int valid,
-                       TileN tile_n, accum_t (&state)[Rows]) const {
+  template <class T, class Epilogue, class TileN>
+  __device__ void fold(const V (&acc)[TM][TN], const T* bias, const Epilogue& epi, std::int64_t k_first, int valid,
+                       TileN tile_n, accum_t (&state)[TM]) const {
     // a thread whose columns are all valid (every thread of a full channel tile) takes the branch-free
     // loop: with the per-column `n < valid` test inside it, each column was its own divergent branch
     // (32 BSSY / BSYNC pairs in the wgmma kernel's epilogue), which kept ptxas from interleaving the
@@ -217,9 +216,9 @@ struct reduce_epilogue {
 
  private:
   /// fold's loop; `AllValid`: every column of this thread is < valid (no per-column test).
-  template <bool AllValid, int Rows, class T, class Epilogue, class TileN>
-  __device__ void fold_columns(const V (&acc)[Rows][TN], const T* bias, const Epilogue& epi, std::int64_t k_first,
-                               int valid, TileN tile_n, accum_t (&state)[Rows]) const {
+  template <bool AllValid, class T, class Epilogue, class TileN>
+  __device__ void fold_columns(const V (&acc)[TM][TN], const T* bias, const Epilogue& epi, std::int64_t k_first,
+                               int valid, TileN tile_n, accum_t (&state)[TM]) const {
     // the bias loads first, all of them in flight at once (loaded inside the loop below, behind its
     // branch, each one's latency was exposed in turn)
     V b[TN];
@@ -234,7 +233,7 @@ struct reduce_epilogue {
       if (!AllValid && n >= valid) continue;
       const int k = static_cast<int>(k_first + n);
 #pragma unroll
-      for (int i = 0; i < Rows; ++i) state[i] = op(state[i], Op::template make<V>(apply_epilogue(epi, acc[i][j] + b[j], k), k));
+      for (int i = 0; i < TM; ++i) state[i] = op(state[i], Op::template make<V>(apply_epilogue(epi, acc[i][j] + b[j], k), k));
     }
   }
 

@@ -138,13 +138,10 @@ status check_device(Kernel* k, std::size_t smem_bytes = 0) {
 /// instruction) support it: the kernel may then start while the kernel before it in the stream finishes,
 /// and must call detail::wait_prior_grids before touching that kernel's outputs. Used for the second and
 /// third kernels of convred's own launch chains (packing, main kernel, fixup or combine), whose launch and
-/// prologue then overlap the previous kernel's tail. With `cluster` > 1, in thread-block clusters of
-/// `cluster` x 1 x 1 blocks (cudaLaunchAttributeClusterDimension; grid.x a multiple of it; the caller has
-/// checked that the device and the kernel's image are sm_90 or later). A launch error is left pending
-/// (launch_status).
+/// prologue then overlap the previous kernel's tail. A launch error is left pending (launch_status).
 template <class... Params, class... Args>
-void launch_kernel_ex(bool after_prior, unsigned cluster, void (*kern)(Params...), dim3 grid, dim3 block,
-                      std::size_t smem, cudaStream_t stream, Args... args) {
+void launch_kernel(bool after_prior, void (*kern)(Params...), dim3 grid, dim3 block, std::size_t smem,
+                   cudaStream_t stream, Args... args) {
   if (after_prior) {
     int dev = 0, major = 0;
     cudaFuncAttributes attr{};
@@ -152,31 +149,17 @@ void launch_kernel_ex(bool after_prior, unsigned cluster, void (*kern)(Params...
                   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9 &&
                   cudaFuncGetAttributes(&attr, kern) == cudaSuccess && attr.ptxVersion >= 90;
   }
-  if (!after_prior && cluster <= 1) {
+  if (!after_prior) {
     kern<<<grid, block, smem, stream>>>(static_cast<Params>(args)...);
     return;
   }
-  cudaLaunchAttribute attr[2];
-  unsigned n = 0;
-  if (after_prior) {
-    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[n++].val.programmaticStreamSerializationAllowed = 1;
-  }
-  if (cluster > 1) {
-    attr[n].id = cudaLaunchAttributeClusterDimension;
-    attr[n].val.clusterDim.x = cluster, attr[n].val.clusterDim.y = 1, attr[n++].val.clusterDim.z = 1;
-  }
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = stream;
-  cfg.attrs = attr, cfg.numAttrs = n;
+  cfg.attrs = attr, cfg.numAttrs = 1;
   cudaLaunchKernelEx(&cfg, kern, static_cast<Params>(args)...);
-}
-
-/// launch_kernel_ex without clusters.
-template <class... Params, class... Args>
-void launch_kernel(bool after_prior, void (*kern)(Params...), dim3 grid, dim3 block, std::size_t smem,
-                   cudaStream_t stream, Args... args) {
-  launch_kernel_ex(after_prior, 1u, kern, grid, block, smem, stream, args...);
 }
 
 /// Status of a launch just made: success unless a CUDA error is pending (left for the caller). Called

@@ -105,9 +105,6 @@ struct wgmma_choice_override {
   /// -1 never, t > 0 the last min(t, tiles - 1) tiles (with tail_splits, or the model's best splits for them)
   std::int64_t tail = 0;
   int tail_splits = 0;  ///< with tail > 0: min(z, kt) GEMM_K splits of the tail (0: the model's)
-  /// the cluster reduction in place of the fixup or combine kernel (conv2d_reduce_packed_split, where
-  /// cluster_reduce_serves): 0 model, 1 never, 2 wherever it serves
-  int cluster = 0;
 };
 /// This thread's wgmma_choice_override (all zero: the time model decides).
 inline wgmma_choice_override& wgmma_override() {
@@ -471,8 +468,7 @@ std::size_t packed_bytes(const wgmma_plan_t& plan) {
 
 /// Launches the wgmma kernel with parameters k (x, filter, bias, xpack and the modes set) on `units`
 /// work units: first, when `pack_tiles` > 0 (flat tiles), kernel::pack_x_kernel for that many tiles into
-/// k.xpack; then the persistent kernel, one block per SM (at most one per unit; with the cluster
-/// reduction, k.cluster, one block per unit in clusters of k.splits), in the variant the
+/// k.xpack; then the persistent kernel, one block per SM (at most one per unit), in the variant the
 /// parameters need (the gathering one also for flat tiles at stride 2, whose taps read stride phases), as
 /// a programmatic dependent launch of the kernel before it when `dependent` (after the packing pass, or a
 /// split-K tail after the head's launch). `refused` is set (and success returned, nothing launched) when
@@ -490,11 +486,6 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
   const bool phased = k.gather || (k.flat && k.stride != 1);
   auto kern = phased ? kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, true>
                      : kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, false>;
-  if constexpr (Policy::parts == 1 && !Policy::pingpong) {  // the cluster reduction's variant (cluster_reduce_serves)
-    if (k.cluster)
-      kern = phased ? kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, true, true>
-                    : kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, false, true>;
-  }
   if (status s = check_device(kern, smem); s != status::success) return s;
   int dev = 0, sms = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
@@ -507,31 +498,11 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
     pack<<<grid, 256, 0, stream>>>(k.x, const_cast<void*>(k.xpack), k);
     if (status s = launch_status(); s != status::success) return s;
   }
-  // persistent blocks, or with the cluster reduction one block per unit in clusters of the splits
-  const std::int64_t grid = k.cluster || units < sms ? units : sms;
+  const std::int64_t grid = units < sms ? units : sms;
   const int threads = phased ? kernel::wgmma_block<Policy, true>::threads : kernel::wgmma_block<Policy, false>::threads;
-  launch_kernel_ex(dependent || pack_tiles > 0, k.cluster ? static_cast<unsigned>(k.splits) : 1u, kern,
-                   dim3(static_cast<unsigned>(grid)), dim3(threads), smem, stream, x_map, k, op, epi, y, indices);
+  launch_kernel(dependent || pack_tiles > 0, kern, dim3(static_cast<unsigned>(grid)), dim3(threads), smem, stream, x_map,
+                k, op, epi, y, indices);
   return launch_status();
-}
-
-/// @brief Whether conv2d_reduce_packed_split runs partial mode with z GEMM_K splits (or pass mode: z = 1)
-/// on parameters k with the cluster reduction (wgmma_conv_params::cluster: the splits summed through
-/// distributed shared memory, several passes combined by each tile's last block; no fixup or combine
-/// kernel): flat tiles (whose packing pass zeroes the tile counters), no split-K tail, cooperative
-/// consumers and not 3xTF32 (where its code is compiled out: the consumers' registers), z in {1, 2, 4}
-/// (1 with several passes; a thread's 4 accumulator rows shared out over the ranks), Op's state within
-/// pass_state_bytes with several passes, the stages' shared memory at least the parked accumulators
-/// (conv_mainloop_wgmma::park_bytes), fewer than 2^31 units (a block each), and the test hook's
-/// `cluster` not 1.
-template <class Policy, class Op>
-bool cluster_reduce_serves(const block::wgmma_conv_params& k, int z) {
-  if (Policy::parts != 1 || Policy::pingpong || !k.flat || k.tile0 != 0 || wgmma_override().cluster == 1) return false;
-  if ((z != 1 && z != 2 && z != 4) || (z == 1 && k.npass < 2) || z > k.kt) return false;
-  if (k.npass > 1 && sizeof(typename Op::template accum_t<float>) > pass_state_bytes) return false;
-  const std::int64_t stages = std::int64_t(k.resident_bytes) + std::int64_t(k.stages) * k.stage_bytes +
-                              std::int64_t(Policy::raw_stages) * k.raw_bytes;
-  return stages >= block::conv_mainloop_wgmma<Policy>::park_bytes && k.tiles * k.npass * z < (std::int64_t(1) << 31);
 }
 
 /// Offset of the packed x (flat tiles), then of the partial sums, in conv2d_reduce_packed_split's
@@ -898,19 +869,6 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
       if (status s = detail::check_device(fixup_kern); s != status::success) return s;
     if (pass)
       if (status s = detail::check_device(combine_kern); s != status::success) return s;
-    // the cluster reduction in place of partial mode's fixup or pass mode's combine: one launch after the
-    // packing pass, its states (several passes) where the partial sums or pass mode's states would be, the
-    // tile counters after the packed planes
-    if (const int zc = splits > 0 ? splits : pass && !tail ? 1 : 0; zc > 0 && detail::cluster_reduce_serves<Policy, Op>(k, zc)) {
-      k.cluster = 1, k.splits = zc, k.partial = nullptr, k.bias = bias;
-      k.states = k.npass > 1 ? static_cast<void*>(states) : nullptr;
-      k.counters = k.npass > 1 ? reinterpret_cast<std::int32_t*>(xpack + block::conv_mainloop_wgmma<Policy>::xpack_planes_bytes(k))
-                               : nullptr;
-      bool refused = false;
-      const status s = detail::launch_wgmma<Policy>(k, plan.smem_bytes, k.tiles * k.npass * zc, op, epi, y, indices, stream,
-                                                    refused, k.tiles);
-      return refused ? fallback() : s;
-    }
     // the head: every tile, or all but a split-K tail's (fused: y and indices written by the kernel)
     const std::int64_t head_tiles = k.tiles - (tail ? plan.tail_tiles : 0);
     block::wgmma_conv_params head = k;

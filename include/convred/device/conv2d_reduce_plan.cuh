@@ -382,10 +382,7 @@ class conv2d_reduce_plan {
           if (est.tail_tiles == 0)  // (with a tail: said below)
             why_ += " in pass mode (" + std::to_string(k.tiles) + " tiles x " + std::to_string(k.npass) +
                   " channel passes = " + std::to_string(k.tiles * k.npass) + " work units for " +
-                  std::to_string(dev.sm_count) + " SMs, " +
-                  (detail::cluster_reduce_serves<wgmma_policy_t, op::argmin>(k, 1)
-                       ? "a block each, each tile's passes combined by its last block; "
-                       : "each pass's reduction states combined after; ") +
+                  std::to_string(dev.sm_count) + " SMs, each pass's reduction states combined after; " +
                   std::to_string(need_) + "-byte workspace)";
         }
         if (est.splits == 0 && est.tail_tiles > 0) {  // a split-K tail: conv2d_reduce_packed_split, splits = 0
@@ -406,18 +403,12 @@ class conv2d_reduce_plan {
           splits_ = est.splits;
           need_ = detail::packed_split_bytes(p_, packed_, xpack, splits_);
           const std::size_t sums = need_ - detail::partial_offset(packed_) - xpack;
-          // the cluster reduction (conv2d_reduce_packed_split with any standard op) or the fixup kernel
-          const bool clustered = detail::cluster_reduce_serves<wgmma_policy_t, op::argmin>(k, splits_);
           why_ += " split into " + std::to_string(splits_) + " GEMM_K range" + (splits_ == 1 ? "" : "s") + " (" +
                   std::to_string(k.tiles) + " tile" + (k.tiles == 1 ? "" : "s") + " x " + std::to_string(k.npass) +
                   " channel pass" + (k.npass == 1 ? "" : "es") + " x " + std::to_string(splits_) + " = " +
                   std::to_string(est.units) + " work units for " + std::to_string(dev.sm_count) + " SMs, " +
                   std::to_string(k.kt) + " stages of " + std::to_string(wgmma_policy_t::block_c * k.group) +
-                  " channels per pass; " +
-                  (clustered ? "a cluster of " + std::to_string(splits_) +
-                                   " blocks per tile and pass summing its ranges in distributed shared memory" +
-                                   (k.npass > 1 ? ", each tile's passes combined by its last block; " : "; ")
-                             : std::to_string(sums) + " bytes of partial sums, then the fixup; ") +
+                  " channels per pass; " + std::to_string(sums) + " bytes of partial sums, then the fixup; " +
                   std::to_string(need_) + "-byte workspace)";
         }
         why_ += accurate_note();

@@ -8,7 +8,6 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #include "../block/conv_mainloop_wgmma.cuh"
@@ -70,8 +69,7 @@ __global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict
 }
 
 /// @brief Packs x (NCHW fp32) for the flat tiles of the wgmma kernel (wgmma_conv_params::flat), one
-/// thread per 16-byte plane pixel of the first part (and, with wgmma_conv_params::counters, block (0, 0)
-/// zeroes the tiles' counters first): for each flat tile t and stage s (kt of them), the
+/// thread per 16-byte plane pixel of the first part: for each flat tile t and stage s (kt of them), the
 /// stage's planes as the kernel's shared memory holds them, one block of parts * part_bytes at (t * kt +
 /// s) * parts * part_bytes: [part][plane jj < J = group * block_c / E][phase (a, b)][window pixel w <
 /// phase_pixels], the entry holding input (n, stride * row + a - pad_h, stride * col + b - pad_w) of
@@ -90,8 +88,6 @@ __global__ void pack_x_kernel(const float* __restrict__ x, void* __restrict__ ou
   convred::detail::launch_dependent_grids();  // the main kernel's set-up overlaps this pass (PDL)
   const std::int32_t per = k.part_bytes / 16;  // entries of one part of a (tile, stage) block
   const std::int32_t rem = static_cast<std::int32_t>(blockIdx.y * blockDim.x + threadIdx.x);
-  if (k.counters && blockIdx.x == 0 && blockIdx.y == 0)  // the cluster reduction's tile counters
-    for (std::int64_t i = threadIdx.x; i < k.tiles; i += blockDim.x) k.counters[i] = 0;
   if (rem >= per) return;
   const int phases = k.phases_h * k.phases_w;
   const std::int32_t blk = static_cast<std::int32_t>(blockIdx.x);  // t * kt + s
@@ -166,7 +162,6 @@ struct wgmma_tail_storage {
   std::uint64_t raw_empty[Policy::raw_stages];  ///< raw buffer read (every transform thread)
   std::uint64_t order[2];  ///< ping-pong: order[g] completes when the other warpgroup's mainloop turn ended
   float bias[Policy::block_n];  ///< the bias of the first 128 channels (zeros past K), read once per block
-  int last;  ///< cluster reduction with several passes: this block arrived last on its tile's counter
 };
 
 /// @brief A position in a ring of `n` buffers: the slot and the phase parity of its mbarriers (flips each
@@ -224,36 +219,23 @@ struct tile_scheduler {
   std::int32_t npass;    ///< channel passes per tile
   std::int32_t kt;       ///< stages per pass
   std::int32_t splits;   ///< GEMM_K splits per pass (partial mode)
-  bool partial;          ///< partial mode (or pass mode, or the cluster reduction)
-  /// the cluster reduction (wgmma_conv_params::cluster, in the kernel's Cluster variant): block b runs one
-  /// unit, split b % splits
-  bool cluster;
+  bool partial;          ///< partial mode
   std::int64_t begin;    ///< the launch's first unit: the first unit of tile tile0
   /// The work of the kernel's parameters, from tile `tile0` on (wgmma_conv_params::tile0, or 0 where the
   /// kernel never runs a split-K tail).
   /// (Pass mode, wgmma_conv_params::states: the units of partial mode with one split.)
-  __device__ tile_scheduler(const block::wgmma_conv_params& p, std::int64_t tile0, bool cluster_variant = false)
-      : units(p.partial || p.states || p.cluster ? (tile0 + p.tiles) * p.splits * p.npass : tile0 + p.tiles),
+  __device__ tile_scheduler(const block::wgmma_conv_params& p, std::int64_t tile0)
+      : units(p.partial || p.states ? (tile0 + p.tiles) * p.splits * p.npass : tile0 + p.tiles),
         tiles_p(p.tiles_p),
         tiles_q(p.tiles_q),
-        per_tile(p.partial || p.states || p.cluster ? p.splits * p.npass : 1),
+        per_tile(p.partial || p.states ? p.splits * p.npass : 1),
         npass(p.npass),
         kt(p.kt),
         splits(p.splits),
-        partial(p.partial != nullptr || p.states != nullptr || p.cluster != 0),
-        cluster(cluster_variant && p.cluster != 0),
+        partial(p.partial != nullptr || p.states != nullptr),
         begin(tile0 * per_tile) {}
-  /// This block's unit number `skip` (its first when 0); done when >= units. The cluster reduction
-  /// (a grid of one block per unit, clusters of `splits` consecutive blocks): block b = (tile * npass +
-  /// pass) * splits + z runs unit (tile, z, pass), so that a cluster's blocks are one pass's splits.
-  __device__ std::int64_t first(int skip = 0) const {
-    std::int64_t b = blockIdx.x;
-    if (cluster) {
-      const std::int64_t g = b / splits;
-      b = g / npass * per_tile + (b - g * splits) * npass + g % npass;
-    }
-    return begin + b + skip * std::int64_t(gridDim.x);
-  }
+  /// This block's unit number `skip` (its first when 0); done when >= units.
+  __device__ std::int64_t first(int skip = 0) const { return begin + blockIdx.x + skip * std::int64_t(gridDim.x); }
   /// This block's unit `every` units after `unit`.
   __device__ std::int64_t next(std::int64_t unit, int every = 1) const { return unit + every * std::int64_t(gridDim.x); }
   /// The packed filter slices [first, last) of `unit` (see the struct comment).
@@ -431,22 +413,6 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
   }
 }
 
-/// Barrier of the two consumer warpgroups (named barrier 1, 256 threads; the producers never take part).
-__device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
-
-/// Reads *p from L2 (ld.global.cg, in 4-byte words: T's size a multiple of 4), not through this SM's L1:
-/// data other blocks wrote during this kernel.
-template <class T>
-__device__ __forceinline__ T load_l2(const T* p) {
-  static_assert(sizeof(T) % 4 == 0, "load_l2: T's size must be a multiple of 4 bytes");
-  unsigned int w[sizeof(T) / 4];
-#pragma unroll
-  for (int i = 0; i < static_cast<int>(sizeof(T) / 4); ++i) w[i] = __ldcg(reinterpret_cast<const unsigned int*>(p) + i);
-  T r;
-  std::memcpy(&r, w, sizeof(T));
-  return r;
-}
-
 /// @brief A consumer warpgroup's work: per stage one commit group of wgmmas (block::conv_mainloop_wgmma),
 /// the stage released when the next stage's group is issued and its own has completed (3xTF32: when
 /// run_stage returns, the stage complete); the first stage of each pass of a unit starts the accumulators
@@ -461,20 +427,13 @@ __device__ __forceinline__ T load_l2(const T* p) {
 /// skipped), the two taking turns at issuing their mainloops (order[]): a warpgroup starts unit i's
 /// mainloop once the other has issued unit i - 1's, so it never waits on a stage barrier more than one
 /// phase ahead (the parity waits would alias) and its epilogue runs under the other's wgmmas.
-/// Cluster reduction (prm.cluster; cooperative, not 3xTF32): the unit's accumulators are parked, summed
-/// over the cluster's splits and folded by rows (splits > 1), and with several passes the tile's last
-/// block combines its states (wgmma_conv_params::cluster).
-template <class Policy, class Op, class Epilogue, bool Gather, bool Cluster>
+template <class Policy, class Op, class Epilogue, bool Gather>
 __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, const wgmma_smem<Policy, Op>& sm,
                                         const tile_scheduler& sched, Op op, Epilogue epi, float* y,
                                         std::int64_t* indices, exp_clock_counts& clk) {
   using mainloop = block::conv_mainloop_wgmma<Policy>;
   using epilogue_t = block::reduce_epilogue<mainloop, Op, false>;  // states in registers
-  using accum_t = typename epilogue_t::accum_t;
   constexpr int BN = Policy::block_n;
-  // the cluster reduction (wgmma_conv_params::cluster): the kernel's Cluster variant, for cooperative
-  // consumers without 3xTF32
-  constexpr bool cluster_ok = Cluster && !mainloop::promotes && !Policy::pingpong;
   auto& tail = sm.tail;
   epilogue_t red(tail.reduce, op);
   pipeline_state st(prm.stages);
@@ -489,20 +448,6 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
   // warpgroup 1 starts after the block's unit 0
   if (Policy::pingpong && wg == 1 && sched.first() < sched.units) st.seek(sched.stages(sched.first()));
   int turns = wg;  // ping-pong: the order[] waits so far (warpgroup 0's first unit waits for none)
-  // the tile pixel (row * 64 + column) of tile t -> output pixel m, or -1 outside the output; flat tiles:
-  // GEMM row o = tile * block_m + px of the packed planes (coord n is the tile)
-  auto pixel_of = [&](const tile_scheduler::coord& t, int px) {
-    if (prm.flat) {  // (o < flat_pixels < 2^31: int32)
-      const std::int32_t o = static_cast<std::int32_t>(t.n) * Policy::block_m + px;
-      std::int32_t n, r, p, q;
-      prm.div_image.divmod(o, n, r);
-      prm.div_pw.divmod(r, p, q);
-      return n < prm.N && p < prm.P && q < prm.Q ? (n * std::int64_t(prm.P) + p) * prm.Q + q : std::int64_t(-1);
-    }
-    const std::int64_t p = t.tp * prm.tile_rows + px / prm.tile_cols, q = t.tq * prm.tile_cols + px % prm.tile_cols;
-    return p < prm.P && q < prm.Q ? (t.n * prm.P + p) * prm.Q + q : std::int64_t(-1);
-  };
-  std::int64_t cluster_unit = -1;  // the cluster reduction: the block's one unit
   for (std::int64_t unit = sched.first(first_i); unit < sched.units; unit = sched.next(unit, step)) {
     int first, last;
     sched.slices(unit, first, last);
@@ -518,7 +463,19 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
 #pragma unroll
     for (int r = 0; r < mainloop::TM; ++r) state[r] = Op::template identity<float>();
     tile_scheduler::coord t{};
-    auto pixel = [&](int px) { return pixel_of(t, px); };
+    // the tile pixel (row * 64 + column) -> output pixel m, or -1 outside the output; flat tiles: GEMM row
+    // o = tile * block_m + px of the packed planes (coord n is the tile)
+    auto pixel = [&](int px) {
+      if (prm.flat) {  // (o < flat_pixels < 2^31: int32)
+        const std::int32_t o = static_cast<std::int32_t>(t.n) * Policy::block_m + px;
+        std::int32_t n, r, p, q;
+        prm.div_image.divmod(o, n, r);
+        prm.div_pw.divmod(r, p, q);
+        return n < prm.N && p < prm.P && q < prm.Q ? (n * std::int64_t(prm.P) + p) * prm.Q + q : std::int64_t(-1);
+      }
+      const std::int64_t p = t.tp * prm.tile_rows + px / prm.tile_cols, q = t.tq * prm.tile_cols + px % prm.tile_cols;
+      return p < prm.P && q < prm.Q ? (t.n * prm.P + p) * prm.Q + q : std::int64_t(-1);
+    };
     for (int sl = first; sl < last;) {  // one channel pass (partial mode: one pass's GEMM_K range)
       const int pass = sl / prm.kt, pass_end = min(last, (pass + 1) * prm.kt);
       for (int s = sl; s < pass_end; ++s, st.advance()) {
@@ -550,19 +507,13 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
       if constexpr (!mainloop::promotes) convred::detail::mbarrier_arrive(&tail.empty[prev]);
       prev = -1;
       const int k0 = pass * BN;
-      const bool cluster_split = cluster_ok && prm.splits > 1;
-      if ((!Cluster && prm.partial) || cluster_split) {
-        // partial mode (one pass per unit: done): the raw sums of split z, rows m - partial_m0; or the
-        // cluster reduction's splits: parked in the block's shared memory (the stages are free once both
-        // warpgroups' wgmmas have completed), then summed through distributed shared memory
+      if (prm.partial) {  // partial mode (one pass per unit: done): the raw sums of split z, rows m - partial_m0
         const std::int64_t m0 = mainloop::promotes ? 0 : prm.partial_m0, plane = (prm.N * prm.P * prm.Q - m0) * prm.K;
-        if (cluster_split) consumer_sync();
-        CONVRED_EXP_TIME(3, mainloop::template store_raw<cluster_ok>(d, prm.partial + sched.split_of(unit) * plane + k0, prm.K,
+        CONVRED_EXP_TIME(3, mainloop::store_raw(d, prm.partial + sched.split_of(unit) * plane + k0, prm.K,
                                                 min(BN, prm.K - k0), prm.K % 2 == 0, [&](int px) {
                                                   const std::int64_t m = pixel(px);
                                                   return m < 0 ? m : m - m0;
-                                                }, cluster_split ? reinterpret_cast<float*>(sm.base) : nullptr));
-        if (cluster_split) cluster_unit = unit;  // summed after the loop (its registers free)
+                                                }));
       } else {  // the pass complete: its 128 channels folded into the states
         float acc[mainloop::TM][mainloop::TN];
         mainloop::to_tile(d, acc);
@@ -572,85 +523,23 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
     }
     if constexpr (mainloop::promotes) {  // (no pass mode under 3xTF32: its consumers would spill ~290 bytes)
       if (!prm.partial) CONVRED_EXP_TIME(3, red.finish(state, y, indices, prm.K, mainloop::tile_m, pixel));
-    } else if (!prm.partial) {
-      // y and indices, or in pass mode the unit's (one pass's) states for the combine (already written
-      // by cluster_fold with several splits)
+    } else if (!prm.partial) {  // y and indices, or in pass mode the unit's (one pass's) states for the combine
+      using accum_t = typename epilogue_t::accum_t;
       int f = 0, l = 0;
       if (prm.states) sched.slices(unit, f, l);
       accum_t* states = prm.states ? static_cast<accum_t*>(prm.states) + static_cast<std::int64_t>(f / prm.kt) * prm.N * prm.P * prm.Q
                                    : nullptr;
-      if (!(cluster_ok && prm.splits > 1))
-        CONVRED_EXP_TIME(3, red.finish_each(state, mainloop::tile_m, pixel, [&](std::int64_t m, const accum_t& r) {
-          if (states) {
-            if (m >= 0) states[m] = r;
-          } else {
-            block::write_reduced<Op, float>(y, indices, m, r, prm.K);
-          }
-        }));
-      if (cluster_ok) cluster_unit = unit;
-    }
-    if (Policy::pingpong) {  // past the other warpgroup's next unit, which comes before this one's next
-      const std::int64_t other = sched.next(unit);
-      if (other < sched.units) st.seek(st.count + sched.stages(other));
-    }
-  }
-  // the cluster reduction's fold of one pass (prm.splits > 1), the unit's accumulators parked in the
-  // block's shared memory (store_raw): rank z (the unit's split) sums rows z, z + splits, ... over the
-  // cluster's blocks, folds them (bias, epilogue, op), combines the 4 lanes of each pixel and writes y
-  // or the pass's states
-  auto cluster_fold = [&](std::int64_t u) {
-#if CONVRED_HAS_WGMMA
-    const tile_scheduler::coord t = sched.decode(u);
-    const int pass = static_cast<int>(u % sched.per_tile) % prm.npass, k0 = pass * BN;
-    const float* park = reinterpret_cast<const float*>(sm.base);
-    convred::detail::cluster_sync();  // every rank's accumulators parked
-    accum_t* states = prm.npass > 1 ? static_cast<accum_t*>(prm.states) + static_cast<std::int64_t>(pass) * prm.N * prm.P * prm.Q
-                                    : nullptr;
-    for (int i = sched.split_of(u); i < mainloop::TM; i += prm.splits) {
-      float v[1][mainloop::TN];
-      mainloop::sum_parked_row(park, i, prm.splits, v[0]);
-      accum_t st[1] = {Op::template identity<float>()};
-      red.fold(v, bias, epi, k0, min(BN, prm.K - k0), mainloop::tile_n, st);
-      const accum_t r = block::combine_lanes(st[0], mainloop::lanes_per_pixel, op);
-      const std::int64_t m = pixel_of(t, mainloop::tile_m(i));
-      if (mainloop::lane() % mainloop::lanes_per_pixel == 0) {
+      CONVRED_EXP_TIME(3, red.finish_each(state, mainloop::tile_m, pixel, [&](std::int64_t m, const accum_t& r) {
         if (states) {
           if (m >= 0) states[m] = r;
         } else {
           block::write_reduced<Op, float>(y, indices, m, r, prm.K);
         }
-      }
+      }));
     }
-    convred::detail::cluster_sync();  // no block reuses or leaves its shared memory while another reads it
-#else
-    (void)u;
-#endif
-  };
-  // the cluster reduction with several passes: each block counts its arrival on its tile's counter once
-  // its states are written; the last of the tile's splits x npass blocks combines the passes in order
-  // (as kernel::conv2d_reduce_pass_combine_kernel) and writes y and indices
-  auto combine_tile = [&](std::int64_t u) {
-    const tile_scheduler::coord t = sched.decode(u);
-    __threadfence();  // this thread's states, device-wide, before the block's arrival
-    consumer_sync();
-    if (threadIdx.x == 0) tail.last = atomicAdd(prm.counters + u / sched.per_tile, 1) == sched.per_tile - 1;
-    consumer_sync();
-    if (!tail.last) return;
-    __threadfence();
-    const accum_t* states = static_cast<const accum_t*>(prm.states);
-    const std::int64_t M = prm.N * prm.P * prm.Q;
-    for (int px = static_cast<int>(threadIdx.x); px < Policy::block_m; px += Policy::consumer_threads) {
-      const std::int64_t m = pixel_of(t, px);
-      if (m < 0) continue;
-      accum_t r = load_l2(states + m);
-      for (int q = 1; q < prm.npass; ++q) r = op(r, load_l2(states + q * M + m));
-      block::write_reduced<Op, float>(y, indices, m, r, prm.K);
-    }
-  };
-  if constexpr (cluster_ok) {
-    if (cluster_unit >= 0) {  // the cluster reduction: the splits' sums, then with several passes the combine
-      if (prm.splits > 1) cluster_fold(cluster_unit);
-      if (prm.npass > 1) combine_tile(cluster_unit);
+    if (Policy::pingpong) {  // past the other warpgroup's next unit, which comes before this one's next
+      const std::int64_t other = sched.next(unit);
+      if (other < sched.units) st.seek(st.count + sched.stages(other));
     }
   }
 }
@@ -679,7 +568,7 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
 /// (prm.flat) run in either variant with one producer thread issuing bulk copies of the packed x
 /// (conv_patch_loader::copy_flat). Pass mode (prm.states): y and indices unused; each unit's reduction
 /// states go to prm.states for kernel::conv2d_reduce_pass_combine_kernel.
-template <class Policy, class Op, class Epilogue, bool Gather = false, bool Cluster = false>
+template <class Policy, class Op, class Epilogue, bool Gather = false>
 __global__ void __launch_bounds__(wgmma_block<Policy, Gather>::threads, 1)
     conv2d_reduce_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const block::wgmma_conv_params prm, Op op,
                                Epilogue epi, float* y, std::int64_t* indices) {
@@ -700,7 +589,7 @@ __global__ void __launch_bounds__(wgmma_block<Policy, Gather>::threads, 1)
   // 3xTF32 runs no split-K tail (device::choose_wgmma_tail): its consumers sit at their register limit,
   // where the tail's offsets made ptxas spill ~280 bytes (sm_90a, nvcc 13.0)
   constexpr bool tails = Policy::parts == 1;
-  const tile_scheduler sched(prm, tails ? prm.tile0 : 0, Cluster);
+  const tile_scheduler sched(prm, tails ? prm.tile0 : 0);
   exp_clock_counts clk(tid == 0 || tid == 128 || tid == Policy::consumer_threads + 32);
   if (tid >= Policy::consumer_threads) {  // producer warpgroup(s)
     warpgroup::set_max_registers<blk::producer_registers, false>();
@@ -708,7 +597,7 @@ __global__ void __launch_bounds__(wgmma_block<Policy, Gather>::threads, 1)
     return;
   }
   warpgroup::set_max_registers<blk::consumer_registers, true>();
-  consume<Policy, Op, Epilogue, Gather, Cluster>(prm, sm, sched, op, epi, y, indices, clk);
+  consume<Policy, Op, Epilogue, Gather>(prm, sm, sched, op, epi, y, indices, clk);
 #else
   (void)x_map, (void)prm, (void)op, (void)epi, (void)y, (void)indices;
 #endif
