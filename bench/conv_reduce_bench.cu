@@ -1247,7 +1247,7 @@ void write_json(const std::string& path, const std::vector<case_result>& res, co
     << ", \"seed\": " << o.seed << ", \"timer\": \"CUDA events, L2 flushed before each run, median\""
     << ", \"op\": \"min over K of 2*(conv+b)\", \"x\": \"N(0,1) fp32 NCHW\", \"w_b\": \"U(+-1/sqrt(fan_in))\""
     << ", \"accurate_tolerance\": " << jnum(kAccurateTolerance)
-    << ", \"wgmma_tiles\": " << jstr(o.wgmma_tiles == 0 ? "model" : o.wgmma_tiles == 1 ? "rows (forced)" : "flat (forced)")
+    << ", \"wgmma_tiles\": " << jstr(o.wgmma_tiles == 0 ? "model" : o.wgmma_tiles == 1 ? "rows (forced)" : o.wgmma_tiles == 2 ? "flat (forced)" : "direct (forced)")
     << ", \"wgmma_pass\": " << jstr(o.wgmma_pass == 0 ? "model" : o.wgmma_pass == 1 ? "off (forced)" : "on (forced)")
     << ", \"wgmma_splits\": " << jstr(o.wgmma_splits == 0 ? "model" : o.wgmma_splits < 0 ? "wgmma (forced)" : std::to_string(o.wgmma_splits) + " (forced)")
     << "}"
@@ -1329,8 +1329,8 @@ void print_help() {
       "  --samples N         output pixels checked against float64 per case (512)\n"
       "  --seed N            data seed (2026)\n"
       "  --fused-nhwc        also time the fused kernels on NHWC x (converted once, untimed)\n"
-      "  --wgmma-tiles T     diagnosis: the wgmma kernel's tiles wherever it runs, T = model (default), rows\n"
-      "                      or flat (where they serve)\n"
+      "  --wgmma-tiles T     diagnosis: the wgmma kernel's tiles wherever it runs, T = model (default), rows,\n"
+      "                      flat or direct (where they serve; rows and flat also rule out direct)\n"
       "  --wgmma-pass M      diagnosis: the wgmma kernel's pass mode, M = model (default), off or on (wherever\n"
       "                      it applies: several channel passes, not 3xTF32)\n"
       "  --wgmma-splits Z    diagnosis: Z = model (default), wgmma (the wgmma kernel wherever it serves, not the\n"
@@ -1400,8 +1400,8 @@ options parse_args(int argc, char** argv, bool& help) {
       o.fused_nhwc = true;
     } else if (a == "--wgmma-tiles") {
       const std::string v = value();
-      o.wgmma_tiles = v == "model" ? 0 : v == "rows" ? 1 : v == "flat" ? 2 : -1;
-      if (o.wgmma_tiles < 0) throw usage_error("--wgmma-tiles: '" + v + "' is not one of model, rows, flat");
+      o.wgmma_tiles = v == "model" ? 0 : v == "rows" ? 1 : v == "flat" ? 2 : v == "direct" ? 3 : -1;
+      if (o.wgmma_tiles < 0) throw usage_error("--wgmma-tiles: '" + v + "' is not one of model, rows, flat, direct");
     } else if (a == "--wgmma-pass") {
       const std::string v = value();
       o.wgmma_pass = v == "model" ? 0 : v == "off" ? 1 : v == "on" ? 2 : -1;

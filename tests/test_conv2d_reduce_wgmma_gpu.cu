@@ -552,6 +552,100 @@ TEST_CASE("conv2d_reduce_packed_split wgmma split-K tail: tf32 and bf16 vs float
   tail_sweep<wg<math::bf16>>("wgmma bf16", 47100);
 }
 
+// ---- direct tiles (wgmma_conv_params::direct: tf32 1x1, x read from NCHW, A from registers) -------------
+
+namespace {
+
+/// Shapes for direct tiles: ResNet-50's projections (layer1.0: 2 channel passes, 4-slice stages; layer3.0
+/// at stride 2: 8 passes, 2-slice stages), C with a channel tail (17: 3-slice stages; 3: one stage of a
+/// partial slice), tiles of several whole rows with dropped pixels (Q = 20: 12 rows = 240 of 256; Q = 100:
+/// 2 rows; Q = 4: 16 rows = 64), odd H at stride 2, W % 4 != 0 at stride 2 (s * W % 4 = 0), K = 7, 513.
+std::vector<conv2d_problem> direct_shapes() {
+  return {
+      make_problem(1, 64, 56, 56, 256, 1, 1),             // ResNet-50 layer1.0 projection
+      make_problem(1, 512, 28, 28, 1024, 1, 1, 0, 0, 2, 2),  // layer3.0 projection, stride 2
+      make_problem(3, 40, 28, 28, 65, 1, 1, 0, 0, 2, 2),  // one 14 x 14 tile per image
+      make_problem(2, 17, 12, 20, 130, 1, 1),             // 12 rows of 20 per tile, 2 passes
+      make_problem(2, 9, 6, 100, 33, 1, 1),               // Q = 100: 2-row tiles, 3 per image
+      make_problem(3, 8, 16, 4, 7, 1, 1),                 // Q = 4: one 64-pixel tile per image
+      make_problem(2, 24, 15, 20, 40, 1, 1, 0, 0, 2, 2),  // stride 2, odd H (P = 8, Q = 10)
+      make_problem(2, 10, 14, 14, 20, 1, 1, 0, 0, 2, 2),  // stride 2, W = 14 (Q = 7)
+      make_problem(1, 3, 8, 8, 513, 1, 1),                // C = 3, 5 passes
+  };
+}
+
+/// Direct tiles (forced) under the tf32 policy against float64: every shape of direct_shapes fused, in
+/// partial mode (2 splits, or 1), in pass mode (K > 128) and with a split-K tail (shapes of several
+/// tiles), ops min / argmin / mean in turn with a scale epilogue of either sign, with and without bias;
+/// exact integer data with argmin; and the shapes direct tiles do not serve (padding, H * W % 4 != 0)
+/// forced to them run other tiles.
+template <class Policy>
+void direct_sweep(const char* label, std::uint64_t seed) {
+  require_gpu();
+  int which = 0;
+  for (const conv2d_problem& p : direct_shapes()) {
+    INFO(describe(p));
+    int kt = 1;
+    std::int64_t tiles = 1;
+    if (on_hopper()) {
+      const force_choice forced(3, 1);
+      const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen);
+      REQUIRE(plan.k.direct == 1);
+      CHECK(plan.k.flat == 0);
+      kt = convred::device::max_packed_k_splits<Policy, float>(p);
+      tiles = plan.k.tiles;
+    }
+    std::vector<std::pair<int, int>> runs = {{0, 1}, {kt > 1 ? 2 : 1, 1}};  // (splits, pass)
+    if (p.K > 128) runs.push_back({0, 2});
+    for (const auto& [splits, pass] : runs) {
+      const force_choice forced(3, pass);
+      check_split_run<Policy>(std::string(label) + " direct split " + std::to_string(splits) + (pass == 2 ? " pass mode " : " ") +
+                                  describe(p),
+                              p, splits, which++, ++seed);
+    }
+    if (tiles > 1) {
+      const force_tail forced(3, 1, 1, 2);
+      check_split_run<Policy>(std::string(label) + " direct tail " + describe(p), p, 0, which++, ++seed);
+    }
+    const force_choice forced(3, 1);
+    const auto d = make_data<float>(p, ++seed, data_kind::integer);
+    opts o;
+    o.exact = true;
+    o.splits = 0;
+    check_fused<packed_split_entry<Policy>>(std::string(label) + " direct exact argmin " + describe(p), p, d, op::argmin{},
+                                            epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+  }
+  // not served by direct tiles (padding; H * W % 4 != 0; a 3x3 filter): forced, the plan takes other tiles
+  for (const conv2d_problem& p : {make_problem(2, 8, 12, 12, 20, 1, 1, 1, 1), make_problem(2, 8, 7, 7, 20, 1, 1),
+                                  make_problem(2, 8, 12, 12, 20, 3, 3, 1, 1)}) {
+    const force_choice forced(3, 1);
+    if (on_hopper()) {
+      const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen);
+      CHECK(plan.k.direct == 0);
+    }
+    check_split_run<Policy>(std::string(label) + " not direct " + describe(p), p, 0, which++, ++seed);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("conv2d_reduce_packed_split wgmma direct tiles: tf32 vs float64") { direct_sweep<wg<math::tf32>>("wgmma tf32", 48000); }
+
+TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: direct tiles") {
+  require_gpu();
+  auto run = [](const char* name, const conv2d_problem& p, int splits, int pass, std::uint64_t seed, auto op) {
+    const force_choice forced(3, pass);
+    const auto d = make_data<float>(p, seed, data_kind::real);
+    opts o;
+    o.splits = splits;
+    o.gain = 2;
+    check_fused<packed_split_entry<wg<math::tf32>>>(name, p, d, op, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+  };
+  run("sanitizer direct tf32 stride 1 fused", make_problem(2, 17, 12, 20, 130, 1, 1), 0, 1, 64, op::argmin{});
+  run("sanitizer direct tf32 stride 2 pass mode", make_problem(2, 24, 15, 20, 140, 1, 1, 0, 0, 2, 2), 0, 2, 65, op::min{});
+  run("sanitizer direct tf32 split", make_problem(1, 64, 16, 16, 40, 1, 1), 2, 1, 66, op::mean{});
+}
+
 TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: split-K tail") {
   require_gpu();
   auto run = [](auto policy, const char* name, const conv2d_problem& p, int tiles, int pass, auto op) {

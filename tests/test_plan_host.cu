@@ -332,6 +332,12 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[3].p, h200).description(), "with a split-K tail (132 tiles"));
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[4].p, h200).description(), "flat 256-pixel tiles"));
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[5].p, h200).description(), "flat 256-pixel tiles"));
+  CHECK(has(conv2d_reduce_plan<float, math::bf16>(rows[5].p, h200).description(), "flat 256-pixel tiles"));
+  // the 1x1 projection at stride 1 (ResNet-50 layer1.0, batch 32): tf32 direct tiles, no packing pass
+  conv2d_problem proj = rows[5].p;
+  proj.C = 64, proj.H = proj.W = 56, proj.K = 256, proj.stride_h = proj.stride_w = 1;
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(proj, h200).description(), "4x56-pixel tiles with x read straight from NCHW"));
+  CHECK(conv2d_reduce_plan<float, math::tf32>(proj, h200).workspace_bytes() == wgmma_bytes(proj, 8, 1, 4, 0, false, false));
   CHECK_FALSE(has(conv2d_reduce_plan<float, math::tf32>(rows[7].p, h200).description(), "flat"));
   // without an SM count (a device_info without one) the plan never splits
   CHECK(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h100).k_splits() == 0);

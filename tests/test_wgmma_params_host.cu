@@ -261,25 +261,92 @@ TEST_SUITE("host") {
 TEST_CASE("wgmma choose_wgmma_params: flat tiles where row tiles waste pixels or gather, 132 SMs") {
   using P = typename convred::default_wgmma_policy<math::tf32>::type;
   const std::size_t tail = convred::device::detail::wgmma_tail_bytes<P, convred::op::argmin>();
-  auto flat = [&](std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t K, std::int64_t R, std::int64_t pad,
-                  std::int64_t stride) {
+  // the tiles chosen: 'r' rows, 'f' flat, 'd' direct
+  auto tiles = [&](std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t K, std::int64_t R, std::int64_t pad,
+                   std::int64_t stride) {
     conv2d_problem p;
     p.N = N, p.C = C, p.H = p.W = H, p.K = K, p.R = p.S = R, p.pad_h = p.pad_w = pad, p.stride_h = p.stride_w = stride;
     convred::block::wgmma_conv_params k;
     std::size_t smem = 0;
     REQUIRE(convred::device::choose_wgmma_params<P>(p, tail, convred::device::detail::max_smem_per_block, 132, true, k, smem));
-    return k.flat == 1;
+    CHECK(k.flat + k.direct <= 1);
+    return k.direct ? 'd' : k.flat ? 'f' : 'r';
   };
-  CHECK(flat(32, 512, 7, 512, 3, 1, 1));     // ResNet-50 layer4.1: 7 x 7 (rows: 16 x 16 tiles, x gathered)
-  CHECK(flat(32, 256, 14, 256, 3, 1, 1));    // layer3.1: 14 x 14, W % 4 != 0
-  CHECK(flat(32, 512, 28, 1024, 1, 0, 2));   // layer3.0.downsample: 1x1 stride 2
-  CHECK(flat(1, 512, 28, 1024, 1, 0, 2));
-  CHECK_FALSE(flat(64, 64, 256, 128, 3, 0, 1));  // the seed: packing x would cost ~0.5 ms
-  CHECK_FALSE(flat(32, 64, 224, 64, 3, 1, 1));   // VGG-16 conv1_2: x large against the work
-  // 1x1 at stride 1: flat where a flat stage holds 4 slices (C = 64: 8 slices of 8), row tiles otherwise
-  CHECK(flat(32, 64, 56, 256, 1, 0, 1));         // ResNet-50 layer1.0 projection
-  CHECK(flat(1, 64, 56, 256, 1, 0, 1));
-  CHECK_FALSE(flat(1, 24, 112, 144, 1, 0, 1));   // MobileNetV2 expand (C = 24: 3 slices)
+  CHECK(tiles(32, 512, 7, 512, 3, 1, 1) == 'f');     // ResNet-50 layer4.1: 7 x 7 (rows: 16 x 16 tiles, x gathered)
+  CHECK(tiles(32, 256, 14, 256, 3, 1, 1) == 'f');    // layer3.1: 14 x 14, W % 4 != 0
+  CHECK(tiles(64, 64, 256, 128, 3, 0, 1) == 'r');    // the seed: packing x would cost ~0.5 ms
+  CHECK(tiles(32, 64, 224, 64, 3, 1, 1) == 'r');     // VGG-16 conv1_2: x large against the work
+  // tf32 1x1 without padding: direct tiles (no packing pass) at stride 1; at stride 2 flat tiles (the
+  // packing pass subsamples x once, where a direct box carries the odd columns to every channel pass)
+  CHECK(tiles(32, 512, 28, 1024, 1, 0, 2) == 'f');   // layer3.0.downsample: 1x1 stride 2
+  CHECK(tiles(1, 512, 28, 1024, 1, 0, 2) == 'f');
+  CHECK(tiles(32, 64, 56, 256, 1, 0, 1) == 'd');     // ResNet-50 layer1.0 projection
+  CHECK(tiles(1, 64, 56, 256, 1, 0, 1) == 'd');
+  CHECK(tiles(1, 24, 112, 144, 1, 0, 1) == 'd');     // MobileNetV2 expand (C = 24: 3-slice stages)
+  // 1x1 with padding (no direct tiles): flat where a flat stage holds 4 slices, row tiles otherwise
+  CHECK(tiles(32, 64, 56, 256, 1, 1, 1) == 'f');
+  CHECK(tiles(1, 24, 112, 144, 1, 1, 1) == 'r');
+}
+
+TEST_CASE("wgmma make_direct_params: tiles of whole rows, boxes of x, what is served") {
+  using P = typename convred::default_wgmma_policy<math::tf32>::type;
+  using mainloop = convred::block::conv_mainloop_wgmma<P>;
+  const std::size_t tail = convred::device::detail::wgmma_tail_bytes<P, convred::op::argmin>();
+  auto make = [&](std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t K, std::int64_t R,
+                  std::int64_t pad, std::int64_t stride, convred::block::wgmma_conv_params& k) {
+    conv2d_problem p;
+    p.N = N, p.C = C, p.H = H, p.W = W, p.K = K, p.R = p.S = R, p.pad_h = p.pad_w = pad, p.stride_h = p.stride_w = stride;
+    std::size_t smem = 0;
+    const bool ok = mainloop::make_direct_params(p, tail, convred::device::detail::max_smem_per_block, k, smem);
+    if (ok) CHECK(smem <= convred::device::detail::max_smem_per_block);
+    return ok;
+  };
+  convred::block::wgmma_conv_params k;
+  // ResNet-50 layer1.0 projection: 4 rows of 56 per tile (224 of 256 pixels), 14 tiles per image, 4-slice stages
+  REQUIRE(make(2, 64, 56, 56, 256, 1, 0, 1, k));
+  CHECK(k.direct == 1);
+  CHECK(k.flat == 0);
+  CHECK(k.tile_rows == 4);
+  CHECK(k.tile_cols == 56);
+  CHECK(k.tiles_p == 14);
+  CHECK(k.tiles == 28);
+  CHECK(k.rp == 56);  // 56 = 8 mod 16: the 4 channels of a lane quad 8 banks apart
+  CHECK(k.group == 4);
+  CHECK(k.kt == 2);
+  CHECK(k.npass == 2);
+  CHECK(k.raw_copy_bytes == 56 * 32 * 4 * 4);
+  CHECK(mainloop::packed_bytes(k) == 2u * 8 * 128 * 8 * 4);  // pack_filter's layout: npass x ceil(C / 8) slices
+  // layer3.0 at stride 2: one 14 x 14 tile per image, box columns 0 .. 26 read (40 wide), 2-slice stages
+  REQUIRE(make(1, 512, 28, 28, 1024, 1, 0, 2, k));
+  CHECK(k.tile_rows == 14);
+  CHECK(k.tile_cols == 14);
+  CHECK(k.tiles == 1);
+  CHECK(k.rp == 40);
+  CHECK(k.group * k.kt == 64);
+  CHECK(mainloop::packed_bytes(k) == 8u * 64 * 128 * 8 * 4);
+  // balanced row tiles: P = 30 rows of 20 (12 per tile at most) -> 3 tiles of 10 rows
+  REQUIRE(make(1, 8, 30, 20, 7, 1, 0, 1, k));
+  CHECK(k.tiles_p == 3);
+  CHECK(k.tile_rows == 10);
+  CHECK(k.rp == 24);
+  // C = 17: 3 slices of 8 -> stages of 3
+  REQUIRE(make(1, 17, 12, 20, 130, 1, 0, 1, k));
+  CHECK(k.group == 3);
+  CHECK(k.kt == 1);
+  // not served: padding, a 3x3 filter, H * W % 4 != 0, W % 4 != 0 at stride 1, Q > 256, a 3xTF32 or bf16 policy
+  CHECK_FALSE(make(1, 8, 12, 12, 20, 1, 1, 1, k));
+  CHECK_FALSE(make(1, 8, 12, 12, 20, 3, 0, 1, k));
+  CHECK_FALSE(make(1, 8, 7, 7, 20, 1, 0, 1, k));
+  CHECK_FALSE(make(1, 8, 10, 14, 20, 1, 0, 1, k));
+  CHECK(make(1, 8, 10, 14, 20, 1, 0, 2, k));  // stride 2: 2 * 14 % 4 = 0
+  CHECK_FALSE(make(1, 8, 4, 300, 20, 1, 0, 1, k));
+  conv2d_problem p;
+  p.N = 1, p.C = 64, p.H = p.W = 56, p.K = 256, p.R = p.S = 1;
+  std::size_t smem = 0;
+  CHECK_FALSE(convred::block::conv_mainloop_wgmma<typename convred::default_wgmma_policy<math::tf32x3>::type>::make_direct_params(
+      p, tail, convred::device::detail::max_smem_per_block, k, smem));
+  CHECK_FALSE(convred::block::conv_mainloop_wgmma<typename convred::default_wgmma_policy<math::bf16>::type>::make_direct_params(
+      p, tail, convred::device::detail::max_smem_per_block, k, smem));
 }
 
 TEST_CASE("wgmma choose_wgmma_params: 3xTF32 takes flat tiles for 1x1 filters") {

@@ -11,6 +11,7 @@
 #include "../detail/fast_divmod.cuh"
 #include "../policy.cuh"
 #include "../problem.cuh"
+#include "../warp/mma.cuh"
 #include "../warpgroup/wgmma.cuh"
 
 namespace convred::block {
@@ -206,6 +207,15 @@ struct wgmma_conv_params {
   /// @brief flat: the packed x (kernel::pack_x_kernel's output, xpack_bytes: [tile][stage][part][plane of E
   /// channels][phase][window pixel] of 16 bytes, the stage's planes as in shared memory), 16-byte aligned
   const void* xpack = nullptr;
+  /// @brief 1: x read straight from NCHW (make_direct_params: tf32, 1x1 filter, no padding, stride 1 or 2):
+  /// no packing pass and no transform. A tile is tile_rows whole output rows of one image (tile_rows * Q <=
+  /// block_m; tile pixel px < tile_rows * Q is output (p0 + px / Q, px % Q), the rest computed and dropped);
+  /// per stage one TMA box of x (rp columns x 8 * group channels x tile_rows rows, the rows `stride` input
+  /// rows apart) lands in the stage as [row][channel][column] fp32, rp = 8 mod 16 (so that the 4 channels
+  /// a quad of lanes reads fall in distinct banks), and the consumers load their wgmma A fragments from it
+  /// into registers, rounding to tf32 there (conv_mainloop_wgmma::run_stage_direct); the filter slice is
+  /// the shared-memory B operand as in the other tiles. Set by make_direct_params.
+  std::int32_t direct = 0;
   convred::detail::fast_divmod div_image;  ///< flat: divides by flat_rows * pw (plane pixel -> image)
   convred::detail::fast_divmod div_pw;     ///< flat: divides by pw (pixel within an image -> row, column)
 };
@@ -384,17 +394,8 @@ struct conv_mainloop_wgmma {
     static_assert(Policy::stages <= wgmma_max_stages, "wgmma_policy: at most wgmma_max_stages operand stages");
     constexpr int TH = Policy::tile_h, TW = Policy::tile_w, E = 16 / Policy::filter_elem_bytes, BM = Policy::block_m;
     static_assert(TW == 64, "one m64 wgmma row per 64 tile pixels");
-    k = wgmma_conv_params{};
-    k.N = p.N, k.C = static_cast<std::int32_t>(p.C), k.H = static_cast<std::int32_t>(p.H), k.W = static_cast<std::int32_t>(p.W);
-    k.K = static_cast<std::int32_t>(p.K), k.P = static_cast<std::int32_t>(p.P()), k.Q = static_cast<std::int32_t>(p.Q());
-    k.R = static_cast<std::int32_t>(p.R), k.S = static_cast<std::int32_t>(p.S);
-    k.pad_h = static_cast<std::int32_t>(p.pad_h), k.pad_w = static_cast<std::int32_t>(p.pad_w);
-    k.stride = static_cast<std::int32_t>(p.stride_h);
-    k.phases_h = static_cast<std::int32_t>(p.R < p.stride_h ? p.R : p.stride_h);
-    k.phases_w = static_cast<std::int32_t>(p.S < p.stride_w ? p.S : p.stride_w);
+    set_shape(p, k);
     const std::int64_t halo_h = (p.R - 1) / p.stride_h, halo_w = (p.S - 1) / p.stride_w;  // extra rows, columns
-    k.kt = (k.C + Policy::block_c - 1) / Policy::block_c;
-    k.npass = static_cast<std::int32_t>((p.K + Policy::block_n - 1) / Policy::block_n);
     std::int64_t ph = 0, pw = 0, rp = 0, raw_copy = 0, phase_pixels = 0, plane = 0;
     if (flat) {
       // flat tiles of BM GEMM rows over the packed planes (pitch pw, flat_rows rows per image). Stride 1:
@@ -498,6 +499,103 @@ struct conv_mainloop_wgmma {
     return true;
   }
 
+  /// The problem's sizes in k (reset first): shape, stride, phases, kt = ceil(C / block_c), npass.
+  static void set_shape(const conv2d_problem& p, wgmma_conv_params& k) {
+    k = wgmma_conv_params{};
+    k.N = p.N, k.C = static_cast<std::int32_t>(p.C), k.H = static_cast<std::int32_t>(p.H), k.W = static_cast<std::int32_t>(p.W);
+    k.K = static_cast<std::int32_t>(p.K), k.P = static_cast<std::int32_t>(p.P()), k.Q = static_cast<std::int32_t>(p.Q());
+    k.R = static_cast<std::int32_t>(p.R), k.S = static_cast<std::int32_t>(p.S);
+    k.pad_h = static_cast<std::int32_t>(p.pad_h), k.pad_w = static_cast<std::int32_t>(p.pad_w);
+    k.stride = static_cast<std::int32_t>(p.stride_h);
+    k.phases_h = static_cast<std::int32_t>(p.R < p.stride_h ? p.R : p.stride_h);
+    k.phases_w = static_cast<std::int32_t>(p.S < p.stride_w ? p.S : p.stride_w);
+    k.kt = (k.C + Policy::block_c - 1) / Policy::block_c;
+    k.npass = static_cast<std::int32_t>((p.K + Policy::block_n - 1) / Policy::block_n);
+  }
+
+  /// @brief Parameters of the direct tiles (wgmma_conv_params::direct: x read by TMA from NCHW, the A
+  /// fragments loaded into registers by the consumers) and their dynamic shared memory (as make_params:
+  /// the resident filter when it fits, operand stages, then `tail_bytes`), if they serve p: tf32 math
+  /// (one part), a 1x1 filter without padding, stride 1 or 2, Q <= 256 output columns, and x rows whose
+  /// TMA strides are multiples of 16 bytes (H * W and stride * W multiples of 4). Tiles of tile_rows =
+  /// ceil(P / tiles_p) output rows, tiles_p = ceil(P / floor(block_m / Q)); stages of `group` slices of
+  /// block_c channels (the most, up to wgmma_max_group, dividing ceil(C / block_c) for which 4 streamed
+  /// stages fit), so the packed filter is pack_filter's as for the other tiles. p must be valid.
+  static bool make_direct_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,
+                                 wgmma_conv_params& k, std::size_t& smem_bytes) {
+    if constexpr (!Policy::is_tf32 || Policy::parts != 1) {
+      (void)p, (void)tail_bytes, (void)max_smem, (void)k, (void)smem_bytes;
+      return false;
+    } else {
+      if (cannot_implement(p) || p.R != 1 || p.S != 1 || p.pad_h != 0 || p.pad_w != 0) return false;
+      const std::int64_t P = p.P(), Q = p.Q(), s = p.stride_h;
+      if (Q > Policy::block_m || (p.H * p.W) % 4 != 0 || (s * p.W) % 4 != 0) return false;
+      // the box's columns: the s * (Q - 1) + 1 read, rounded up to 8 mod 16 floats
+      std::int64_t rp = s * (Q - 1) + 1;
+      rp = (rp + 7) / 16 * 16 + 8;
+      if (rp > 256) return false;
+      const std::int64_t per = Policy::block_m / Q, tiles_p = (P + per - 1) / per, rows = (P + tiles_p - 1) / tiles_p;
+      set_shape(p, k);
+      const std::int64_t slice_b = std::int64_t(Policy::block_n) * Policy::block_c * Policy::filter_elem_bytes;
+      auto a_bytes = [&](int g) { return (rp * Policy::block_c * g * rows * 4 + 127) / 128 * 128; };
+      int g = wgmma_max_group;
+      for (; g > 1; --g)
+        if (k.kt % g == 0 && 4 * (g * slice_b + a_bytes(g)) + static_cast<std::int64_t>(tail_bytes) <= static_cast<std::int64_t>(max_smem))
+          break;
+      k.group = g, k.kt /= g;
+      const std::int64_t b_bytes = slice_b * g, a = a_bytes(g), slices = std::int64_t(k.kt) * k.npass;
+      if (slices * b_bytes >= (std::int64_t(1) << 40) || b_bytes + a >= (std::int64_t(1) << 20)) return false;
+      const std::int64_t resident = (slices * b_bytes + 127) / 128 * 128, rest = static_cast<std::int64_t>(tail_bytes);
+      std::int64_t stage = a, smem = resident + 2 * a + rest;
+      if (smem > static_cast<std::int64_t>(max_smem) || resident >= (std::int64_t(1) << 20)) {
+        stage = b_bytes + a, smem = 2 * stage + rest;  // streamed
+        k.resident_bytes = 0, k.a_offset = static_cast<std::int32_t>(b_bytes);
+      } else {
+        k.resident_bytes = static_cast<std::int32_t>(resident), k.a_offset = 0;
+      }
+      if (smem > static_cast<std::int64_t>(max_smem)) return false;
+      k.stages = 2;  // as many more as fit, up to wgmma_max_stages
+      while (k.stages < wgmma_max_stages && smem + stage <= static_cast<std::int64_t>(max_smem)) ++k.stages, smem += stage;
+      k.direct = 1;
+      k.tile_rows = static_cast<std::int32_t>(rows), k.tile_cols = static_cast<std::int32_t>(Q), k.mrow_step = Policy::tile_w;
+      k.tiles_p = static_cast<std::int32_t>(tiles_p), k.tiles_q = 1, k.tiles = p.N * tiles_p;
+      k.rp = static_cast<std::int32_t>(rp), k.bh = static_cast<std::int32_t>(rows), k.ph = k.bh;
+      k.pw = static_cast<std::int32_t>(Q);
+      k.raw_copy_bytes = static_cast<std::int32_t>(rp * Policy::block_c * g * rows * 4), k.raw_bytes = 0;
+      k.part_bytes = static_cast<std::int32_t>(a);
+      k.b_bytes = static_cast<std::int32_t>(b_bytes), k.stage_bytes = static_cast<std::int32_t>(stage);
+      smem_bytes = static_cast<std::size_t>(smem);
+      return true;
+    }
+  }
+
+  /// Direct tiles (wgmma_conv_params::direct): the offsets, in floats within a stage's box, of channel 0
+  /// at this consumer thread's accumulator rows' pixels (tile_m(i): box row px / Q, column stride * (px %
+  /// Q); 0 for the pixels past tile_rows * Q, computed and dropped). The same for every tile and stage.
+  __device__ static void direct_offsets(const wgmma_conv_params& p, int (&off)[TM]) {
+    const int row_floats = p.rp * Policy::block_c * p.group, used = p.tile_rows * p.tile_cols;
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+      const int px = tile_m(i);
+      off[i] = px < used ? px / p.tile_cols * row_floats + p.stride * (px % p.tile_cols) : 0;
+    }
+  }
+
+  /// Direct tiles: issues one stage's wgmmas (group k8 slices x the warpgroup's two m64 rows) with A from
+  /// registers, loaded from the stage's box (`box`, [row][channel][column] fp32, direct_offsets `off`) and
+  /// rounded to tf32 (warp::to_tf32, as the packing of the other tiles), B the stage's packed filter
+  /// `filter`; `first` starts d (scale-d = 0). Waits for the wgmmas before it returns (their A registers
+  /// are then free), so the stage is complete.
+  __device__ static void run_stage_direct(const unsigned char* filter, const unsigned char* box, float (&d)[2][64],
+                                          bool first, const wgmma_conv_params& p, const int (&off)[TM]) {
+    switch (p.group) {
+      case 4: issue_direct<4>(filter, box, d, first, p, off); break;
+      case 3: issue_direct<3>(filter, box, d, first, p, off); break;
+      case 2: issue_direct<2>(filter, box, d, first, p, off); break;
+      default: issue_direct<1>(filter, box, d, first, p, off); break;
+    }
+  }
+
   /// Bytes of the packed x of flat parameters k (kernel::pack_x_kernel's output: per tile and stage, the
   /// stage's planes, parts * part_bytes); 0 for tiles of image rows.
   static std::size_t xpack_bytes(const wgmma_conv_params& k) {
@@ -558,6 +656,41 @@ struct conv_mainloop_wgmma {
   }
 
  private:
+  /// run_stage_direct for G slices per stage: lane 4g + t loads channel 8j + t (a[0], a[1]: rows g, g + 8)
+  /// and 8j + t + 4 (a[2], a[3]) of slice j; with rp = 8 mod 16 floats per channel, the quad's 4 channels
+  /// lie 8 banks apart and the 8 groups' pixels are consecutive: one conflict-free load per register at
+  /// stride 1 (two-way at stride 2). Slice j is its own commit group, its registers one of two sets: the
+  /// set is loaded again for slice j + 2 once slice j's group has completed (wait<1>), so that 16
+  /// registers hold the A fragments, not 8 G (8 G spilled ~120 bytes: sm_90a, nvcc 13.0).
+  template <int G>
+  __device__ static void issue_direct(const unsigned char* filter, const unsigned char* box, float (&d)[2][64],
+                                      bool first, const wgmma_conv_params& p, const int (&off)[TM]) {
+    const float* x = reinterpret_cast<const float*>(box) + (lane() % 4) * p.rp;
+    const int c4 = 4 * p.rp;
+    const std::uint64_t b0 = warpgroup::make_smem_desc(filter, 128, 256);
+    std::uint32_t a[2][2][4];
+#pragma unroll
+    for (int j = 0; j < G; ++j) {
+      if (j >= 2) warpgroup::wait<1>();  // slice j - 2's group has completed: its registers are free
+      const float* c = x + 8 * j * p.rp;
+      std::uint32_t(&r)[2][4] = a[j % 2];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        r[mt][0] = warp::to_tf32(c[off[2 * mt]]);
+        r[mt][1] = warp::to_tf32(c[off[2 * mt + 1]]);
+        r[mt][2] = warp::to_tf32(c[c4 + off[2 * mt]]);
+        r[mt][3] = warp::to_tf32(c[c4 + off[2 * mt + 1]]);
+      }
+      warpgroup::fence();
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+        warpgroup::mma_rs_m64n128_tf32(d[mt], r[mt], b0 + ((static_cast<std::uint64_t>(j) * tap_bytes) >> 4),
+                                       !(first && j == 0));
+      warpgroup::commit();
+    }
+    warpgroup::wait<0>();
+  }
+
   /// issue for the filter size: 3x3 and 1x1 unrolled, others a run-time tap loop (not with promotes:
   /// ptxas then serialises every wgmma of the kernel, warning C7520; cannot_implement turns them away).
   template <bool Gather, int Rows>

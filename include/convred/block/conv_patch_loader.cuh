@@ -94,6 +94,24 @@ struct conv_patch_loader {
     convred::detail::bulk_copy_g2s(stage + p.a_offset, static_cast<const unsigned char*>(p.xpack) + block * planes, planes, bar);
   }
 
+  /// Direct tiles (wgmma_conv_params::direct): copies the stage of packed filter slice `slice` (none when
+  /// the filter is resident) and one TMA box of x (the direct tensor map: rp columns from column 0, 8 *
+  /// group channels from the stage's first, tile_rows rows from output row p0, image n) into `stage`
+  /// (128-byte aligned); `bar` is armed with all their bytes and this thread's arrival.
+  __device__ static void copy_direct(unsigned char* stage, std::uint64_t* bar, const void* x_map, const wgmma_conv_params& p,
+                                     int slice, int n, int p0) {
+    const std::uint32_t filter = p.resident_bytes ? 0u : static_cast<std::uint32_t>(p.b_bytes);
+#ifdef CONVRED_EXP_NOLOAD
+    convred::detail::mbarrier_arrive(bar);
+    return;
+#endif
+    convred::detail::mbarrier_arrive_expect_tx(bar, filter + static_cast<std::uint32_t>(p.raw_copy_bytes));
+    if (filter)
+      convred::detail::bulk_copy_g2s(stage, static_cast<const unsigned char*>(p.filter) + static_cast<std::int64_t>(slice) * p.b_bytes,
+                                     filter, bar);
+    convred::detail::tma_load_4d(stage + p.a_offset, x_map, 0, (slice % p.kt) * Policy::block_c * p.group, p0, n, bar);
+  }
+
   /// Rewrites a raw buffer (raw_c channels) as its raw_c / E planes, starting at `planes` (the stage's
   /// planes, offset by the buffer's first plane), work shared by `nthreads` threads of which this is
   /// `t`; ends with the fence that makes the planes visible to wgmma (the async proxy). One work item is

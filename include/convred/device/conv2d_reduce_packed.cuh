@@ -90,7 +90,7 @@ struct wgmma_split_estimate {
 namespace detail {
 
 /// Test hook: forces the choices of `chosen` plans on this host thread (tail: see the member). tiles: 0 the time model, 1 row
-/// tiles, 2 flat tiles (where they serve; applied by choose_wgmma_params); pass: 0 the time model, 1 never
+/// tiles, 2 flat tiles, 3 direct tiles (where they serve; applied by choose_wgmma_params); pass: 0 the time model, 1 never
 /// pass mode, 2 pass mode wherever it applies (several channel passes, not 3xTF32), unsplit (applied by
 /// choose_wgmma_splits); splits: 0 the time model, -1 the wgmma kernel wherever it serves (the planner's
 /// mma.sync split not considered), z > 0 that and its partial mode with min(z, stages) GEMM_K ranges,
@@ -98,7 +98,7 @@ namespace detail {
 /// tiles through choose_wgmma_splits, so a forced z can change the tiles too (force them with `tiles`),
 /// and pass = 2 takes precedence over z (pass mode runs unsplit).
 struct wgmma_choice_override {
-  int tiles = 0;   ///< 0 model, 1 rows, 2 flat
+  int tiles = 0;   ///< 0 model, 1 rows, 2 flat, 3 direct (where they serve)
   int pass = 0;    ///< 0 model, 1 off, 2 on
   int splits = 0;  ///< 0 model, -1 wgmma over the mma.sync split, z > 0 wgmma with z GEMM_K ranges
   /// split-K tail (applied by choose_wgmma_splits where the tiles allow one and no split is forced): 0 model,
@@ -278,7 +278,9 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
 /// them faster, flat tiles over x packed beforehand (wgmma_conv_params::flat: the packing pass counted).
 /// Flat tiles win where row tiles waste most of their pixels or gather x: small images (ResNet-50's 7 x 7
 /// and 14 x 14 layers), 1 x 1 stride 2, strides 2 on small inputs; row tiles where x is large against the
-/// work (the seed problem: packing would add ~0.5 ms).
+/// work (the seed problem: packing would add ~0.5 ms). Then, with `allow_flat`, direct tiles
+/// (block::conv_mainloop_wgmma::make_direct_params: tf32 1x1 without padding, x read from NCHW with no
+/// packing pass) replace either at stride 1 where they serve and the model estimates them no slower.
 /// @return whether the kernel serves p (k and smem then set)
 template <class Policy>
 bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem, int sm_count,
@@ -314,6 +316,15 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
                                       (forced != 1 && (measured || (rect.gather && p.R * p.S == 1) ||
                                                        best(flat) < best(rect))));
   k = flat_wins ? flat : rect, smem = flat_wins ? flat_smem : rect_smem;
+  // direct tiles (tf32 1x1, no packing pass): at stride 1 where they serve and the model has them no
+  // slower; at stride 2 only forced (their boxes carry the odd columns too, and each channel pass loads
+  // them again: ResNet-50 layer3.0's projection at batch 32 ran 52.7 -> 82.6 us, at batch 1 18.3 -> 18.4;
+  // at stride 1 layer1.0's 42.3 -> 33.6 (n32) and 13.6 -> 12.8 (n1): bench/NOTES.md, session 16)
+  block::wgmma_conv_params direct;
+  std::size_t direct_smem = 0;
+  if (allow_flat && forced != 1 && forced != 2 && (forced == 3 || p.stride_h == 1) &&
+      mainloop::make_direct_params(p, tail_bytes, max_smem, direct, direct_smem) && (forced == 3 || best(direct) <= best(k)))
+    k = direct, smem = direct_smem;
   return true;
 }
 
@@ -426,8 +437,9 @@ wgmma_plan_t wgmma_plan(const conv2d_problem& p, wgmma_tiles tiles = wgmma_tiles
   }
 }
 
-/// The TMA descriptor of x (NCHW fp32, dims W, H, C, N innermost first) with box (rp, bh, raw_c, 1) and
-/// zero fill outside the tensor, encoded with the driver's cuTensorMapEncodeTiled (found through the
+/// The TMA descriptor of x (NCHW fp32, dims W, H, C, N innermost first) with box (rp, bh, raw_c, 1), or for
+/// direct tiles (wgmma_conv_params::direct) dims W, C, P, N (row r of the P at input row stride * r) with box
+/// (rp, block_c * group, tile_rows, 1), and zero fill outside the tensor, encoded with the driver's cuTensorMapEncodeTiled (found through the
 /// runtime, so nothing links libcuda). False if the driver lacks it or refuses the map.
 template <class Policy>
 bool make_x_tensor_map(CUtensorMap& map, const float* x, const block::wgmma_conv_params& k) {
@@ -449,11 +461,16 @@ bool make_x_tensor_map(CUtensorMap& map, const float* x, const block::wgmma_conv
     return reinterpret_cast<encode_fn>(fn);
   }();
   if (!encode) return false;
-  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(k.W), static_cast<cuuint64_t>(k.H), static_cast<cuuint64_t>(k.C),
-                              static_cast<cuuint64_t>(k.N)};
-  const cuuint64_t strides[3] = {dims[0] * 4, dims[0] * dims[1] * 4, dims[0] * dims[1] * dims[2] * 4};
-  const cuuint32_t box[4] = {static_cast<cuuint32_t>(k.rp), static_cast<cuuint32_t>(k.bh),
-                             static_cast<cuuint32_t>(Policy::raw_c), 1};
+  const cuuint64_t W = static_cast<cuuint64_t>(k.W), H = static_cast<cuuint64_t>(k.H), C = static_cast<cuuint64_t>(k.C);
+  // row tiles: dims (W, H, C, N), box (rp, bh, raw_c, 1); direct tiles: dims (W, C, P rows `stride`
+  // input rows apart, N), box (rp, block_c * group, tile_rows, 1), landing as [row][channel][column]
+  const cuuint64_t dims[4] = {W, static_cast<cuuint64_t>(k.direct ? k.C : k.H),
+                              static_cast<cuuint64_t>(k.direct ? k.P : k.C), static_cast<cuuint64_t>(k.N)};
+  const cuuint64_t strides[3] = {k.direct ? W * H * 4 : W * 4, k.direct ? W * 4 * static_cast<cuuint64_t>(k.stride) : W * H * 4,
+                                 W * H * C * 4};
+  const cuuint32_t box[4] = {static_cast<cuuint32_t>(k.rp),
+                             static_cast<cuuint32_t>(k.direct ? Policy::block_c * k.group : k.bh),
+                             static_cast<cuuint32_t>(k.direct ? k.bh : Policy::raw_c), 1};
   const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
   return encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(x), dims, strides, box, elem_strides,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -469,7 +486,8 @@ std::size_t packed_bytes(const wgmma_plan_t& plan) {
 /// Launches the wgmma kernel with parameters k (x, filter, bias, xpack and the modes set) on `units`
 /// work units: first, when `pack_tiles` > 0 (flat tiles), kernel::pack_x_kernel for that many tiles into
 /// k.xpack; then the persistent kernel, one block per SM (at most one per unit), in the variant the
-/// parameters need (the gathering one also for flat tiles at stride 2, whose taps read stride phases), as
+/// parameters need (the gathering one also for flat tiles at stride 2, whose taps read stride phases; the
+/// direct one for direct tiles), as
 /// a programmatic dependent launch of the kernel before it when `dependent` (after the packing pass, or a
 /// split-K tail after the head's launch). `refused` is set (and success returned, nothing launched) when
 /// the driver refuses x's tensor map: the caller runs its fallback.
@@ -486,6 +504,9 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
   const bool phased = k.gather || (k.flat && k.stride != 1);
   auto kern = phased ? kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, true>
                      : kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, false>;
+  if constexpr (Policy::is_tf32 && Policy::parts == 1) {  // (only tf32 makes direct parameters)
+    if (k.direct) kern = kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, false, true>;
+  }
   if (status s = check_device(kern, smem); s != status::success) return s;
   int dev = 0, sms = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
@@ -676,7 +697,7 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
 
 /// @brief The GEMM_K split counts conv2d_reduce_packed_split accepts for problem p on the current device:
 /// 0 (the fused kernel) and 1 to the stages per channel pass of the tiles it runs (kt: ceil(C / block_c),
-/// or for flat tiles of a 1x1 filter, whose stages hold wgmma_conv_params::group slices of block_c
+/// or for flat or direct tiles of a 1x1 filter, whose stages hold wgmma_conv_params::group slices of block_c
 /// channels, that over the group), when the wgmma kernel serves p (every split at least one stage); 0 to
 /// max_k_splits when it does not (the mma.sync kernel runs then, split by conv2d_reduce_split for 1 and
 /// more). 0 for an invalid problem.
@@ -804,7 +825,7 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
   // planned again: an Op whose own choice differs (a larger reduction state) takes the fallback
   if constexpr (detail::wgmma_tail_bytes<Policy, Op>() != detail::wgmma_tail_bytes<Policy, op::argmin>()) {
     const detail::wgmma_plan_t ref = detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::chosen);
-    if (plan.served && (!ref.served || ref.k.flat != plan.k.flat)) plan.served = false;
+    if (plan.served && (!ref.served || ref.k.flat != plan.k.flat || ref.k.direct != plan.k.direct)) plan.served = false;
     plan.pass_mode = ref.pass_mode;
     plan.tail_tiles = ref.tail_tiles, plan.tail_splits = ref.tail_splits, plan.tail_pixels = ref.tail_pixels;
   }

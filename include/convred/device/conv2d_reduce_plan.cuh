@@ -166,7 +166,7 @@ class conv2d_reduce_plan {
     if (this != &o) {
       release();
       p_ = o.p_, state_ = o.state_, kind_ = o.kind_, why_ = o.why_, need_ = o.need_, packed_ = o.packed_,
-      splits_ = o.splits_, flat_ = o.flat_, pass_ = o.pass_, tail_ = o.tail_, device_ = o.device_;
+      splits_ = o.splits_, flat_ = o.flat_, direct_ = o.direct_, pass_ = o.pass_, tail_ = o.tail_, device_ = o.device_;
       w_ = o.w_, ws_ = o.ws_, ws_bytes_ = o.ws_bytes_, prepared_ = o.prepared_, prepared_on_ = o.prepared_on_;
       owned_ = o.owned_, owned_bytes_ = o.owned_bytes_;
       o.owned_ = nullptr, o.owned_bytes_ = 0, o.ws_ = nullptr, o.ws_bytes_ = 0, o.prepared_ = false;
@@ -363,9 +363,12 @@ class conv2d_reduce_plan {
         kind_ = kernel_kind::wgmma;
         packed_ = need_ = block::conv_mainloop_wgmma<wgmma_policy_t>::packed_bytes(k);
         const std::size_t xpack = block::conv_mainloop_wgmma<wgmma_policy_t>::xpack_bytes(k);
-        flat_ = k.flat != 0;
+        flat_ = k.flat != 0, direct_ = k.direct != 0;
         const std::string tiles =
-            flat_ ? std::string("flat ") + std::to_string(wgmma_policy_t::block_m) + "-pixel tiles over x packed (" +
+            direct_ ? std::to_string(k.tile_rows) + "x" + std::to_string(k.tile_cols) +
+                          "-pixel tiles with x read straight from NCHW (TMA boxes of " + std::to_string(k.group * 8) +
+                          " channels; A fragments loaded into registers and rounded to tf32 there: no packing pass)"
+            : flat_ ? std::string("flat ") + std::to_string(wgmma_policy_t::block_m) + "-pixel tiles over x packed (" +
                         std::to_string(k.flat_rows) + "x" + std::to_string(k.pw) + " pixels per image" +
                         (k.stride != 1 ? ", stride " + std::to_string(k.stride) + " phases" : "") + ", " +
                         std::to_string(xpack) + " bytes, packed on each run)"
@@ -375,7 +378,7 @@ class conv2d_reduce_plan {
                ", " + (k.npass > 1 ? std::to_string(k.npass) + " channel passes, " : "") +
                (k.gather ? "x gathered (stride " + std::to_string(k.stride) + "), " : "") +
                std::to_string(smem) + " bytes of shared memory)";
-        if (flat_) need_ = detail::packed_split_bytes(p_, packed_, xpack, 0);  // conv2d_reduce_packed_split
+        if (flat_ || direct_) need_ = detail::packed_split_bytes(p_, packed_, xpack, 0);  // conv2d_reduce_packed_split
         if (est.splits == 0 && est.pass_mode) {  // pass mode: conv2d_reduce_packed_split, splits = 0
           pass_ = true;
           need_ = detail::packed_split_bytes(p_, packed_, xpack, 0, true);
@@ -533,10 +536,11 @@ class conv2d_reduce_plan {
   std::size_t packed_ = 0;  ///< the packed filter's bytes (wgmma), the start of need_
   int splits_ = 0;  ///< GEMM_K splits of the split path or of the wgmma kernel's partial mode (0: unsplit)
   bool flat_ = false;  ///< the wgmma kernel on flat tiles (its packed x in the workspace)
+  bool direct_ = false;  ///< the wgmma kernel on direct tiles (chosen only by conv2d_reduce_packed_split)
   bool pass_ = false;  ///< the wgmma kernel in pass mode (its states in the workspace)
   bool tail_ = false;  ///< the wgmma kernel with a split-K tail (its partial sums in the workspace)
   /// The wgmma kernel runs through conv2d_reduce_packed_split (a workspace beyond the packed filter).
-  bool packed_split() const { return splits_ > 0 || flat_ || pass_ || tail_; }
+  bool packed_split() const { return splits_ > 0 || flat_ || direct_ || pass_ || tail_; }
   const T* w_ = nullptr;
   void* ws_ = nullptr;          ///< the workspace bound by prepare (packed filter or partial sums)
   std::size_t ws_bytes_ = 0;    ///< its size

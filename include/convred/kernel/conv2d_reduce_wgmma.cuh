@@ -307,8 +307,8 @@ template <class Policy, class Op, bool Gather>
 __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& tail, const block::wgmma_conv_params& prm) {
   constexpr int transform = wgmma_block<Policy, Gather>::transform_threads;
   for (int s = 0; s < prm.stages; ++s) {
-    // flat tiles: thread 0's one arrival (its copies' bytes); else the transform threads' (+ the filter's)
-    convred::detail::mbarrier_init(&tail.full[s], prm.flat ? 1 : transform + (prm.resident_bytes ? 0 : 1));
+    // flat and direct tiles: thread 0's one arrival (its copies' bytes); else the transform threads' (+ the filter's)
+    convred::detail::mbarrier_init(&tail.full[s], prm.flat || prm.direct ? 1 : transform + (prm.resident_bytes ? 0 : 1));
     convred::detail::mbarrier_init(&tail.empty[s], Policy::pingpong ? 128 : Policy::consumer_threads);
   }
   for (int s = 0; s < Policy::raw_stages; ++s) {
@@ -332,7 +332,7 @@ __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& ta
 /// 14x longer: 24% slower in all; bench/NOTES.md "Session 8".)
 /// Gathering variant (`prm.gather`: stride 2, W % 4 != 0): all producer threads load each stage's planes from
 /// x themselves (conv_patch_loader::gather_planes), thread 0 first copying the stage's filter slice.
-template <class Policy, class Op, bool Gather>
+template <class Policy, class Op, bool Gather, bool Direct = false>
 __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::wgmma_conv_params& prm,
                                         const wgmma_smem<Policy, Op>& sm, const tile_scheduler& sched, int pt,
                                         exp_clock_counts& clk) {
@@ -341,6 +341,21 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
   constexpr int transform = wgmma_block<Policy, Gather>::transform_threads;
   auto& tail = sm.tail;
   pipeline_state st(prm.stages), rs(Policy::raw_stages);
+  if constexpr (Direct) {  // direct tiles: thread 0 copies each stage's filter slice and its box of x
+    if (pt != 0) return;
+    if (prm.resident_bytes) loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
+    for (std::int64_t unit = sched.first(); unit < sched.units; unit = sched.next(unit)) {
+      const tile_scheduler::coord t = sched.decode(unit);
+      int first, last;
+      sched.slices(unit, first, last);
+      for (int sl = first; sl < last; ++sl, st.advance()) {
+        CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
+        loader::copy_direct(sm.stages + st.slot * prm.stage_bytes, &tail.full[st.slot], x_map, prm, sl,
+                            static_cast<int>(t.n), static_cast<int>(t.tp) * prm.tile_rows);
+      }
+    }
+    return;
+  }
   if (prm.flat) {  // flat tiles: thread 0 copies each stage's filter slice and planes of the packed x
     if (pt != 0) return;
     if (prm.resident_bytes) loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
@@ -427,7 +442,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
 /// skipped), the two taking turns at issuing their mainloops (order[]): a warpgroup starts unit i's
 /// mainloop once the other has issued unit i - 1's, so it never waits on a stage barrier more than one
 /// phase ahead (the parity waits would alias) and its epilogue runs under the other's wgmmas.
-template <class Policy, class Op, class Epilogue, bool Gather>
+template <class Policy, class Op, class Epilogue, bool Gather, bool Direct = false>
 __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, const wgmma_smem<Policy, Op>& sm,
                                         const tile_scheduler& sched, Op op, Epilogue epi, float* y,
                                         std::int64_t* indices, exp_clock_counts& clk) {
@@ -439,6 +454,8 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
   pipeline_state st(prm.stages);
   float d[2][64];
   int prev = -1;
+  int off[mainloop::TM] = {};  // direct tiles: this thread's pixels in a stage's box of x
+  if constexpr (Direct) mainloop::direct_offsets(prm, off);
   if (prm.resident_bytes) convred::detail::mbarrier_wait(&tail.filter_full, 0);
   // the bias: the block's copy of the first 128 channels, or (several passes) read where it lies
   const float* bias = prm.bias ? (prm.npass == 1 ? tail.bias : prm.bias) : nullptr;
@@ -466,6 +483,9 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
     // the tile pixel (row * 64 + column) -> output pixel m, or -1 outside the output; flat tiles: GEMM row
     // o = tile * block_m + px of the packed planes (coord n is the tile)
     auto pixel = [&](int px) {
+      if constexpr (Direct) {  // the tile's pixels past tile_rows whole rows are dropped
+        if (px >= prm.tile_rows * prm.tile_cols) return std::int64_t(-1);
+      }
       if (prm.flat) {  // (o < flat_pixels < 2^31: int32)
         const std::int32_t o = static_cast<std::int32_t>(t.n) * Policy::block_m + px;
         std::int32_t n, r, p, q;
@@ -483,7 +503,10 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
 #ifndef CONVRED_EXP_NOMMA
         const unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
         const unsigned char* filter = prm.resident_bytes ? sm.base + static_cast<std::int64_t>(s) * prm.b_bytes : stage;
-        mainloop::template run_stage<Gather>(filter, stage + prm.a_offset, d, s == sl, prm);
+        if constexpr (Direct)
+          mainloop::run_stage_direct(filter, stage + prm.a_offset, d, s == sl, prm, off);
+        else
+          mainloop::template run_stage<Gather>(filter, stage + prm.a_offset, d, s == sl, prm);
 #else
         if (s == sl)
           for (int e = 0; e < 64; ++e) d[0][e] = d[1][e] = 0.f;
@@ -562,13 +585,15 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
 /// phase (exp_clocks); wrong results: `-DCONVRED_EXP_NOMMA` skips the consumers' wgmmas (times the
 /// producer alone), `-DCONVRED_EXP_NOTRANSFORM` skips the plane conversion, `-DCONVRED_EXP_NOLOAD` skips
 /// every copy and the conversion (times the consumers alone).
+/// Direct: the variant for direct tiles (prm.direct: tf32 1x1, x read by TMA from NCHW, the consumers
+/// loading the A fragments into registers; produce's and consume's Direct code, compiled out of the others).
 /// Gather: the variant for parameters with `gather` set (stride 2, W % 4 != 0; the producer threads load x
 /// themselves) and for flat tiles at stride 2 (their taps read stride phases); the TMA variant (Gather =
 /// false) is compiled without that code, which would cost its 72-register producer spills. Flat tiles
 /// (prm.flat) run in either variant with one producer thread issuing bulk copies of the packed x
 /// (conv_patch_loader::copy_flat). Pass mode (prm.states): y and indices unused; each unit's reduction
 /// states go to prm.states for kernel::conv2d_reduce_pass_combine_kernel.
-template <class Policy, class Op, class Epilogue, bool Gather = false>
+template <class Policy, class Op, class Epilogue, bool Gather = false, bool Direct = false>
 __global__ void __launch_bounds__(wgmma_block<Policy, Gather>::threads, 1)
     conv2d_reduce_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const block::wgmma_conv_params prm, Op op,
                                Epilogue epi, float* y, std::int64_t* indices) {
@@ -593,11 +618,11 @@ __global__ void __launch_bounds__(wgmma_block<Policy, Gather>::threads, 1)
   exp_clock_counts clk(tid == 0 || tid == 128 || tid == Policy::consumer_threads + 32);
   if (tid >= Policy::consumer_threads) {  // producer warpgroup(s)
     warpgroup::set_max_registers<blk::producer_registers, false>();
-    produce<Policy, Op, Gather>(&x_map, prm, sm, sched, tid - Policy::consumer_threads, clk);
+    produce<Policy, Op, Gather, Direct>(&x_map, prm, sm, sched, tid - Policy::consumer_threads, clk);
     return;
   }
   warpgroup::set_max_registers<blk::consumer_registers, true>();
-  consume<Policy, Op, Epilogue, Gather>(prm, sm, sched, op, epi, y, indices, clk);
+  consume<Policy, Op, Epilogue, Gather, Direct>(prm, sm, sched, op, epi, y, indices, clk);
 #else
   (void)x_map, (void)prm, (void)op, (void)epi, (void)y, (void)indices;
 #endif
