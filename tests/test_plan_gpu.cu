@@ -201,6 +201,57 @@ TEST_CASE("conv2d_reduce_plan: prepare errors and re-preparing") {
   CHECK(got[0] == doctest::Approx(16.0));
   CHECK(got[9] == doctest::Approx(36.0));
 }
+
+namespace {
+/// A plan the ping-pong rule applies to on an H200 (choose_pingpong: the cooperative policy would split
+/// GEMM_K in 2, the ping-pong one runs pass mode): against float64 through the ping-pong entry point, and
+/// the plan's run bitwise the entry point's.
+template <class Math>
+void pingpong_plan(const conv2d_problem& p, std::uint64_t seed) {
+  using plan_t = conv2d_reduce_plan<float, Math>;
+  plan_t plan(p);
+  CAPTURE(plan.description());
+  REQUIRE(plan.state() == status::success);
+  if (plan.kernel() != kernel_kind::wgmma || plan.description().find("ping-pong") == std::string::npos) {
+    MESSAGE("not an sm_90a device of 132 SMs where the plan takes the ping-pong policy: nothing to check");
+    return;
+  }
+  using PP = typename plan_t::wgmma_pingpong_policy_t;
+  static_assert(PP::pingpong && PP::block_m == 128, "the ping-pong sibling");
+  CHECK(plan.k_splits() == 0);
+  CHECK(plan.description().find("in pass mode") != std::string::npos);
+  REQUIRE(plan.workspace_bytes() == convred::device::packed_split_workspace_bytes<PP, float>(p, 0));
+  const auto d = make_data<float>(p, seed, data_kind::real);
+  opts o;
+  o.splits = 0;
+  o.gain = 2;
+  check_fused<packed_split_entry<PP>>("plan ping-pong min", p, d, op::min{}, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+  auto dx = test::to_device(d.x);
+  auto dw = test::to_device(d.w);
+  auto db = test::to_device(d.b);
+  const std::size_t ny = static_cast<std::size_t>(p.y_elements()), bytes = plan.workspace_bytes();
+  thrust::device_vector<float> y1(ny), y2(ny);
+  thrust::device_vector<std::int64_t> i1(ny), i2(ny);
+  test::poison(y1), test::poison(y2), test::poison(i1), test::poison(i2);
+  REQUIRE(plan.prepare(craw(dw)) == status::success);
+  REQUIRE(plan.run(craw(dx), craw(db), raw(y1), raw(i1), op::argmin{}) == status::success);
+  thrust::device_vector<unsigned char> ws(bytes, static_cast<unsigned char>(0xFF));
+  REQUIRE(convred::device::pack_filter<PP>(p, craw(dw), raw(ws), bytes) == status::success);
+  REQUIRE(convred::device::conv2d_reduce_packed_split<PP>(p, craw(dx), craw(dw), raw(ws), bytes, craw(db), raw(y2), raw(i2), 0,
+                                                          op::argmin{}) == status::success);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  const auto a = test::to_host(y1), b = test::to_host(y2);
+  CHECK(test::count_nan(a) == 0);
+  CHECK(bytes_equal(a, b));
+  CHECK(test::to_host(i1) == test::to_host(i2));
+}
+}  // namespace
+
+TEST_CASE("conv2d_reduce_plan ping-pong where it replaces a split-K fixup: float64, and the plan equals the entry point") {
+  require_gpu();
+  pingpong_plan<math::tf32>(make_problem(4, 32, 28, 28, 130, 3, 3, 1, 1), 9800);
+  pingpong_plan<math::bf16>(make_problem(4, 64, 28, 28, 130, 3, 3, 1, 1), 9810);
+}
 }  // TEST_SUITE("gpu")
 
 namespace {

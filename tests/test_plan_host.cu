@@ -236,7 +236,7 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
   // phases x (256 + the taps' reach) pixels x 16 bytes); then splits x N P Q x K floats, or in
   // pass mode npass x N P Q states of 8 bytes
   auto wgmma_bytes = [](const conv2d_problem& p, std::size_t block_c, std::size_t parts, std::size_t elem, int splits,
-                        bool flat, bool pass, std::size_t tail_pixels = 0, std::size_t tail_splits = 0) {
+                        bool flat, bool pass, std::size_t tail_pixels = 0, std::size_t tail_splits = 0, std::int64_t bm = 256) {
     const std::size_t npass = static_cast<std::size_t>((p.K + 127) / 128),
                       kt = static_cast<std::size_t>(p.C) / block_c + (static_cast<std::size_t>(p.C) % block_c != 0);
     const std::size_t packed = npass * kt * parts * static_cast<std::size_t>(p.R * p.S) * 128u * block_c * elem;
@@ -246,10 +246,10 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
       const std::int64_t st = p.stride_h, hh = (p.R - 1) / st, hw = (p.S - 1) / st;
       const std::int64_t hs = p.P() + hh - (st == 1 ? std::min(p.pad_h, hh) : 0),
                          pw = p.Q() + hw - (st == 1 ? std::min(p.pad_w, hw) : 0);
-      const std::int64_t outputs = ((p.N - 1) * hs + p.P() - 1) * pw + p.Q(), tiles = (outputs + 255) / 256;
+      const std::int64_t outputs = ((p.N - 1) * hs + p.P() - 1) * pw + p.Q(), tiles = (outputs + bm - 1) / bm;
       const std::int64_t phases = std::min<std::int64_t>(st, p.R) * std::min<std::int64_t>(st, p.S);
-      // per tile, each plane's window of 256 pixels and the taps' reach, for every phase
-      xpack = parts * kt * (block_c / (16 / elem)) * static_cast<std::size_t>(tiles * phases * (256 + hh * pw + hw)) * 16u;
+      // per tile, each plane's window of bm pixels and the taps' reach, for every phase
+      xpack = parts * kt * (block_c / (16 / elem)) * static_cast<std::size_t>(tiles * phases * (bm + hh * pw + hw)) * 16u;
     }
     const std::size_t m = static_cast<std::size_t>(p.gemm_m());
     if (tail_pixels > 0)  // pass mode's states of every pixel (16-byte aligned), then the tail's partial sums
@@ -264,8 +264,10 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
   };
   const row rows[] = {
       // ResNet-50 layer3 3x3 at batch 32: 29 flat tiles (14 x 14 images in 15 x 15 plane pixels each: the
-      // padding column and row shared by neighbours; no gather), 2 passes: 29 x 2 x 2 = 116 units in one wave
-      {"ResNet-50 layer3 3x3 n32", layer(32, 256, 14, 256, 3, 1, 1), 2, 2, 2},
+      // padding column and row shared by neighbours; no gather), 2 passes: 29 x 2 x 2 = 116 units in one
+      // wave (3xTF32); tf32 and bf16 take the ping-pong policy's 57 flat tiles of 128 pixels x 2 passes in
+      // pass mode instead, 114 units of the same size without the partial sums
+      {"ResNet-50 layer3 3x3 n32", layer(32, 256, 14, 256, 3, 1, 1), 0, 0, 2},
       // VGG-16 conv3 at batch 1: 14 tiles of 4 x 64, 2 passes: 14 x 2 x 4 = 112 units
       {"VGG-16 conv3 n1", layer(1, 256, 56, 256, 3, 1, 1), 4, 4, 4},
       // U-Net bottleneck at batch 1: 5 flat tiles (33 x 33 plane pixels), 8 passes: 5 x 8 x 3 = 120 units
@@ -297,6 +299,7 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
       CHECK(plan.kernel() == kernel_kind::wgmma);
       CHECK(plan.k_splits() == splits);
       const bool flat = has(plan.description(), "flat"), pass = has(plan.description(), "pass mode");
+      const std::int64_t bm = has(plan.description(), "ping-pong") ? 128 : 256;
       if (has(plan.description(), "split-K tail")) {  // the U-Net bottleneck at batch 32 (tf32, bf16)
         CHECK(std::string(r.name) == "U-Net bottleneck n32");
         CHECK(splits == 0);
@@ -317,7 +320,7 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
       } else {
         CHECK(has(plan.description(), ("split into " + std::to_string(splits) + " GEMM_K range").c_str()));
       }
-      CHECK(plan.workspace_bytes() == wgmma_bytes(r.p, block_c, parts, elem, splits, flat, pass));
+      CHECK(plan.workspace_bytes() == wgmma_bytes(r.p, block_c, parts, elem, splits, flat, pass, 0, 0, bm));
       CHECK(has(plan.description(), (std::to_string(plan.workspace_bytes()) + "-byte workspace").c_str()));
     };
     check(conv2d_reduce_plan<float, math::tf32>(r.p, h200), r.tf32, 8, 1, 4);
@@ -325,9 +328,14 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
     check(conv2d_reduce_plan<float>(r.p, h200), r.accurate, 8, 2, 4);  // math::accurate: tf32x3
   }
   // the workspace of the first row, by hand: 2 x 32 x 9 x 128 x 8 x 4 = 2,359,296 bytes of packed filter, the
-  // packed x (29 tiles x 64 planes x (256 + 2 x 15 + 2) pixels x 16 bytes = 8,552,448), then 2 x 6,272 x 256
-  // x 4 = 12,845,056 bytes of partial sums
-  CHECK(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h200).workspace_bytes() == 23756800u);
+  // ping-pong policy's packed x (57 tiles x 64 planes x (128 + 2 x 15 + 2) pixels x 16 bytes = 9,338,880),
+  // then pass mode's states, 2 x 6,272 x 8 = 100,352 bytes
+  CHECK(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h200).workspace_bytes() == 11798528u);
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h200).description(),
+            "wgmma tf32 ping-pong (sm_90a, packed filter streamed, 5 stages, flat 128-pixel tiles"));
+  CHECK(has(conv2d_reduce_plan<float, math::bf16>(rows[0].p, h200).description(),
+            "in pass mode (57 tiles x 2 channel passes = 114 work units for 132 SMs"));
+  CHECK_FALSE(has(conv2d_reduce_plan<float>(rows[0].p, h200).description(), "ping-pong"));  // (3xTF32)
   // the flat and pass-mode choices the rows rely on, as the descriptions name them
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[3].p, h200).description(), "with a split-K tail (132 tiles"));
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[4].p, h200).description(), "flat 256-pixel tiles"));

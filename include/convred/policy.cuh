@@ -233,6 +233,17 @@ struct is_wgmma_policy : std::false_type {};
 /// @brief wgmma_policy<Math, Stages, RawStages, PingPong, Producers> is a wgmma policy.
 template <class Math, int Stages, int RawStages, bool PingPong, int Producers>
 struct is_wgmma_policy<wgmma_policy<Math, Stages, RawStages, PingPong, Producers>> : std::true_type {};
+/// @brief The ping-pong sibling of a wgmma_policy: the same math, stages, raw buffers and producers with
+/// PingPong = true (tiles of 2 x 64 pixels, one per consumer warpgroup). conv2d_reduce_plan runs it where
+/// its 128-pixel tiles replace a split-K fixup (see choose_wgmma_pingpong).
+template <class P>
+struct wgmma_pingpong;
+/// @brief wgmma_pingpong of wgmma_policy<Math, Stages, RawStages, PingPong, Producers>.
+template <class Math, int Stages, int RawStages, bool PingPong, int Producers>
+struct wgmma_pingpong<wgmma_policy<Math, Stages, RawStages, PingPong, Producers>> {
+  using type = wgmma_policy<Math, Stages, RawStages, true, Producers>;  ///< the ping-pong sibling
+};
+
 /// @brief Whether P is a wgmma_policy (the value of the is_wgmma_policy trait).
 template <class P>
 inline constexpr bool is_wgmma_policy_v = is_wgmma_policy<P>::value;

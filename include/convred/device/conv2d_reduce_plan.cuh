@@ -142,6 +142,10 @@ class conv2d_reduce_plan {
   /// the wgmma policy (tensor-core maths; the SIMT policy for math::ieee, never used)
   using wgmma_policy_t = typename std::conditional_t<tensor_math, default_wgmma_policy<kernel_math>,
                                                      default_simt_policy<T>>::type;
+  /// the ping-pong sibling of wgmma_policy_t (128-pixel tiles), taken where it replaces a split-K fixup
+  /// (not under 3xTF32; the SIMT policy where there is no wgmma policy, never used)
+  using wgmma_pingpong_policy_t =
+      typename std::conditional_t<tensor_math, wgmma_pingpong<wgmma_policy_t>, default_simt_policy<T>>::type;
 
   /// Plans p for the current device (device_info::current()); prepare and run must then be called with
   /// that device current.
@@ -166,7 +170,7 @@ class conv2d_reduce_plan {
     if (this != &o) {
       release();
       p_ = o.p_, state_ = o.state_, kind_ = o.kind_, why_ = o.why_, need_ = o.need_, packed_ = o.packed_,
-      splits_ = o.splits_, flat_ = o.flat_, direct_ = o.direct_, pass_ = o.pass_, tail_ = o.tail_, device_ = o.device_;
+      splits_ = o.splits_, flat_ = o.flat_, direct_ = o.direct_, pingpong_ = o.pingpong_, pass_ = o.pass_, tail_ = o.tail_, device_ = o.device_;
       w_ = o.w_, ws_ = o.ws_, ws_bytes_ = o.ws_bytes_, prepared_ = o.prepared_, prepared_on_ = o.prepared_on_;
       owned_ = o.owned_, owned_bytes_ = o.owned_bytes_;
       o.owned_ = nullptr, o.owned_bytes_ = 0, o.ws_ = nullptr, o.ws_bytes_ = 0, o.prepared_ = false;
@@ -287,6 +291,9 @@ class conv2d_reduce_plan {
     if (kind_ == kernel_kind::direct) return conv2d_reduce_direct(p_, x, w_, bias, y, indices, op, epi, stream);
     if constexpr (tensor_math) {
       if (kind_ == kernel_kind::wgmma) {
+        if (pingpong_)
+          return conv2d_reduce_packed_split<wgmma_pingpong_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, 0, op,
+                                                                     epi, stream);
         if (packed_split())
           return conv2d_reduce_packed_split<wgmma_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, splits_, op, epi,
                                                             stream);
@@ -361,19 +368,21 @@ class conv2d_reduce_plan {
       const char* no_wgmma = wgmma_rejection(dev, k, smem, est);
       if (!no_wgmma) {
         kind_ = kernel_kind::wgmma;
+        if constexpr (tensor_math) pingpong_ = choose_pingpong(dev, k, smem, est);
         packed_ = need_ = block::conv_mainloop_wgmma<wgmma_policy_t>::packed_bytes(k);
         const std::size_t xpack = block::conv_mainloop_wgmma<wgmma_policy_t>::xpack_bytes(k);
+        const int block_m = pingpong_ ? wgmma_pingpong_policy_t::block_m : wgmma_policy_t::block_m;
         flat_ = k.flat != 0, direct_ = k.direct != 0;
         const std::string tiles =
             direct_ ? std::to_string(k.tile_rows) + "x" + std::to_string(k.tile_cols) +
                           "-pixel tiles with x read straight from NCHW (TMA boxes of " + std::to_string(k.group * 8) +
                           " channels; A fragments loaded into registers and rounded to tf32 there: no packing pass)"
-            : flat_ ? std::string("flat ") + std::to_string(wgmma_policy_t::block_m) + "-pixel tiles over x packed (" +
+            : flat_ ? std::string("flat ") + std::to_string(block_m) + "-pixel tiles over x packed (" +
                         std::to_string(k.flat_rows) + "x" + std::to_string(k.pw) + " pixels per image" +
                         (k.stride != 1 ? ", stride " + std::to_string(k.stride) + " phases" : "") + ", " +
                         std::to_string(xpack) + " bytes, packed on each run)"
                   : std::to_string(k.tile_rows) + "x" + std::to_string(k.tile_cols) + "-pixel tiles";
-        why_ = std::string("wgmma ") + math_name() + " (sm_90a, packed filter " +
+        why_ = std::string("wgmma ") + math_name() + (pingpong_ ? " ping-pong" : "") + " (sm_90a, packed filter " +
                (k.resident_bytes ? "resident" : "streamed") + ", " + std::to_string(k.stages) + " stages, " + tiles +
                ", " + (k.npass > 1 ? std::to_string(k.npass) + " channel passes, " : "") +
                (k.gather ? "x gathered (stride " + std::to_string(k.stride) + "), " : "") +
@@ -454,6 +463,37 @@ class conv2d_reduce_plan {
     return detail::any_overlap(in, out) ? status::overlapping_buffers : status::success;
   }
 
+  /// @brief Whether the ping-pong policy replaces the cooperative one's split-K fixup, and if so its
+  /// parameters, shared memory and estimate in k, smem and est. Taken when the cooperative plan (k, est)
+  /// splits GEMM_K into 2 ranges (partial sums of every pixel, then the fixup) and the ping-pong plan on
+  /// the same tiles' kind runs unsplit (fused or pass mode, no tail) in no more work units and no larger
+  /// ones (128 pixels x a whole pass against 256 x half a pass): the same waves without the partial sums.
+  /// Measured on the H200 (bench/NOTES.md, session 16): ResNet-50 layer3.1 3x3 at batch 32 (29 flat tiles
+  /// x 2 passes x 2 ranges -> 57 tiles x 2 passes in pass mode) tf32 45.2 -> 40.0 us, bf16 33.3 -> 27.3;
+  /// where the model alone preferred ping-pong elsewhere it was up to 1.5x slower (fewer consumers per
+  /// tile: the U-Net bottleneck at batch 1, bf16, pass mode against 3 ranges, 34.6 -> 53.5 us). Not under
+  /// 3xTF32 (its consumers spill) or without an SM count.
+  bool choose_pingpong(const device_info& dev, block::wgmma_conv_params& k, std::size_t& smem,
+                       wgmma_split_estimate& est) const {
+    using pp = wgmma_pingpong_policy_t;
+    if constexpr (pp::parts != 1) {
+      return false;
+    } else {
+      if (est.splits != 2 || dev.sm_count <= 0 || detail::wgmma_override().splits != 0) return false;
+      block::wgmma_conv_params q;
+      std::size_t q_smem = 0;
+      if (!choose_wgmma_params<pp>(p_, detail::wgmma_tail_bytes<pp, op::argmin>(), detail::max_smem_per_block,
+                                   dev.sm_count, true, q, q_smem) ||
+          q.flat != k.flat || q.direct != k.direct || q.gather != k.gather || q.kt != k.kt)
+        return false;
+      const wgmma_split_estimate e = choose_wgmma_splits<pp>(p_, q, dev.sm_count, plan_math_speed<kernel_math>());
+      const std::int64_t units = e.pass_mode ? q.tiles * q.npass : q.tiles;
+      if (e.splits != 0 || e.tail_tiles != 0 || units > est.units || units > dev.sm_count) return false;
+      k = q, smem = q_smem, est = e;
+      return true;
+    }
+  }
+
   /// nullptr when the wgmma kernel serves the problem on dev (k and smem then hold its parameters and
   /// shared memory, est the time model's choice between its fused and partial modes: choose_wgmma_splits),
   /// else why not.
@@ -513,7 +553,8 @@ class conv2d_reduce_plan {
         const std::size_t here = packed_filter_bytes<wgmma_policy_t, T>(p_);  // 0 where wgmma does not serve p
         if (here == 0 || here != packed_) return status::no_device;
         // conv2d_reduce_packed_split picks its tiles and mode on this device: its workspace must be the plan's
-        if (packed_split() && packed_split_workspace_bytes<wgmma_policy_t, T>(p_, splits_) != need_)
+        if (packed_split() && (pingpong_ ? packed_split_workspace_bytes<wgmma_pingpong_policy_t, T>(p_, 0)
+                                         : packed_split_workspace_bytes<wgmma_policy_t, T>(p_, splits_)) != need_)
           return status::no_device;
       }
     }
@@ -537,10 +578,11 @@ class conv2d_reduce_plan {
   int splits_ = 0;  ///< GEMM_K splits of the split path or of the wgmma kernel's partial mode (0: unsplit)
   bool flat_ = false;  ///< the wgmma kernel on flat tiles (its packed x in the workspace)
   bool direct_ = false;  ///< the wgmma kernel on direct tiles (chosen only by conv2d_reduce_packed_split)
+  bool pingpong_ = false;  ///< the ping-pong wgmma policy (wgmma_pingpong_policy_t), unsplit
   bool pass_ = false;  ///< the wgmma kernel in pass mode (its states in the workspace)
   bool tail_ = false;  ///< the wgmma kernel with a split-K tail (its partial sums in the workspace)
   /// The wgmma kernel runs through conv2d_reduce_packed_split (a workspace beyond the packed filter).
-  bool packed_split() const { return splits_ > 0 || flat_ || direct_ || pass_ || tail_; }
+  bool packed_split() const { return splits_ > 0 || flat_ || direct_ || pass_ || tail_ || pingpong_; }
   const T* w_ = nullptr;
   void* ws_ = nullptr;          ///< the workspace bound by prepare (packed filter or partial sums)
   std::size_t ws_bytes_ = 0;    ///< its size
