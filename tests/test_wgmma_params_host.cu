@@ -316,12 +316,13 @@ TEST_CASE("wgmma make_direct_params: tiles of whole rows, boxes of x, what is se
   CHECK(k.npass == 2);
   CHECK(k.raw_copy_bytes == 56 * 32 * 4 * 4);
   CHECK(mainloop::packed_bytes(k) == 2u * 8 * 128 * 8 * 4);  // pack_filter's layout: npass x ceil(C / 8) slices
-  // layer3.0 at stride 2: one 14 x 14 tile per image, box columns 0 .. 26 read (40 wide), 2-slice stages
+  // layer3.0 at stride 2: one 14 x 14 tile per image, box columns 0 .. 26 read (40 wide)
   REQUIRE(make(1, 512, 28, 28, 1024, 1, 0, 2, k));
   CHECK(k.tile_rows == 14);
   CHECK(k.tile_cols == 14);
   CHECK(k.tiles == 1);
   CHECK(k.rp == 40);
+  CHECK(k.raw_copy_bytes == 40 * 8 * k.group * 14 * 4);
   CHECK(k.group * k.kt == 64);
   CHECK(mainloop::packed_bytes(k) == 8u * 64 * 128 * 8 * 4);
   // balanced row tiles: P = 30 rows of 20 (12 per tile at most) -> 3 tiles of 10 rows
@@ -333,7 +334,8 @@ TEST_CASE("wgmma make_direct_params: tiles of whole rows, boxes of x, what is se
   REQUIRE(make(1, 17, 12, 20, 130, 1, 0, 1, k));
   CHECK(k.group == 3);
   CHECK(k.kt == 1);
-  // not served: padding, a 3x3 filter, H * W % 4 != 0, W % 4 != 0 at stride 1, Q > 256, a 3xTF32 or bf16 policy
+  // not served: padding, a 3x3 filter, H * W % 4 != 0, W % 4 != 0 at stride 1, Q > 248 (the box's 256
+  // columns), a 3xTF32 or bf16 policy
   CHECK_FALSE(make(1, 8, 12, 12, 20, 1, 1, 1, k));
   CHECK_FALSE(make(1, 8, 12, 12, 20, 3, 0, 1, k));
   CHECK_FALSE(make(1, 8, 7, 7, 20, 1, 0, 1, k));

@@ -530,9 +530,10 @@ struct conv_mainloop_wgmma {
       if (cannot_implement(p) || p.R != 1 || p.S != 1 || p.pad_h != 0 || p.pad_w != 0) return false;
       const std::int64_t P = p.P(), Q = p.Q(), s = p.stride_h;
       if (Q > Policy::block_m || (p.H * p.W) % 4 != 0 || (s * p.W) % 4 != 0) return false;
-      // the box's columns: the s * (Q - 1) + 1 read, rounded up to 8 mod 16 floats
-      std::int64_t rp = s * (Q - 1) + 1;
-      rp = (rp + 7) / 16 * 16 + 8;
+      // the box's columns: the s * (Q - 1) + 1 read, rounded up to 8 mod 16 floats (a box with an element
+      // stride of 2, so that only the columns read land, stopped the kernel with an illegal address on
+      // the H200: bench/NOTES.md, session 16)
+      const std::int64_t rp = (s * (Q - 1) + 1 + 7) / 16 * 16 + 8;
       if (rp > 256) return false;
       const std::int64_t per = Policy::block_m / Q, tiles_p = (P + per - 1) / per, rows = (P + tiles_p - 1) / tiles_p;
       set_shape(p, k);
