@@ -594,8 +594,7 @@ void direct_sweep(const char* label, std::uint64_t seed) {
       CHECK(plan.k.flat == 0);
       kt = convred::device::max_packed_k_splits<Policy, float>(p);
       tiles = plan.k.tiles;
-      // the driver takes the direct tensor map (element stride 2 at stride 2), or the runs below would be
-      // the fallback's
+      // the driver takes the direct tensor map, or the runs below would be the fallback's
       thrust::device_vector<float> xs(static_cast<std::size_t>(p.x_elements()));
       CUtensorMap map{};
       CHECK(convred::device::detail::make_x_tensor_map<Policy>(map, raw(xs), plan.k));

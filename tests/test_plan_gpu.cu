@@ -204,8 +204,8 @@ TEST_CASE("conv2d_reduce_plan: prepare errors and re-preparing") {
 
 namespace {
 /// A plan the ping-pong rule applies to on an H200 (choose_pingpong: the cooperative policy would split
-/// GEMM_K in 2, the ping-pong one runs unsplit: these two fused on 4 x 32 row tiles): against float64
-/// through the ping-pong entry point, and the plan's run bitwise the entry point's.
+/// GEMM_K in 2, the ping-pong one runs pass mode: tf32 on 4 x 32 row tiles, bf16 on flat tiles): against
+/// float64 through the ping-pong entry point, and the plan's run bitwise the entry point's.
 template <class Math>
 void pingpong_plan(const conv2d_problem& p, std::uint64_t seed) {
   using plan_t = conv2d_reduce_plan<float, Math>;
@@ -218,7 +218,8 @@ void pingpong_plan(const conv2d_problem& p, std::uint64_t seed) {
   }
   using PP = typename plan_t::wgmma_pingpong_policy_t;
   static_assert(PP::pingpong && PP::block_m == 128, "the ping-pong sibling");
-  CHECK(plan.k_splits() == 0);  // (fused or pass mode)
+  CHECK(plan.k_splits() == 0);
+  CHECK(plan.description().find("in pass mode") != std::string::npos);
   REQUIRE(plan.workspace_bytes() == convred::device::packed_split_workspace_bytes<PP, float>(p, 0));
   const auto d = make_data<float>(p, seed, data_kind::real);
   opts o;
@@ -248,8 +249,8 @@ void pingpong_plan(const conv2d_problem& p, std::uint64_t seed) {
 
 TEST_CASE("conv2d_reduce_plan ping-pong where it replaces a split-K fixup: float64, and the plan equals the entry point") {
   require_gpu();
-  pingpong_plan<math::tf32>(make_problem(4, 32, 28, 28, 130, 3, 3, 1, 1), 9800);
-  pingpong_plan<math::bf16>(make_problem(4, 64, 28, 28, 130, 3, 3, 1, 1), 9810);
+  pingpong_plan<math::tf32>(make_problem(4, 64, 28, 28, 256, 3, 3, 1, 1), 9800);
+  pingpong_plan<math::bf16>(make_problem(16, 128, 14, 14, 256, 3, 3, 1, 1), 9810);
 }
 }  // TEST_SUITE("gpu")
 

@@ -235,7 +235,7 @@ template <class Math, int Stages, int RawStages, bool PingPong, int Producers>
 struct is_wgmma_policy<wgmma_policy<Math, Stages, RawStages, PingPong, Producers>> : std::true_type {};
 /// @brief The ping-pong sibling of a wgmma_policy: the same math, stages, raw buffers and producers with
 /// PingPong = true (tiles of 2 x 64 pixels, one per consumer warpgroup). conv2d_reduce_plan runs it where
-/// its 128-pixel tiles replace a split-K fixup (see choose_wgmma_pingpong).
+/// its 128-pixel tiles replace a split-K fixup (conv2d_reduce_plan::choose_pingpong).
 template <class P>
 struct wgmma_pingpong;
 /// @brief wgmma_pingpong of wgmma_policy<Math, Stages, RawStages, PingPong, Producers>.

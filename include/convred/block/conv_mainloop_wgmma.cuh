@@ -108,12 +108,13 @@ struct wgmma_conv_params {
   /// serves these), no raw buffers; 0: TMA boxes into raw buffers, then the transform
   std::int32_t stride = 1, phases_h = 1, phases_w = 1, phase_pixels = 0, gather = 0;
   /// @brief operand stages in use: Policy::stages, or fewer (down to 2) when that many do not fit in
-  /// shared memory (large stride-2 patches, large filters); flat tiles: more where they fit (up to
-  /// wgmma_max_stages)
+  /// shared memory (large stride-2 patches, large filters); flat and direct tiles: more where they fit (up
+  /// to wgmma_max_stages)
   std::int32_t stages = 0;
   /// @var raw_copy_bytes
   /// @brief bytes one TMA box writes: raw_c * bh * rp * 4 (raw_c = 8 channels: one raw buffer; a stage
-  /// of block_c channels is block_c / raw_c of them)
+  /// of block_c channels is block_c / raw_c of them); direct tiles: block_c * group * tile_rows * rp * 4,
+  /// the stage's box
   /// @var raw_bytes
   /// @brief shared-memory bytes per raw buffer, raw_copy_bytes rounded up to 128
   /// @var plane_bytes
@@ -121,7 +122,8 @@ struct wgmma_conv_params {
   /// stride) * 16 in narrow tiles (the last m64 row's shifted reads run (S - 1) / stride pixels past its
   /// phase's sub-patch: dropped outputs only), else phases_h * phases_w * phase_pixels * 16
   /// @var part_bytes
-  /// @brief bytes of one set of planes (block_c channels, the big or the small parts): block_c / E planes
+  /// @brief bytes of one set of planes (block_c channels, the big or the small parts): block_c / E planes;
+  /// direct tiles: the stage's box, raw_copy_bytes rounded up to 128
   std::int32_t raw_copy_bytes = 0, raw_bytes = 0, plane_bytes = 0, part_bytes = 0;
   /// @var b_bytes
   /// @brief packed filter bytes per stage (one pass's 128 channels x block_c input channels): parts * R*S *
@@ -194,8 +196,8 @@ struct wgmma_conv_params {
   /// for are >= W (zero too); rows past flat_rows likewise reach the next image's top padding rows.
   /// (A 3x3 "same" convolution of 14 x 14 images: 15 x 15 plane pixels per image, not 16 x 16.)
   std::int32_t flat_rows = 0;
-  /// @brief Slices of block_c input channels per operand stage: 1, or for flat tiles of a 1x1 filter (not
-  /// 3xTF32) up to
+  /// @brief Slices of block_c input channels per operand stage: 1, or for flat or direct tiles of a 1x1
+  /// filter (not 3xTF32) up to
   /// wgmma_max_group (a divisor of ceil(C / block_c)), so that a stage is group x 4 wgmmas per copy rather
   /// than 4 (bench/NOTES.md, session 11: the 1x1 stride-2 projection ran ~1,100 cycles per one-slice stage
   /// for ~256 of tensor work). kt then counts stages of group slices, b_bytes and part_bytes are group
@@ -516,7 +518,8 @@ struct conv_mainloop_wgmma {
   /// @brief Parameters of the direct tiles (wgmma_conv_params::direct: x read by TMA from NCHW, the A
   /// fragments loaded into registers by the consumers) and their dynamic shared memory (as make_params:
   /// the resident filter when it fits, operand stages, then `tail_bytes`), if they serve p: tf32 math
-  /// (one part), a 1x1 filter without padding, stride 1 or 2, Q <= 256 output columns, and x rows whose
+  /// (one part), a 1x1 filter without padding, stride 1 or 2, Q <= block_m output columns whose box row
+  /// fits TMA's 256 (rp below: Q <= 248 at stride 1, 124 at stride 2), and x rows whose
   /// TMA strides are multiples of 16 bytes (H * W and stride * W multiples of 4). Tiles of tile_rows =
   /// ceil(P / tiles_p) output rows, tiles_p = ceil(P / floor(block_m / Q)); stages of `group` slices of
   /// block_c channels (the most, up to wgmma_max_group, dividing ceil(C / block_c) for which 4 streamed

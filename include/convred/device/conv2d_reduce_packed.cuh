@@ -490,8 +490,9 @@ std::size_t packed_bytes(const wgmma_plan_t& plan) {
 /// direct one for direct tiles), as
 /// a programmatic dependent launch of the kernel before it when `dependent` (after the packing pass, or a
 /// split-K tail after the head's launch). `refused` is set (and success returned, nothing launched) when
-/// the driver refuses x's tensor map: the caller runs its fallback.
-template <class Policy, class Op, class Epilogue>
+/// the driver refuses x's tensor map: the caller runs its fallback. `Direct` = false (conv2d_reduce_packed,
+/// whose parameters are row tiles) leaves the direct tiles' kernel out of the build.
+template <class Policy, bool Direct = true, class Op, class Epilogue>
 status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::int64_t units, Op op, Epilogue epi,
                     float* y, std::int64_t* indices, cudaStream_t stream, bool& refused, std::int64_t pack_tiles = 0,
                     bool dependent = false) {
@@ -504,7 +505,7 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
   const bool phased = k.gather || (k.flat && k.stride != 1);
   auto kern = phased ? kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, true>
                      : kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, false>;
-  if constexpr (Policy::is_tf32 && Policy::parts == 1) {  // (only tf32 makes direct parameters)
+  if constexpr (Direct && Policy::is_tf32 && Policy::parts == 1) {  // (only tf32 makes direct parameters)
     if (k.direct) kern = kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, false, true>;
   }
   if (status s = check_device(kern, smem); s != status::success) return s;
@@ -688,7 +689,7 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
     block::wgmma_conv_params k = plan.k;
     k.x = x, k.filter = packed, k.bias = bias;
     bool refused = false;
-    const status s = detail::launch_wgmma<Policy>(k, plan.smem_bytes, k.tiles, op, epi, y, indices, stream, refused);
+    const status s = detail::launch_wgmma<Policy, false>(k, plan.smem_bytes, k.tiles, op, epi, y, indices, stream, refused);
     return refused ? fallback() : s;  // the driver refused x's tensor map: the fallback
   } else {
     return fallback();  // unreachable: only float is served
@@ -776,9 +777,9 @@ std::size_t packed_split_workspace_bytes(const conv2d_problem& p, int splits) {
 /// overwrites the rest (packed_split_workspace_bytes): runs sharing a workspace must not overlap in time.
 /// Where the wgmma kernel does not serve p (packed_filter_bytes<Policy, T>(p) == 0), this is
 /// conv2d_reduce_split<Policy::fallback> on w with the whole workspace as its partial sums
-/// (conv2d_reduce<Policy::fallback> for splits = 0); where it serves p with tiles of image rows but x is
-/// not 16-byte aligned and the kernel would read it with TMA (stride 1 and W % 4 == 0), the same with the
-/// partial sums after the packed filter.
+/// (conv2d_reduce<Policy::fallback> for splits = 0); where it serves p with tiles of image rows or direct
+/// tiles but x is not 16-byte aligned and the kernel would read it with TMA (row tiles at stride 1 and W %
+/// 4 == 0; direct tiles always), the same with the partial sums after the packed filter.
 /// @tparam Policy a wgmma_policy (or default_wgmma_policy<Math>::type)
 /// @param p               problem (conv2d_problem; PyTorch's conv2d semantics)
 /// @param x               device pointer, (N,C,H,W) elements of T in p.x_layout (the wgmma kernel: NCHW float)

@@ -201,8 +201,10 @@ class conv2d_reduce_plan {
   /// The problem planned.
   const conv2d_problem& problem() const { return p_; }
   /// Bytes of workspace the plan needs: the packed filter when the wgmma kernel was picked
-  /// (packed_filter_bytes<wgmma_policy_t, T>(p)), and in its partial mode the partial sums after it
-  /// (k_splits() > 0: packed_split_workspace_bytes<wgmma_policy_t, T>(p, k_splits())); the split path's
+  /// (packed_filter_bytes<wgmma_policy_t, T>(p)), and when it runs through conv2d_reduce_packed_split
+  /// (partial mode, flat or direct tiles, pass mode, a split-K tail, the ping-pong policy) what that
+  /// needs after it (packed_split_workspace_bytes<wgmma_policy_t, T>(p, k_splits()), or with the ping-pong
+  /// policy packed_split_workspace_bytes<wgmma_pingpong_policy_t, T>(p, 0)); the split path's
   /// partial sums when the mma.sync or SIMT kernel splits (conv2d_reduce_split_workspace_bytes<T>(p,
   /// k_splits())); else 0.
   std::size_t workspace_bytes() const { return need_; }
@@ -291,9 +293,11 @@ class conv2d_reduce_plan {
     if (kind_ == kernel_kind::direct) return conv2d_reduce_direct(p_, x, w_, bias, y, indices, op, epi, stream);
     if constexpr (tensor_math) {
       if (kind_ == kernel_kind::wgmma) {
-        if (pingpong_)
-          return conv2d_reduce_packed_split<wgmma_pingpong_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, 0, op,
-                                                                     epi, stream);
+        if constexpr (wgmma_pingpong_policy_t::parts == 1) {  // (never under 3xTF32: choose_pingpong)
+          if (pingpong_)
+            return conv2d_reduce_packed_split<wgmma_pingpong_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, 0, op,
+                                                                       epi, stream);
+        }
         if (packed_split())
           return conv2d_reduce_packed_split<wgmma_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, splits_, op, epi,
                                                             stream);
@@ -466,8 +470,9 @@ class conv2d_reduce_plan {
   /// @brief Whether the ping-pong policy replaces the cooperative one's split-K fixup, and if so its
   /// parameters, shared memory and estimate in k, smem and est. Taken when the cooperative plan (k, est)
   /// splits GEMM_K into 2 ranges (partial sums of every pixel, then the fixup) and the ping-pong plan on
-  /// the same tiles' kind runs unsplit (fused or pass mode, no tail) in no more work units and no larger
-  /// ones (128 pixels x a whole pass against 256 x half a pass): the same waves without the partial sums.
+  /// the same tiles' kind runs unsplit in units of one pass (pass mode, or fused with one pass; no tail),
+  /// no more of them than the cooperative units and the SMs (128 pixels x a whole pass against 256 x half
+  /// a pass): the same waves without the partial sums.
   /// Measured on the H200 (bench/NOTES.md, session 16): ResNet-50 layer3.1 3x3 at batch 32 (29 flat tiles
   /// x 2 passes x 2 ranges -> 57 tiles x 2 passes in pass mode) tf32 45.2 -> 40.0 us, bf16 33.3 -> 27.3;
   /// where the model alone preferred ping-pong elsewhere it was up to 1.5x slower (fewer consumers per
@@ -488,7 +493,11 @@ class conv2d_reduce_plan {
         return false;
       const wgmma_split_estimate e = choose_wgmma_splits<pp>(p_, q, dev.sm_count, plan_math_speed<kernel_math>());
       const std::int64_t units = e.pass_mode ? q.tiles * q.npass : q.tiles;
-      if (e.splits != 0 || e.tail_tiles != 0 || units > est.units || units > dev.sm_count) return false;
+      // a unit of one pass (pass mode, or fused with one pass): 128 pixels x a whole pass, the size of the
+      // cooperative unit (256 pixels x half a pass); fused units of several passes would be larger
+      if (e.splits != 0 || e.tail_tiles != 0 || !(e.pass_mode || q.npass == 1) || units > est.units ||
+          units > dev.sm_count)
+        return false;
       k = q, smem = q_smem, est = e;
       return true;
     }
