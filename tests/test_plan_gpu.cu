@@ -92,6 +92,39 @@ void same_as_direct(const char* label, const conv2d_problem& p, std::uint64_t se
   if constexpr (Op::has_index) CHECK(test::to_host(i1) == test::to_host(i2));
 }
 
+/// The checks of a plan that runs conv2d_reduce_packed_split<Policy> with splits = 0 (a split-K tail, the
+/// ping-pong policy): its workspace is that entry point's, the entry point (which makes the same choice on
+/// this device) holds min to float64, and the plan's argmin run equals the entry point's bitwise (values
+/// and indices).
+template <class Policy, class Plan>
+void plan_equals_packed_split(Plan& plan, const conv2d_problem& p, std::uint64_t seed, const char* label) {
+  CHECK(plan.k_splits() == 0);
+  REQUIRE(plan.workspace_bytes() == convred::device::packed_split_workspace_bytes<Policy, float>(p, 0));
+  const auto d = make_data<float>(p, seed, data_kind::real);
+  opts o;
+  o.splits = 0;
+  o.gain = 2;
+  check_fused<packed_split_entry<Policy>>(label, p, d, op::min{}, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+  auto dx = test::to_device(d.x);
+  auto dw = test::to_device(d.w);
+  auto db = test::to_device(d.b);
+  const std::size_t ny = static_cast<std::size_t>(p.y_elements()), bytes = plan.workspace_bytes();
+  thrust::device_vector<float> y1(ny), y2(ny);
+  thrust::device_vector<std::int64_t> i1(ny), i2(ny);
+  test::poison(y1), test::poison(y2), test::poison(i1), test::poison(i2);
+  REQUIRE(plan.prepare(craw(dw)) == status::success);
+  REQUIRE(plan.run(craw(dx), craw(db), raw(y1), raw(i1), op::argmin{}) == status::success);
+  thrust::device_vector<unsigned char> ws(bytes, static_cast<unsigned char>(0xFF));
+  REQUIRE(convred::device::pack_filter<Policy>(p, craw(dw), raw(ws), bytes) == status::success);
+  REQUIRE(convred::device::conv2d_reduce_packed_split<Policy>(p, craw(dx), craw(dw), raw(ws), bytes, craw(db), raw(y2),
+                                                              raw(i2), 0, op::argmin{}) == status::success);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  const auto a = test::to_host(y1), b = test::to_host(y2);
+  CHECK(test::count_nan(a) == 0);
+  CHECK(bytes_equal(a, b));
+  CHECK(test::to_host(i1) == test::to_host(i2));
+}
+
 }  // namespace
 
 TEST_SUITE("gpu") {
@@ -218,32 +251,8 @@ void pingpong_plan(const conv2d_problem& p, std::uint64_t seed) {
   }
   using PP = typename plan_t::wgmma_pingpong_policy_t;
   static_assert(PP::pingpong && PP::block_m == 128, "the ping-pong sibling");
-  CHECK(plan.k_splits() == 0);
   CHECK(plan.description().find("in pass mode") != std::string::npos);
-  REQUIRE(plan.workspace_bytes() == convred::device::packed_split_workspace_bytes<PP, float>(p, 0));
-  const auto d = make_data<float>(p, seed, data_kind::real);
-  opts o;
-  o.splits = 0;
-  o.gain = 2;
-  check_fused<packed_split_entry<PP>>("plan ping-pong min", p, d, op::min{}, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
-  auto dx = test::to_device(d.x);
-  auto dw = test::to_device(d.w);
-  auto db = test::to_device(d.b);
-  const std::size_t ny = static_cast<std::size_t>(p.y_elements()), bytes = plan.workspace_bytes();
-  thrust::device_vector<float> y1(ny), y2(ny);
-  thrust::device_vector<std::int64_t> i1(ny), i2(ny);
-  test::poison(y1), test::poison(y2), test::poison(i1), test::poison(i2);
-  REQUIRE(plan.prepare(craw(dw)) == status::success);
-  REQUIRE(plan.run(craw(dx), craw(db), raw(y1), raw(i1), op::argmin{}) == status::success);
-  thrust::device_vector<unsigned char> ws(bytes, static_cast<unsigned char>(0xFF));
-  REQUIRE(convred::device::pack_filter<PP>(p, craw(dw), raw(ws), bytes) == status::success);
-  REQUIRE(convred::device::conv2d_reduce_packed_split<PP>(p, craw(dx), craw(dw), raw(ws), bytes, craw(db), raw(y2), raw(i2), 0,
-                                                          op::argmin{}) == status::success);
-  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-  const auto a = test::to_host(y1), b = test::to_host(y2);
-  CHECK(test::count_nan(a) == 0);
-  CHECK(bytes_equal(a, b));
-  CHECK(test::to_host(i1) == test::to_host(i2));
+  plan_equals_packed_split<PP>(plan, p, seed, "plan ping-pong min");
 }
 }  // namespace
 
@@ -433,33 +442,8 @@ TEST_CASE("conv2d_reduce_plan wgmma split-K tail the model picks: float64, and t
     MESSAGE("not an sm_90a device of 132 SMs with the model's split-K tail: nothing to check");
     return;
   }
-  using P = conv2d_reduce_plan<float, math::tf32>::wgmma_policy_t;
-  CHECK(plan.k_splits() == 0);
-  REQUIRE(plan.workspace_bytes() == convred::device::packed_split_workspace_bytes<P, float>(p, 0));
-  // against float64 (conv2d_reduce_packed_split, splits = 0, takes the same tail on this device)
-  const auto d = make_data<float>(p, 9700, data_kind::real);
-  opts o;
-  o.splits = 0;
-  o.gain = 2;
-  check_fused<packed_split_entry<P>>("plan tail tf32 min", p, d, op::min{}, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
-  // the plan's run, bitwise the entry point's (argmin: values and indices)
-  auto dx = test::to_device(d.x);
-  auto dw = test::to_device(d.w);
-  auto db = test::to_device(d.b);
-  const std::size_t ny = static_cast<std::size_t>(p.y_elements()), bytes = plan.workspace_bytes();
-  thrust::device_vector<float> y1(ny), y2(ny);
-  thrust::device_vector<std::int64_t> i1(ny), i2(ny);
-  test::poison(y1), test::poison(y2), test::poison(i1), test::poison(i2);
-  REQUIRE(plan.prepare(craw(dw)) == status::success);
-  REQUIRE(plan.run(craw(dx), craw(db), raw(y1), raw(i1), op::argmin{}) == status::success);
-  thrust::device_vector<unsigned char> ws(bytes, static_cast<unsigned char>(0xFF));
-  REQUIRE(convred::device::pack_filter<P>(p, craw(dw), raw(ws), bytes) == status::success);
-  REQUIRE(convred::device::conv2d_reduce_packed_split<P>(p, craw(dx), craw(dw), raw(ws), bytes, craw(db), raw(y2), raw(i2), 0,
-                                                         op::argmin{}) == status::success);
-  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-  const auto a = test::to_host(y1), b = test::to_host(y2);
-  CHECK(test::count_nan(a) == 0);
-  CHECK(bytes_equal(a, b));
-  CHECK(test::to_host(i1) == test::to_host(i2));
+  // against float64 (conv2d_reduce_packed_split, splits = 0, takes the same tail on this device), and the
+  // plan's run bitwise the entry point's
+  plan_equals_packed_split<conv2d_reduce_plan<float, math::tf32>::wgmma_policy_t>(plan, p, 9700, "plan tail tf32 min");
 }
 }  // TEST_SUITE("gpu")
