@@ -341,31 +341,21 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
   constexpr int transform = wgmma_block<Policy, Gather>::transform_threads;
   auto& tail = sm.tail;
   pipeline_state st(prm.stages), rs(Policy::raw_stages);
-  if constexpr (Direct) {  // direct tiles: thread 0 copies each stage's filter slice and its box of x
+  if (Direct || prm.flat) {  // flat and direct tiles: thread 0 copies each stage's filter slice and its x
     if (pt != 0) return;
     if (prm.resident_bytes) loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
     for (std::int64_t unit = sched.first(); unit < sched.units; unit = sched.next(unit)) {
-      const tile_scheduler::coord t = sched.decode(unit);
+      const tile_scheduler::coord t = sched.decode(unit);  // flat: coord n is the tile
       int first, last;
       sched.slices(unit, first, last);
       for (int sl = first; sl < last; ++sl, st.advance()) {
         CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
-        loader::copy_direct(sm.stages + st.slot * prm.stage_bytes, &tail.full[st.slot], x_map, prm, sl,
-                            static_cast<int>(t.n), static_cast<int>(t.tp) * prm.tile_rows);
-      }
-    }
-    return;
-  }
-  if (prm.flat) {  // flat tiles: thread 0 copies each stage's filter slice and planes of the packed x
-    if (pt != 0) return;
-    if (prm.resident_bytes) loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
-    for (std::int64_t unit = sched.first(); unit < sched.units; unit = sched.next(unit)) {
-      const std::int64_t tile = sched.decode(unit).n;  // flat: coord n is the tile
-      int first, last;
-      sched.slices(unit, first, last);
-      for (int sl = first; sl < last; ++sl, st.advance()) {
-        CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
-        loader::copy_flat(sm.stages + st.slot * prm.stage_bytes, &tail.full[st.slot], prm, sl, tile);
+        unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
+        if constexpr (Direct)  // a TMA box of x from NCHW
+          loader::copy_direct(stage, &tail.full[st.slot], x_map, prm, sl, static_cast<int>(t.n),
+                              static_cast<int>(t.tp) * prm.tile_rows);
+        else  // the stage's planes of the packed x
+          loader::copy_flat(stage, &tail.full[st.slot], prm, sl, t.n);
       }
     }
     return;
