@@ -271,6 +271,7 @@ struct bench_case {
   std::string name;
   convred::conv2d_problem p;
   bool suite = false;   ///< a case of the shape suite (planner and cuDNN TF32 rows only)
+  bool extra = false;   ///< a layer outside the suite, run as suite cases are (group "extra")
   std::string layer;    ///< suite: the layer's name without the batch suffix, e.g. "resnet50.conv1"
   std::string source;   ///< suite: the network and layer it comes from, in words
 };
@@ -333,9 +334,36 @@ const suite_layer kSuite[] = {
   {"seed", "the seed model: 3x3, 64->128 at 256, no padding",
      64, 256, 256,  128, 3, 3,   0,      1,      1, 64},
 };
+
+/// Layers outside the suite (--cases extra), run as suite cases are: the other stride-2 1x1 projections
+/// of ResNet-50 and batches between 1 and the training batch, where the planner's rules for small
+/// problems (direct tiles at stride 2, ping-pong, split-K) change their choice. Not in the suite's
+/// summary or in bench/pytorch_baseline.py.
+struct extra_layer {
+  const char* name;    ///< the case name, batch included
+  const char* source;  ///< network and layer in words
+  std::int64_t N, C, H, W, K, R, S, pad, stride;
+};
+const extra_layer kExtra[] = {
+  // name, source,
+  //    N,    C,  H,  W,    K, R, S, pad, stride
+  {"resnet50.layer2.0.downsample.n1", "ResNet-50 layer2.0 projection 1x1 stride 2, 256->512 at 56",
+        1,  256, 56, 56,  512, 1, 1,   0,      2},
+  {"resnet50.layer2.0.downsample.n4", "ResNet-50 layer2.0 projection 1x1 stride 2, 256->512 at 56",
+        4,  256, 56, 56,  512, 1, 1,   0,      2},
+  {"resnet50.layer3.0.downsample.n2", "ResNet-50 layer3.0 projection 1x1 stride 2, 512->1024 at 28",
+        2,  512, 28, 28, 1024, 1, 1,   0,      2},
+  {"resnet50.layer3.0.downsample.n4", "ResNet-50 layer3.0 projection 1x1 stride 2, 512->1024 at 28",
+        4,  512, 28, 28, 1024, 1, 1,   0,      2},
+  {"resnet50.layer4.0.downsample.n1", "ResNet-50 layer4.0 projection 1x1 stride 2, 1024->2048 at 14",
+        1, 1024, 14, 14, 2048, 1, 1,   0,      2},
+  {"resnet50.layer4.0.downsample.n8", "ResNet-50 layer4.0 projection 1x1 stride 2, 1024->2048 at 14",
+        8, 1024, 14, 14, 2048, 1, 1,   0,      2},
+};
 // clang-format on
 
-/// Every case: the four of issue 3 first, then the suite, layer by layer (training batch, then batch 1).
+/// Every case: the four of issue 3 first, then the suite, layer by layer (training batch, then batch 1),
+/// then the extra layers.
 std::vector<bench_case> known_cases() {
   auto legacy = [](const char* name, const convred::conv2d_problem& p) {
     bench_case c;
@@ -357,16 +385,26 @@ std::vector<bench_case> known_cases() {
       c.source = l.source;
       v.push_back(std::move(c));
     }
+  for (const extra_layer& l : kExtra) {
+    bench_case c;
+    c.name = l.name;
+    c.p = make_problem(l.N, l.C, l.H, l.W, l.K, l.R, l.S, l.pad, l.stride);
+    c.extra = true;
+    c.source = l.source;
+    v.push_back(std::move(c));
+  }
   return v;
 }
 
 /// Names selected by one --cases item: a case name, or "suite" (every suite case), "suite.n1" (batch 1),
-/// "suite.train" (training batch). Empty: unknown.
+/// "suite.train" (training batch), "extra" (the extra layers). Empty: unknown.
 std::vector<std::string> select_cases(const std::string& item) {
   std::vector<std::string> out;
   const bool all = item == "suite", n1 = item == "suite.n1", train = item == "suite.train";
   for (const bench_case& c : known_cases()) {
-    if (all || n1 || train) {
+    if (item == "extra") {
+      if (c.extra) out.push_back(c.name);
+    } else if (all || n1 || train) {
       if (c.suite && (all || (c.p.N == 1) == n1)) out.push_back(c.name);
     } else if (c.name == item) {
       out.push_back(c.name);
@@ -844,7 +882,7 @@ void run_case(case_result& cr, runner& rn, const options& o, cudnn_env* env) {
   const std::int64_t P = p.P(), Q = p.Q(), PQ = P * Q;
   const double flops = p.flops();
   const std::uint64_t seed = o.seed ^ std::hash<std::string>{}(cr.c.name);
-  const bool suite = cr.c.suite;
+  const bool suite = cr.c.suite || cr.c.extra;  // (the same rows)
   std::printf("\n[%s] %s, %.1f GFLOP\n", cr.c.name.c_str(), shape_string(p).c_str(), flops / 1e9);
   if (suite) std::printf("  %s\n", cr.c.source.c_str());
   std::fflush(stdout);
@@ -1300,8 +1338,8 @@ void print_cases() {
   std::printf("%-*s %-11s %8s  %s\n", cw, "case", "group", "GFLOP", "shape / source");
   for (const auto& c : all)
     std::printf("%-*s %-11s %8.1f  %s%s%s\n", cw, c.name.c_str(),
-                c.suite ? (c.p.N == 1 ? "suite.n1" : "suite.train") : "default", c.p.flops() / 1e9,
-                shape_string(c.p).c_str(), c.suite ? "; " : "", c.source.c_str());
+                c.suite ? (c.p.N == 1 ? "suite.n1" : "suite.train") : c.extra ? "extra" : "default", c.p.flops() / 1e9,
+                shape_string(c.p).c_str(), c.suite || c.extra ? "; " : "", c.source.c_str());
 }
 
 void print_help() {
@@ -1320,8 +1358,9 @@ void print_help() {
       "                      stem7x7   x(64,3,224,224)   -> 64, 7x7 stride 2 pad 3\n"
       "                      proj1x1   x(64,512,28,28)   -> 128, 1x1\n"
       "                      suite (the %d suite cases), suite.n1 (batch 1), suite.train (training batch), or\n"
-      "                      one suite case, e.g. resnet50.conv1.n32 (--list-cases names them all). Suite cases\n"
-      "                      run the planner (math::tf32, bf16, accurate) and cuDNN TF32 NCHW/NHWC + reduce only\n"
+      "                      one suite case, e.g. resnet50.conv1.n32 (--list-cases names them all); extra (layers\n"
+      "                      outside the suite, run as suite cases). Suite and extra cases run the planner\n"
+      "                      (math::tf32, bf16, accurate) and cuDNN TF32 NCHW/NHWC + reduce only\n"
       "  --list-cases        print every case with its shape and exit (no GPU needed)\n"
       "  --iters N           timed runs per variant, median reported (30; at least 20 recommended)\n"
       "  --warmup N          untimed runs before timing (3)\n"
@@ -1372,7 +1411,7 @@ options parse_args(int argc, char** argv, bool& help) {
         const std::vector<std::string> names = select_cases(item);
         if (names.empty())
           throw usage_error("--cases: unknown case '" + item +
-                            "' (known: seed, resnet3x3, stem7x7, proj1x1, suite, suite.n1, suite.train and the suite's "
+                            "' (known: seed, resnet3x3, stem7x7, proj1x1, suite, suite.n1, suite.train, extra and their "
                             "cases, see --list-cases)");
         for (const std::string& n : names)
           if (std::find(o.cases.begin(), o.cases.end(), n) == o.cases.end()) o.cases.push_back(n);

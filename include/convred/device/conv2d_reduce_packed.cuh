@@ -40,6 +40,13 @@ inline constexpr double plan_wgmma_flops_per_sm = 3.0e12;
 /// loads are slower than TMA, counted as this factor on the time (with a 1x1 filter, one tap per stage, the
 /// producer cannot keep up at all: the planner then takes the mma.sync kernel).
 inline constexpr double plan_wgmma_gather_slowdown = 2.0;
+/// The planner's wgmma kernel on direct tiles at stride 2 (wgmma_conv_params::direct), counted as this
+/// factor on the time: TMA cannot skip columns in a box's innermost dimension, so each box carries the odd
+/// input columns too (twice the bytes of the pixels used, in a row pitch padded from 2Q - 1 to 8 mod 16
+/// floats), and the A fragments' loads of every other column meet 2-way bank conflicts. Fitted on the
+/// H200 (bench/NOTES.md, session 17: ResNet-50 layer3.0's 1x1/2 projection at batch 1 over 2, 4, 6, 8
+/// and 16 GEMM_K ranges, whose measured steps the model matches for factors of 2.3-3.1).
+inline constexpr double plan_wgmma_direct_s2_slowdown = 2.5;
 /// The planner's mma.sync split path (conv2d_reduce_split), FLOP/s per SM on the useful work (session 7's
 /// split: ResNet layer3.1 / layer4.1 at batch 32, 7.4 GFLOP in 0.167 / 0.187 ms on 132 SMs; v2 since runs
 /// ~0.12 ms).
@@ -220,7 +227,8 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
                                          double speed = 1.0,
                                          std::size_t max_workspace_bytes = default_split_workspace_limit) {
   wgmma_split_estimate e;
-  const double rate = plan_wgmma_flops_per_sm * speed / (k.gather ? plan_wgmma_gather_slowdown : 1.0);
+  const double rate = plan_wgmma_flops_per_sm * speed / (k.gather ? plan_wgmma_gather_slowdown : 1.0) /
+                      (k.direct && k.stride == 2 ? plan_wgmma_direct_s2_slowdown : 1.0);
   const double pass_s = 2.0 * Policy::block_m * Policy::block_n * static_cast<double>(p.gemm_k()) / rate;
   const double sms = sm_count > 0 ? sm_count : 1;
   // flat tiles: the packing pass first (x read, the packed planes written)
@@ -291,8 +299,11 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
   const bool has_rect = mainloop::make_params(p, tail_bytes, max_smem, rect, rect_smem);
   const bool has_flat = allow_flat && mainloop::make_params(p, tail_bytes, max_smem, flat, flat_smem, true);
   if (!has_rect && !has_flat) return false;
+  auto estimate = [&](const block::wgmma_conv_params& c) {
+    return choose_wgmma_splits<Policy>(p, c, sm_count, plan_math_speed<typename Policy::math>());
+  };
   auto best = [&](const block::wgmma_conv_params& c) {
-    const wgmma_split_estimate e = choose_wgmma_splits<Policy>(p, c, sm_count, plan_math_speed<typename Policy::math>());
+    const wgmma_split_estimate e = estimate(c);
     return e.splits > 0 ? e.split_s : e.tail_tiles > 0 ? e.tail_s : e.pass_mode ? e.pass_mode_s : e.fused_s;
   };
   // (a 1 x 1 filter with x gathered leaves the row tiles' producer no time at all: plan_wgmma_gather_slowdown
@@ -316,14 +327,18 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
                                       (forced != 1 && (measured || (rect.gather && p.R * p.S == 1) ||
                                                        best(flat) < best(rect))));
   k = flat_wins ? flat : rect, smem = flat_wins ? flat_smem : rect_smem;
-  // direct tiles (tf32 1x1, no packing pass): at stride 1 where they serve and the model has them no
-  // slower; at stride 2 only forced (their boxes carry the odd columns too, and each channel pass loads
-  // them again: ResNet-50 layer3.0's projection at batch 32 ran 52.7 -> 82.6 us, at batch 1 18.3 -> 18.4;
-  // at stride 1 layer1.0's 42.3 -> 33.6 (n32) and 13.6 -> 12.8 (n1): bench/NOTES.md, session 16)
+  // direct tiles (tf32 1x1, no packing pass) where they serve and the model has them no slower: at stride
+  // 1 layer1.0's projection ran 42.3 -> 33.6 us (n32) and 13.6 -> 12.8 (n1) (bench/NOTES.md, session 16).
+  // At stride 2 their boxes carry the odd columns, and each channel pass loads them again: there the
+  // model counts them plan_wgmma_direct_s2_slowdown times slower, and they are taken only in partial
+  // (split-K) mode, short units on a small problem where the packing pass is a large part of the run
+  // (layer3.0's projection at batch 1, 18.2 -> 16.4 us over 8 GEMM_K ranges: session 17; at batch 32,
+  // whose units fill the GPU, forced direct tiles ran 52.4 -> 82.5 us)
   block::wgmma_conv_params direct;
   std::size_t direct_smem = 0;
-  if (allow_flat && forced != 1 && forced != 2 && (forced == 3 || p.stride_h == 1) &&
-      mainloop::make_direct_params(p, tail_bytes, max_smem, direct, direct_smem) && (forced == 3 || best(direct) <= best(k)))
+  if (allow_flat && forced != 1 && forced != 2 &&
+      mainloop::make_direct_params(p, tail_bytes, max_smem, direct, direct_smem) &&
+      (forced == 3 || ((p.stride_h == 1 || estimate(direct).splits > 0) && best(direct) <= best(k))))
     k = direct, smem = direct_smem;
   return true;
 }
