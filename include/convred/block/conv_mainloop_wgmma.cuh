@@ -305,37 +305,67 @@ struct conv_mainloop_wgmma {
   /// (no bias, no epilogue) of tile pixel tile_m(i) and channel c = tile_n(j) go to out[m * ldk + c], m =
   /// pixel(tile_m(i)); pixels for which `pixel` returns a negative value (outside the output: the columns
   /// of a narrow tile past Q, the rows of a partial tile past P) and channels c >= valid are skipped, so
-  /// that every element of the caller's [m][k] plane is written by exactly one thread. A thread's channels
-  /// come in adjacent pairs (8 n8 + 2t and 8 n8 + 2t + 1: d[row][4 n8 + 2 half] and d[row][4 n8 + 2 half +
-  /// 1]), stored as one 8-byte store when `pairs` (the caller's guarantee that out and ldk are even, so that
-  /// every pair is 8-byte aligned) and both are valid, else element by element; the 4 lanes sharing a
-  /// pixel then write 32 contiguous bytes per store (full 32-byte sectors). Every store is predicated
-  /// (store_if), none behind a branch: with branches around them (a pixel outside the output, a channel
-  /// past K) ptxas spilled 236 bytes in the 3xTF32 consumer and 240-284 bytes in the ping-pong ones and
-  /// serialised the ping-pong kernels' wgmmas (warning C7520: a warpgroup.arrive in a divergent path)
-  /// (sm_90a, nvcc 13.0).
+  /// that every element of the caller's [m][k] plane is written by exactly one thread.
+  /// A thread holds its channels in adjacent pairs (8 n8 + 2t and 8 n8 + 2t + 1: d[row][4 n8 + 2 half]
+  /// and d[row][4 n8 + 2 half + 1]); lanes 2u and 2u + 1 of a quad swap one pair per two n8 blocks
+  /// (__shfl_xor_sync), so that each holds 4 consecutive channels, stored as one 16-byte store when
+  /// `vec` = 4 (the caller's guarantee that out is 16-byte aligned and ldk and valid are multiples of 4),
+  /// else as 4-byte stores: a warp's store writes 64 contiguous bytes of each of its 8 pixel rows, half
+  /// the instructions of 8-byte pairs (bench/NOTES.md, session 17: ResNet-50 layer3.0's 1x1/2 projection
+  /// at batch 1, ~5,200 -> ~4,300 cycles per pass, a third of a unit before). Under 3xTF32 (promotes) the
+  /// pairs are stored as they lie, as 8-byte stores where `vec` >= 2, else element by element: the
+  /// shuffles changed ptxas's schedule of that kernel's mainloop, 4-10% slower on its fused rows.
+  /// Every store is predicated (store_if, store4_if), none behind a branch: with branches around them (a pixel
+  /// outside the output, a channel past K) ptxas spilled 236 bytes in the 3xTF32 consumer and 240-284
+  /// bytes in the ping-pong ones and serialised the ping-pong kernels' wgmmas (warning C7520: a
+  /// warpgroup.arrive in a divergent path) (sm_90a, nvcc 13.0). Called by all 32 lanes of the warp.
   /// @param d     the pass's accumulators (fenced: the wgmmas have completed)
   /// @param out   device pointer to channel 0 of this pass in pixel row 0 of the plane (k = pass * 128)
   /// @param ldk   floats between consecutive pixels of the plane (K)
   /// @param valid channels of this pass inside the output, min(128, K - pass * 128)
-  /// @param pairs 8-byte stores allowed (out and ldk even)
+  /// @param vec   4: out 16-byte aligned, ldk and valid multiples of 4; 2: out and ldk even; else 1
   /// @param pixel tile pixel (row * 64 + column, as tile_m) -> plane row m, or negative: skip
   template <class PixelMap>
-  __device__ static void store_raw(const float (&d)[2][64], float* out, std::int64_t ldk, int valid, bool pairs,
+  __device__ static void store_raw(const float (&d)[2][64], float* out, std::int64_t ldk, int valid, int vec,
                                    PixelMap pixel) {
+    if constexpr (promotes) {  // 3xTF32: the pairs as they lie (see above)
 #pragma unroll
-    for (int i = 0; i < TM; ++i) {
-      const std::int64_t m = pixel(tile_m(i));
-      const bool in = m >= 0;
-      // channel 2t of the row, as a global-space address (+ 32 bytes per n8 below)
-      const std::uint64_t row = __cvta_generic_to_global(out + (in ? m : 0) * ldk + tile_n(0));
-      const int c0 = tile_n(0), mt = i / 2, half = i % 2;
+      for (int i = 0; i < TM; ++i) {
+        const std::int64_t m = pixel(tile_m(i));
+        const bool in = m >= 0;
+        // channel 2t of the row, as a global-space address (+ 32 bytes per n8 below)
+        const std::uint64_t row = __cvta_generic_to_global(out + (in ? m : 0) * ldk + tile_n(0));
+        const int c0 = tile_n(0), mt = i / 2, half = i % 2;
 #pragma unroll
-      for (int n8 = 0; n8 < 16; ++n8) {
-        const int c = c0 + 8 * n8;
-        const bool both = in && pairs && c + 1 < valid;
-        store_if(row + 32u * n8, d[mt][4 * n8 + 2 * half], d[mt][4 * n8 + 2 * half + 1], both,
-                 in && !both && c < valid, in && !both && c + 1 < valid);
+        for (int n8 = 0; n8 < 16; ++n8) {
+          const int c = c0 + 8 * n8;
+          const bool both = in && vec >= 2 && c + 1 < valid;
+          store_if(row + 32u * n8, d[mt][4 * n8 + 2 * half], d[mt][4 * n8 + 2 * half + 1], both,
+                   in && !both && c < valid, in && !both && c + 1 < valid);
+        }
+      }
+    } else {
+      const bool odd = lane() % 2 != 0, quads = vec == 4;
+#pragma unroll
+      for (int i = 0; i < TM; ++i) {
+        const std::int64_t m = pixel(tile_m(i));
+        const bool in = m >= 0;
+        // channel 0 of the row, as a global-space address
+        const std::uint64_t row = __cvta_generic_to_global(out + (in ? m : 0) * ldk);
+        const int c0 = tile_n(0), mt = i / 2, half = i % 2;
+#pragma unroll
+        for (int n8 = 0; n8 < 16; n8 += 2) {
+          const float a0 = d[mt][4 * n8 + 2 * half], a1 = d[mt][4 * n8 + 2 * half + 1];
+          const float b0 = d[mt][4 * n8 + 4 + 2 * half], b1 = d[mt][4 * n8 + 4 + 2 * half + 1];
+          // the even lane keeps block n8's pair and takes its partner's (channels c0 .. c0 + 3 of the
+          // block), the odd lane keeps block n8 + 1's and takes its partner's (channels c0 - 2 .. c0 + 1 of
+          // that one)
+          const float r0 = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
+          const float r1 = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
+          const int c = odd ? 8 * n8 + 8 + c0 - 2 : 8 * n8 + c0;
+          store4_if(row + 4u * c, odd ? r0 : a0, odd ? r1 : a1, odd ? b0 : r0, odd ? b1 : r1,
+                    in && quads && c < valid, in && !quads, valid - c);
+        }
       }
     }
   }
@@ -357,6 +387,29 @@ struct conv_mainloop_wgmma {
         "}\n" ::"l"(g),
         "f"(v0), "f"(v1), "r"(static_cast<unsigned>(both)), "r"(static_cast<unsigned>(first)),
         "r"(static_cast<unsigned>(second))
+        : "memory");
+  }
+
+  /// Predicated stores of 4 consecutive channels v0..v3 at global-space address g: one 16-byte store when
+  /// `quad` (g 16-byte aligned), else when `single` each v_i with i < n as a 4-byte store at g + 4 i.
+  __device__ static void store4_if(std::uint64_t g, float v0, float v1, float v2, float v3, bool quad, bool single,
+                                   int n) {
+    asm volatile(
+        "{\n"
+        " .reg .pred pq, ps, p0, p1, p2, p3;\n"
+        " setp.ne.u32 pq, %5, 0;\n"
+        " setp.ne.u32 ps, %6, 0;\n"
+        " setp.gt.and.s32 p0, %7, 0, ps;\n"
+        " setp.gt.and.s32 p1, %7, 1, ps;\n"
+        " setp.gt.and.s32 p2, %7, 2, ps;\n"
+        " setp.gt.and.s32 p3, %7, 3, ps;\n"
+        " @pq st.global.v4.f32 [%0], {%1, %2, %3, %4};\n"
+        " @p0 st.global.f32 [%0], %1;\n"
+        " @p1 st.global.f32 [%0+4], %2;\n"
+        " @p2 st.global.f32 [%0+8], %3;\n"
+        " @p3 st.global.f32 [%0+12], %4;\n"
+        "}\n" ::"l"(g),
+        "f"(v0), "f"(v1), "f"(v2), "f"(v3), "r"(static_cast<unsigned>(quad)), "r"(static_cast<unsigned>(single)), "r"(n)
         : "memory");
   }
 

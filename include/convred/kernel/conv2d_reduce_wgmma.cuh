@@ -522,8 +522,10 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
       const int k0 = pass * BN;
       if (prm.partial) {  // partial mode (one pass per unit: done): the raw sums of split z, rows m - partial_m0
         const std::int64_t m0 = mainloop::promotes ? 0 : prm.partial_m0, plane = (prm.N * prm.P * prm.Q - m0) * prm.K;
-        CONVRED_EXP_TIME(3, mainloop::store_raw(d, prm.partial + sched.split_of(unit) * plane + k0, prm.K,
-                                                min(BN, prm.K - k0), prm.K % 2 == 0, [&](int px) {
+        float* out = prm.partial + sched.split_of(unit) * plane + k0;
+        // the rows' alignment: 16 bytes where every row and pass starts 16-byte aligned, else 8 where even
+        const int vec = prm.K % 4 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0 ? 4 : prm.K % 2 == 0 ? 2 : 1;
+        CONVRED_EXP_TIME(3, mainloop::store_raw(d, out, prm.K, min(BN, prm.K - k0), vec, [&](int px) {
                                                   const std::int64_t m = pixel(px);
                                                   return m < 0 ? m : m - m0;
                                                 }));
