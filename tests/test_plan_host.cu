@@ -282,6 +282,10 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
       // ResNet-50 layer3.0 projection, 1x1 stride 2: flat tiles over the packed stride-2 samples, pass mode
       // (tf32, bf16); 3xTF32 has no stride 2: the mma.sync split
       {"ResNet-50 layer3.0 1x1/2 n32", layer(32, 512, 28, 1024, 1, 0, 2), 0, 0, -1},
+      // ... at batch 1: tf32 direct tiles at stride 2 (their boxes carry the odd columns, counted 2.5x
+      // slower; no packing pass): 1 tile of 14 x 14 x 8 passes x 8 GEMM_K ranges = 64 units; bf16 flat
+      // tiles, 1 x 8 x 4 = 32 units
+      {"ResNet-50 layer3.0 1x1/2 n1", layer(1, 512, 28, 1024, 1, 0, 2), 8, 4, -1},
       // ResNet-50 layer3 3x3 at batch 1: 1 tile x 2 passes x up to kt (32 tf32 / 16 bf16) ranges
       {"ResNet-50 layer3 3x3 n1", layer(1, 256, 14, 256, 3, 1, 1), 32, 16, 32},
       // the seed: 16,384 tiles of image rows, unsplit, fused (packing its 1 GB x would cost ~0.5 ms)
@@ -346,7 +350,15 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
   proj.C = 64, proj.H = proj.W = 56, proj.K = 256, proj.stride_h = proj.stride_w = 1;
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(proj, h200).description(), "4x56-pixel tiles with x read straight from NCHW"));
   CHECK(conv2d_reduce_plan<float, math::tf32>(proj, h200).workspace_bytes() == wgmma_bytes(proj, 8, 1, 4, 0, false, false));
-  CHECK_FALSE(has(conv2d_reduce_plan<float, math::tf32>(rows[7].p, h200).description(), "flat"));
+  CHECK_FALSE(has(conv2d_reduce_plan<float, math::tf32>(rows[8].p, h200).description(), "flat"));
+  // direct tiles at stride 2 only in partial mode: layer3.0's projection at batch 1 (tf32), not at batch 32
+  // (rows[5], flat tiles above), nor layer2.0's projection at batch 4, whose flat tiles run in pass mode
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[6].p, h200).description(),
+            "14x14-pixel tiles with x read straight from NCHW (TMA boxes of 16 channels"));
+  CHECK(has(conv2d_reduce_plan<float, math::bf16>(rows[6].p, h200).description(), "flat 256-pixel tiles"));
+  const conv2d_problem l2ds = layer(4, 256, 56, 512, 1, 0, 2);
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(l2ds, h200).description(), "flat 256-pixel tiles"));
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(l2ds, h200).description(), "in pass mode"));
   // without an SM count (a device_info without one) the plan never splits
   CHECK(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h100).k_splits() == 0);
   CHECK(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h100).kernel() == kernel_kind::wgmma);
@@ -391,6 +403,31 @@ TEST_CASE("choose_wgmma_splits: the wave model") {
   REQUIRE(convred::block::conv_mainloop_wgmma<P3>::make_params(p, convred::device::detail::wgmma_tail_bytes<P3, convred::op::argmin>(),
                                                                convred::device::detail::max_smem_per_block, k3, smem));
   CHECK(convred::device::choose_wgmma_splits<P3>(p, k3, 132, 0.36, 1u << 20).pass_mode_s == 0.0);
+}
+
+TEST_CASE("choose_wgmma_splits: direct tiles at stride 2") {
+  using P = convred::default_wgmma_policy<math::tf32>::type;
+  using mainloop = convred::block::conv_mainloop_wgmma<P>;
+  conv2d_problem p;  // ResNet-50 layer3.0's projection at batch 1: x (1, 512, 28, 28), K = 1024, 1x1 stride 2
+  p.N = 1, p.C = 512, p.H = p.W = 28, p.K = 1024, p.stride_h = p.stride_w = 2;
+  convred::block::wgmma_conv_params k;
+  std::size_t smem = 0;
+  REQUIRE(mainloop::make_direct_params(p, convred::device::detail::wgmma_tail_bytes<P, convred::op::argmin>(),
+                                       convred::device::detail::max_smem_per_block, k, smem));
+  REQUIRE(k.tiles == 1);
+  REQUIRE(k.npass == 8);
+  REQUIRE(k.group == 2);  // (boxes of 40 columns x 16 channels x 14 rows: 4 stages of 4 slices do not fit)
+  REQUIRE(k.kt == 32);
+  const auto e = convred::device::choose_wgmma_splits<P>(p, k, 132);
+  // a pass at 3e12 / 2.5 FLOP/s per SM: 2 x 256 x 128 x 512 / 1.2e12 = 28.0 us; 8 splits: 64 units in one
+  // wave of 4 of 32 stages, + 2 x 8 x 196 x 1024 x 4 bytes at 3e12 B/s + 5 us (4 splits: 2 x 7.0 + 2.1)
+  const double pass_s = 2.0 * 256 * 128 * 512 / (3e12 / convred::device::plan_wgmma_direct_s2_slowdown);
+  CHECK(e.splits == 8);
+  CHECK(e.units == 64);
+  CHECK(e.split_s == doctest::Approx(pass_s * 4 / 32 + 2.0 * 8 * 196 * 1024 * 4 / 3e12 + 5e-6));
+  // at stride 1 (no slowdown) the same tiles would take 4 splits
+  k.stride = 1;
+  CHECK(convred::device::choose_wgmma_splits<P>(p, k, 132).splits == 4);
 }
 
 TEST_CASE("choose_wgmma_splits: the split-K tail of the last wave") {
