@@ -559,7 +559,9 @@ namespace {
 /// Shapes for direct tiles: ResNet-50's projections (layer1.0: 2 channel passes, 4-slice stages; layer3.0
 /// at stride 2: 8 passes, 2-slice stages), C with a channel tail (17: 3-slice stages; 3: one stage of a
 /// partial slice), tiles of several whole rows with dropped pixels (Q = 20: 12 rows = 240 of 256; Q = 100:
-/// 2 rows; Q = 4: 16 rows = 64), odd H at stride 2, W % 4 != 0 at stride 2 (s * W % 4 = 0), K = 7, 513.
+/// 2 rows; Q = 4: 16 rows = 64), odd H at stride 2, W % 4 != 0 at stride 2 (s * W % 4 = 0), K = 7, 513;
+/// then C and K through 1, 3, 7, 33, 65, 130, 257 and 513 (K odd or 2 mod 4: the partial sums' 4-byte
+/// stores; K = 1: one valid channel of 128).
 std::vector<conv2d_problem> direct_shapes() {
   return {
       make_problem(1, 64, 56, 56, 256, 1, 1),             // ResNet-50 layer1.0 projection
@@ -571,6 +573,15 @@ std::vector<conv2d_problem> direct_shapes() {
       make_problem(2, 24, 15, 20, 40, 1, 1, 0, 0, 2, 2),  // stride 2, odd H (P = 8, Q = 10)
       make_problem(2, 10, 14, 14, 20, 1, 1, 0, 0, 2, 2),  // stride 2, W = 14 (Q = 7)
       make_problem(1, 3, 8, 8, 513, 1, 1),                // C = 3, 5 passes
+      // C and K through {1, 3, 7, 33, 65, 130, 257, 513}, at stride 1 and 2
+      make_problem(1, 1, 8, 8, 257, 1, 1),                 // C = 1: one slice of 1 channel
+      make_problem(2, 7, 12, 12, 3, 1, 1, 0, 0, 2, 2),     // K = 3
+      make_problem(1, 33, 8, 8, 1, 1, 1),                  // K = 1
+      make_problem(2, 65, 12, 12, 7, 1, 1, 0, 0, 2, 2),
+      make_problem(1, 130, 8, 8, 33, 1, 1),
+      make_problem(1, 257, 12, 12, 65, 1, 1, 0, 0, 2, 2),
+      make_problem(1, 513, 8, 8, 130, 1, 1),
+      make_problem(1, 3, 12, 12, 513, 1, 1, 0, 0, 2, 2),
   };
 }
 
