@@ -1300,7 +1300,8 @@ void write_json(const std::string& path, const std::vector<case_result>& res, co
       << ", \"R\": " << p.R << ", \"S\": " << p.S << ", \"pad\": " << p.pad_h << ", \"stride\": " << p.stride_h
       << ", \"groups\": " << p.groups << ", \"P\": " << p.P() << ", \"Q\": " << p.Q()
       << ", \"flops\": " << jnum(p.flops())
-      << ", \"suite\": " << (cr.c.suite ? "true" : "false") << ", \"layer\": " << jstr(cr.c.layer)
+      << ", \"suite\": " << (cr.c.suite ? "true" : "false") << ", \"extra\": " << (cr.c.extra ? "true" : "false")
+      << ", \"layer\": " << jstr(cr.c.layer)
       << ", \"source\": " << jstr(cr.c.source)
       << ", \"sample_pixels\": " << cr.sample_pixels << ", \"sample_images\": " << cr.sample_images
       << ",\n     \"rows\": [";

@@ -323,7 +323,8 @@ struct conv_mainloop_wgmma {
   /// @param out   device pointer to channel 0 of this pass in pixel row 0 of the plane (k = pass * 128)
   /// @param ldk   floats between consecutive pixels of the plane (K)
   /// @param valid channels of this pass inside the output, min(128, K - pass * 128)
-  /// @param vec   4: out 16-byte aligned, ldk and valid multiples of 4; 2: out and ldk even; else 1
+  /// @param vec   4: out 16-byte aligned, ldk and valid multiples of 4 (16-byte stores); 2: out and ldk
+  ///   even (3xTF32: 8-byte pair stores; the other policies then store 4 bytes at a time, as for 1)
   /// @param pixel tile pixel (row * 64 + column, as tile_m) -> plane row m, or negative: skip
   template <class PixelMap>
   __device__ static void store_raw(const float (&d)[2][64], float* out, std::int64_t ldk, int valid, int vec,

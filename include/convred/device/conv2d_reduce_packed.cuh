@@ -288,7 +288,10 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
 /// and 14 x 14 layers), 1 x 1 stride 2, strides 2 on small inputs; row tiles where x is large against the
 /// work (the seed problem: packing would add ~0.5 ms). Then, with `allow_flat`, direct tiles
 /// (block::conv_mainloop_wgmma::make_direct_params: tf32 1x1 without padding, x read from NCHW with no
-/// packing pass) replace either at stride 1 where they serve and the model estimates them no slower.
+/// packing pass) replace either where they serve and the model estimates them no slower: at stride 1,
+/// or at stride 2 (counted plan_wgmma_direct_s2_slowdown times slower) when the model also runs them in
+/// partial mode. The choice assumes the model's mode: a caller of conv2d_reduce_packed_split who passes
+/// another split count runs the same tiles (correct, but at stride 2 possibly slower than flat ones).
 /// @return whether the kernel serves p (k and smem then set)
 template <class Policy>
 bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem, int sm_count,
