@@ -112,9 +112,13 @@ inline status pending_status() {
 
 /// pending_status() if a CUDA error is already pending (nothing done); status::no_device if there is no
 /// usable CUDA device or no kernel image for it (that error is cleared); status::cuda_error for any other
-/// CUDA failure (left pending for the caller); raises the kernel's
-/// dynamic shared-memory limit to `smem_bytes` when above the 48 KB default (status::cuda_error if the
-/// device cannot give that much, e.g. more than 163 KB on sm_80).
+/// CUDA failure (left pending for the caller). When `smem_bytes` is above the 48 KB default, raises the
+/// kernel's dynamic shared-memory limit to the most the device gives it (cudaDevAttrMaxSharedMemoryPerBlockOptin
+/// less the kernel's static shared memory), the same value for every call, never to `smem_bytes` itself:
+/// the limit is the function's, shared by all host threads, and a thread setting a smaller one between
+/// another thread's set and launch would fail that launch with cudaErrorInvalidValue (seen in the fuzz
+/// test's 16 host threads). status::cuda_error (with cudaErrorInvalidValue pending) if `smem_bytes` is
+/// more than that, e.g. more than 163 KB on sm_80.
 template <class Kernel>
 status check_device(Kernel* k, std::size_t smem_bytes = 0) {
   if (status s = pending_status(); s != status::success) return s;
@@ -122,8 +126,15 @@ status check_device(Kernel* k, std::size_t smem_bytes = 0) {
   cudaFuncAttributes attr;
   cudaError_t e = cudaGetDevice(&dev);
   if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, k);
-  if (e == cudaSuccess && smem_bytes > 48 * 1024)
-    e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes));
+  if (e == cudaSuccess && smem_bytes > 48 * 1024) {
+    int optin = 0;
+    e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    const std::size_t limit = optin > static_cast<int>(attr.sharedSizeBytes) ? optin - attr.sharedSizeBytes : 0;
+    if (e == cudaSuccess && smem_bytes > limit)  // more than the device gives: the driver's own error
+      e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes));
+    else if (e == cudaSuccess && static_cast<std::size_t>(attr.maxDynamicSharedSizeBytes) < limit)
+      e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(limit));
+  }
   if (e == cudaSuccess) return status::success;
   if (is_no_device_error(e)) {
     cudaGetLastError();  // ours, not sticky: clear it
