@@ -340,25 +340,20 @@ const suite_layer kSuite[] = {
 /// problems (direct tiles at stride 2, ping-pong, split-K) change their choice. Not in the suite's
 /// summary or in bench/pytorch_baseline.py.
 struct extra_layer {
-  const char* name;    ///< the case name, batch included
+  const char* name;    ///< case names are name + ".n" + each batch
   const char* source;  ///< network and layer in words
-  std::int64_t N, C, H, W, K, R, S, pad, stride;
+  std::int64_t C, H, W, K, stride;  ///< 1x1 filters, no padding
+  std::int64_t batches[2];          ///< the batches run
 };
 const extra_layer kExtra[] = {
   // name, source,
-  //    N,    C,  H,  W,    K, R, S, pad, stride
-  {"resnet50.layer2.0.downsample.n1", "ResNet-50 layer2.0 projection 1x1 stride 2, 256->512 at 56",
-        1,  256, 56, 56,  512, 1, 1,   0,      2},
-  {"resnet50.layer2.0.downsample.n4", "ResNet-50 layer2.0 projection 1x1 stride 2, 256->512 at 56",
-        4,  256, 56, 56,  512, 1, 1,   0,      2},
-  {"resnet50.layer3.0.downsample.n2", "ResNet-50 layer3.0 projection 1x1 stride 2, 512->1024 at 28",
-        2,  512, 28, 28, 1024, 1, 1,   0,      2},
-  {"resnet50.layer3.0.downsample.n4", "ResNet-50 layer3.0 projection 1x1 stride 2, 512->1024 at 28",
-        4,  512, 28, 28, 1024, 1, 1,   0,      2},
-  {"resnet50.layer4.0.downsample.n1", "ResNet-50 layer4.0 projection 1x1 stride 2, 1024->2048 at 14",
-        1, 1024, 14, 14, 2048, 1, 1,   0,      2},
-  {"resnet50.layer4.0.downsample.n8", "ResNet-50 layer4.0 projection 1x1 stride 2, 1024->2048 at 14",
-        8, 1024, 14, 14, 2048, 1, 1,   0,      2},
+  //    C,  H,  W,    K, stride, batches
+  {"resnet50.layer2.0.downsample", "ResNet-50 layer2.0 projection 1x1 stride 2, 256->512 at 56",
+      256, 56, 56,  512,      2, {1, 4}},
+  {"resnet50.layer3.0.downsample", "ResNet-50 layer3.0 projection 1x1 stride 2, 512->1024 at 28",
+      512, 28, 28, 1024,      2, {2, 4}},
+  {"resnet50.layer4.0.downsample", "ResNet-50 layer4.0 projection 1x1 stride 2, 1024->2048 at 14",
+     1024, 14, 14, 2048,      2, {1, 8}},
 };
 // clang-format on
 
@@ -385,14 +380,15 @@ std::vector<bench_case> known_cases() {
       c.source = l.source;
       v.push_back(std::move(c));
     }
-  for (const extra_layer& l : kExtra) {
-    bench_case c;
-    c.name = l.name;
-    c.p = make_problem(l.N, l.C, l.H, l.W, l.K, l.R, l.S, l.pad, l.stride);
-    c.extra = true;
-    c.source = l.source;
-    v.push_back(std::move(c));
-  }
+  for (const extra_layer& l : kExtra)
+    for (const std::int64_t n : l.batches) {
+      bench_case c;
+      c.name = std::string(l.name) + ".n" + std::to_string(n);
+      c.p = make_problem(n, l.C, l.H, l.W, l.K, 1, 1, 0, l.stride);
+      c.extra = true;
+      c.source = l.source;
+      v.push_back(std::move(c));
+    }
   return v;
 }
 
