@@ -264,6 +264,32 @@ class conv2d_reduce_plan {
     return prepare(w, owned_, owned_bytes_, stream);
   }
 
+  /// Binds w and a workspace that an earlier prepare() of an equal plan (same problem, T, Math and
+  /// device) filled from these same weights, without packing again: for callers that cache prepared
+  /// workspaces (the PyTorch module keeps one per weight version) and share plans between them. The
+  /// workspace's contents are not checked (a workspace prepared from other weights or for another problem
+  /// gives wrong results); its pointer, size and overlap are.
+  /// @return as prepare: state(), null_pointer, no_device, misaligned_pointer, workspace_too_small,
+  ///   overlapping_buffers, cuda_error (pending on entry).
+  status bind(const T* w, void* workspace, std::size_t bytes) {
+    prepared_ = false;
+    if (state_ != status::success) return state_;
+    if (p_.y_elements() == 0) {
+      w_ = w, ws_ = nullptr, ws_bytes_ = 0, prepared_ = true;
+      return status::success;
+    }
+    if (!w) return status::null_pointer;
+    if (status s = check_device(); s != status::success) return s;
+    if (need_ > 0)
+      if (status s = check_split_workspace(w, workspace, bytes); s != status::success) return s;
+    w_ = w, ws_ = workspace, ws_bytes_ = bytes, prepared_ = true;
+    if (cudaGetDevice(&prepared_on_) != cudaSuccess) {
+      cudaGetLastError();
+      prepared_on_ = -1;
+    }
+    return status::success;
+  }
+
   /// Runs the planned kernel: y[n,0,p,q] = Op over k of e(bias[k] + conv2d(x, w)[n,k,p,q], k) (and the
   /// index for argmin/argmax), asynchronously on `stream`.
   /// @param x       device pointer, (N,C,H,W) elements of T in the problem's layout
