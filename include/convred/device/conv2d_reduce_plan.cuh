@@ -208,6 +208,11 @@ class conv2d_reduce_plan {
   /// partial sums when the mma.sync or SIMT kernel splits (conv2d_reduce_split_workspace_bytes<T>(p,
   /// k_splits())); else 0.
   std::size_t workspace_bytes() const { return need_; }
+  /// Bytes at the start of the workspace that prepare() fills (the packed filter of a wgmma plan) and
+  /// runs only read; the rest of workspace_bytes() is scratch that every run writes (partial sums, the
+  /// packed x, pass states). 0 when the plan packs nothing. A caller that keeps a prepared workspace may
+  /// copy these bytes into a fresh workspace and bind() that one, so that runs never write the kept one.
+  std::size_t prepared_bytes() const { return kind_ == kernel_kind::wgmma ? packed_ : 0; }
 
   /// Prepares the plan for the KCRS weights w (device pointer, K * C/groups * R * S elements of T), the
   /// workspace lent by the caller: `workspace` (16-byte aligned device memory of `bytes` >=
