@@ -97,6 +97,11 @@ ALL_ORDER = CASE_ORDER + SUITE_ORDER
 # The rows a suite case times (the legacy cases time every variant).
 SUITE_VARIANTS = ("torch eager tf32", "torch eager fp32", "torch eager bf16 autocast", "torch.compile tf32",
                   "torch.compile bf16 autocast")
+# The PyTorch op of the convred package (--convred-op): convred.nn.Conv2dReduce(reduce="min") as a PyTorch
+# user runs it (the filter packed once by the module, untimed; each call plans from the op's cache), one row
+# per precision, beside the C++ planner's rows of the same precision.
+CONVRED_OP_ROWS = (("convred op tf32", "tf32", "convred plan tf32"), ("convred op bf16", "bf16", "convred plan bf16"),
+                   ("convred op fp32-accurate", "accurate", "convred plan fp32-accurate"))
 
 
 def select_cases(item):
@@ -256,6 +261,9 @@ def measure(args):
 
     torch.backends.cudnn.benchmark = bool(args.cudnn_benchmark)
     dev = torch.device(args.device)
+    convred_mod = None
+    if args.convred_op:
+        import convred as convred_mod  # noqa: F811 - the package built from python/ (PYTHONPATH)
     props = torch.cuda.get_device_properties(0)
     l2 = int(getattr(props, "L2_cache_size", 60 << 20) or (60 << 20))
     flush = torch.empty(max(256 << 20, 4 * l2), dtype=torch.int8, device=dev)
@@ -357,11 +365,24 @@ def measure(args):
                                  (lambda nat=nat, xl=xl, Wl=Wl, bl=bl: nat(xl, Wl, bl, st, pad, grp)), CEIL_BF16))
         if suite:
             variants = [v for v in variants if v[0] in SUITE_VARIANTS]
+        op_mods = {}
+        if args.convred_op:
+            for vname, m, _ in CONVRED_OP_ROWS:
+                mod = convred_mod.nn.Conv2dReduce(c["C"], c["K"], (c["R"], c["S"]), stride=st, padding=pad, groups=grp,
+                                                  scale=SCALE, reduce="min", math=m, device=dev)
+                with torch.no_grad():
+                    mod.weight.copy_(W)
+                    mod.bias.copy_(b)
+                op_mods[vname] = mod
+                variants.append((vname, "convred-op", m, True, (lambda mod=mod: mod(x)),
+                                 CEIL_BF16 if m == "bf16" else CEIL_TF32))
         rows = []
         for vname, family, cls, tf32, fn, ceil in variants:
-            r = {"variant": vname, "family": family, "source": "pytorch", "math": cls, "layout": "nchw",
-                 "precision_class": "fp32" if cls == "fp32" else "tf32", "pipeline": True,
-                 "ceiling_tflops": ceil, "tolerance": TOL[cls], "ms": None, "ms_min": None, "tflops": None,
+            op_row = family == "convred-op"
+            r = {"variant": vname, "family": family, "source": "python" if op_row else "pytorch", "math": cls,
+                 "layout": "nchw", "precision_class": "fp32" if cls in ("fp32", "accurate") else "tf32",
+                 "pipeline": True, "ceiling_tflops": ceil, "tolerance": row_tolerance(cls) if op_row else TOL[cls],
+                 "ms": None, "ms_min": None, "tflops": None,
                  "pct_ceiling": None, "rel_err": None, "above_tolerance": False, "note": "", "error": None}
             print("  %-40s " % vname, end="", flush=True)
             try:
@@ -372,6 +393,10 @@ def measure(args):
                     y = fn()  # checked run (compiles torch.compile's graph on its first call)
                     torch.cuda.synchronize()
                     first_s = time.time() - t0
+                    if op_row:
+                        r["algo"] = op_mods[vname].kernel_for(x)
+                        r["kernel"] = r["algo"].split(" ")[0]
+                        r["note"] = "convred.nn.Conv2dReduce (filter packed on the first call, untimed)"
                     if family == "pytorch-compile":
                         r["note"] += "; first call (compile) %.1f s" % first_s
                         r["compile_s"] = first_s
@@ -381,7 +406,7 @@ def measure(args):
                     ms, ms_min = time_cuda(torch, fn, args.iters, args.warmup, flush)
                 r.update(ms=ms, ms_min=ms_min, tflops=flops / (ms * 1e-3) / 1e12, rel_err=None if math.isnan(e) else e)
                 r["pct_ceiling"] = r["tflops"] / ceil * 100.0
-                r["above_tolerance"] = not (e <= TOL[cls])
+                r["above_tolerance"] = not (e <= r["tolerance"])
                 print("%9.3f ms  err %.2e%s" % (ms, e, "  ABOVE TOLERANCE" if r["above_tolerance"] else ""))
             except Exception as ex:  # noqa: BLE001 - every failure is reported and counted
                 failures += 1
@@ -441,6 +466,10 @@ def row_precision(r):
     if m in ("ieee", "tf32x3", "accurate", "cudnn-fp32"):
         return "fp32"
     return None
+
+
+def row_tolerance(math_name):
+    return {"tf32": TOL["tf32"], "bf16": TOL["bf16"]}.get(math_name, 1e-6)
 
 
 # torch.compile of the same precision as a convred / cuDNN row (fp32-level accuracy has none)
@@ -568,6 +597,24 @@ def summarize(combined):
                      "eager_ms": e["eager_same_ms"], "speedup": e["speedup_vs_eager_same"], "kernel": e["kernel"]})
             if key == "fp32-accurate" and e.get("rel_err") is not None and e["rel_err"] > 1e-6:
                 out["accurate_above_1e-6"].append({"case": e["case"], "rel_err": e["rel_err"]})
+    # the PyTorch op against the C++ plan row of the same precision (within 5 % or 3 us) and PyTorch eager
+    op = {"rows": [], "outside_5pct_or_3us": [], "slower_than_eager": []}
+    for c in cases:
+        for vname, m, plan_name in CONVRED_OP_ROWS:
+            o, p = find_row(c, vname), find_row(c, plan_name)
+            if o is None or p is None:
+                continue
+            eager = find_row(c, {"tf32": EAGER, "bf16": "torch eager bf16 autocast"}.get(m, EAGER))
+            e = {"case": c["name"], "op": vname, "op_ms": o["ms"], "plan_ms": p["ms"], "ratio": o["ms"] / p["ms"],
+                 "eager_ms": eager["ms"] if eager else None}
+            op["rows"].append(e)
+            if o["ms"] > 1.05 * p["ms"] and o["ms"] - p["ms"] > 0.003:
+                op["outside_5pct_or_3us"].append(e)
+            if eager and m in ("tf32", "bf16") and o["ms"] > eager["ms"]:
+                op["slower_than_eager"].append(e)
+    if op["rows"]:
+        op["geomean_ratio"] = geomean([e["ratio"] for e in op["rows"]])
+        out["python_op_vs_plan"] = op
     return out
 
 
@@ -645,6 +692,21 @@ def markdown_suite(cases):
     return "\n".join(lines)
 
 
+def markdown_op_vs_plan(op):
+    """The PyTorch op's rows against the C++ plan rows of the same precision."""
+    if not op or not op.get("rows"):
+        return []
+    lines = ["", "### The PyTorch op (convred.nn.Conv2dReduce) vs the C++ plan, same run", "",
+             "geomean op/plan time ratio %.3f over %d rows; outside 5 %% or 3 us: %d; slower than PyTorch eager "
+             "(same precision): %d" % (op["geomean_ratio"], len(op["rows"]), len(op["outside_5pct_or_3us"]),
+                                       len(op["slower_than_eager"])), "",
+             "| case | op | op ms | plan ms | ratio | eager ms |", "|---|---|---:|---:|---:|---:|"]
+    for e in op["rows"]:
+        lines.append("| %s | %s | %.4f | %.4f | %.3f | %s |" % (e["case"], e["op"], e["op_ms"], e["plan_ms"], e["ratio"],
+                                                               fmt(e["eager_ms"], "%.4f")))
+    return lines
+
+
 def markdown_summary(sm):
     if not sm:
         return ""
@@ -701,6 +763,7 @@ def markdown_summary(sm):
         else:
             lines.append("- %s not compared on %d (row missing or failed): %s" % (key, len(p["missing"]), ", ".join(
                 "%s [%s]" % (m["case"], ", ".join(m["rows"])) for m in p["missing"])))
+    lines += markdown_op_vs_plan(sm.get("python_op_vs_plan"))
     return "\n".join(lines)
 
 
@@ -883,6 +946,9 @@ def main(argv=None):
     ap.add_argument("--samples", type=int, default=512, help="output pixels checked against float64 (512)")
     ap.add_argument("--seed", type=int, default=2026, help="data seed (2026)")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--convred-op", action="store_true",
+                    help="also time the convred PyTorch op (convred.nn.Conv2dReduce, tf32 / bf16 / accurate): "
+                         "the package must be importable (built from python/)")
     ap.add_argument("--cudnn-benchmark", action="store_true",
                     help="torch.backends.cudnn.benchmark = True (default: False, PyTorch's default)")
     ap.add_argument("--convred-json", default=None, help="JSON of conv_reduce_bench to merge (optional)")

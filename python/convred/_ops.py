@@ -28,11 +28,35 @@ REDUCES = ("min", "max", "amin", "amax", "sum", "mean", "argmin", "argmax")
 INDEX_REDUCES = ("min", "max", "argmin", "argmax")
 # values-only kinds that select a channel (their gradient needs the index: recomputed in backward)
 _VALUE_SELECT = {"amin": "argmin", "amax": "argmax"}
-MATHS = ("ieee", "tf32", "tf32x3", "bf16", "fp16")
+MATHS = ("ieee", "tf32", "tf32x3", "bf16", "fp16", "accurate")
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 _OP = "convred.conv2d_reduce"
 
 IntPair = Union[int, Sequence[int]]
+
+
+def _tf32_allowed() -> bool:
+    """PyTorch's switch for TF32 in cuDNN convolutions (``torch.backends.cudnn.allow_tf32``, or on PyTorch
+    builds where the legacy flag refuses to answer, ``torch.backends.cudnn.conv.fp32_precision == "tf32"``)."""
+    try:
+        return bool(torch.backends.cudnn.allow_tf32)
+    except RuntimeError:  # the legacy and the new TF32 APIs were mixed: ask the new one
+        return torch.backends.cudnn.conv.fp32_precision == "tf32"
+
+
+@torch.compiler.assume_constant_result
+def _default_math_f32() -> str:
+    return "tf32" if _tf32_allowed() else "accurate"
+
+
+def default_math(dtype: torch.dtype = torch.float32) -> str:
+    """The math used when ``math`` is None: PyTorch's own choice for convolutions. ``"tf32"`` when
+    ``torch.backends.cudnn.allow_tf32`` is True (PyTorch's default: cuDNN runs fp32 convolutions in TF32),
+    ``"accurate"`` (error vs float64 <= 1e-6) when it is False; ``"ieee"`` for float64. Read at each call
+    (under torch.compile: when the graph is traced)."""
+    if dtype == torch.float64:
+        return "ieee"
+    return _default_math_f32()
 
 
 def _pair(v: IntPair, name: str) -> list:
@@ -96,9 +120,9 @@ def check_args(x, weight, bias, stride, padding, dilation, groups, reduce, math)
             raise ValueError(f"{_OP}: argument 'bias' must have shape ({K}), got {list(bias.shape)}")
         if not bias.is_contiguous():
             raise ValueError(f"{_OP}: argument 'bias' must be contiguous")
-    if x.dtype == torch.float64 and math != "ieee":
-        raise ValueError(f"{_OP}: argument 'math' must be 'ieee' for float64 x (tensor cores take 32- and "
-                         f"16-bit inputs), got '{math}'")
+    if x.dtype == torch.float64 and math not in ("ieee", "accurate"):
+        raise ValueError(f"{_OP}: argument 'math' must be 'ieee' or 'accurate' for float64 x (tensor cores take "
+                         f"32- and 16-bit inputs), got '{math}'")
     P = _out_size(H, padding[0], dilation[0], R, stride[0])
     Q = _out_size(W, padding[1], dilation[1], S, stride[1])
     if P < 1 or Q < 1:
@@ -131,8 +155,8 @@ def _conv2d_reduce_packed_fake(x, weight, packed, bias, stride, padding, dilatio
 
 
 @torch.library.register_fake("convred::pack_filter")
-def _pack_filter_fake(weight, x_shape, stride, padding, dilation, groups, math):
-    # the size depends on the device (0 where the wgmma kernel does not serve the problem): data-dependent
+def _pack_filter_fake(weight, x_shape, stride, padding, dilation, groups, math, channels_last=False):
+    # the size depends on the device's plan (0 where it packs nothing): data-dependent
     ctx = torch.library.get_ctx()
     n = ctx.new_dynamic_size()
     return weight.new_empty((n,), dtype=torch.uint8)
@@ -228,7 +252,7 @@ def conv2d_reduce(
     groups: int = 1,
     scale: float = 1.0,
     reduce: str = "min",
-    math: str = "ieee",
+    math: Optional[str] = None,
 ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
     """Fused ``reduce(conv2d(x, weight, bias, stride, padding, dilation, groups) * scale, dim=1, keepdim=True)``.
 
@@ -252,11 +276,16 @@ def conv2d_reduce(
             to the lowest index among ties, and costs one more fused forward pass in the backward, which
             recomputes that index); ``"argmin"``/``"argmax"`` -> indices (int64); ``"sum"``/``"mean"`` ->
             values (accumulated in fp32, fp64 for float64).
-        math: ``"ieee"`` (exact fp32 FMA; fp64 for float64), ``"tf32"`` (PyTorch's default conv math),
-            ``"tf32x3"`` (fp32-level accuracy on tensor cores), ``"bf16"``, ``"fp16"`` (operands rounded
-            on chip, fp32 accumulation). See README "Precision". For float16 / bfloat16 x, tf32 and tf32x3
-            run the x-dtype's own tensor-core kernel: its operands are exact in TF32 and in their own type
-            alike, so the products are the same (:func:`kernel_name` says so).
+        math: None (default) follows PyTorch's own switch for convolutions (:func:`default_math`):
+            ``"tf32"`` when ``torch.backends.cudnn.allow_tf32`` is True (PyTorch's default), ``"accurate"``
+            when it is False (``"ieee"`` for float64). Or one of ``"ieee"`` (exact fp32 FMA; fp64 for
+            float64), ``"tf32"``, ``"tf32x3"`` (3xTF32: fp32-level accuracy on tensor cores), ``"bf16"``,
+            ``"fp16"`` (operands rounded on chip, fp32 accumulation), ``"accurate"`` (error vs float64 <=
+            1e-6: the planner picks the fastest kernel that holds it). For float16 / bfloat16 x, tf32,
+            tf32x3 and accurate run the x-dtype's own tensor-core kernel: its operands are exact in TF32 and
+            in their own type alike, so the products are the same. The kernel is chosen by convred's
+            planner, once per (shape, dtype, math, device), and cached; :func:`kernel_name` gives its
+            description.
 
     Returns:
         values (N, 1, P, Q) in x's dtype, contiguous (min/max: with the indices; amin/amax/sum/mean: alone);
@@ -268,6 +297,8 @@ def conv2d_reduce(
     """
     if reduce not in REDUCES:
         raise ValueError(f"{_OP}: argument 'reduce' must be one of {', '.join(REDUCES)}, got '{reduce}'")
+    if math is None:
+        math = default_math(x.dtype)
     values, indices = torch.ops.convred.conv2d_reduce(
         x, weight, bias, _pair(stride, "stride"), _pair(padding, "padding"), _pair(dilation, "dilation"),
         groups, float(scale), reduce, math)
@@ -279,24 +310,13 @@ def conv2d_reduce(
 
 
 def kernel_name(x: torch.Tensor, weight: torch.Tensor, stride: IntPair = 1, padding: IntPair = 0,
-                dilation: IntPair = 1, groups: int = 1, math: str = "ieee") -> str:
-    """Which kernel :func:`conv2d_reduce` runs for these arguments (the same checks; raises as it does).
-
-    Returns one of ``"wgmma-<math> ..."`` (Hopper packed-filter kernel), ``"mma.sync-<math> ..."``
-    (tensor-core kernel), ``"simt-fp32 ..."`` / ``"simt-fp64 ..."`` (exact math) or
-    ``"cpu-reference ..."``. Queries the current CUDA device for CUDA tensors. Arguments as
-    :func:`conv2d_reduce` (x and weight: (N, C, H, W) and (K, C/groups, R, S)); raises ValueError /
-    TypeError naming a bad one.
-    """
-    code = torch.ops.convred.kernel_code(x, weight, _pair(stride, "stride"), _pair(padding, "padding"),
-                                         _pair(dilation, "dilation"), groups, math)
-    m = math
-    if math in ("tf32", "tf32x3") and x.dtype in (torch.float16, torch.bfloat16):
-        m = "fp16" if x.dtype == torch.float16 else "bf16"  # same exact operands (binding.cpp, launch)
-    return {
-        0: "cpu-reference (ATen conv2d + reduction, exact)",
-        1: "simt-fp32 (exact fp32 FMA, conv2d_reduce)",
-        2: "simt-fp64 (exact fp64 FMA, conv2d_reduce)",
-        3: f"mma.sync-{m} (tensor cores, conv2d_reduce)",
-        4: f"wgmma-{m} (sm_90a packed filter, conv2d_reduce_packed)",
-    }[code]
+                dilation: IntPair = 1, groups: int = 1, math: Optional[str] = None) -> str:
+    """What :func:`conv2d_reduce` runs for these arguments: on a CUDA x, the description of convred's plan
+    for them on x's device (kernel, tiles, mode, workspace and why, e.g. ``"wgmma tf32 (sm_90a, ...)"``,
+    ``"mma.sync bf16 ..."``, ``"simt ieee ..."``, ``"direct (exact fp32 FMA, ...)"``); on a CPU x,
+    ``"cpu-reference ..."``. The same checks as :func:`conv2d_reduce` (raises ValueError / TypeError naming a
+    bad argument); math None resolves as there."""
+    if math is None:
+        math = default_math(x.dtype)
+    return torch.ops.convred.describe(x, weight, _pair(stride, "stride"), _pair(padding, "padding"),
+                                      _pair(dilation, "dilation"), groups, math)

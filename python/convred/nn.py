@@ -7,7 +7,7 @@ from typing import Optional, Tuple, Union
 import torch
 from torch import nn
 
-from ._ops import MATHS, REDUCES, _pair, kernel_name
+from ._ops import MATHS, REDUCES, _pair, default_math, kernel_name
 
 __all__ = ["Conv2dReduce"]
 
@@ -25,13 +25,13 @@ class Conv2dReduce(nn.Module):
     Parameters and ``state_dict`` keys are those of ``nn.Conv2d``: ``weight`` (K, C/groups, R, S) and
     ``bias`` (K) or none, initialised as ``nn.Conv2d`` does, so a state_dict moves between the two.
 
-    On Hopper (sm_90a) with float32 NCHW input and a tensor-core ``math`` (tf32, tf32x3, bf16, fp16), the
-    filter is packed once for the wgmma kernel (``torch.ops.convred.pack_filter``) and cached; it is packed
-    again when the weight changes (its ``_version`` counter, e.g. after ``optimizer.step()`` or
-    ``load_state_dict``, or its ``data_ptr``, e.g. after ``.to()``), or the input's (C, H, W), device or
-    the math changes. Under ``torch.compile`` the forward calls the unpacked operator, which packs inside
-    the call (a few microseconds), so the graph holds no Python state. :meth:`kernel_for` says which
-    kernel runs.
+    Every CUDA forward runs convred's planner (one plan per input shape, layout, dtype, math and device,
+    made once and cached). Where the plan packs the filter (the Hopper wgmma kernel), the packed filter
+    (``torch.ops.convred.pack_filter``) is cached by the module; it is packed again when the weight changes
+    (its ``_version`` counter, e.g. after ``optimizer.step()`` or ``load_state_dict``, or its ``data_ptr``,
+    e.g. after ``.to()``), or the input's shape, layout or device, or the math changes. Under
+    ``torch.compile`` the forward calls the unpacked operator, which packs inside the call (a few
+    microseconds), so the graph holds no Python state. :meth:`kernel_for` gives the plan's description.
 
     Args:
         in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device, dtype:
@@ -40,7 +40,10 @@ class Conv2dReduce(nn.Module):
         scale: multiplies the conv output before the reduction.
         reduce: ``min``, ``max``, ``amin``, ``amax``, ``sum``, ``mean``, ``argmin``, ``argmax`` (see
             ``convred.conv2d_reduce``).
-        math: ``ieee`` (exact, default), ``tf32``, ``tf32x3``, ``bf16``, ``fp16``.
+        math: None (default: PyTorch's own switch, read at each forward: ``tf32`` when
+            ``torch.backends.cudnn.allow_tf32`` is True, as PyTorch's default conv math, ``accurate`` when
+            it is False; ``ieee`` for float64), or ``ieee`` (exact fp32 FMA), ``tf32``, ``tf32x3``, ``bf16``,
+            ``fp16``, ``accurate`` (error vs float64 <= 1e-6); see ``convred.conv2d_reduce``.
         return_indices: for min/max, return ``(values, indices)`` instead of values. Without it, min/max
             call the operator with ``amin``/``amax`` (values only: a faster kernel that writes no indices;
             the backward then recomputes the selected channels with one more fused forward pass);
@@ -51,13 +54,14 @@ class Conv2dReduce(nn.Module):
     """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
-                 groups: int = 1, bias: bool = True, scale: float = 1.0, reduce: str = "min", math: str = "ieee",
+                 groups: int = 1, bias: bool = True, scale: float = 1.0, reduce: str = "min",
+                 math: Optional[str] = None,
                  return_indices: bool = False, device=None, dtype=None):
         super().__init__()
         if reduce not in REDUCES:
             raise ValueError(f"Conv2dReduce: argument 'reduce' must be one of {', '.join(REDUCES)}, got '{reduce}'")
-        if math not in MATHS:
-            raise ValueError(f"Conv2dReduce: argument 'math' must be one of {', '.join(MATHS)}, got '{math}'")
+        if math is not None and math not in MATHS:
+            raise ValueError(f"Conv2dReduce: argument 'math' must be None or one of {', '.join(MATHS)}, got '{math}'")
         if in_channels % groups or out_channels % groups:
             raise ValueError("Conv2dReduce: argument 'groups' must divide in_channels and out_channels")
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
@@ -100,7 +104,7 @@ class Conv2dReduce(nn.Module):
                 nn.init.uniform_(self.bias, -bound, bound)
 
     @classmethod
-    def from_conv(cls, conv: nn.Conv2d, scale: float = 1.0, reduce: str = "min", math: str = "ieee",
+    def from_conv(cls, conv: nn.Conv2d, scale: float = 1.0, reduce: str = "min", math: Optional[str] = None,
                   return_indices: bool = False) -> "Conv2dReduce":
         """A Conv2dReduce sharing ``conv``'s weight and bias Parameters (no copy: training either trains
         both). ``conv.padding_mode`` must be ``"zeros"``. Raises ValueError otherwise."""
@@ -116,8 +120,8 @@ class Conv2dReduce(nn.Module):
         m.padding = cls._resolve_padding(conv.padding, m.kernel_size, m.stride, m.dilation)
         if reduce not in REDUCES:
             raise ValueError(f"Conv2dReduce: argument 'reduce' must be one of {', '.join(REDUCES)}, got '{reduce}'")
-        if math not in MATHS:
-            raise ValueError(f"Conv2dReduce: argument 'math' must be one of {', '.join(MATHS)}, got '{math}'")
+        if math is not None and math not in MATHS:
+            raise ValueError(f"Conv2dReduce: argument 'math' must be None or one of {', '.join(MATHS)}, got '{math}'")
         m.scale, m.reduce, m.math, m.return_indices = float(scale), reduce, math, return_indices
         m.weight = conv.weight
         if conv.bias is not None:
@@ -131,28 +135,34 @@ class Conv2dReduce(nn.Module):
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
                 f"padding={self.padding}, dilation={self.dilation}, groups={self.groups}, "
-                f"bias={self.bias is not None}, scale={self.scale}, reduce='{self.reduce}', math='{self.math}'")
+                f"bias={self.bias is not None}, scale={self.scale}, reduce='{self.reduce}', math={self.math!r}")
+
+    def _math(self, x: torch.Tensor) -> str:
+        """The math of this forward: self.math, or when None PyTorch's switch (convred.default_math)."""
+        return self.math if self.math is not None else default_math(x.dtype)
 
     def _weight(self) -> torch.Tensor:
         # a model moved to channels_last has channels_last 4-D parameters: the kernels read KCRS
         w = self.weight
         return w if w.is_contiguous() else w.contiguous()
 
-    def _packed_for(self, x: torch.Tensor, w: torch.Tensor) -> Optional[torch.Tensor]:
-        """The cached packed filter for x (packing it if the key changed); None when not used."""
-        if not (x.is_cuda and x.dtype == torch.float32 and self.math != "ieee" and x.is_contiguous()):
+    def _packed_for(self, x: torch.Tensor, w: torch.Tensor, math: str) -> Optional[torch.Tensor]:
+        """The cached prepared bytes of the plan for x (packed again if the key changed): the packed filter
+        where the plan packs one, else an empty tensor; None on the CPU."""
+        if not x.is_cuda:
             return None
-        key = (self.weight.data_ptr(), self.weight._version, x.device, tuple(x.shape[1:]), self.math,
-               self.stride, self.padding, self.dilation, self.groups)
+        channels_last = not x.is_contiguous()
+        key = (self.weight.data_ptr(), self.weight._version, x.device, tuple(x.shape), channels_last, x.dtype,
+               math, self.stride, self.padding, self.dilation, self.groups)
         if self._packed is None or self._packed[0] != key:
             with torch.no_grad():
                 packed = torch.ops.convred.pack_filter(w.detach(), list(x.shape), list(self.stride),
-                                                       list(self.padding), list(self.dilation), self.groups,
-                                                       self.math)
+                                                       list(self.padding), list(self.dilation), self.groups, math,
+                                                       channels_last)
             self._packed = (key, packed)
-            self.pack_count += 1
-        packed = self._packed[1]
-        return packed if packed.numel() > 0 else None
+            if packed.numel() > 0:
+                self.pack_count += 1
+        return self._packed[1]
 
     def forward(self, x: torch.Tensor):
         """x (N, C, H, W), contiguous or channels_last, the module's dtype and device -> (N, 1, P, Q): values
@@ -160,9 +170,10 @@ class Conv2dReduce(nn.Module):
         for min/max with return_indices. Raises ValueError / TypeError naming the bad argument (see
         convred.conv2d_reduce)."""
         w = self._weight()
+        math = self._math(x)
         args = (list(self.stride), list(self.padding), list(self.dilation), self.groups, self.scale,
-                self._op_reduce(), self.math)
-        packed = None if _compiling() else self._packed_for(x, w)
+                self._op_reduce(), math)
+        packed = None if _compiling() else self._packed_for(x, w, math)
         if packed is not None:
             values, indices = torch.ops.convred.conv2d_reduce_packed(x, w, packed, self.bias, *args)
         else:
@@ -181,6 +192,8 @@ class Conv2dReduce(nn.Module):
         return self.reduce
 
     def kernel_for(self, x: torch.Tensor) -> str:
-        """Name of the kernel ``self(x)`` runs (e.g. ``"wgmma-tf32 (sm_90a packed filter, ...)"``,
-        ``"mma.sync-tf32 ..."``, ``"simt-fp32 ..."``, ``"cpu-reference ..."``); see convred.kernel_name."""
-        return kernel_name(x, self._weight(), self.stride, self.padding, self.dilation, self.groups, self.math)
+        """The description of the plan ``self(x)`` runs (e.g. ``"wgmma tf32 (sm_90a, packed filter ...)"``,
+        ``"mma.sync bf16 ..."``, ``"simt ieee ..."``, ``"cpu-reference ..."``); see convred.kernel_name."""
+        return kernel_name(x, self._weight(), self.stride, self.padding, self.dilation, self.groups, self._math(x))
+
+    describe = kernel_for

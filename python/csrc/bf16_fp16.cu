@@ -1,6 +1,4 @@
 #include "dispatch.cuh"
 namespace convred_ext {
-int launch_bf16_fp16(reduce_kind r, const launch_args& a) {
-  return run_plain<convred::default_policy_for<convred::math::fp16>, __nv_bfloat16>(r, a);
-}
+std::unique_ptr<plan> make_plan_bf16_fp16(const convred::conv2d_problem& p) { return make_plan_of<__nv_bfloat16, convred::math::fp16>(p); }
 }  // namespace convred_ext

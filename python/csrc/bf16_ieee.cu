@@ -1,6 +1,4 @@
 #include "dispatch.cuh"
 namespace convred_ext {
-int launch_bf16_ieee(reduce_kind r, const launch_args& a) {
-  return run_plain<convred::default_policy_for<convred::math::ieee>, __nv_bfloat16>(r, a);
-}
+std::unique_ptr<plan> make_plan_bf16_ieee(const convred::conv2d_problem& p) { return make_plan_of<__nv_bfloat16, convred::math::ieee>(p); }
 }  // namespace convred_ext

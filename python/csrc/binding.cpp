@@ -1,21 +1,26 @@
-// convred Python extension: operator schemas (TORCH_LIBRARY), argument checks, the CUDA kernels (through
-// launch.h) and a CPU reference kernel built from ATen ops.
+// convred Python extension: operator schemas (TORCH_LIBRARY), argument checks, the plan cache, the CUDA
+// path (through launch.h) and a CPU reference kernel built from ATen ops.
 //
 // Operators (namespace convred; Python: torch.ops.convred.*):
 //   conv2d_reduce(Tensor x, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, int[2] dilation,
 //                 int groups, float scale, str reduce, str math) -> (Tensor values, Tensor indices)
 //   conv2d_reduce_packed(Tensor x, Tensor weight, Tensor packed, Tensor? bias, ...same...) -> (Tensor, Tensor)
 //   pack_filter(Tensor weight, int[] x_shape, int[2] stride, int[2] padding, int[2] dilation, int groups,
-//               str math) -> Tensor
+//               str math, bool channels_last=False) -> Tensor
+//   describe(Tensor x, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, str math)
+//            -> str
 // reduce: min, max (values and indices, as torch.min(t, dim)), amin, amax (values only, as torch.amin; the
 // kernels' value-only ops, no index bookkeeping), sum, mean (values only), argmin, argmax (indices, and the
 // values too); a values-only kind returns an empty int64 tensor as its indices.
+// math: ieee, tf32, tf32x3, bf16, fp16, accurate (launch.h, math_kind).
+// Every CUDA call runs a convred::device::conv2d_reduce_plan, made once per (problem, dtype, math, device)
+// and cached (as cudnn.benchmark caches algorithms); its workspace comes from PyTorch's caching allocator
+// on the current stream. pack_filter returns the plan's prepared bytes (the packed filter of a wgmma plan,
+// else empty) for conv2d_reduce_packed, which then skips the packing kernel.
 // The Python package (convred/_ops.py) adds their fake (meta) kernels and autograd.
 // Per-operator ATen headers and no pybind11 (the library is loaded with torch.ops.load_library): the
 // host compile of this file is a fraction of what <torch/extension.h> costs.
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
-#include <string>
-
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/amax.h>
 #include <ATen/ops/amin.h>
@@ -30,6 +35,11 @@
 
 #include <convred/status.cuh>
 
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 
@@ -37,35 +47,42 @@
 
 namespace convred_ext {
 
-// defined in f32_<math>.cu
-std::size_t packed_bytes_tf32(const convred::conv2d_problem& p);
-std::size_t packed_bytes_tf32x3(const convred::conv2d_problem& p);
-std::size_t packed_bytes_bf16(const convred::conv2d_problem& p);
-std::size_t packed_bytes_fp16(const convred::conv2d_problem& p);
-int pack_tf32(const convred::conv2d_problem&, const float*, void*, std::size_t, cudaStream_t);
-int pack_tf32x3(const convred::conv2d_problem&, const float*, void*, std::size_t, cudaStream_t);
-int pack_bf16(const convred::conv2d_problem&, const float*, void*, std::size_t, cudaStream_t);
-int pack_fp16(const convred::conv2d_problem&, const float*, void*, std::size_t, cudaStream_t);
-
-std::size_t packed_filter_bytes(math_kind m, const convred::conv2d_problem& p) {
-  switch (m) {
-    case math_kind::tf32: return packed_bytes_tf32(p);
-    case math_kind::tf32x3: return packed_bytes_tf32x3(p);
-    case math_kind::bf16: return packed_bytes_bf16(p);
-    case math_kind::fp16: return packed_bytes_fp16(p);
-    default: return 0;
+math_kind effective_math(dtype_kind t, math_kind m) {
+  switch (t) {
+    case dtype_kind::f64: return math_kind::ieee;
+    case dtype_kind::f16:  // 16-bit values are exact in TF32 and in their own type: its own kernel
+      return m == math_kind::tf32 || m == math_kind::tf32x3 || m == math_kind::accurate ? math_kind::fp16 : m;
+    case dtype_kind::bf16:
+      return m == math_kind::tf32 || m == math_kind::tf32x3 || m == math_kind::accurate ? math_kind::bf16 : m;
+    case dtype_kind::f32: return m;
   }
+  return m;
 }
 
-int pack_filter(math_kind m, const convred::conv2d_problem& p, const float* w, void* packed, std::size_t bytes,
-                cudaStream_t stream) {
-  switch (m) {
-    case math_kind::tf32: return pack_tf32(p, w, packed, bytes, stream);
-    case math_kind::tf32x3: return pack_tf32x3(p, w, packed, bytes, stream);
-    case math_kind::bf16: return pack_bf16(p, w, packed, bytes, stream);
-    case math_kind::fp16: return pack_fp16(p, w, packed, bytes, stream);
-    default: return 0;
+std::unique_ptr<plan> make_plan(dtype_kind t, math_kind m, const convred::conv2d_problem& p) {
+  const math_kind e = effective_math(t, m);
+  switch (t) {
+    case dtype_kind::f32:
+      switch (e) {
+        case math_kind::ieee: return make_plan_f32_ieee(p);
+        case math_kind::tf32: return make_plan_f32_tf32(p);
+        case math_kind::tf32x3: return make_plan_f32_tf32x3(p);
+        case math_kind::bf16: return make_plan_f32_bf16(p);
+        case math_kind::fp16: return make_plan_f32_fp16(p);
+        case math_kind::accurate: return make_plan_f32_accurate(p);
+      }
+      break;
+    case dtype_kind::f16:
+      if (e == math_kind::ieee) return make_plan_f16_ieee(p);
+      if (e == math_kind::bf16) return make_plan_f16_bf16(p);
+      return make_plan_f16_fp16(p);
+    case dtype_kind::bf16:
+      if (e == math_kind::ieee) return make_plan_bf16_ieee(p);
+      if (e == math_kind::fp16) return make_plan_bf16_fp16(p);
+      return make_plan_bf16_bf16(p);
+    case dtype_kind::f64: return make_plan_f64(p);
   }
+  return make_plan_f64(p);  // (unreachable: every dtype_kind is listed)
 }
 
 namespace {
@@ -103,7 +120,9 @@ math_kind parse_math(const std::string& s) {
   if (s == "tf32x3") return math_kind::tf32x3;
   if (s == "bf16") return math_kind::bf16;
   if (s == "fp16") return math_kind::fp16;
-  TORCH_CHECK_VALUE(false, kOp, ": argument 'math' must be one of ieee, tf32, tf32x3, bf16, fp16, got '", s, "'");
+  if (s == "accurate") return math_kind::accurate;
+  TORCH_CHECK_VALUE(false, kOp, ": argument 'math' must be one of ieee, tf32, tf32x3, bf16, fp16, accurate, got '", s,
+                    "'");
 }
 
 /// Whether the reduce kind has an indices output (N, 1, P, Q); otherwise indices is an empty int64 tensor.
@@ -167,8 +186,9 @@ checked check_args(const at::Tensor& x, const at::Tensor& weight, const c10::opt
                       istr(b.sizes()));
     TORCH_CHECK_VALUE(b.is_contiguous(), kOp, ": argument 'bias' must be contiguous");
   }
-  TORCH_CHECK_VALUE(dt != at::kDouble || c.math == math_kind::ieee, kOp,
-                    ": argument 'math' must be 'ieee' for float64 x (tensor cores take 32- and 16-bit inputs), got '",
+  TORCH_CHECK_VALUE(dt != at::kDouble || c.math == math_kind::ieee || c.math == math_kind::accurate, kOp,
+                    ": argument 'math' must be 'ieee' or 'accurate' for float64 x (tensor cores take 32- and 16-bit "
+                    "inputs), got '",
                     math, "'");
   auto& p = c.p;
   p.N = N, p.C = C, p.H = H, p.W = W, p.K = K, p.R = R, p.S = S;
@@ -197,39 +217,13 @@ std::tuple<at::Tensor, at::Tensor> empty_outputs(const at::Tensor& x, const chec
 
 // ----------------------------------------------------------------------------------------------- CUDA
 
-int launch(const at::Tensor& x, const checked& c, launch_args& a) {
-  switch (x.scalar_type()) {
-    case at::kFloat:
-      switch (c.math) {
-        case math_kind::ieee: return launch_f32_ieee(c.reduce, a);
-        case math_kind::tf32: return launch_f32_tf32(c.reduce, a);
-        case math_kind::tf32x3: return launch_f32_tf32x3(c.reduce, a);
-        case math_kind::bf16: return launch_f32_bf16(c.reduce, a);
-        case math_kind::fp16: return launch_f32_fp16(c.reduce, a);
-      }
-      break;
-    case at::kHalf:
-      switch (c.math) {
-        case math_kind::ieee: return launch_f16_ieee(c.reduce, a);
-        case math_kind::bf16: return launch_f16_bf16(c.reduce, a);
-        case math_kind::tf32:    // float16 operands are exact in TF32 and in fp16 alike: the fp16 kernel
-        case math_kind::tf32x3:  // multiplies the same exact operands (fp32 accumulation) at twice the depth
-        case math_kind::fp16: return launch_f16_fp16(c.reduce, a);
-      }
-      break;
-    case at::kBFloat16:
-      switch (c.math) {
-        case math_kind::ieee: return launch_bf16_ieee(c.reduce, a);
-        case math_kind::tf32:    // bfloat16 operands are exact in TF32 and in bf16 alike: the bf16 kernel
-        case math_kind::tf32x3:  // multiplies the same exact operands (fp32 accumulation)
-        case math_kind::bf16: return launch_bf16_bf16(c.reduce, a);
-        case math_kind::fp16: return launch_bf16_fp16(c.reduce, a);
-      }
-      break;
-    case at::kDouble: return launch_f64(c.reduce, a);
-    default: break;
+dtype_kind dtype_of(at::ScalarType t) {
+  switch (t) {
+    case at::kHalf: return dtype_kind::f16;
+    case at::kBFloat16: return dtype_kind::bf16;
+    case at::kDouble: return dtype_kind::f64;
+    default: return dtype_kind::f32;
   }
-  return static_cast<int>(convred::status::invalid_argument);
 }
 
 void check_status(int s, const char* what) {
@@ -239,20 +233,45 @@ void check_status(int s, const char* what) {
   TORCH_CHECK(false, kOp, ": ", what, " failed: ", convred::to_string(st));
 }
 
-/// The packed filter bytes for this call (0 when the wgmma path does not serve it, or x is not float or
-/// the math is ieee).
-std::size_t packed_bytes_for_call(const at::Tensor& x, const checked& c) {
-  if (x.scalar_type() != at::kFloat || c.math == math_kind::ieee) return 0;
-  return packed_filter_bytes(c.math, c.p);
+/// One cached plan and the lock that keeps its bind/prepare and run together.
+struct plan_entry {
+  std::mutex mu;
+  std::unique_ptr<plan> p;
+};
+
+/// The plan for (problem, dtype, math) on the current device, made on first use and kept for the
+/// process's lifetime (host memory only: the plans own no device memory). Keyed by every field the plan
+/// depends on, the effective math (effective_math) and the device index, so a plan made on one device
+/// never runs on another.
+plan_entry& cached_plan(dtype_kind t, math_kind m, const convred::conv2d_problem& p) {
+  int device = -1;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  const math_kind e = effective_math(t, m);
+  // math::accurate and tf32x3 make different plans for float x (their descriptions differ)
+  const std::array<std::int64_t, 18> key{static_cast<std::int64_t>(t), static_cast<std::int64_t>(e), device,
+                                         p.N, p.C, p.H, p.W, p.K, p.R, p.S, p.pad_h, p.pad_w, p.stride_h,
+                                         p.stride_w, p.dil_h, p.dil_w, p.groups, static_cast<std::int64_t>(p.x_layout)};
+  static std::mutex mu;
+  static std::map<std::array<std::int64_t, 18>, std::unique_ptr<plan_entry>> cache;
+  const std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<plan_entry>& slot = cache[key];
+  if (!slot) {
+    auto entry = std::make_unique<plan_entry>();
+    entry->p = make_plan(t, m, p);
+    slot = std::move(entry);
+  }
+  return *slot;
 }
 
-at::Tensor pack_into_new(const at::Tensor& weight, const checked& c, std::size_t bytes) {
-  at::Tensor packed = at::empty({static_cast<int64_t>(bytes)}, weight.options().dtype(at::kByte));
-  if (bytes == 0) return packed;
-  check_status(pack_filter(c.math, c.p, weight.data_ptr<float>(), packed.data_ptr(), bytes,
-                           c10::cuda::getCurrentCUDAStream().stream()),
-               "pack_filter");
-  return packed;
+/// The plan's state as an error naming the problem (no kernel serves it here).
+void check_plan(const plan& pl) {
+  const auto st = static_cast<convred::status>(pl.state());
+  TORCH_CHECK(st == convred::status::success, kOp, ": no kernel for this problem on this device: ",
+              convred::to_string(st), " (", pl.description(), ")");
+}
+
+at::Tensor workspace_tensor(const at::Tensor& like, std::size_t bytes) {
+  return at::empty({static_cast<int64_t>(bytes)}, like.options().dtype(at::kByte));
 }
 
 std::tuple<at::Tensor, at::Tensor> run_cuda(const at::Tensor& x, const at::Tensor& weight,
@@ -260,31 +279,37 @@ std::tuple<at::Tensor, at::Tensor> run_cuda(const at::Tensor& x, const at::Tenso
                                             const at::Tensor* packed_in, double scale) {
   auto [y, idx] = empty_outputs(x, c);
   if (c.p.N == 0) return {y, idx};
-  launch_args a;
-  a.p = c.p;
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
+  plan_entry& e = cached_plan(dtype_of(x.scalar_type()), c.math, c.p);
+  const std::lock_guard<std::mutex> lock(e.mu);
+  plan& pl = *e.p;
+  check_plan(pl);
+  const std::size_t need = pl.workspace_bytes(), prep = pl.prepared_bytes();
+  at::Tensor ws;  // freed after the launch: the caching allocator keeps it for this stream's next call
+  if (packed_in) {
+    TORCH_CHECK_VALUE(static_cast<std::size_t>(packed_in->numel()) == prep, kOp, ": argument 'packed' has ",
+                      istr(packed_in->numel()), " bytes, this problem's plan packs ", std::to_string(prep),
+                      " (pack it with pack_filter for this weight, input shape, layout and math)");
+    if (need == prep) {  // the workspace is the packed filter alone: runs only read it
+      check_status(pl.bind(weight.data_ptr(), prep ? packed_in->data_ptr() : nullptr, prep), "bind");
+    } else {  // scratch after it: a fresh workspace, so that runs never write the caller's tensor
+      ws = workspace_tensor(x, need);
+      if (prep > 0)
+        C10_CUDA_CHECK(cudaMemcpyAsync(ws.data_ptr(), packed_in->data_ptr(), prep, cudaMemcpyDeviceToDevice, stream));
+      check_status(pl.bind(weight.data_ptr(), ws.data_ptr(), need), "bind");
+    }
+  } else {
+    if (need > 0) ws = workspace_tensor(x, need);
+    check_status(pl.prepare(weight.data_ptr(), need ? ws.data_ptr() : nullptr, need, stream), "prepare");
+  }
+  run_args a;
   a.x = x.data_ptr();
-  a.w = weight.data_ptr();
   a.bias = bias.has_value() && bias->defined() ? bias->data_ptr() : nullptr;
   a.y = y.data_ptr();
   a.indices = has_index(c.reduce) ? idx.data_ptr<int64_t>() : nullptr;
   a.scale = scale;
-  a.stream = c10::cuda::getCurrentCUDAStream().stream();
-  at::Tensor tmp;
-  const std::size_t need = packed_bytes_for_call(x, c);
-  if (need > 0) {
-    if (packed_in) {
-      TORCH_CHECK_VALUE(static_cast<std::size_t>(packed_in->numel()) >= need, kOp,
-                        ": argument 'packed' has ", istr(packed_in->numel()), " bytes, this problem needs ", std::to_string(need),
-                        " (pack it with pack_filter for this weight, input shape and math)");
-      a.packed = packed_in->data_ptr();
-      a.packed_bytes = static_cast<std::size_t>(packed_in->numel());
-    } else {
-      tmp = pack_into_new(weight, c, need);  // per call: a 5 us kernel; the module caches it instead
-      a.packed = tmp.data_ptr();
-      a.packed_bytes = need;
-    }
-  }
-  check_status(launch(x, c, a), "launch");
+  a.stream = stream;
+  check_status(pl.run(c.reduce, a), "run");
   return {y, idx};
 }
 
@@ -325,26 +350,36 @@ std::tuple<at::Tensor, at::Tensor> conv2d_reduce_packed_cuda(
   return run_cuda(x, weight, bias, c, &packed, scale);
 }
 
-/// x_shape (N, C, H, W) of the input the filter will be used with, in NCHW order whatever the layout.
+/// x_shape (N, C, H, W) of the input the filter will be used with, in NCHW order whatever the layout;
+/// channels_last: x will be channels_last (NHWC). Checked through the operator's rules on a meta x.
 checked check_pack_args(const at::Tensor& weight, c10::IntArrayRef x_shape, c10::IntArrayRef stride,
                         c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups,
-                        const std::string& math) {
+                        const std::string& math, bool channels_last) {
   TORCH_CHECK_VALUE(x_shape.size() == 4, "convred.pack_filter: argument 'x_shape' must have 4 elements (N, C, H, W), got ",
                     istr(static_cast<int64_t>(x_shape.size())));
-  // check the problem through the operator's rules on a meta x of that shape
-  const at::Tensor x = at::empty(x_shape, weight.options().device(at::kMeta));
+  const at::Tensor x = at::empty(x_shape, weight.options().device(at::kMeta),
+                                 channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
   return check_args(x, weight.to(at::kMeta), c10::nullopt, stride, padding, dilation, groups, "min", math);
 }
 
 at::Tensor pack_filter_cuda(const at::Tensor& weight, c10::IntArrayRef x_shape, c10::IntArrayRef stride,
                             c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups,
-                            c10::string_view math) {
+                            c10::string_view math, bool channels_last) {
   TORCH_CHECK_VALUE(weight.is_cuda(), "convred.pack_filter: argument 'weight' must be a CUDA tensor here, got ",
                     weight.device());
-  checked c = check_pack_args(weight, x_shape, stride, padding, dilation, groups, std::string(math));
+  const checked c = check_pack_args(weight, x_shape, stride, padding, dilation, groups, std::string(math), channels_last);
   const c10::cuda::CUDAGuard guard(weight.device());
-  const at::Tensor x_meta = at::empty(x_shape, weight.options().device(at::kMeta));
-  return pack_into_new(weight, c, packed_bytes_for_call(x_meta, c));
+  if (c.p.N == 0) return workspace_tensor(weight, 0);
+  plan_entry& e = cached_plan(dtype_of(weight.scalar_type()), c.math, c.p);
+  const std::lock_guard<std::mutex> lock(e.mu);
+  plan& pl = *e.p;
+  check_plan(pl);
+  const std::size_t need = pl.workspace_bytes(), prep = pl.prepared_bytes();
+  if (prep == 0) return workspace_tensor(weight, 0);
+  at::Tensor ws = workspace_tensor(weight, need);
+  check_status(pl.prepare(weight.data_ptr(), ws.data_ptr(), need, c10::cuda::getCurrentCUDAStream().stream()),
+               "pack_filter");
+  return need == prep ? ws : ws.narrow(0, 0, static_cast<int64_t>(prep)).clone();
 }
 
 // ----------------------------------------------------------------------------------------------- CPU
@@ -396,33 +431,26 @@ std::tuple<at::Tensor, at::Tensor> conv2d_reduce_packed_cpu(
 }
 
 at::Tensor pack_filter_cpu(const at::Tensor& weight, c10::IntArrayRef x_shape, c10::IntArrayRef stride,
-                           c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups, c10::string_view math) {
-  check_pack_args(weight, x_shape, stride, padding, dilation, groups, std::string(math));
+                           c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups, c10::string_view math,
+                           bool channels_last) {
+  check_pack_args(weight, x_shape, stride, padding, dilation, groups, std::string(math), channels_last);
   return at::empty({0}, weight.options().dtype(at::kByte));
 }
 
 // ----------------------------------------------------------------------------------------------- info
-/// Which kernel conv2d_reduce runs for these arguments: 0 cpu reference, 1 SIMT fp32, 2 SIMT fp64,
-/// 3 mma.sync tensor cores, 4 wgmma (sm_90a packed filter). convred.kernel_name turns it into a name.
-int64_t kernel_code(const at::Tensor& x, const at::Tensor& weight, c10::IntArrayRef stride, c10::IntArrayRef padding,
-                    c10::IntArrayRef dilation, int64_t groups, c10::string_view math) {
+/// What conv2d_reduce runs for these arguments: the plan's description on a CUDA x (made on x's device;
+/// the reason when no kernel serves the problem), the CPU reference otherwise.
+std::string describe(const at::Tensor& x, const at::Tensor& weight, c10::IntArrayRef stride, c10::IntArrayRef padding,
+                     c10::IntArrayRef dilation, int64_t groups, c10::string_view math) {
   const checked c = check_args(x, weight, c10::nullopt, stride, padding, dilation, groups, "min", std::string(math));
-  if (!x.is_cuda()) return 0;
-  if (c.math == math_kind::ieee) return x.scalar_type() == at::kDouble ? 2 : 1;
+  if (!x.is_cuda()) return "cpu-reference (ATen conv2d + reduction, exact)";
   const c10::cuda::CUDAGuard guard(x.device());
-  const bool aligned16 = reinterpret_cast<std::uintptr_t>(x.data_ptr()) % 16 == 0;
-  return packed_bytes_for_call(x, c) > 0 && aligned16 ? 4 : 3;
-}
-
-/// Packed filter bytes for float x of shape x_shape with this math on weight's CUDA device (0: the wgmma
-/// kernel does not serve the problem there; always 0 for CPU weights, other dtypes or math ieee).
-int64_t packed_filter_bytes_op(const at::Tensor& weight, c10::IntArrayRef x_shape, c10::IntArrayRef stride,
-                               c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups,
-                               c10::string_view math) {
-  const checked c = check_pack_args(weight, x_shape, stride, padding, dilation, groups, std::string(math));
-  if (!weight.is_cuda() || weight.scalar_type() != at::kFloat || c.math == math_kind::ieee) return 0;
-  const c10::cuda::CUDAGuard guard(weight.device());
-  return static_cast<int64_t>(packed_filter_bytes(c.math, c.p));
+  plan_entry& e = cached_plan(dtype_of(x.scalar_type()), c.math, c.p);
+  const std::lock_guard<std::mutex> lock(e.mu);
+  std::string d = e.p->description();
+  if (d.rfind("wgmma", 0) == 0 && reinterpret_cast<std::uintptr_t>(x.data_ptr()) % 16 != 0)
+    d += "; this x is not 16-byte aligned: runs take the mma.sync fallback unless the kernel gathers x";
+  return d;
 }
 
 }  // namespace
@@ -437,28 +465,20 @@ TORCH_LIBRARY(convred, m) {
       "int[2] dilation, int groups, float scale, str reduce, str math) -> (Tensor, Tensor)");
   m.def(
       "pack_filter(Tensor weight, int[] x_shape, int[2] stride, int[2] padding, int[2] dilation, int groups, "
-      "str math) -> Tensor");
-  m.def(
-      "kernel_code(Tensor x, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, str math) "
-      "-> int");
-  m.def(
-      "packed_filter_bytes(Tensor weight, int[] x_shape, int[2] stride, int[2] padding, int[2] dilation, "
-      "int groups, str math) -> int");
+      "str math, bool channels_last=False) -> Tensor");
+  m.def("describe(Tensor x, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, str math) -> str");
 }
 
 TORCH_LIBRARY_IMPL(convred, CUDA, m) {
-  m.impl("kernel_code", &convred_ext::kernel_code);
-  m.impl("packed_filter_bytes", &convred_ext::packed_filter_bytes_op);
+  m.impl("describe", &convred_ext::describe);
   m.impl("conv2d_reduce", &convred_ext::conv2d_reduce_cuda);
   m.impl("conv2d_reduce_packed", &convred_ext::conv2d_reduce_packed_cuda);
   m.impl("pack_filter", &convred_ext::pack_filter_cuda);
 }
 
 TORCH_LIBRARY_IMPL(convred, CPU, m) {
-  m.impl("kernel_code", &convred_ext::kernel_code);
-  m.impl("packed_filter_bytes", &convred_ext::packed_filter_bytes_op);
+  m.impl("describe", &convred_ext::describe);
   m.impl("conv2d_reduce", &convred_ext::conv2d_reduce_cpu);
   m.impl("conv2d_reduce_packed", &convred_ext::conv2d_reduce_packed_cpu);
   m.impl("pack_filter", &convred_ext::pack_filter_cpu);
 }
-

@@ -1,9 +1,11 @@
-// Shared by the CUDA translation units of the extension: one instantiation per (policy, element type,
-// op), chosen at run time. The epilogue is always convred::epilogue::scale (scale 1 is the identity).
+// Shared by the CUDA translation units of the extension: plan_impl<T, Math> wraps one
+// convred::device::conv2d_reduce_plan; its run instantiates the plan's kernels for the six ops (argmin,
+// argmax, min, max, sum, mean) with the scale epilogue (scale 1 is the identity).
 #pragma once
 
 #include <convred/convred.cuh>
 
+#include <memory>
 #include <type_traits>
 
 #include "launch.h"
@@ -32,45 +34,38 @@ convred::status by_op(reduce_kind r, Call&& call) {
   return convred::status::invalid_argument;
 }
 
-/// convred::device::conv2d_reduce<Policy> for element type T.
-template <class Policy, class T>
-int run_plain(reduce_kind r, const launch_args& a) {
-  using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  const scale_epi<T> epi{static_cast<S>(a.scale)};
-  const auto s = by_op(r, [&](auto op) {
-    using Op = decltype(op);
-    return convred::device::conv2d_reduce<Policy>(a.p, static_cast<const T*>(a.x), static_cast<const T*>(a.w),
-                                                  static_cast<const T*>(a.bias), static_cast<T*>(a.y),
-                                                  Op::has_index ? a.indices : nullptr, op, epi, a.stream);
-  });
-  return static_cast<int>(s);
-}
+/// convred::device::conv2d_reduce_plan<T, Math> behind convred_ext::plan.
+template <class T, class Math>
+class plan_impl final : public plan {
+ public:
+  explicit plan_impl(const convred::conv2d_problem& p) : plan_(p) {}
+  int state() const override { return static_cast<int>(plan_.state()); }
+  const std::string& description() const override { return plan_.description(); }
+  std::size_t workspace_bytes() const override { return plan_.workspace_bytes(); }
+  std::size_t prepared_bytes() const override { return plan_.prepared_bytes(); }
+  int prepare(const void* w, void* workspace, std::size_t bytes, cudaStream_t stream) override {
+    return static_cast<int>(plan_.prepare(static_cast<const T*>(w), workspace, bytes, stream));
+  }
+  int bind(const void* w, void* workspace, std::size_t bytes) override {
+    return static_cast<int>(plan_.bind(static_cast<const T*>(w), workspace, bytes));
+  }
+  int run(reduce_kind r, const run_args& a) override {
+    using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const scale_epi<T> epi{static_cast<S>(a.scale)};
+    return static_cast<int>(by_op(r, [&](auto op) {
+      using Op = decltype(op);
+      return plan_.run(static_cast<const T*>(a.x), static_cast<const T*>(a.bias), static_cast<T*>(a.y),
+                       Op::has_index ? a.indices : nullptr, op, epi, a.stream);
+    }));
+  }
 
-/// convred::device::conv2d_reduce_packed with the default wgmma policy of Math, float x.
-template <class Math>
-int run_packed(reduce_kind r, const launch_args& a) {
-  using Pol = typename convred::default_wgmma_policy<Math>::type;
-  const scale_epi<float> epi{static_cast<float>(a.scale)};
-  const auto s = by_op(r, [&](auto op) {
-    using Op = decltype(op);
-    return convred::device::conv2d_reduce_packed<Pol>(
-        a.p, static_cast<const float*>(a.x), static_cast<const float*>(a.w), a.packed, a.packed_bytes,
-        static_cast<const float*>(a.bias), static_cast<float*>(a.y), Op::has_index ? a.indices : nullptr, op, epi,
-        a.stream);
-  });
-  return static_cast<int>(s);
-}
+ private:
+  convred::device::conv2d_reduce_plan<T, Math> plan_;
+};
 
-template <class Math>
-std::size_t packed_bytes_for(const convred::conv2d_problem& p) {
-  using Pol = typename convred::default_wgmma_policy<Math>::type;
-  return convred::device::packed_filter_bytes<Pol, float>(p);
-}
-
-template <class Math>
-int pack_for(const convred::conv2d_problem& p, const float* w, void* packed, std::size_t bytes, cudaStream_t stream) {
-  using Pol = typename convred::default_wgmma_policy<Math>::type;
-  return static_cast<int>(convred::device::pack_filter<Pol>(p, w, packed, bytes, stream));
+template <class T, class Math>
+std::unique_ptr<plan> make_plan_of(const convred::conv2d_problem& p) {
+  return std::make_unique<plan_impl<T, Math>>(p);
 }
 
 }  // namespace convred_ext

@@ -1,6 +1,4 @@
 #include "dispatch.cuh"
 namespace convred_ext {
-int launch_f16_bf16(reduce_kind r, const launch_args& a) {
-  return run_plain<convred::default_policy_for<convred::math::bf16>, __half>(r, a);
-}
+std::unique_ptr<plan> make_plan_f16_bf16(const convred::conv2d_problem& p) { return make_plan_of<__half, convred::math::bf16>(p); }
 }  // namespace convred_ext

@@ -1,8 +1,7 @@
+// tf32x3 and accurate in one translation unit: math::accurate runs the tf32x3 kernels (the same
+// instantiations), so they are compiled once.
 #include "dispatch.cuh"
 namespace convred_ext {
-int launch_f32_tf32x3(reduce_kind r, const launch_args& a) { return run_packed<convred::math::tf32x3>(r, a); }
-std::size_t packed_bytes_tf32x3(const convred::conv2d_problem& p) { return packed_bytes_for<convred::math::tf32x3>(p); }
-int pack_tf32x3(const convred::conv2d_problem& p, const float* w, void* packed, std::size_t bytes, cudaStream_t s) {
-  return pack_for<convred::math::tf32x3>(p, w, packed, bytes, s);
-}
+std::unique_ptr<plan> make_plan_f32_tf32x3(const convred::conv2d_problem& p) { return make_plan_of<float, convred::math::tf32x3>(p); }
+std::unique_ptr<plan> make_plan_f32_accurate(const convred::conv2d_problem& p) { return make_plan_of<float, convred::math::accurate>(p); }
 }  // namespace convred_ext

@@ -1,6 +1,4 @@
 #include "dispatch.cuh"
 namespace convred_ext {
-int launch_f64(reduce_kind r, const launch_args& a) {
-  return run_plain<convred::default_policy_for<convred::math::ieee>, double>(r, a);
-}
+std::unique_ptr<plan> make_plan_f64(const convred::conv2d_problem& p) { return make_plan_of<double, convred::math::ieee>(p); }
 }  // namespace convred_ext

@@ -5,13 +5,13 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 # Relative-norm bounds against float64 (README "Precision"), widened for 16-bit outputs (the result is
 # rounded to the output dtype: 2^-11 for float16, 2^-8 for bfloat16).
-MATH_TOL = {"ieee": 1e-5, "tf32": 1e-3, "tf32x3": 1e-5, "bf16": 1e-2, "fp16": 1e-2}
+MATH_TOL = {"ieee": 1e-5, "tf32": 1e-3, "tf32x3": 1e-5, "accurate": 1e-5, "bf16": 1e-2, "fp16": 1e-2}
 DTYPE_TOL = {torch.float32: 0.0, torch.float64: 0.0, torch.float16: 2e-3, torch.bfloat16: 1e-2}
 
 
 def tol(math, dtype):
     t = max(MATH_TOL[math], DTYPE_TOL[dtype])
-    if dtype in (torch.float16, torch.bfloat16) and math == "tf32x3":
+    if dtype in (torch.float16, torch.bfloat16) and math in ("tf32x3", "accurate"):
         t = max(t, MATH_TOL["tf32"])
     if dtype == torch.float64:
         t = 1e-12  # fp64 FMA

@@ -231,7 +231,7 @@ def test_gradcheck_packed_float64(device, reduce):
 # (dtype, math) pairs the operator accepts: every math for 32- and 16-bit x, ieee for float64 (the CPU
 # reference checks the math and computes exactly)
 DTYPE_MATH = [pytest.param(d, m, id=f"{str(d).split('.')[-1]}-{m}")
-              for d in convred.DTYPES for m in (("ieee",) if d == torch.float64 else convred.MATHS)]
+              for d in convred.DTYPES for m in (("ieee", "accurate") if d == torch.float64 else convred.MATHS)]
 
 
 @pytest.mark.parametrize("dtype,math", DTYPE_MATH)
@@ -428,3 +428,26 @@ def test_module_trains():
         out.square().sum().backward()
     torch.testing.assert_close(m.weight.grad, ref.weight.grad)
     torch.testing.assert_close(m.bias.grad, ref.bias.grad)
+
+
+def test_default_math_follows_cudnn_allow_tf32():
+    """math=None resolves to PyTorch's own conv math: "tf32" while torch.backends.cudnn.allow_tf32 is True
+    (PyTorch's default), "accurate" while it is False; "ieee" for float64."""
+    old = torch.backends.cudnn.allow_tf32
+    try:
+        torch.backends.cudnn.allow_tf32 = True
+        assert convred.default_math() == "tf32"
+        assert convred.default_math(torch.float16) == "tf32"
+        assert convred.default_math(torch.float64) == "ieee"
+        torch.backends.cudnn.allow_tf32 = False
+        assert convred.default_math() == "accurate"
+        assert convred.default_math(torch.float64) == "ieee"
+    finally:
+        torch.backends.cudnn.allow_tf32 = old
+    m = convred.nn.Conv2dReduce(3, 4, 3)
+    assert m.math is None and "math=None" in repr(m)
+    x = torch.rand(1, 3, 5, 5)
+    y = m(x)  # CPU reference: any math gives the exact answer
+    r = torch.min(F.conv2d(x.double(), m.weight.double(), m.bias.double()), 1, keepdim=True).values
+    torch.testing.assert_close(y.double(), r, rtol=1e-5, atol=1e-6)
+    assert convred.conv2d_reduce(x, m.weight, m.bias, reduce="min")[0].shape == (1, 1, 3, 3)

@@ -14,7 +14,7 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 
 
 def maths_for(dtype):
-    return ["ieee"] if dtype == torch.float64 else ["ieee", "tf32", "tf32x3", "bf16", "fp16"]
+    return ["ieee", "accurate"] if dtype == torch.float64 else ["ieee", "tf32", "tf32x3", "bf16", "fp16", "accurate"]
 
 
 # (dtype, math) pairs that run (float64 runs math ieee only; other maths are an error, tested in test_api)
@@ -25,7 +25,7 @@ DTYPE_MATH_SPECIAL = [p for p in DTYPE_MATH if p.values[1] != "tf32x3"]
 
 
 def need_tc(math):
-    if math != "ieee" and sm() < 80:
+    if math not in ("ieee", "accurate") and sm() < 80:
         pytest.skip("tensor-core maths need compute capability 8.0+")
 
 
@@ -125,7 +125,8 @@ def test_matches_pytorch_seed_like():
     x = torch.rand(2, 64, 64, 64, device="cuda")
     ref = torch.min(torch.nn.functional.conv2d(x.double(), conv.weight.double(), conv.bias.double()) * 2.0, 1,
                     keepdim=True).values
-    for math, bound in (("ieee", 1e-5), ("tf32x3", 1e-5), ("tf32", 1e-3), ("bf16", 1e-2), ("fp16", 1e-2)):
+    for math, bound in (("ieee", 1e-5), ("tf32x3", 1e-5), ("accurate", 1e-5), ("tf32", 1e-3), ("bf16", 1e-2),
+                        ("fp16", 1e-2)):
         need_tc(math)
         m = convred.nn.Conv2dReduce.from_conv(conv, scale=2.0, reduce="min", math=math)
         with torch.no_grad():
@@ -140,9 +141,9 @@ def test_module_packs_once_and_repacks_on_change():
     x = torch.rand(2, 16, 20, 24, device="cuda")
     kernel = m.kernel_for(x)
     if sm() == 90:
-        assert kernel.startswith("wgmma-tf32"), kernel
+        assert kernel.startswith(("wgmma tf32", "mma.sync tf32")), kernel
     else:
-        assert kernel.startswith("mma.sync-tf32"), kernel
+        assert kernel.startswith("mma.sync tf32"), kernel
     with torch.no_grad():
         y1 = m(x)
         m(x)
@@ -254,8 +255,7 @@ def test_module_without_indices_runs_amin_amax(math, reduce):
     m = convred.nn.Conv2dReduce.from_conv(conv, scale=2.0, reduce=reduce, math=math)
     mi = convred.nn.Conv2dReduce.from_conv(conv, scale=2.0, reduce=reduce, math=math, return_indices=True)
     x = torch.rand(2, 16, 20, 24, device="cuda", requires_grad=True)
-    packed = m.kernel_for(x).startswith("wgmma")
-    op_name = "conv2d_reduce_packed" if packed else "conv2d_reduce"
+    op_name = "conv2d_reduce_packed"  # on CUDA the module always runs the packed operator (cached workspace)
     with ConvredOpLog() as log:
         y = m(x)
     assert log.calls == [(op_name, "a" + reduce)]
@@ -270,3 +270,59 @@ def test_module_without_indices_runs_amin_amax(math, reduce):
     assert log.calls == [(op_name, "arg" + reduce)]  # the one extra fused forward of the backward
     want = torch.autograd.grad(v, (x, conv.weight, conv.bias), gy)
     torch.testing.assert_close(got, want)
+
+
+def test_default_math_follows_pytorch_tf32_switch():
+    """math=None: "tf32" while torch.backends.cudnn.allow_tf32 is True (PyTorch's default), "accurate" (error
+    vs float64 <= 1e-6 class) while it is False; the module reads the switch at each forward."""
+    torch.manual_seed(3)
+    conv = torch.nn.Conv2d(32, 48, 3, padding=1).cuda()
+    m = convred.nn.Conv2dReduce.from_conv(conv, scale=2.0, reduce="min")
+    x = torch.randn(2, 32, 24, 20, device="cuda")
+    ref = torch.min(torch.nn.functional.conv2d(x.double(), conv.weight.double(), conv.bias.double(), padding=1)
+                    * 2.0, 1, keepdim=True).values
+    old = torch.backends.cudnn.allow_tf32
+    try:
+        torch.backends.cudnn.allow_tf32 = True
+        assert convred.default_math() == "tf32"
+        with torch.no_grad():
+            y_tf32 = m(x)
+        assert m.kernel_for(x) == convred.kernel_name(x, conv.weight, padding=1, math="tf32")
+        torch.backends.cudnn.allow_tf32 = False
+        assert convred.default_math() == "accurate"
+        with torch.no_grad():
+            y_acc = m(x)
+        assert "math::accurate" in m.kernel_for(x) or sm() < 80, m.kernel_for(x)
+    finally:
+        torch.backends.cudnn.allow_tf32 = old
+    assert rel_err(y_tf32, ref) <= tol("tf32", torch.float32)
+    assert rel_err(y_acc, ref) <= 1e-6, rel_err(y_acc, ref)
+
+
+def test_plan_description_is_the_planners():
+    """kernel_name is the planner's own description (no separate naming in the binding)."""
+    x, w, b = make((4, 64, 32, 32), (128, 64, 3, 3), torch.float32)
+    for math in ("tf32", "bf16", "accurate", "ieee"):
+        need_tc(math)
+        d = convred.kernel_name(x, w, padding=1, math=math)
+        assert d.split(" ")[0] in ("wgmma", "mma.sync", "simt", "direct"), d
+        if math == "accurate":
+            assert "math::accurate" in d, d
+
+
+def test_packed_workspace_is_never_written():
+    """conv2d_reduce_packed copies the prepared bytes into a fresh workspace when its plan needs scratch
+    (split, pass mode, flat tiles): the caller's packed tensor is read only, so repeated calls agree."""
+    for shape_x, shape_w in (((1, 256, 14, 14), (256, 256, 3, 3)), ((1, 512, 7, 7), (512, 512, 3, 3)),
+                             ((64, 64, 32, 32), (128, 64, 3, 3))):
+        x, w, b = make(shape_x, shape_w, torch.float32)
+        for math in ("tf32", "accurate", "bf16"):
+            need_tc(math)
+            packed = torch.ops.convred.pack_filter(w, list(x.shape), [1, 1], [1, 1], [1, 1], 1, math)
+            before = packed.clone()
+            y1, _ = torch.ops.convred.conv2d_reduce_packed(x, w, packed, b, [1, 1], [1, 1], [1, 1], 1, 2.0, "min", math)
+            y2, _ = torch.ops.convred.conv2d_reduce_packed(x, w, packed, b, [1, 1], [1, 1], [1, 1], 1, 2.0, "min", math)
+            y3, _ = OP(x, w, b, [1, 1], [1, 1], [1, 1], 1, 2.0, "min", math)
+            assert torch.equal(packed, before)
+            assert torch.equal(y1, y2) and torch.equal(y1, y3), (shape_x, math)
+            check(x, w, b, (1, 1), (1, 1), (1, 1), 1, 2.0, "min", math)
