@@ -15,7 +15,9 @@
 # time-seeded differential fuzz problems vs float64; FUZZ_SEED repeats a run),
 # bench (every executable in build-gpu/bench/; conv_reduce_bench writes bench_results.json, then
 # bench/pytorch_baseline.py adds the PyTorch rows: bench_combined.json, bench_results.png; all in the log
-# folder; BENCH_PYTORCH=0 skips the Python part). Each step's log is teed to $OUT/<step>.log (or
+# folder; BENCH_PYTORCH=0 skips the Python part; BENCH_ARGS / PT_ARGS add arguments to the two, e.g.
+# BENCH_ARGS='--cases suite,seed --iters 20' PT_ARGS='--cases suite,seed --iters 20'; with the convred package
+# importable, e.g. PYTHONPATH from python/gpu_check.sh, the PyTorch op's rows are added: --convred-op). Each step's log is teed to $OUT/<step>.log (or
 # build-gpu/logs/ when OUT is unset). A failing step is recorded and later steps still run; the summary
 # table (step, rc, seconds) comes last and the exit status is non-zero if any step failed.
 set -uo pipefail
@@ -170,7 +172,8 @@ step_bench() {
     echo "--- $b"
     case "$(basename "$b")" in
       conv_reduce_bench)
-        LD_LIBRARY_PATH="$ldp" "$b" --json "$LOGS/bench_results.json" ||
+        # shellcheck disable=SC2086
+        LD_LIBRARY_PATH="$ldp" "$b" ${BENCH_ARGS:-} --json "$LOGS/bench_results.json" ||
           { rc=$?; echo "$b: rc=$rc"; } ;;
       *) "$b" || { rc=$?; echo "$b: rc=$rc"; } ;;
     esac
@@ -181,8 +184,11 @@ step_bench() {
   if [ "${BENCH_PYTORCH:-1}" != 0 ] && python3 -c 'import torch' 2>/dev/null; then
     local cj=()
     [ -f "$LOGS/bench_results.json" ] && cj=(--convred-json "$LOGS/bench_results.json")
+    # the convred PyTorch op's rows too, when the package is importable (PYTHONPATH: python/gpu_check.sh builds it)
+    python3 -c 'import convred' 2>/dev/null && cj+=(--convred-op)
     echo "--- bench/pytorch_baseline.py"
-    python3 bench/pytorch_baseline.py ${cj[@]+"${cj[@]}"} --json "$LOGS/bench_combined.json" \
+    # shellcheck disable=SC2086
+    python3 bench/pytorch_baseline.py ${PT_ARGS:-} ${cj[@]+"${cj[@]}"} --json "$LOGS/bench_combined.json" \
       --png "$LOGS/bench_results.png" || { rc=$?; echo "bench/pytorch_baseline.py: rc=$rc"; }
   fi
   return $rc

@@ -65,7 +65,7 @@ record "pytest" "$([ $rc -eq 0 ] && echo ok || echo "FAILED (rc=$rc)") $(tail -1
 
 note "KernelBench-style check (seed model)"
 t=$(date +%s)
-$PY examples/python/kernelbench_check.py --maths tf32,fp16,bf16,tf32x3,ieee --trials "${KB_TRIALS:-100}" 2>&1 | tee "$LOGS/kernelbench.txt"
+$PY examples/python/kernelbench_check.py --maths tf32,fp16,bf16,tf32x3,accurate,ieee --trials "${KB_TRIALS:-100}" 2>&1 | tee "$LOGS/kernelbench.txt"
 rc=${PIPESTATUS[0]}
 record "kernelbench_check" "$([ $rc -eq 0 ] && echo ok || echo "FAILED (rc=$rc)")" $(($(date +%s) - t))
 

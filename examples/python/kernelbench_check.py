@@ -45,7 +45,7 @@ def time_ms(fn, x, trials, warmup=3):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--maths", default="tf32,fp16,bf16,tf32x3,ieee")
+    ap.add_argument("--maths", default="tf32,fp16,bf16,tf32x3,accurate,ieee")
     ap.add_argument("--trials", type=int, default=100, help="timing trials (KernelBench: 100)")
     ap.add_argument("--correct-trials", type=int, default=5, help="correctness trials (KernelBench: 5)")
     ap.add_argument("--batch", type=int, default=sm.batch_size)
