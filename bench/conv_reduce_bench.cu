@@ -251,8 +251,8 @@ struct options {
   bool cudnn = true;
   bool fused_nhwc = false;
   bool list_cases = false;
-  /// diagnosis: the wgmma kernel's tiles in the planner rows (convred::device::detail::wgmma_override):
-  /// 0 the time model, 1 row tiles, 2 flat tiles (where they serve)
+  /// diagnosis: the wgmma kernel's tiles in the planner rows (convred::device::plan_options, see
+  /// plan_options_of): 0 the time model, 1 row tiles, 2 flat tiles, 3 direct tiles (where they serve)
   int wgmma_tiles = 0;
   int wgmma_pass = 0;
   /// diagnosis: 0 the time model; -1 the wgmma kernel wherever it serves (not the mma.sync split); z > 0
@@ -266,6 +266,18 @@ struct options {
   bool floor = false;
   double cudnn_ws_gb = 16.0;
 };
+
+/// The planner options of the diagnosis switches (--wgmma-tiles, --wgmma-pass, --wgmma-splits,
+/// --wgmma-tail): the planner rows make their conv2d_reduce_plan with them (all defaults: the time model).
+convred::device::plan_options plan_options_of(const options& o) {
+  convred::device::plan_options po;
+  po.tiles = static_cast<convred::device::wgmma_tiling>(o.wgmma_tiles);
+  po.pass = static_cast<convred::device::wgmma_pass_mode>(o.wgmma_pass);
+  po.splits = o.wgmma_splits;
+  po.tail = o.wgmma_tail;
+  po.tail_splits = o.wgmma_tail_splits;
+  return po;
+}
 
 struct bench_case {
   std::string name;
@@ -970,7 +982,7 @@ void run_case(case_result& cr, runner& rn, const options& o, cudnn_env* env) {
   auto plan_row = [&](auto math_tag, const char* label) {
     using Math = decltype(math_tag);
     row r = convred_row(math_tag, std::string("convred plan ") + label, "convred-plan", "nchw", true);
-    convred::device::conv2d_reduce_plan<float, Math> plan(p);
+    convred::device::conv2d_reduce_plan<float, Math> plan(p, plan_options_of(o));
     r.algo = plan.description();
     r.kernel = convred::device::to_string(plan.kernel());
     if (plan.kernel() == convred::device::kernel_kind::simt || plan.kernel() == convred::device::kernel_kind::direct)
@@ -1501,12 +1513,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: --wgmma-pass on runs unsplit: it cannot take --wgmma-splits %d (see --help)\n", kProg, o.wgmma_splits);
     return 3;
   }
-  convred::device::detail::wgmma_override().tiles = o.wgmma_tiles;  // (this thread runs every row)
-  convred::device::detail::wgmma_override().pass = o.wgmma_pass;
-  convred::device::detail::wgmma_override().splits = o.wgmma_splits;
-  convred::device::detail::wgmma_override().tail = o.wgmma_tail;
-  convred::device::detail::wgmma_override().tail_splits = o.wgmma_tail_splits;
-
   int ndev = 0;
   if (const cudaError_t e = cudaGetDeviceCount(&ndev); e != cudaSuccess || ndev == 0) {
     std::fprintf(stderr, "%s: no usable CUDA device (%s); nothing to benchmark. Run it on the GPU machine.\n", kProg,

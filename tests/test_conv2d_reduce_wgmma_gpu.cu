@@ -14,12 +14,68 @@ namespace {
 template <class Math>
 using wg = typename convred::default_wgmma_policy<Math>::type;
 
-/// Forces the tiles and the unsplit mode of conv2d_reduce_packed_split (detail::wgmma_override) for its
-/// lifetime: tiles 1 rows, 2 flat; pass 1 off, 2 on.
+/// The planner options (device::plan_options) this file's checks pass to the functions that plan the
+/// wgmma kernel (conv2d_reduce_packed_split through forced_entry, packed_split_workspace_bytes,
+/// max_packed_k_splits, detail::wgmma_plan): set for a scope by force_choice or force_tail, the defaults
+/// (the time model's choices) otherwise.
+convred::device::plan_options& forced_options() {
+  static convred::device::plan_options o;
+  return o;
+}
+
+/// Forces the tiles and the unsplit mode of conv2d_reduce_packed_split (forced_options()) for its lifetime: tiles
+/// 1 rows, 2 flat, 3 direct; pass 1 off, 2 on (the values of device::wgmma_tiling, wgmma_pass_mode).
 struct force_choice {
-  force_choice(int tiles, int pass) { convred::device::detail::wgmma_override() = {tiles, pass}; }
-  ~force_choice() { convred::device::detail::wgmma_override() = {}; }
+  force_choice(int tiles, int pass) {
+    forced_options() = {};
+    forced_options().tiles = static_cast<convred::device::wgmma_tiling>(tiles);
+    forced_options().pass = static_cast<convred::device::wgmma_pass_mode>(pass);
+  }
+  ~force_choice() { forced_options() = {}; }
 };
+
+/// Policy tag of check_fused for conv2d_reduce_packed_split<Policy> with the options forced_options() holds:
+/// packed_split_entry's run (conv2d_reduce_check.cuh: a workspace of exactly packed_split_workspace_bytes
+/// plus 256 guard bytes, poisoned, the filter packed into its start, afterwards the packed filter and the
+/// guard checked untouched) with those options passed to the planner functions.
+template <class Policy>
+struct forced_entry {
+  using math = typename Policy::math;  ///< the policy's math
+  /// pack_filter + conv2d_reduce_packed_split<Policy>(p, ..., splits, op, epi, stream 0, forced_options()), then
+  /// synchronised.
+  template <class T, class Op, class Epi>
+  static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
+                       int splits, Op op, Epi epi) {
+    constexpr std::size_t guard = 256;
+    const std::size_t bytes = convred::device::packed_split_workspace_bytes<Policy, T>(p, splits, forced_options());
+    const std::size_t packed = convred::device::packed_filter_bytes<Policy, T>(p);
+    INFO("splits=" << splits << " workspace " << bytes << " bytes, packed filter " << packed);
+    REQUIRE(bytes > 0);
+    thrust::device_vector<unsigned char> ws(bytes + guard, static_cast<unsigned char>(0xFF));
+    REQUIRE(convred::device::pack_filter<Policy>(p, w, raw(ws), bytes) == status::success);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    const std::vector<unsigned char> before = test::to_host(ws);
+    const status s = convred::device::conv2d_reduce_packed_split<Policy>(p, x, w, raw(ws), bytes, bias, y, indices,
+                                                                          splits, op, epi, nullptr, forced_options());
+    const cudaError_t e = cudaDeviceSynchronize();  // the workspace is freed on return
+    if (s == status::success && e == cudaSuccess) {
+      const std::vector<unsigned char> after = test::to_host(ws);
+      CHECK(std::equal(before.begin(), before.begin() + static_cast<std::ptrdiff_t>(packed), after.begin()));
+      CHECK(std::equal(before.end() - static_cast<std::ptrdiff_t>(guard), before.end(), after.end() - static_cast<std::ptrdiff_t>(guard)));
+    }
+    return s == status::success && e != cudaSuccess ? status::cuda_error : s;
+  }
+};
+
+}  // namespace
+
+namespace convred_test_fused {
+/// check_fused runs forced_entry as its packed_split_entry (with opts::splits).
+template <class Policy>
+struct is_packed_split_entry<forced_entry<Policy>> : std::true_type {};
+}  // namespace convred_test_fused
+
+namespace {
 
 /// True when eligible shapes must take the wgmma kernel: a compute capability 9.0 device and a test
 /// binary built with sm_90a code (CONVRED_TEST_EXPECT_WGMMA, set by tests/CMakeLists.txt).
@@ -172,9 +228,9 @@ void check_split_run(const std::string& name, const conv2d_problem& p, int split
   const auto d = make_data<float>(p, seed, data_kind::real);
   const epi::scale<float> e{sc};
   switch (which % 3) {
-    case 0: check_fused<packed_split_entry<Policy>>(name + " min", p, d, op::min{}, e, e, o); break;
-    case 1: check_fused<packed_split_entry<Policy>>(name + " argmin", p, d, op::argmin{}, e, e, o); break;
-    default: check_fused<packed_split_entry<Policy>>(name + " mean", p, d, op::mean{}, e, e, o); break;
+    case 0: check_fused<forced_entry<Policy>>(name + " min", p, d, op::min{}, e, e, o); break;
+    case 1: check_fused<forced_entry<Policy>>(name + " argmin", p, d, op::argmin{}, e, e, o); break;
+    default: check_fused<forced_entry<Policy>>(name + " mean", p, d, op::mean{}, e, e, o); break;
   }
 }
 
@@ -189,7 +245,7 @@ std::vector<int> split_counts(int kt) {
   return v;
 }
 
-/// The partial mode under Policy against float64 (check_fused with packed_split_entry): every shape of
+/// The partial mode under Policy against float64 (check_fused with forced_entry): every shape of
 /// split_shapes, every split count of split_counts (the mma.sync fallback: 1 to 3), ops min / argmin / mean
 /// in turn with a scale epilogue of either sign, with and without bias in turn, fresh random data per run;
 /// then exact integer data (values and argmin ties exactly) with the most splits.
@@ -207,12 +263,12 @@ void split_sweep(const char* label, std::uint64_t seed, int max_runs_per_shape =
     int kt = slices;
     if (hopper) {
       CHECK((convred::device::packed_filter_bytes<Policy, float>(p) > 0) == served);
-      const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen);
+      const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen, forced_options());
       if (plan.served) {
         kt = plan.k.kt;
         CHECK(plan.k.kt * plan.k.group == slices);
       }
-      CHECK(convred::device::max_packed_k_splits<Policy, float>(p) == (served ? kt : convred::device::max_k_splits));
+      CHECK(convred::device::max_packed_k_splits<Policy, float>(p, forced_options()) == (served ? kt : convred::device::max_k_splits));
     }
     const std::vector<int> counts = hopper && served ? split_counts(kt) : std::vector<int>{1, 2, 3};
     int runs = 0;
@@ -226,8 +282,8 @@ void split_sweep(const char* label, std::uint64_t seed, int max_runs_per_shape =
     opts o;
     o.exact = true;
     o.splits = counts.back();
-    check_fused<packed_split_entry<Policy>>(std::string(label) + " split exact argmin " + describe(p), p, d, op::argmin{},
-                                            epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+    check_fused<forced_entry<Policy>>(std::string(label) + " split exact argmin " + describe(p), p, d, op::argmin{},
+                                      epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
   }
 }
 
@@ -259,11 +315,11 @@ TEST_CASE("conv2d_reduce_packed_split wgmma partial mode: tf32 and bf16 ping-pon
     o.gain = 2.0;
     const auto d = make_data<float>(p, ++seed, data_kind::real);
     const epi::scale<float> e{2.0f};
-    check_fused<packed_split_entry<Policy>>(std::string(name) + " 512 units min", p, d, op::min{}, e, e, o);
+    check_fused<forced_entry<Policy>>(std::string(name) + " 512 units min", p, d, op::min{}, e, e, o);
     const auto di = make_data<float>(p, ++seed, data_kind::integer);
     opts oi = o;
     oi.exact = true;
-    check_fused<packed_split_entry<Policy>>(std::string(name) + " 512 units exact argmin", p, di, op::argmin{}, e, e, oi);
+    check_fused<forced_entry<Policy>>(std::string(name) + " 512 units exact argmin", p, di, op::argmin{}, e, e, oi);
   };
   many(wgmma_policy<math::tf32, 4, 2, true>{}, "wgmma tf32 pp");
   many(wgmma_policy<math::bf16, 4, 2, true>{}, "wgmma bf16 pp");
@@ -277,7 +333,7 @@ TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: partial mode, every math,
     opts o;
     o.splits = on_hopper() ? splits : 2;
     o.gain = 2;
-    check_fused<packed_split_entry<Policy>>(name, p, d, op, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+    check_fused<forced_entry<Policy>>(name, p, d, op, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
   };
   run(wg<math::tf32>{}, "sanitizer split tf32 narrow K=130", make_problem(1, 33, 6, 12, 130, 3, 3, 1, 1), 3, 50, op::argmin{});
   run(wg<math::bf16>{}, "sanitizer split bf16 wide", make_problem(1, 40, 5, 68, 40, 3, 3, 1, 1), 2, 51, op::min{});
@@ -312,7 +368,7 @@ TEST_CASE("conv2d_reduce_packed_split: argument errors, nothing launched") {
   REQUIRE(convred::device::pack_filter<P>(p, craw(w), raw(ws), bytes) == status::success);
   auto run = [&](void* wk, std::size_t n, float* out, int splits) {
     return convred::device::conv2d_reduce_packed_split<P>(p, craw(x), craw(w), wk, n, nullptr, out, nullptr, splits,
-                                                          op::min{});
+                                                          op::min{}, convred::epilogue::identity{}, nullptr, forced_options());
   };
   CHECK(run(raw(ws), bytes, raw(y), -1) == status::invalid_argument);
   CHECK(run(raw(ws), bytes, raw(y), 4) == status::invalid_argument);
@@ -337,7 +393,7 @@ TEST_CASE("conv2d_reduce_packed_split: argument errors, nothing launched") {
   CHECK(test::to_host(y)[0] == doctest::Approx(80.0));
   {  // flat tiles (forced): the workspace must hold the packed x too
     const force_choice forced(2, 1);
-    const std::size_t flat = convred::device::packed_split_workspace_bytes<P, float>(p, 0);
+    const std::size_t flat = convred::device::packed_split_workspace_bytes<P, float>(p, 0, forced_options());
     REQUIRE(flat > (packed + 15) / 16 * 16);
     thrust::device_vector<unsigned char> wf(flat);
     REQUIRE(convred::device::pack_filter<P>(p, craw(w), raw(wf), flat) == status::success);
@@ -392,7 +448,7 @@ void flat_sweep(const char* label, std::uint64_t seed, bool stride2) {
     int kt = static_cast<int>((p.C + Policy::block_c - 1) / Policy::block_c);  // slices of block_c channels
     if (on_hopper()) {  // stages per pass of the flat tiles (1x1: group slices per stage)
       const force_choice forced(2, 1);
-      kt = convred::device::max_packed_k_splits<Policy, float>(p);
+      kt = convred::device::max_packed_k_splits<Policy, float>(p, forced_options());
     }
     const bool passes = p.K > 128 && Policy::parts == 1;  // pass mode applies
     struct run_kind {
@@ -404,10 +460,10 @@ void flat_sweep(const char* label, std::uint64_t seed, bool stride2) {
       const force_choice forced(2, rk.pass);
       if (on_hopper()) {  // flat: the workspace holds a packed x after the filter
         INFO(describe(p));
-        const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen);
+        const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen, forced_options());
         CHECK(plan.k.flat == 1);
         CHECK(plan.pass_mode == (rk.pass == 2));
-        CHECK(convred::device::packed_split_workspace_bytes<Policy, float>(p, rk.splits) > (packed + 15) / 16 * 16);
+        CHECK(convred::device::packed_split_workspace_bytes<Policy, float>(p, rk.splits, forced_options()) > (packed + 15) / 16 * 16);
       }
       const std::string name = std::string(label) + " flat split " + std::to_string(rk.splits) +
                                (rk.pass == 2 ? " pass mode " : " ") + describe(p);
@@ -418,8 +474,8 @@ void flat_sweep(const char* label, std::uint64_t seed, bool stride2) {
     opts o;
     o.exact = true;
     o.splits = 0;
-    check_fused<packed_split_entry<Policy>>(std::string(label) + " flat exact argmin " + describe(p), p, d, op::argmin{},
-                                            epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+    check_fused<forced_entry<Policy>>(std::string(label) + " flat exact argmin " + describe(p), p, d, op::argmin{},
+                                      epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
   }
 }
 
@@ -444,7 +500,7 @@ TEST_CASE("conv2d_reduce_packed_split wgmma pass mode on row tiles: tf32 and bf1
     const force_choice forced(1, 2);
     for (const conv2d_problem& p : shapes) {
       if (on_hopper()) {
-        const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen);
+        const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen, forced_options());
         CHECK(plan.k.flat == 0);
         CHECK(plan.pass_mode);
       }
@@ -453,12 +509,12 @@ TEST_CASE("conv2d_reduce_packed_split wgmma pass mode on row tiles: tf32 and bf1
       o.gain = 2;
       const auto d = make_data<float>(p, ++seed, data_kind::real);
       const epi::scale<float> e{2.0f};
-      check_fused<packed_split_entry<Policy>>(std::string(label) + " rows pass mode min " + describe(p), p, d, op::min{}, e, e, o);
+      check_fused<forced_entry<Policy>>(std::string(label) + " rows pass mode min " + describe(p), p, d, op::min{}, e, e, o);
       const auto di = make_data<float>(p, ++seed, data_kind::integer);
       opts oi = o;
       oi.exact = true;
-      check_fused<packed_split_entry<Policy>>(std::string(label) + " rows pass mode exact argmin " + describe(p), p, di,
-                                              op::argmin{}, e, e, oi);
+      check_fused<forced_entry<Policy>>(std::string(label) + " rows pass mode exact argmin " + describe(p), p, di,
+                                        op::argmin{}, e, e, oi);
     }
   };
   run(wg<math::tf32>{}, "wgmma tf32");
@@ -467,15 +523,17 @@ TEST_CASE("conv2d_reduce_packed_split wgmma pass mode on row tiles: tf32 and bf1
 
 namespace {
 
-/// Forces a split-K tail (detail::wgmma_override) for its lifetime: tiles 1 rows / 2 flat, the head's
-/// mode (pass 1 fused, 2 pass mode), the last `tail` tiles with `splits` GEMM_K ranges (0: the model's).
+/// Forces a split-K tail (forced_options()) for its lifetime: tiles 1 rows / 2 flat / 3 direct, the head's mode
+/// (pass 1 fused, 2 pass mode), the last `tail` tiles with `splits` GEMM_K ranges (0: the model's).
 struct force_tail {
   force_tail(int tiles, int pass, std::int64_t tail, int splits) {
-    auto& o = convred::device::detail::wgmma_override();
+    convred::device::plan_options& o = forced_options();
     o = {};
-    o.tiles = tiles, o.pass = pass, o.tail = tail, o.tail_splits = splits;
+    o.tiles = static_cast<convred::device::wgmma_tiling>(tiles);
+    o.pass = static_cast<convred::device::wgmma_pass_mode>(pass);
+    o.tail = tail, o.tail_splits = splits;
   }
-  ~force_tail() { convred::device::detail::wgmma_override() = {}; }
+  ~force_tail() { forced_options() = {}; }
 };
 
 /// A split-K tail run: the shape, the tiles, the head's mode, tail tiles and splits.
@@ -513,7 +571,7 @@ void tail_sweep(const char* label, std::uint64_t seed) {
     const force_tail forced(c.tiles, c.pass, c.tail, c.splits);
     if (on_hopper()) {
       INFO(describe(p));
-      const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen);
+      const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen, forced_options());
       REQUIRE(plan.served);
       CHECK(plan.k.flat == (c.tiles == 2));
       REQUIRE(plan.k.tiles >= 2);
@@ -533,13 +591,13 @@ void tail_sweep(const char* label, std::uint64_t seed) {
     opts o;
     o.exact = true;
     o.splits = 0;
-    check_fused<packed_split_entry<Policy>>(std::string(label) + " tail exact argmin " + describe(p), p, d, op::argmin{},
-                                            epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+    check_fused<forced_entry<Policy>>(std::string(label) + " tail exact argmin " + describe(p), p, d, op::argmin{},
+                                      epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
   }
   if (on_hopper()) {  // wide row tiles (Q > 64: two column tiles) cover no contiguous pixel range: no tail
     const force_tail forced(1, 1, 2, 2);
     const conv2d_problem p = make_problem(2, 9, 12, 140, 33, 3, 3, 1, 1);
-    const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen);
+    const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen, forced_options());
     CHECK(plan.k.tiles_q > 1);
     CHECK(plan.tail_tiles == 0);
   }
@@ -600,10 +658,10 @@ void direct_sweep(const char* label, std::uint64_t seed) {
     std::int64_t tiles = 1;
     if (on_hopper()) {
       const force_choice forced(3, 1);
-      const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen);
+      const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen, forced_options());
       REQUIRE(plan.k.direct == 1);
       CHECK(plan.k.flat == 0);
-      kt = convred::device::max_packed_k_splits<Policy, float>(p);
+      kt = convred::device::max_packed_k_splits<Policy, float>(p, forced_options());
       tiles = plan.k.tiles;
       // the driver takes the direct tensor map, or the runs below would be the fallback's
       thrust::device_vector<float> xs(static_cast<std::size_t>(p.x_elements()));
@@ -627,15 +685,15 @@ void direct_sweep(const char* label, std::uint64_t seed) {
     opts o;
     o.exact = true;
     o.splits = 0;
-    check_fused<packed_split_entry<Policy>>(std::string(label) + " direct exact argmin " + describe(p), p, d, op::argmin{},
-                                            epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+    check_fused<forced_entry<Policy>>(std::string(label) + " direct exact argmin " + describe(p), p, d, op::argmin{},
+                                      epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
   }
   // not served by direct tiles (padding; H * W % 4 != 0; a 3x3 filter): forced, the plan takes other tiles
   for (const conv2d_problem& p : {make_problem(2, 8, 12, 12, 20, 1, 1, 1, 1), make_problem(2, 8, 7, 7, 20, 1, 1),
                                   make_problem(2, 8, 12, 12, 20, 3, 3, 1, 1)}) {
     const force_choice forced(3, 1);
     if (on_hopper()) {
-      const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen);
+      const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen, forced_options());
       CHECK(plan.k.direct == 0);
     }
     check_split_run<Policy>(std::string(label) + " not direct " + describe(p), p, 0, which++, ++seed);
@@ -654,7 +712,7 @@ TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: direct tiles") {
     opts o;
     o.splits = splits;
     o.gain = 2;
-    check_fused<packed_split_entry<wg<math::tf32>>>(name, p, d, op, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+    check_fused<forced_entry<wg<math::tf32>>>(name, p, d, op, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
   };
   run("sanitizer direct tf32 stride 1 fused", make_problem(2, 17, 12, 20, 130, 1, 1), 0, 1, 64, op::argmin{});
   run("sanitizer direct tf32 stride 2 pass mode", make_problem(2, 24, 15, 20, 140, 1, 1, 0, 0, 2, 2), 0, 2, 65, op::min{});
@@ -670,7 +728,7 @@ TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: split-K tail") {
     opts o;
     o.splits = 0;
     o.gain = 2;
-    check_fused<packed_split_entry<Policy>>(name, p, d, op, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+    check_fused<forced_entry<Policy>>(name, p, d, op, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
   };
   run(wg<math::tf32>{}, "sanitizer tail tf32 flat pass head", make_problem(9, 20, 7, 7, 140, 3, 3, 1, 1), 2, 2, op::argmin{});
   run(wg<math::bf16>{}, "sanitizer tail bf16 rows fused head", make_problem(3, 9, 20, 20, 33, 3, 3, 1, 1), 1, 1, op::min{});
@@ -685,7 +743,7 @@ TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: flat tiles") {
     opts o;
     o.splits = splits;
     o.gain = 2;
-    check_fused<packed_split_entry<Policy>>(name, p, d, op, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+    check_fused<forced_entry<Policy>>(name, p, d, op, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
   };
   run(wg<math::tf32>{}, "sanitizer flat tf32 7x7", make_problem(3, 20, 7, 7, 140, 3, 3, 1, 1), 0, 60, op::argmin{});
   run(wg<math::bf16>{}, "sanitizer flat bf16 stride 2", make_problem(2, 20, 11, 13, 40, 3, 3, 1, 1, 2, 2), 2, 61, op::min{});

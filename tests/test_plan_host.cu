@@ -456,21 +456,24 @@ TEST_CASE("choose_wgmma_splits: the split-K tail of the last wave") {
   CHECK(e.tail_s == doctest::Approx(pre + 8.25 * pass_s + 2e-6 + 2.0 * 4 * 992 * 1024 * 4 / 3e12 + 5e-6));
   CHECK(e.tail_s < e.pass_mode_s);
   CHECK(e.pass_mode_s < e.fused_s);
-  {  // the hook: no tail (pass mode then), or a forced one
-    auto& o = convred::device::detail::wgmma_override();
+  {  // the options: no tail (pass mode then), or a forced one
+    convred::device::plan_options o;
+    auto with = [&](const convred::device::plan_options& opt) {
+      return convred::device::choose_wgmma_splits<P>(p, k, 132, 1.0, convred::device::default_split_workspace_limit, opt);
+    };
     o.tail = -1;
-    const auto off = convred::device::choose_wgmma_splits<P>(p, k, 132);
+    const auto off = with(o);
     CHECK(off.tail_tiles == 0);
     CHECK(off.pass_mode);
-    o.tail = 10, o.tail_splits = 3, o.pass = 2;
-    const auto on = convred::device::choose_wgmma_splits<P>(p, k, 132);
+    o.tail = 10, o.tail_splits = 3, o.pass = convred::device::wgmma_pass_mode::on;
+    const auto on = with(o);
     CHECK(on.tail_tiles == 10);
     CHECK(on.tail_splits == 3);
     CHECK(on.pass_mode);
-    {  // the planner with that hook: pass mode's states of every pixel (16-byte aligned), then the tail's sums
+    {  // the planner with those options: pass mode's states of every pixel (16-byte aligned), then the tail's sums
       device_info h200 = h100;
       h200.sm_count = 132;
-      conv2d_reduce_plan<float, math::tf32> plan(p, h200);
+      conv2d_reduce_plan<float, math::tf32> plan(p, h200, o);
       CAPTURE(plan.description());
       CHECK(has(plan.description(), "in pass mode with a split-K tail (126 tiles x 8 channel passes = 1008 work units, "
                                     "then the last 10 tiles x 8 channel passes x 3 GEMM_K ranges = 240 work units"));
@@ -481,12 +484,11 @@ TEST_CASE("choose_wgmma_splits: the split-K tail of the last wave") {
       CHECK(plan.workspace_bytes() == convred::device::detail::packed_split_bytes(p, packed, xpack, 0, true, pixels, 3));
       CHECK(plan.k_splits() == 0);
     }
-    o.tail = 1000, o.tail_splits = 1000, o.pass = 1;  // at most tiles - 1 tiles, kt splits
-    const auto most = convred::device::choose_wgmma_splits<P>(p, k, 132);
+    o.tail = 1000, o.tail_splits = 1000, o.pass = convred::device::wgmma_pass_mode::off;  // at most tiles - 1 tiles, kt splits
+    const auto most = with(o);
     CHECK(most.tail_tiles == 135);
     CHECK(most.tail_splits == 64);
     CHECK_FALSE(most.pass_mode);
-    o = {};
   }
   // 3xTF32: no tail (its consumers, at their register limit, spill with the tail's offsets)
   using P3 = convred::default_wgmma_policy<math::tf32x3>::type;
@@ -556,7 +558,7 @@ TEST_CASE("conv_mainloop_wgmma::first_pixel: tiles t, t + 1, ... cover the outpu
   CHECK(checked > 100);
 }
 
-TEST_CASE("conv2d_reduce_plan: the mma.sync split where the model estimates it faster; the splits test hook") {
+TEST_CASE("conv2d_reduce_plan: the mma.sync split where the model estimates it faster; forced splits (plan_options)") {
   device_info h200 = h100;
   h200.sm_count = 132;
   conv2d_problem p;  // a 1x1 layer on 1x1 images: one 256-row tile holding one pixel, 2048 -> 1024 channels
@@ -568,30 +570,32 @@ TEST_CASE("conv2d_reduce_plan: the mma.sync split where the model estimates it f
     CHECK(plan.k_splits() > 0);
     CHECK(has(plan.description(), "the mma.sync split is estimated faster"));
   }
-  struct hook {  // detail::wgmma_override().splits for this scope
-    explicit hook(int z) { convred::device::detail::wgmma_override().splits = z; }
-    ~hook() { convred::device::detail::wgmma_override().splits = 0; }
+  auto forced = [](int z) {  // plan_options with `splits` z
+    convred::device::plan_options o;
+    o.splits = z;
+    return o;
   };
   {
-    const hook forced(-1);  // the wgmma kernel, its model's split count
-    conv2d_reduce_plan<float> plan(p, h200);
+    conv2d_reduce_plan<float> plan(p, h200, forced(-1));  // the wgmma kernel, its model's split count
     CAPTURE(plan.description());
     CHECK(plan.kernel() == kernel_kind::wgmma);
     CHECK(plan.k_splits() > 0);
   }
   {
-    const hook forced(3);
-    conv2d_reduce_plan<float> plan(p, h200);
+    conv2d_reduce_plan<float> plan(p, h200, forced(3));
+    CHECK(plan.options().splits == 3);
     CHECK(plan.kernel() == kernel_kind::wgmma);
     CHECK(plan.k_splits() == 3);
     CHECK(has(plan.description(), "split into 3 GEMM_K ranges"));
   }
   {
-    const hook forced(100000);  // at most one range per stage: 2048 / 8 channels
-    conv2d_reduce_plan<float> plan(p, h200);
+    conv2d_reduce_plan<float> plan(p, h200, forced(100000));  // at most one range per stage: 2048 / 8 channels
     CHECK(plan.k_splits() == 256);
+    conv2d_reduce_plan<float> moved(std::move(plan));  // the options move with the plan
+    CHECK(moved.options().splits == 100000);
+    CHECK(moved.k_splits() == 256);
   }
-  CHECK(conv2d_reduce_plan<float>(p, h200).kernel() == kernel_kind::mma_sync);  // the hook reset
+  CHECK(conv2d_reduce_plan<float>(p, h200).kernel() == kernel_kind::mma_sync);  // default options: the model's
 }
 
 TEST_CASE("conv2d_reduce_plan: errors before any CUDA call") {

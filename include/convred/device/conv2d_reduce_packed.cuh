@@ -22,6 +22,7 @@
 #include "common.cuh"
 #include "conv2d_reduce.cuh"
 #include "conv2d_reduce_split.cuh"
+#include "plan_options.cuh"
 
 namespace convred::device {
 
@@ -94,33 +95,6 @@ struct wgmma_split_estimate {
   double tail_s = 0;     ///< estimated time with that tail (0 without one)
 };
 
-namespace detail {
-
-/// Test hook: forces the choices of `chosen` plans on this host thread (tail: see the member). tiles: 0 the time model, 1 row
-/// tiles, 2 flat tiles, 3 direct tiles (where they serve; applied by choose_wgmma_params); pass: 0 the time model, 1 never
-/// pass mode, 2 pass mode wherever it applies (several channel passes, not 3xTF32), unsplit (applied by
-/// choose_wgmma_splits); splits: 0 the time model, -1 the wgmma kernel wherever it serves (the planner's
-/// mma.sync split not considered), z > 0 that and its partial mode with min(z, stages) GEMM_K ranges,
-/// whatever the workspace (max_workspace_bytes is not applied). choose_wgmma_params compares row and flat
-/// tiles through choose_wgmma_splits, so a forced z can change the tiles too (force them with `tiles`),
-/// and pass = 2 takes precedence over z (pass mode runs unsplit).
-struct wgmma_choice_override {
-  int tiles = 0;   ///< 0 model, 1 rows, 2 flat, 3 direct (where they serve)
-  int pass = 0;    ///< 0 model, 1 off, 2 on
-  int splits = 0;  ///< 0 model, -1 wgmma over the mma.sync split, z > 0 wgmma with z GEMM_K ranges
-  /// split-K tail (applied by choose_wgmma_splits where the tiles allow one and no split is forced): 0 model,
-  /// -1 never, t > 0 the last min(t, tiles - 1) tiles (with tail_splits, or the model's best splits for them)
-  std::int64_t tail = 0;
-  int tail_splits = 0;  ///< with tail > 0: min(z, kt) GEMM_K splits of the tail (0: the model's)
-};
-/// This thread's wgmma_choice_override (all zero: the time model decides).
-inline wgmma_choice_override& wgmma_override() {
-  static thread_local wgmma_choice_override o;
-  return o;
-}
-
-}  // namespace detail
-
 /// The planner's cost of a split-K tail's own launch of the wgmma kernel (seconds): the tail's blocks wait
 /// for the head's last one (a programmatic dependent launch hides the launch, not that wait) and the chain
 /// has one kernel more (bench/NOTES.md, session 13: each kernel of a chain adds ~1.7 us in the harness).
@@ -139,30 +113,31 @@ inline constexpr double plan_tail_launch_seconds = 2e-6;
 /// split_fixed_seconds), for Z x its pixels x K x 4 bytes within `max_workspace_bytes`. For a head of w
 /// waves only the fewest tail tiles are tried (w one to three waves short of the head alone), so the
 /// search is a few times kt estimates. The least such time, when below the unsplit estimate, sets
-/// e.tail_tiles, e.tail_splits, e.tail_s and (the head's mode) e.pass_mode. The test hook
-/// detail::wgmma_override().tail: -1 never, t > 0 the last min(t, tiles - 1) tiles whatever the time and
-/// the SM count (its tail_splits, else the best Z in [1, kt]; the hook's pass 1 / 2: a fused / pass-mode
-/// head, the latter where pass mode applies), where the tiles allow a tail (tail_serves, 2 tiles or more,
-/// not 3xTF32).
+/// e.tail_tiles, e.tail_splits, e.tail_s and (the head's mode) e.pass_mode. `options` (plan_options):
+/// tail -1 never, t > 0 the last min(t, tiles - 1) tiles whatever the time and the SM count (its
+/// tail_splits, else the best Z in [1, kt]; pass off / on: a fused / pass-mode head, the latter where
+/// pass mode applies), where the tiles allow a tail (tail_serves, 2 tiles or more, not 3xTF32).
 template <class Policy>
 void choose_wgmma_tail(const conv2d_problem& p, const block::wgmma_conv_params& k, int sm_count, double pre,
-                       double pass_s, std::size_t max_workspace_bytes, wgmma_split_estimate& e) {
+                       double pass_s, std::size_t max_workspace_bytes, wgmma_split_estimate& e,
+                       const plan_options& options = {}) {
   using mainloop = block::conv_mainloop_wgmma<Policy>;
-  const detail::wgmma_choice_override& o = detail::wgmma_override();
+  const plan_options& o = options;
   // (3xTF32: no tail; see kernel::conv2d_reduce_wgmma_kernel)
   if (o.tail < 0 || Policy::parts == 2 || !mainloop::tail_serves(k) || k.tiles < 2) return;
   const std::int64_t M = p.gemm_m(), sms = sm_count;
   double best = e.pass_mode ? e.pass_mode_s : e.fused_s;  // the unsplit choice
   const bool forced = o.tail > 0;
   if (forced) best = std::numeric_limits<double>::infinity();
-  // the head's modes: fused, pass mode where it applies (the hook's pass: 1 fused only, 2 pass mode where
+  // the head's modes: fused, pass mode where it applies (options' pass: off fused only, on pass mode where
   // it applies)
   const bool passes = e.pass_mode_s > 0;
-  for (int pass_head = o.pass == 2 && passes ? 1 : 0; pass_head <= (passes && o.pass != 1 ? 1 : 0); ++pass_head) {
+  for (int pass_head = o.pass == wgmma_pass_mode::on && passes ? 1 : 0;
+       pass_head <= (passes && o.pass != wgmma_pass_mode::off ? 1 : 0); ++pass_head) {
     const std::int64_t per_head = pass_head ? k.npass : 1;
     const double head_s = pass_head ? pass_s : k.npass * pass_s;
     // Tails to try: for a head of w waves the fewest tail tiles (more only lengthen the tail and its
-    // fixup), w = W - 1, W - 2, W - 3 of the W waves the head's units alone would take; or the hook's.
+    // fixup), w = W - 1, W - 2, W - 3 of the W waves the head's units alone would take; or the options'.
     std::int64_t tails[3];
     int n = 0;
     if (forced) {
@@ -218,14 +193,16 @@ void choose_wgmma_tail(const conv2d_problem& p, const block::wgmma_conv_params& 
 /// plan_xpack_bytes_per_s, plus plan_xpack_fixed_seconds.
 /// When the tiles fill the GPU (tiles >= sm_count), only a split-K tail over the last wave's tiles is
 /// considered (choose_wgmma_tail: e.tail_tiles, e.tail_splits, e.tail_s), after a fused or pass-mode head.
-/// The test hook detail::wgmma_override().pass, where pass mode applies and sm_count > 0: 1 never pass
-/// mode, 2 pass mode and no split (a tail only when the hook forces one).
+/// `options` (plan_options) may force these choices: pass, where pass mode applies and sm_count > 0: off
+/// never pass mode, on pass mode and no split (a tail only where options' tail forces one); splits and tail
+/// as plan_options says.
 /// @return splits = 0 (unsplit: fused, pass mode, or a tail after either) when sm_count <= 0 (unknown),
 ///   the tiles fill the GPU, or no split is estimated faster; fused_s is always set.
 template <class Policy>
 wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::wgmma_conv_params& k, int sm_count,
                                          double speed = 1.0,
-                                         std::size_t max_workspace_bytes = default_split_workspace_limit) {
+                                         std::size_t max_workspace_bytes = default_split_workspace_limit,
+                                         const plan_options& options = {}) {
   wgmma_split_estimate e;
   const double rate = plan_wgmma_flops_per_sm * speed / (k.gather ? plan_wgmma_gather_slowdown : 1.0) /
                       (k.direct && k.stride == 2 ? plan_wgmma_direct_s2_slowdown : 1.0);
@@ -244,11 +221,11 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
                     2.0 * k.npass * static_cast<double>(p.gemm_m()) * pass_state_bytes / split_workspace_bytes_per_s +
                     split_fixed_seconds;
     e.pass_mode = e.pass_mode_s < e.fused_s;
-    const int forced = detail::wgmma_override().pass;  // the test hook
-    if (forced == 1) e.pass_mode = false;
-    if (forced == 2) {
+    const wgmma_pass_mode forced = options.pass;
+    if (forced == wgmma_pass_mode::off) e.pass_mode = false;
+    if (forced == wgmma_pass_mode::on) {
       e.pass_mode = true;
-      if (detail::wgmma_override().tail > 0) choose_wgmma_tail<Policy>(p, k, sm_count, pre, pass_s, max_workspace_bytes, e);
+      if (options.tail > 0) choose_wgmma_tail<Policy>(p, k, sm_count, pre, pass_s, max_workspace_bytes, e, options);
       return e;
     }
   }
@@ -258,14 +235,14 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
     return pre + std::ceil(static_cast<double>(k.tiles * k.npass * z) / sms) * pass_s * stages / k.kt +
            2.0 * z * plane / split_workspace_bytes_per_s + split_fixed_seconds;
   };
-  if (const int z = detail::wgmma_override().splits; z > 0 && k.kt >= 1 && k.tiles > 0) {  // the test hook
+  if (const int z = options.splits; z > 0 && k.kt >= 1 && k.tiles > 0) {  // forced
     e.splits = z < k.kt ? z : k.kt, e.split_s = split_time(e.splits), e.units = k.tiles * k.npass * e.splits;
     e.pass_mode = false;
     return e;
   }
   if (sm_count <= 0 || k.tiles <= 0 || k.kt < 1) return e;
-  if (k.tiles >= sm_count || detail::wgmma_override().tail > 0) {  // enough tiles: at most a split-K tail
-    choose_wgmma_tail<Policy>(p, k, sm_count, pre, pass_s, max_workspace_bytes, e);
+  if (k.tiles >= sm_count || options.tail > 0) {  // enough tiles: at most a split-K tail
+    choose_wgmma_tail<Policy>(p, k, sm_count, pre, pass_s, max_workspace_bytes, e, options);
     return e;
   }
   const double unsplit = e.pass_mode ? e.pass_mode_s : e.fused_s;
@@ -292,10 +269,13 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
 /// or at stride 2 (counted plan_wgmma_direct_s2_slowdown times slower) when the model also runs them in
 /// partial mode. The choice assumes the model's mode: a caller of conv2d_reduce_packed_split who passes
 /// another split count runs the same tiles (correct, but at stride 2 possibly slower than flat ones).
+/// `options` (plan_options) may force the tiles where they serve, and reach choose_wgmma_splits's
+/// estimates.
 /// @return whether the kernel serves p (k and smem then set)
 template <class Policy>
 bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem, int sm_count,
-                         bool allow_flat, block::wgmma_conv_params& k, std::size_t& smem) {
+                         bool allow_flat, block::wgmma_conv_params& k, std::size_t& smem,
+                         const plan_options& options = {}) {
   using mainloop = block::conv_mainloop_wgmma<Policy>;
   block::wgmma_conv_params rect, flat;
   std::size_t rect_smem = 0, flat_smem = 0;
@@ -303,15 +283,16 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
   const bool has_flat = allow_flat && mainloop::make_params(p, tail_bytes, max_smem, flat, flat_smem, true);
   if (!has_rect && !has_flat) return false;
   auto estimate = [&](const block::wgmma_conv_params& c) {
-    return choose_wgmma_splits<Policy>(p, c, sm_count, plan_math_speed<typename Policy::math>());
+    return choose_wgmma_splits<Policy>(p, c, sm_count, plan_math_speed<typename Policy::math>(),
+                                       default_split_workspace_limit, options);
   };
   auto best = [&](const block::wgmma_conv_params& c) {
     const wgmma_split_estimate e = estimate(c);
     return e.splits > 0 ? e.split_s : e.tail_tiles > 0 ? e.tail_s : e.pass_mode ? e.pass_mode_s : e.fused_s;
   };
   // (a 1 x 1 filter with x gathered leaves the row tiles' producer no time at all: plan_wgmma_gather_slowdown
-  // understates it, so flat tiles take it whenever they serve); the test hook wgmma_override may force
-  // either where it serves
+  // understates it, so flat tiles take it whenever they serve); options' tiles may force either where it
+  // serves
   // Two rules measured on the H200 (bench/NOTES.md, session 11), where the wave model's FLOP-rate stages
   // miss the row tiles' own bound: a 1x1 filter whose flat stages hold wgmma_max_group slices, or any 1x1
   // filter under 3xTF32 (row-tile stages of one tap are bound by the transform of x, ~0.5 us per 8
@@ -325,10 +306,10 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
   const bool measured = has_flat && has_rect &&
                         ((p.R * p.S == 1 && (flat.group == block::wgmma_max_group || Policy::parts == 2)) ||
                          (rect.gather && rect.stride == 2 && !Policy::is_tf32));
-  const int forced = detail::wgmma_override().tiles;
-  const bool flat_wins = has_flat && (!has_rect || forced == 2 ||
-                                      (forced != 1 && (measured || (rect.gather && p.R * p.S == 1) ||
-                                                       best(flat) < best(rect))));
+  const wgmma_tiling forced = options.tiles;
+  const bool flat_wins = has_flat && (!has_rect || forced == wgmma_tiling::flat ||
+                                      (forced != wgmma_tiling::rows && (measured || (rect.gather && p.R * p.S == 1) ||
+                                                                        best(flat) < best(rect))));
   k = flat_wins ? flat : rect, smem = flat_wins ? flat_smem : rect_smem;
   // direct tiles (tf32 1x1, no packing pass) where they serve and the model has them no slower: at stride
   // 1 layer1.0's projection ran 42.3 -> 33.6 us (n32) and 13.6 -> 12.8 (n1) (bench/NOTES.md, session 16).
@@ -339,9 +320,9 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
   // whose units fill the GPU, forced direct tiles ran 52.4 -> 82.5 us)
   block::wgmma_conv_params direct;
   std::size_t direct_smem = 0;
-  if (allow_flat && forced != 1 && forced != 2 &&
+  if (allow_flat && forced != wgmma_tiling::rows && forced != wgmma_tiling::flat &&
       mainloop::make_direct_params(p, tail_bytes, max_smem, direct, direct_smem) &&
-      (forced == 3 || ((p.stride_h == 1 || estimate(direct).splits > 0) && best(direct) <= best(k))))
+      (forced == wgmma_tiling::direct || ((p.stride_h == 1 || estimate(direct).splits > 0) && best(direct) <= best(k))))
     k = direct, smem = direct_smem;
   return true;
 }
@@ -414,9 +395,10 @@ enum class wgmma_tiles { rows, either, chosen };
 
 /// The wgmma kernel's plan for p: not served for T other than float, an invalid problem, a problem the
 /// mainloop does not implement in the tiles `tiles` allows (block::conv_mainloop_wgmma::make_params), or a
-/// device without sm_90a code.
+/// device without sm_90a code. `options` (plan_options) apply to `chosen` plans.
 template <class Policy, class T, class Op>
-wgmma_plan_t wgmma_plan(const conv2d_problem& p, wgmma_tiles tiles = wgmma_tiles::rows) {
+wgmma_plan_t wgmma_plan(const conv2d_problem& p, wgmma_tiles tiles = wgmma_tiles::rows,
+                        const plan_options& options = {}) {
   wgmma_plan_t plan;
   if constexpr (!std::is_same_v<T, float>) {
     return plan;
@@ -439,13 +421,13 @@ wgmma_plan_t wgmma_plan(const conv2d_problem& p, wgmma_tiles tiles = wgmma_tiles
       cudaGetLastError();  // ours
       sms = 0;
     }
-    const wgmma_choice_override o = wgmma_override();
-    // (choose_wgmma_params applies o.tiles)
-    plan.served = choose_wgmma_params<Policy>(p, tail, max_smem_per_block, sms, true, plan.k, plan.smem_bytes);
+    // (choose_wgmma_params applies options.tiles)
+    plan.served = choose_wgmma_params<Policy>(p, tail, max_smem_per_block, sms, true, plan.k, plan.smem_bytes, options);
     if (plan.served) {
-      const wgmma_split_estimate e = choose_wgmma_splits<Policy>(p, plan.k, sms, plan_math_speed<typename Policy::math>());
+      const wgmma_split_estimate e = choose_wgmma_splits<Policy>(p, plan.k, sms, plan_math_speed<typename Policy::math>(),
+                                                                 default_split_workspace_limit, options);
       const bool applies = plan.k.npass > 1 && Policy::parts == 1;
-      plan.pass_mode = applies && e.splits == 0 && e.pass_mode;  // (the test hook's o.pass applied there)
+      plan.pass_mode = applies && e.splits == 0 && e.pass_mode;  // (options.pass applied there)
       if (e.splits == 0 && e.tail_tiles > 0) {
         plan.tail_tiles = e.tail_tiles, plan.tail_splits = e.tail_splits;
         plan.tail_pixels = p.gemm_m() - mainloop::first_pixel(plan.k, plan.k.tiles - e.tail_tiles);
@@ -719,15 +701,15 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
 /// or for flat or direct tiles of a 1x1 filter, whose stages hold wgmma_conv_params::group slices of block_c
 /// channels, that over the group), when the wgmma kernel serves p (every split at least one stage); 0 to
 /// max_k_splits when it does not (the mma.sync kernel runs then, split by conv2d_reduce_split for 1 and
-/// more). 0 for an invalid problem.
+/// more). 0 for an invalid problem. `options`: the planner's options (plan_options) the runs will use.
 /// @tparam Policy a wgmma_policy (or default_wgmma_policy<Math>::type)
 /// @tparam T element type of x and w (only float is served by the wgmma kernel)
 template <class Policy, class T>
-int max_packed_k_splits(const conv2d_problem& p) {
+int max_packed_k_splits(const conv2d_problem& p, const plan_options& options = {}) {
   static_assert(is_wgmma_policy_v<Policy>,
                 "convred: Policy must be a wgmma_policy<Math, ...>, e.g. convred::default_wgmma_policy<convred::math::tf32>::type");
   if (validate(p, sizeof(T)) != status::success) return 0;
-  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::chosen);
+  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::chosen, options);
   return plan.served ? plan.k.kt : max_k_splits;
 }
 
@@ -745,14 +727,15 @@ int max_packed_k_splits(const conv2d_problem& p) {
 /// (conv2d_reduce_split_workspace_bytes<T>(p, splits); 0 for splits = 0). Example: ResNet-50 layer3 3x3, x
 /// (32, 256, 14, 14), K = 256, tf32, 2 splits: 2,359,296 bytes of packed filter, the packed x if flat, then
 /// 2 x 6,272 x 256 x 4 = 12,845,056 bytes of partial sums.
+/// `options`: the planner's options (plan_options) the runs will use.
 /// @return the size; 0 for an invalid problem, N = 0, splits outside [0, max_packed_k_splits<Policy,
 ///   T>(p)], or a size that overflows int64.
 template <class Policy, class T>
-std::size_t packed_split_workspace_bytes(const conv2d_problem& p, int splits) {
+std::size_t packed_split_workspace_bytes(const conv2d_problem& p, int splits, const plan_options& options = {}) {
   static_assert(is_wgmma_policy_v<Policy>,
                 "convred: Policy must be a wgmma_policy<Math, ...>, e.g. convred::default_wgmma_policy<convred::math::tf32>::type");
   if (validate(p, sizeof(T)) != status::success || p.y_elements() == 0 || splits < 0) return 0;
-  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::chosen);
+  const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::chosen, options);
   if (!plan.served) return splits == 0 ? 0 : conv2d_reduce_split_workspace_bytes<T>(p, splits);
   if (splits > plan.k.kt) return 0;
   return detail::packed_split_bytes(p, detail::packed_bytes<Policy>(plan),
@@ -815,6 +798,8 @@ std::size_t packed_split_workspace_bytes(const conv2d_problem& p, int splits) {
 /// @param op              reduction op (functional.cuh)
 /// @param epi             epilogue `V e(V, int k)` or `V e(V)`, run on the device in fp32
 /// @param stream          CUDA stream the kernels are launched on (asynchronous; nothing is synchronised)
+/// @param options         the planner's options (plan_options: the tiles and the unsplit mode; the default
+///   is the time model's choice): the same as packed_split_workspace_bytes was given
 /// @return status::success after the launches (or for N = 0, with no launch); otherwise the first problem
 ///   found, with nothing launched: validate(p)'s codes; indices_not_supported; invalid_argument (splits
 ///   outside [0, kt]); null_pointer (x, w or workspace null, or both y and indices); misaligned_pointer (a
@@ -831,19 +816,19 @@ template <class Policy, class T, class Op, class Epilogue = epilogue::identity>
 status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* w, void* workspace,
                                   std::size_t workspace_bytes, const nondeduced_t<T>* bias, T* y,
                                   std::int64_t* indices, int splits, Op op = {}, Epilogue epi = {},
-                                  cudaStream_t stream = nullptr) {
+                                  cudaStream_t stream = nullptr, const plan_options& options = {}) {
   static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
   static_assert(is_wgmma_policy_v<Policy>,
                 "convred: Policy must be a wgmma_policy<Math, ...>, e.g. convred::default_wgmma_policy<convred::math::tf32>::type "
                 "(device::conv2d_reduce_plan picks a kernel and policy for any GPU and problem)");
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
   if (status s = detail::pending_status(); p.y_elements() > 0 && s != status::success) return s;  // caller's error
-  detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, Op>(p, detail::wgmma_tiles::chosen);
+  detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, Op>(p, detail::wgmma_tiles::chosen, options);
   // the workspace's layout (packed x, pass mode) is argmin's plan's, which packed_split_workspace_bytes
   // sized; the same plan for every Op whose shared memory tail is argmin's (every standard op), else
   // planned again: an Op whose own choice differs (a larger reduction state) takes the fallback
   if constexpr (detail::wgmma_tail_bytes<Policy, Op>() != detail::wgmma_tail_bytes<Policy, op::argmin>()) {
-    const detail::wgmma_plan_t ref = detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::chosen);
+    const detail::wgmma_plan_t ref = detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::chosen, options);
     if (plan.served && (!ref.served || ref.k.flat != plan.k.flat || ref.k.direct != plan.k.direct)) plan.served = false;
     plan.pass_mode = ref.pass_mode;
     plan.tail_tiles = ref.tail_tiles, plan.tail_splits = ref.tail_splits, plan.tail_pixels = ref.tail_pixels;

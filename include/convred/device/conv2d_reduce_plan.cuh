@@ -21,6 +21,7 @@
 #include "conv2d_reduce.cuh"
 #include "conv2d_reduce_packed.cuh"
 #include "conv2d_reduce_split.cuh"
+#include "plan_options.cuh"
 
 namespace convred::device {
 
@@ -148,8 +149,10 @@ class conv2d_reduce_plan {
       typename std::conditional_t<tensor_math, wgmma_pingpong<wgmma_policy_t>, default_simt_policy<T>>::type;
 
   /// Plans p for the current device (device_info::current()); prepare and run must then be called with
-  /// that device current.
-  explicit conv2d_reduce_plan(const conv2d_problem& p) : conv2d_reduce_plan(p, device_info::current()) {
+  /// that device current. `options` (plan_options; default: the planner's own choices) may force the wgmma
+  /// kernel's choices; the plan keeps them and its runs pass them on.
+  explicit conv2d_reduce_plan(const conv2d_problem& p, const plan_options& options = {})
+      : conv2d_reduce_plan(p, device_info::current(), options) {
     if (cudaGetDevice(&device_) != cudaSuccess) {
       cudaGetLastError();  // ours: no device (state() is no_device)
       device_ = -1;
@@ -159,7 +162,11 @@ class conv2d_reduce_plan {
   /// Plans p for the device described by `dev` (no CUDA call: plans can be made and inspected without a
   /// GPU). state() says whether it can run: validate(p)'s code for an invalid problem, status::no_device
   /// for no device or an explicit tensor-core math (not math::accurate) on a GPU older than sm_80.
-  conv2d_reduce_plan(const conv2d_problem& p, const device_info& dev) : p_(p) { choose(dev); }
+  /// `options` as above.
+  conv2d_reduce_plan(const conv2d_problem& p, const device_info& dev, const plan_options& options = {})
+      : p_(p), options_(options) {
+    choose(dev);
+  }
 
   conv2d_reduce_plan(const conv2d_reduce_plan&) = delete;
   conv2d_reduce_plan& operator=(const conv2d_reduce_plan&) = delete;
@@ -169,7 +176,7 @@ class conv2d_reduce_plan {
   conv2d_reduce_plan& operator=(conv2d_reduce_plan&& o) {
     if (this != &o) {
       release();
-      p_ = o.p_, state_ = o.state_, kind_ = o.kind_, why_ = o.why_, need_ = o.need_, packed_ = o.packed_,
+      p_ = o.p_, options_ = o.options_, state_ = o.state_, kind_ = o.kind_, why_ = o.why_, need_ = o.need_, packed_ = o.packed_,
       splits_ = o.splits_, flat_ = o.flat_, direct_ = o.direct_, pingpong_ = o.pingpong_, pass_ = o.pass_, tail_ = o.tail_, device_ = o.device_;
       w_ = o.w_, ws_ = o.ws_, ws_bytes_ = o.ws_bytes_, prepared_ = o.prepared_, prepared_on_ = o.prepared_on_;
       owned_ = o.owned_, owned_bytes_ = o.owned_bytes_;
@@ -200,6 +207,8 @@ class conv2d_reduce_plan {
   const std::string& description() const { return why_; }
   /// The problem planned.
   const conv2d_problem& problem() const { return p_; }
+  /// The options the plan was made with (plan_options; default: the planner's own choices).
+  const plan_options& options() const { return options_; }
   /// Bytes of workspace the plan needs: the packed filter when the wgmma kernel was picked
   /// (packed_filter_bytes<wgmma_policy_t, T>(p)), and when it runs through conv2d_reduce_packed_split
   /// (partial mode, flat or direct tiles, pass mode, a split-K tail, the ping-pong policy) what that
@@ -327,11 +336,11 @@ class conv2d_reduce_plan {
         if constexpr (wgmma_pingpong_policy_t::parts == 1) {  // (never under 3xTF32: choose_pingpong)
           if (pingpong_)
             return conv2d_reduce_packed_split<wgmma_pingpong_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, 0, op,
-                                                                       epi, stream);
+                                                                       epi, stream, options_);
         }
         if (packed_split())
           return conv2d_reduce_packed_split<wgmma_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, splits_, op, epi,
-                                                            stream);
+                                                            stream, options_);
         return conv2d_reduce_packed<wgmma_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, op, epi, stream);
       }
       if (kind_ == kernel_kind::mma_sync) {
@@ -515,14 +524,15 @@ class conv2d_reduce_plan {
     if constexpr (pp::parts != 1) {
       return false;
     } else {
-      if (est.splits != 2 || dev.sm_count <= 0 || detail::wgmma_override().splits != 0) return false;
+      if (est.splits != 2 || dev.sm_count <= 0 || options_.splits != 0) return false;
       block::wgmma_conv_params q;
       std::size_t q_smem = 0;
       if (!choose_wgmma_params<pp>(p_, detail::wgmma_tail_bytes<pp, op::argmin>(), detail::max_smem_per_block,
-                                   dev.sm_count, true, q, q_smem) ||
+                                   dev.sm_count, true, q, q_smem, options_) ||
           q.flat != k.flat || q.direct != k.direct || q.gather != k.gather || q.kt != k.kt)
         return false;
-      const wgmma_split_estimate e = choose_wgmma_splits<pp>(p_, q, dev.sm_count, plan_math_speed<kernel_math>());
+      const wgmma_split_estimate e = choose_wgmma_splits<pp>(p_, q, dev.sm_count, plan_math_speed<kernel_math>(),
+                                                             default_split_workspace_limit, options_);
       const std::int64_t units = e.pass_mode ? q.tiles * q.npass : q.tiles;
       // a unit of one pass (pass mode, or fused with one pass): 128 pixels x a whole pass, the size of the
       // cooperative unit (256 pixels x half a pass); fused units of several passes would be larger
@@ -546,7 +556,8 @@ class conv2d_reduce_plan {
       if (const char* why = block::conv_mainloop_wgmma<wgmma_policy_t>::cannot_implement(p_)) return why;
       // tiles of image rows or flat tiles over a packed x, as conv2d_reduce_packed_split picks them on dev
       if (!choose_wgmma_params<wgmma_policy_t>(p_, detail::wgmma_tail_bytes<wgmma_policy_t, op::argmin>(),
-                                               detail::max_smem_per_block, dev.sm_count, dev.sm_count > 0, k, smem))
+                                               detail::max_smem_per_block, dev.sm_count, dev.sm_count > 0, k, smem,
+                                               options_))
         return "its operand stages do not fit in shared memory";
       // Gathered x (stride 2, W % 4 != 0): the producer's plain loads are slower than TMA, and a 1x1
       // filter (one tap per stage) leaves it no time at all.
@@ -558,8 +569,8 @@ class conv2d_reduce_plan {
       // the H200's rates (plan_wgmma_flops_per_sm, plan_mma_split_flops_per_sm; every math scaled by
       // plan_math_speed): the mma.sync split ~0.34 TFLOP/s per SM on the useful work, plus ~14 us.
       const double speed = plan_math_speed<kernel_math>();
-      est = choose_wgmma_splits<wgmma_policy_t>(p_, k, dev.sm_count, speed);
-      if ((k.npass > 1 || k.gather) && dev.sm_count > 0 && detail::wgmma_override().splits == 0) {
+      est = choose_wgmma_splits<wgmma_policy_t>(p_, k, dev.sm_count, speed, default_split_workspace_limit, options_);
+      if ((k.npass > 1 || k.gather) && dev.sm_count > 0 && options_.splits == 0) {
         const double t_wgmma = est.splits > 0 ? est.split_s : est.tail_tiles > 0 ? est.tail_s : est.pass_mode ? est.pass_mode_s : est.fused_s;
         const double t_split = plan_mma_split_fixed_seconds +
                                2.0 * static_cast<double>(p_.gemm_m()) * static_cast<double>(p_.K) *
@@ -593,8 +604,8 @@ class conv2d_reduce_plan {
         const std::size_t here = packed_filter_bytes<wgmma_policy_t, T>(p_);  // 0 where wgmma does not serve p
         if (here == 0 || here != packed_) return status::no_device;
         // conv2d_reduce_packed_split picks its tiles and mode on this device: its workspace must be the plan's
-        if (packed_split() && (pingpong_ ? packed_split_workspace_bytes<wgmma_pingpong_policy_t, T>(p_, 0)
-                                         : packed_split_workspace_bytes<wgmma_policy_t, T>(p_, splits_)) != need_)
+        if (packed_split() && (pingpong_ ? packed_split_workspace_bytes<wgmma_pingpong_policy_t, T>(p_, 0, options_)
+                                         : packed_split_workspace_bytes<wgmma_policy_t, T>(p_, splits_, options_)) != need_)
           return status::no_device;
       }
     }
@@ -610,6 +621,7 @@ class conv2d_reduce_plan {
   }
 
   conv2d_problem p_{};
+  plan_options options_{};  ///< the options the plan was made with, passed on by run
   status state_ = status::success;
   kernel_kind kind_ = kernel_kind::simt;
   std::string why_;
