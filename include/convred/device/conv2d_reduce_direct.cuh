@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
 #include <string>
 
 #include "../block/conv_direct.cuh"
@@ -330,8 +331,11 @@ bool direct_device_facts(Kernel* kern, int& sm_count, bool& clusters) {
   return true;
 }
 
-/// The last few choices of choose_direct_config on this thread, keyed by everything it reads: a plan runs
-/// the same problem again and again, and the search costs tens of microseconds.
+/// choose_direct_config's result, from the last `capacity` distinct choices of the process (shared by
+/// every host thread, guarded by a mutex) keyed by everything it reads: a plan runs the same problem again
+/// and again, and the search costs 0.1 to 2 ms on the host (a lookup: tens of nanoseconds). The search
+/// runs outside the lock; its result depends on the key alone, so threads that race on a key store the
+/// same value (the first one stored is kept).
 inline direct_config cached_direct_config(const conv2d_problem& p, const direct_kernel_shape& k, int sm_count,
                                           int max_splits) {
   struct entry {
@@ -340,8 +344,13 @@ inline direct_config cached_direct_config(const conv2d_problem& p, const direct_
     int sms, splits;
     direct_config c;
   };
-  thread_local entry cache[8];
-  thread_local int used = 0, next = 0;
+  constexpr int capacity = 32;  // more than the depthwise layers of one network (MobileNetV2: 17)
+  struct cache_t {
+    std::mutex m;
+    entry e[capacity];
+    int used = 0, next = 0;  // entries filled; the next one replaced (oldest first)
+  };
+  static cache_t cache;
   auto same = [&](const entry& e) {
     return e.sms == sm_count && e.splits == max_splits && e.k.sh == k.sh && e.k.sw == k.sw &&
            e.k.unrolled == k.unrolled && e.k.filter == k.filter && e.k.elem_bytes == k.elem_bytes &&
@@ -350,12 +359,22 @@ inline direct_config cached_direct_config(const conv2d_problem& p, const direct_
            e.p.stride_h == p.stride_h && e.p.stride_w == p.stride_w && e.p.dil_h == p.dil_h &&
            e.p.dil_w == p.dil_w && e.p.groups == p.groups && e.p.x_layout == p.x_layout;
   };
-  for (int i = 0; i < used; ++i)
-    if (same(cache[i])) return cache[i].c;
+  auto find = [&]() -> const entry* {  // (cache.m held)
+    for (int i = 0; i < cache.used; ++i)
+      if (same(cache.e[i])) return &cache.e[i];
+    return nullptr;
+  };
+  {
+    const std::lock_guard<std::mutex> lock(cache.m);
+    if (const entry* e = find()) return e->c;
+  }
   const direct_config c = choose_direct_config(p, k, sm_count, max_splits);
-  cache[next] = entry{p, k, sm_count, max_splits, c};
-  next = (next + 1) % 8;
-  used = used < 8 ? used + 1 : 8;
+  const std::lock_guard<std::mutex> lock(cache.m);
+  if (!find()) {
+    cache.e[cache.next] = entry{p, k, sm_count, max_splits, c};
+    cache.next = (cache.next + 1) % capacity;
+    cache.used = cache.used < capacity ? cache.used + 1 : capacity;
+  }
   return c;
 }
 
@@ -469,7 +488,7 @@ status conv2d_reduce_direct_with(const direct_config* forced, const conv2d_probl
 /// dilation 1 unrolled, any other filter, stride and dilation at run time), bias + epilogue folded into the
 /// pixels' reduction states in registers; the groups' states are combined in group order and y (and the
 /// index) written once per pixel. The tiling comes from choose_direct_config for the current device
-/// (cached per thread); when the tiles are too few to fill the GPU (small batches), up to 8 blocks share a
+/// (cached); when the tiles are too few to fill the GPU (small batches), up to 8 blocks share a
 /// tile as a thread-block cluster, each over a share of the channels, and their states are combined
 /// through distributed shared memory in rank order (sm_90 code on a compute capability 9.0+ device;
 /// elsewhere smaller tiles only). Deterministic: no atomics; for a given device the same tiling, hence
