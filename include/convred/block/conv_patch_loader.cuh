@@ -42,21 +42,13 @@ struct conv_patch_loader {
   /// (armed here with the bytes) completes when they have landed.
   __device__ static void copy_patch(unsigned char* raw, std::uint64_t* bar, const void* x_map,
                                     const wgmma_conv_params& p, int n, int h0, int w0, int c0) {
-#ifdef CONVRED_EXP_NOLOAD  // diagnosis build (wrong results): no copies, the consumers' time alone
-    convred::detail::mbarrier_arrive(bar);
-#else
     convred::detail::mbarrier_arrive_expect_tx(bar, static_cast<std::uint32_t>(p.raw_copy_bytes));
     convred::detail::tma_load_4d(raw, x_map, w0, h0, c0, n, bar);
-#endif
   }
 
   /// Copies packed filter slice `slice` (pass * kt + stage of the pass) into `b` (16-byte aligned); `bar` is
   /// armed with its bytes and this thread's arrival.
   __device__ static void copy_filter(unsigned char* b, std::uint64_t* bar, const wgmma_conv_params& p, int slice) {
-#ifdef CONVRED_EXP_NOLOAD
-    convred::detail::mbarrier_arrive(bar);
-    return;
-#endif
     convred::detail::mbarrier_arrive_expect_tx(bar, static_cast<std::uint32_t>(p.b_bytes));
     const auto* src = static_cast<const unsigned char*>(p.filter) + static_cast<std::int64_t>(slice) * p.b_bytes;
     convred::detail::bulk_copy_g2s(b, src, static_cast<std::uint32_t>(p.b_bytes), bar);
@@ -82,10 +74,6 @@ struct conv_patch_loader {
                                    std::int64_t tile) {
     const std::uint32_t planes = static_cast<std::uint32_t>(Policy::parts) * static_cast<std::uint32_t>(p.part_bytes);
     const std::uint32_t filter = p.resident_bytes ? 0u : static_cast<std::uint32_t>(p.b_bytes);
-#ifdef CONVRED_EXP_NOLOAD
-    convred::detail::mbarrier_arrive(bar);
-    return;
-#endif
     convred::detail::mbarrier_arrive_expect_tx(bar, filter + planes);
     if (filter)
       convred::detail::bulk_copy_g2s(stage, static_cast<const unsigned char*>(p.filter) + static_cast<std::int64_t>(slice) * p.b_bytes,
@@ -101,10 +89,6 @@ struct conv_patch_loader {
   __device__ static void copy_direct(unsigned char* stage, std::uint64_t* bar, const void* x_map, const wgmma_conv_params& p,
                                      int slice, int n, int p0) {
     const std::uint32_t filter = p.resident_bytes ? 0u : static_cast<std::uint32_t>(p.b_bytes);
-#ifdef CONVRED_EXP_NOLOAD
-    convred::detail::mbarrier_arrive(bar);
-    return;
-#endif
     convred::detail::mbarrier_arrive_expect_tx(bar, filter + static_cast<std::uint32_t>(p.raw_copy_bytes));
     if (filter)
       convred::detail::bulk_copy_g2s(stage, static_cast<const unsigned char*>(p.filter) + static_cast<std::int64_t>(slice) * p.b_bytes,
@@ -121,9 +105,6 @@ struct conv_patch_loader {
   /// quarter-warp write 8 distinct 16-byte bank groups (no shared-memory bank conflict).
   __device__ static void to_planes(const float* __restrict__ raw, unsigned char* __restrict__ planes,
                                    const wgmma_conv_params& p, int t, int nthreads) {
-#if defined(CONVRED_EXP_NOTRANSFORM) || defined(CONVRED_EXP_NOLOAD)
-    return;  // diagnosis builds (wrong results)
-#endif
     constexpr int W = x3 ? 8 : 4;  // 32-bit words per pixel: the 16-byte entry (and 3xTF32's small parts)
     const int quads = p.rp / 4, items = (RC / E) * p.ph * quads, cstride = p.bh * p.rp;
     for (int it = t; it < items; it += nthreads) {
@@ -152,9 +133,6 @@ struct conv_patch_loader {
   __device__ static void gather_planes(const float* __restrict__ x, unsigned char* __restrict__ planes,
                                        const wgmma_conv_params& p, std::int64_t n, int p0, int q0, int c0, int t,
                                        int nthreads) {
-#if defined(CONVRED_EXP_NOTRANSFORM) || defined(CONVRED_EXP_NOLOAD)
-    return;  // diagnosis builds (wrong results)
-#endif
     constexpr int W = x3 ? 8 : 4;
     const int quads = (p.pw + 3) / 4, phases = p.phases_h * p.phases_w;
     const int items = (Policy::block_c / E) * phases * p.ph * quads;

@@ -113,40 +113,32 @@ __global__ void pack_x_kernel(const float* __restrict__ x, void* __restrict__ ou
   if constexpr (W == 8) dst[per] = make_uint4(wd[4], wd[5], wd[6], wd[7]);  // the small parts: part 1
 }
 
-#ifdef CONVRED_EXP_CLOCKS
-/// Diagnosis builds only (bench/wgmma_stages.cu): clock64 cycles summed over the blocks. Consumers
-/// (threads 0 and 128): [0] tile mainloop incl. waits, [1] full-barrier waits, [2] epilogue math,
-/// [3] reduction and stores, [4] tiles; producer thread 32 (transform warp 0 lane 0): [5] raw-buffer waits, [6] stage-slot
-/// waits, [7] plane conversion.
-__device__ unsigned long long exp_clocks[8];
-/// Diagnosis builds: one thread's cycle counts, added to exp_clocks when they go out of scope (for the
-/// threads that count).
-struct exp_clock_counts {
-  unsigned long long c[8] = {};  ///< cycles per slot (see exp_clocks)
-  bool on;                       ///< this thread's counts are added
-  /// Counts for this thread when `counting`.
-  __device__ explicit exp_clock_counts(bool counting) : on(counting) {}
-  /// Adds the counts to exp_clocks.
-  __device__ ~exp_clock_counts() {
-    if (on)
-      for (int i = 0; i < 8; ++i) atomicAdd(&exp_clocks[i], c[i]);
-  }
-};
-/// Runs stmt and adds its clock64 cycles to clk.c[slot] (diagnosis builds).
-#define CONVRED_EXP_TIME(slot, stmt)      \
-  do {                                    \
-    const long long t0_ = clock64();      \
-    stmt;                                 \
-    clk.c[slot] += clock64() - t0_;       \
+// Probes of conv2d_reduce_wgmma_kernel's phases: points where a diagnosis build may time the kernel by
+// defining these macros before it includes convred (bench/wgmma_clocks.cuh does). By default they are
+// nothing (CONVRED_WGMMA_PHASE: its statement alone), and the kernel's code is the same as without them.
+#ifndef CONVRED_WGMMA_PROBE
+/// Starts a thread's probes in produce and consume; `on`: the thread's phases are the ones recorded
+/// (consumer threads 0 and 128, producer thread 32: transform warp 0, lane 0).
+#define CONVRED_WGMMA_PROBE(on) \
+  do {                          \
   } while (0)
-#else
-/// Cycle counts of the diagnosis builds (`-DCONVRED_EXP_CLOCKS`); nothing in other builds.
-struct exp_clock_counts {
-  /// Nothing to count.
-  __device__ explicit exp_clock_counts(bool) {}
-};
-/// Runs stmt (CONVRED_EXP_CLOCKS builds also count its cycles).
-#define CONVRED_EXP_TIME(slot, stmt) stmt
+#endif
+#ifndef CONVRED_WGMMA_PHASE
+/// Runs stmt, phase `slot` of the kernel: consumers 1 a full-barrier wait, 2 the epilogue math, 3 the
+/// reduction and stores; producer 5 a raw-buffer wait, 6 a stage-slot wait, 7 the plane conversion.
+#define CONVRED_WGMMA_PHASE(slot, stmt) stmt
+#endif
+#ifndef CONVRED_WGMMA_UNIT_BEGIN
+/// A consumer's work unit starts (the unit's mainloop is phase 0, the units counted in slot 4).
+#define CONVRED_WGMMA_UNIT_BEGIN() \
+  do {                             \
+  } while (0)
+#endif
+#ifndef CONVRED_WGMMA_UNIT_END
+/// A consumer's channel pass has completed its wgmmas; `done`: the unit's last (its mainloop ends).
+#define CONVRED_WGMMA_UNIT_END(done) \
+  do {                               \
+  } while (0)
 #endif
 
 /// @brief Shared memory of conv2d_reduce_wgmma_kernel after its operand stages and raw patch buffers
@@ -329,13 +321,13 @@ __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& ta
 /// planes (block::conv_patch_loader); each runs ahead
 /// across tile boundaries as its buffers are released. (Converting on all 128 threads, thread 0 issuing
 /// the copies between its items, made the seed's bf16 conversion 1.8x faster but its raw-buffer waits
-/// 14x longer: 24% slower in all; bench/NOTES.md "Session 8".)
+/// 14x longer: 24% slower in all; bench/NOTES.md, "Moved from header comments".)
 /// Gathering variant (`prm.gather`: stride 2, W % 4 != 0): all producer threads load each stage's planes from
 /// x themselves (conv_patch_loader::gather_planes), thread 0 first copying the stage's filter slice.
 template <class Policy, class Op, bool Gather, bool Direct = false>
 __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::wgmma_conv_params& prm,
-                                        const wgmma_smem<Policy, Op>& sm, const tile_scheduler& sched, int pt,
-                                        exp_clock_counts& clk) {
+                                        const wgmma_smem<Policy, Op>& sm, const tile_scheduler& sched, int pt) {
+  CONVRED_WGMMA_PROBE(pt == 32);
   using loader = block::conv_patch_loader<Policy>;
   constexpr int E = 16 / Policy::filter_elem_bytes, chunks = Policy::block_c / Policy::raw_c;
   constexpr int transform = wgmma_block<Policy, Gather>::transform_threads;
@@ -349,7 +341,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
       int first, last;
       sched.slices(unit, first, last);
       for (int sl = first; sl < last; ++sl, st.advance()) {
-        CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
+        CONVRED_WGMMA_PHASE(6, st.wait_free(tail.empty));
         unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
         if constexpr (Direct)  // a TMA box of x from NCHW
           loader::copy_direct(stage, &tail.full[st.slot], x_map, prm, sl, static_cast<int>(t.n),
@@ -368,9 +360,9 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
       sched.slices(unit, first, last);
       for (int sl = first; sl < last; ++sl, st.advance()) {  // slice sl: channel pass sl / kt
         unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
-        CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
+        CONVRED_WGMMA_PHASE(6, st.wait_free(tail.empty));
         if (pt == 0 && !prm.resident_bytes) loader::copy_filter(stage, &tail.full[st.slot], prm, sl);
-        CONVRED_EXP_TIME(7, loader::gather_planes(prm.x, stage + prm.a_offset, prm, t.n,
+        CONVRED_WGMMA_PHASE(7, loader::gather_planes(prm.x, stage + prm.a_offset, prm, t.n,
                                                   static_cast<int>(t.tp) * prm.tile_rows,
                                                   static_cast<int>(t.tq) * prm.tile_cols,
                                                   (sl % prm.kt) * Policy::block_c, pt, transform));
@@ -398,7 +390,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
         loader::copy_filter(stage, &tail.full[st.slot], prm, sl);
         continue;
       }
-      if (pt >= 32) CONVRED_EXP_TIME(6, st.wait_free(tail.empty));
+      if (pt >= 32) CONVRED_WGMMA_PHASE(6, st.wait_free(tail.empty));
       for (int c = 0; c < chunks; ++c, rs.advance()) {  // the stage's raw buffers of raw_c channels
         unsigned char* rbuf = sm.raw + rs.slot * prm.raw_bytes;
         if (pt == 0) {  // the patch copier: runs up to raw_stages buffers ahead of the transform
@@ -406,8 +398,8 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
           loader::copy_patch(rbuf, &tail.raw_full[rs.slot], x_map, prm, static_cast<int>(t.n), h0, w0,
                              kt * Policy::block_c + c * Policy::raw_c);
         } else {  // the transform warps
-          CONVRED_EXP_TIME(5, rs.wait_full(tail.raw_full));
-          CONVRED_EXP_TIME(7, loader::to_planes(reinterpret_cast<const float*>(rbuf),
+          CONVRED_WGMMA_PHASE(5, rs.wait_full(tail.raw_full));
+          CONVRED_WGMMA_PHASE(7, loader::to_planes(reinterpret_cast<const float*>(rbuf),
                                                 stage + prm.a_offset + c * (Policy::raw_c / E) * prm.plane_bytes,
                                                 prm, pt - 32, transform));
           convred::detail::mbarrier_arrive(&tail.raw_empty[rs.slot]);
@@ -435,7 +427,8 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
 template <class Policy, class Op, class Epilogue, bool Gather, bool Direct = false>
 __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, const wgmma_smem<Policy, Op>& sm,
                                         const tile_scheduler& sched, Op op, Epilogue epi, float* y,
-                                        std::int64_t* indices, exp_clock_counts& clk) {
+                                        std::int64_t* indices) {
+  CONVRED_WGMMA_PROBE(threadIdx.x == 0 || threadIdx.x == 128);
   using mainloop = block::conv_mainloop_wgmma<Policy>;
   using epilogue_t = block::reduce_epilogue<mainloop, Op, false>;  // states in registers
   constexpr int BN = Policy::block_n;
@@ -462,10 +455,7 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
       if (turns > 0) convred::detail::mbarrier_wait(&tail.order[wg], static_cast<std::uint32_t>((turns - 1) & 1));
       ++turns;
     }
-#ifdef CONVRED_EXP_CLOCKS
-    const long long tile_t0 = clock64();
-    ++clk.c[4];
-#endif
+    CONVRED_WGMMA_UNIT_BEGIN();
     typename epilogue_t::accum_t state[mainloop::TM];
 #pragma unroll
     for (int r = 0; r < mainloop::TM; ++r) state[r] = Op::template identity<float>();
@@ -489,18 +479,13 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
     for (int sl = first; sl < last;) {  // one channel pass (partial mode: one pass's GEMM_K range)
       const int pass = sl / prm.kt, pass_end = min(last, (pass + 1) * prm.kt);
       for (int s = sl; s < pass_end; ++s, st.advance()) {
-        CONVRED_EXP_TIME(1, st.wait_full(tail.full));
-#ifndef CONVRED_EXP_NOMMA
+        CONVRED_WGMMA_PHASE(1, st.wait_full(tail.full));
         const unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
         const unsigned char* filter = prm.resident_bytes ? sm.base + static_cast<std::int64_t>(s) * prm.b_bytes : stage;
         if constexpr (Direct)
           mainloop::run_stage_direct(filter, stage + prm.a_offset, d, s == sl, prm, off);
         else
           mainloop::template run_stage<Gather>(filter, stage + prm.a_offset, d, s == sl, prm);
-#else
-        if (s == sl)
-          for (int e = 0; e < 64; ++e) d[0][e] = d[1][e] = 0.f;
-#endif
         if constexpr (mainloop::promotes) {  // the stage has completed: release it now
           convred::detail::mbarrier_arrive(&tail.empty[st.slot]);
           continue;
@@ -514,9 +499,7 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
       if (done) t = sched.decode(unit);  // worked out while the last wgmmas run
       warpgroup::wait<0>();
       mainloop::fence_acc(d);
-#ifdef CONVRED_EXP_CLOCKS
-      if (done) clk.c[0] += clock64() - tile_t0;
-#endif
+      CONVRED_WGMMA_UNIT_END(done);
       if constexpr (!mainloop::promotes) convred::detail::mbarrier_arrive(&tail.empty[prev]);
       prev = -1;
       const int k0 = pass * BN;
@@ -525,26 +508,26 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
         float* out = prm.partial + sched.split_of(unit) * plane + k0;
         // the rows' alignment: 16 bytes where every row and pass starts 16-byte aligned, else 8 where even
         const int vec = prm.K % 4 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0 ? 4 : prm.K % 2 == 0 ? 2 : 1;
-        CONVRED_EXP_TIME(3, mainloop::store_raw(d, out, prm.K, min(BN, prm.K - k0), vec, [&](int px) {
+        CONVRED_WGMMA_PHASE(3, mainloop::store_raw(d, out, prm.K, min(BN, prm.K - k0), vec, [&](int px) {
                                                   const std::int64_t m = pixel(px);
                                                   return m < 0 ? m : m - m0;
                                                 }));
       } else {  // the pass complete: its 128 channels folded into the states
         float acc[mainloop::TM][mainloop::TN];
         mainloop::to_tile(d, acc);
-        CONVRED_EXP_TIME(2, red.fold(acc, bias, epi, k0, min(BN, prm.K - k0), mainloop::tile_n, state));
+        CONVRED_WGMMA_PHASE(2, red.fold(acc, bias, epi, k0, min(BN, prm.K - k0), mainloop::tile_n, state));
       }
       sl = pass_end;
     }
     if constexpr (mainloop::promotes) {  // (no pass mode under 3xTF32: its consumers would spill ~290 bytes)
-      if (!prm.partial) CONVRED_EXP_TIME(3, red.finish(state, y, indices, prm.K, mainloop::tile_m, pixel));
+      if (!prm.partial) CONVRED_WGMMA_PHASE(3, red.finish(state, y, indices, prm.K, mainloop::tile_m, pixel));
     } else if (!prm.partial) {  // y and indices, or in pass mode the unit's (one pass's) states for the combine
       using accum_t = typename epilogue_t::accum_t;
       int f = 0, l = 0;
       if (prm.states) sched.slices(unit, f, l);
       accum_t* states = prm.states ? static_cast<accum_t*>(prm.states) + static_cast<std::int64_t>(f / prm.kt) * prm.N * prm.P * prm.Q
                                    : nullptr;
-      CONVRED_EXP_TIME(3, red.finish_each(state, mainloop::tile_m, pixel, [&](std::int64_t m, const accum_t& r) {
+      CONVRED_WGMMA_PHASE(3, red.finish_each(state, mainloop::tile_m, pixel, [&](std::int64_t m, const accum_t& r) {
         if (states) {
           if (m >= 0) states[m] = r;
         } else {
@@ -573,10 +556,8 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
 /// under 3xTF32, for the gathering variant) produces (produce; its registers lowered with setmaxnreg),
 /// warpgroups 0-1 consume
 /// (consume). Synchronisation is by mbarriers only (no block-wide barrier after the set-up).
-/// Diagnosis builds only (bench/wgmma_stages.cu, bench/NOTES.md): `-DCONVRED_EXP_CLOCKS` counts cycles per
-/// phase (exp_clocks); wrong results: `-DCONVRED_EXP_NOMMA` skips the consumers' wgmmas (times the
-/// producer alone), `-DCONVRED_EXP_NOTRANSFORM` skips the plane conversion, `-DCONVRED_EXP_NOLOAD` skips
-/// every copy and the conversion (times the consumers alone).
+/// Its phases have probes (CONVRED_WGMMA_PHASE and friends, nothing by default) that a diagnosis build
+/// may time (bench/wgmma_clocks.cuh).
 /// Direct: the variant for direct tiles (prm.direct: tf32 1x1, x read by TMA from NCHW, the consumers
 /// loading the A fragments into registers; produce's and consume's Direct code, compiled out of the others).
 /// Gather: the variant for parameters with `gather` set (stride 2, W % 4 != 0; the producer threads load x
@@ -607,14 +588,13 @@ __global__ void __launch_bounds__(wgmma_block<Policy, Gather>::threads, 1)
   // where the tail's offsets made ptxas spill ~280 bytes (sm_90a, nvcc 13.0)
   constexpr bool tails = Policy::parts == 1;
   const tile_scheduler sched(prm, tails ? prm.tile0 : 0);
-  exp_clock_counts clk(tid == 0 || tid == 128 || tid == Policy::consumer_threads + 32);
   if (tid >= Policy::consumer_threads) {  // producer warpgroup(s)
     warpgroup::set_max_registers<blk::producer_registers, false>();
-    produce<Policy, Op, Gather, Direct>(&x_map, prm, sm, sched, tid - Policy::consumer_threads, clk);
+    produce<Policy, Op, Gather, Direct>(&x_map, prm, sm, sched, tid - Policy::consumer_threads);
     return;
   }
   warpgroup::set_max_registers<blk::consumer_registers, true>();
-  consume<Policy, Op, Epilogue, Gather, Direct>(prm, sm, sched, op, epi, y, indices, clk);
+  consume<Policy, Op, Epilogue, Gather, Direct>(prm, sm, sched, op, epi, y, indices);
 #else
   (void)x_map, (void)prm, (void)op, (void)epi, (void)y, (void)indices;
 #endif
