@@ -174,13 +174,13 @@ constexpr bool wgmma_registers_fit(int producers) {
 /// ~144 KB or less). Measured on the seed problem (bench/NOTES.md, "Cycle counts, transform, 4 stages"):
 /// correct, but not faster than the cooperative schedule (the producer's extra rows become the bound), so
 /// no default policy uses it.
-/// `Producers` = 2: two producer warpgroups (512 threads per block): one thread issues the TMA copies,
-/// one the filter copies, and 224 threads convert the raw patch (96 with one producer warpgroup), so each
-/// raw buffer's conversion is one round of work items instead of two; the consumers then get 184
-/// registers instead of 216 (the register file: 2*128*184 + 2*128*72 = 65536). Measured on the seed
-/// problem (bench/NOTES.md, "Session 9"): bf16 1.06-1.10 -> 0.96-0.99 ms, fp16 1.08-1.11 -> 0.98-1.02;
-/// tf32 unchanged (its consumers, not the conversion, are the bound) and tf32x3 slower (its consumers
-/// spill at 184 registers), so the bf16 and fp16 defaults use two and the others one.
+/// `Producers` = 2: two producer warpgroups (512 threads per block): one thread issues the TMA copies, one
+/// the filter copies, and 224 threads convert the raw patch (96 with one producer warpgroup), so each raw
+/// buffer's conversion is one round of work items instead of two; the consumers then get 184 registers
+/// instead of 216 (the register file: 2*128*184 + 2*128*72 = 65536). On the seed problem that made bf16 and
+/// fp16 faster; not tf32 (its consumers, not the conversion, are the bound) and tf32x3 was slower (its
+/// consumers spill at 184 registers) (bench/NOTES.md, "Moved from header comments"), so the bf16 and fp16
+/// defaults use two and the others one.
 template <class Math, int Stages = 3, int RawStages = 2, bool PingPong = false, int Producers = 1>
 struct wgmma_policy {
   using math = Math;                           ///< precision tag (tf32, tf32x3, bf16 or fp16)
@@ -197,10 +197,10 @@ struct wgmma_policy {
   /// registers per producer thread after `setmaxnreg` (the transform holds E 16-byte loads and their 4
   /// converted plane entries)
   static constexpr int producer_registers = wgmma_producer_registers;
-  /// producer warpgroups of the gathering kernel variant (stride 2, W % 4 != 0: the producer threads load
-  /// x with plain loads, latency-bound, so twice the threads keep twice the loads in flight): two, except
-  /// under 3xTF32, whose consumers spill at 184 registers (then Producers). Measured (bench/NOTES.md,
-  /// "Session 9"): ResNet-50 layer2.0 3x3 stride 2 at batch 32, tf32, 0.109 -> 0.072 ms.
+  /// producer warpgroups of the gathering kernel variant (stride 2, W % 4 != 0: the producer threads load x
+  /// with plain loads, latency-bound, so twice the threads keep twice the loads in flight): two, except under
+  /// 3xTF32, whose consumers spill at 184 registers (then Producers) (bench/NOTES.md, "Moved from header
+  /// comments").
   static constexpr int gather_producers = std::is_same_v<Math, convred::math::tf32x3> ? Producers : 2;
   static constexpr int stages = Stages;        ///< operand stages (filter slice + planes)
   static constexpr int raw_stages = RawStages; ///< raw patch buffers (TMA destination, raw_c channels each)

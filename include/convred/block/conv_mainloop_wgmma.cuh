@@ -174,20 +174,19 @@ struct wgmma_conv_params {
   /// host entry point (device::conv2d_reduce_packed_split), not by make_params.
   void* states = nullptr;
   /// @brief 1: flat tiles over x packed beforehand (make_params with `flat`). The GEMM rows address x,
-  /// converted and zero-padded by kernel::pack_x_kernel, as planes over the whole batch: plane pixel o of phase (a, b)
-  /// = (n * flat_rows + row) * pw + col holds input (n, stride * row + a - pad_h, stride * col + b - pad_w)
-  /// (zero outside x), so that output (n, p, q) is GEMM row o = (n * flat_rows + p) * pw + q and filter tap
-  /// (r, s) reads it at o + (r / stride) * pw + s / stride of phase (r % stride, s % stride), across image
-  /// boundaries. A tile is block_m consecutive rows o (the pixels with p >= P or q >= Q computed and
-  /// dropped), reading a window of phase_pixels = block_m + ((R - 1) / stride) * pw + (S - 1) / stride
+  /// converted and zero-padded by kernel::pack_x_kernel, as planes over the whole batch: plane pixel o of
+  /// phase (a, b) = (n * flat_rows + row) * pw + col holds input (n, stride * row + a - pad_h, stride * col +
+  /// b - pad_w) (zero outside x), so that output (n, p, q) is GEMM row o = (n * flat_rows + p) * pw + q and
+  /// filter tap (r, s) reads it at o + (r / stride) * pw + s / stride of phase (r % stride, s % stride),
+  /// across image boundaries. A tile is block_m consecutive rows o (the pixels with p >= P or q >= Q computed
+  /// and dropped), reading a window of phase_pixels = block_m + ((R - 1) / stride) * pw + (S - 1) / stride
   /// pixels of each (part, plane, phase). The packed x holds each tile's windows stage by stage, in the
-  /// stage's shared-memory layout ([tile][stage][part][plane][phase][window pixel], the halo pixels
-  /// repeated in the next tile's windows), so that a stage's planes are one bulk copy of parts * part_bytes:
-  /// the copy engine takes ~270 cycles per bulk copy of up to 4 KB whatever its size (bench/NOTES.md,
-  /// session 12: 14.7 bytes per cycle per SM in copies of 4 KB, ~37 in copies of 16-48 KB). No TMA box, no
-  /// transform, no gather in the kernel, and no tile shape to fit the image (7 x 7 images with a 3x3
-  /// filter, padding 1: 77% of the computed pixels are outputs, against 19% in 16 x 16 tiles). The
-  /// packing pass reads x (the halos twice) and writes xpack_bytes. 0: tiles of image rows.
+  /// stage's shared-memory layout ([tile][stage][part][plane][phase][window pixel], the halo pixels repeated
+  /// in the next tile's windows), so that a stage's planes are one bulk copy of parts * part_bytes: the copy
+  /// engine takes ~270 cycles per bulk copy of up to 4 KB whatever its size (bench/NOTES.md, "Moved from
+  /// header comments"). No TMA box, no transform, no gather in the kernel, and no tile shape to fit the image
+  /// (7 x 7 images with a 3x3 filter, padding 1: 77% of the computed pixels are outputs, against 19% in 16 x
+  /// 16 tiles). The packing pass reads x (the halos twice) and writes xpack_bytes. 0: tiles of image rows.
   std::int32_t flat = 0;
   /// @brief flat: plane rows per image, P + (R - 1) / stride, less min(pad_h, R - 1) at stride 1; the
   /// pitch pw likewise Q + (S - 1) / stride, less min(pad_w, S - 1) at stride 1. At stride 1 the zero
@@ -197,11 +196,11 @@ struct wgmma_conv_params {
   /// (A 3x3 "same" convolution of 14 x 14 images: 15 x 15 plane pixels per image, not 16 x 16.)
   std::int32_t flat_rows = 0;
   /// @brief Slices of block_c input channels per operand stage: 1, or for flat or direct tiles of a 1x1
-  /// filter (not 3xTF32) up to
-  /// wgmma_max_group (a divisor of ceil(C / block_c)), so that a stage is group x 4 wgmmas per copy rather
-  /// than 4 (bench/NOTES.md, session 11: the 1x1 stride-2 projection ran ~1,100 cycles per one-slice stage
-  /// for ~256 of tensor work). kt then counts stages of group slices, b_bytes and part_bytes are group
-  /// slices' bytes, and the packed filter's layout is unchanged (a stage's slices are consecutive).
+  /// filter (not 3xTF32) up to wgmma_max_group (a divisor of ceil(C / block_c)), so that a stage is group x 4
+  /// wgmmas per copy rather than 4 (a one-slice stage's copy takes several times its tensor work:
+  /// bench/NOTES.md, "Moved from header comments"). kt then counts stages of group slices, b_bytes and
+  /// part_bytes are group slices' bytes, and the packed filter's layout is unchanged (a stage's slices are
+  /// consecutive).
   std::int32_t group = 1;
   /// @brief flat: the plane pixels the tiles' windows reach, tiles * block_m + the window's halo (the last
   /// window's end; pixels past the last image are zero)
@@ -306,15 +305,14 @@ struct conv_mainloop_wgmma {
   /// pixel(tile_m(i)); pixels for which `pixel` returns a negative value (outside the output: the columns
   /// of a narrow tile past Q, the rows of a partial tile past P) and channels c >= valid are skipped, so
   /// that every element of the caller's [m][k] plane is written by exactly one thread.
-  /// A thread holds its channels in adjacent pairs (8 n8 + 2t and 8 n8 + 2t + 1: d[row][4 n8 + 2 half]
-  /// and d[row][4 n8 + 2 half + 1]); lanes 2u and 2u + 1 of a quad swap one pair per two n8 blocks
-  /// (__shfl_xor_sync), so that each holds 4 consecutive channels, stored as one 16-byte store when
-  /// `vec` = 4 (the caller's guarantee that out is 16-byte aligned and ldk and valid are multiples of 4),
-  /// else as 4-byte stores: a warp's store writes 64 contiguous bytes of each of its 8 pixel rows, half
-  /// the instructions of 8-byte pairs (bench/NOTES.md, session 17: ResNet-50 layer3.0's 1x1/2 projection
-  /// at batch 1, ~5,200 -> ~4,300 cycles per pass, a third of a unit before). Under 3xTF32 (promotes) the
-  /// pairs are stored as they lie, as 8-byte stores where `vec` >= 2, else element by element: the
-  /// shuffles changed ptxas's schedule of that kernel's mainloop, 4-10% slower on its fused rows.
+  /// A thread holds its channels in adjacent pairs (8 n8 + 2t and 8 n8 + 2t + 1: d[row][4 n8 + 2 half] and
+  /// d[row][4 n8 + 2 half + 1]); lanes 2u and 2u + 1 of a quad swap one pair per two n8 blocks
+  /// (__shfl_xor_sync), so that each holds 4 consecutive channels, stored as one 16-byte store when `vec` = 4
+  /// (the caller's guarantee that out is 16-byte aligned and ldk and valid are multiples of 4), else as
+  /// 4-byte stores: a warp's store writes 64 contiguous bytes of each of its 8 pixel rows, half the
+  /// instructions of 8-byte pairs (bench/NOTES.md, "Moved from header comments"). Under 3xTF32 (promotes) the
+  /// pairs are stored as they lie, as 8-byte stores where `vec` >= 2, else element by element: the shuffles
+  /// changed ptxas's schedule of that kernel's mainloop, slower on its fused rows.
   /// Every store is predicated (store_if, store4_if), none behind a branch: with branches around them (a pixel
   /// outside the output, a channel past K) ptxas spilled 236 bytes in the 3xTF32 consumer and 240-284
   /// bytes in the ping-pong ones and serialised the ping-pong kernels' wgmmas (warning C7520: a
@@ -589,7 +587,7 @@ struct conv_mainloop_wgmma {
       if (Q > Policy::block_m || (p.H * p.W) % 4 != 0 || (s * p.W) % 4 != 0) return false;
       // the box's columns: the s * (Q - 1) + 1 read, rounded up to 8 mod 16 floats (a box with an element
       // stride of 2, so that only the columns read land, stopped the kernel with an illegal address on
-      // the H200: bench/NOTES.md, session 16)
+      // the H200)
       const std::int64_t rp = (s * (Q - 1) + 1 + 7) / 16 * 16 + 8;
       if (rp > 256) return false;
       const std::int64_t per = Policy::block_m / Q, tiles_p = (P + per - 1) / per, rows = (P + tiles_p - 1) / tiles_p;

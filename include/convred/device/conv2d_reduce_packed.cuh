@@ -27,15 +27,15 @@
 namespace convred::device {
 
 // The planner's time model of the wgmma kernel (conv2d_reduce_plan): rough rates of the H200
-// (bench/NOTES.md, sessions 6-8), for choosing between the wgmma kernel fused, the wgmma kernel in partial
+// (bench/NOTES.md), for choosing between the wgmma kernel fused, the wgmma kernel in partial
 // (split-K) mode (choose_wgmma_splits) and the mma.sync split path (choose_k_splits) on problems whose
 // tiles are too few to fill the GPU. Times are estimates for comparisons, not predictions to the
 // microsecond. The partial sums' traffic and the fixup's fixed cost are the split path's:
 // split_workspace_bytes_per_s, split_fixed_seconds (conv2d_reduce_split.cuh).
 
 /// The planner's wgmma kernel, FLOP/s per SM under TF32, every computed pixel counted (a tile's tile_h x 64
-/// pixels, the dropped columns of narrow tiles and rows past P included): the seed's sustained rate, 609
-/// GFLOP in 1.63 ms on 132 SMs = 2.8 TFLOP/s per SM (session 8).
+/// pixels, the dropped columns of narrow tiles and rows past P included): about the seed problem's
+/// sustained rate on the H200 (bench/NOTES.md, "Moved from header comments").
 inline constexpr double plan_wgmma_flops_per_sm = 3.0e12;
 /// The planner's wgmma kernel with x gathered by the producer threads (stride 2, W % 4 != 0): its plain
 /// loads are slower than TMA, counted as this factor on the time (with a 1x1 filter, one tap per stage, the
@@ -45,18 +45,14 @@ inline constexpr double plan_wgmma_gather_slowdown = 2.0;
 /// factor on the time: TMA cannot skip columns in a box's innermost dimension, so each box carries the odd
 /// input columns too (twice the bytes of the pixels used, in a row pitch padded from 2Q - 1 to 8 mod 16
 /// floats), and the A fragments' loads of every other column meet 2-way bank conflicts. Fitted on the
-/// H200 (bench/NOTES.md, session 17: ResNet-50 layer3.0's 1x1/2 projection at batch 1 over 2, 4, 6, 8
-/// and 16 GEMM_K ranges, whose measured steps the model matches for factors of 2.3-3.1).
+/// H200 (bench/NOTES.md, "Moved from header comments").
 inline constexpr double plan_wgmma_direct_s2_slowdown = 2.5;
-/// The planner's mma.sync split path (conv2d_reduce_split), FLOP/s per SM on the useful work (session 7's
-/// split: ResNet layer3.1 / layer4.1 at batch 32, 7.4 GFLOP in 0.167 / 0.187 ms on 132 SMs; v2 since runs
-/// ~0.12 ms).
+/// The planner's mma.sync split path (conv2d_reduce_split), FLOP/s per SM on the useful work, measured on
+/// the H200 (bench/NOTES.md, "Moved from header comments").
 inline constexpr double plan_mma_split_flops_per_sm = 0.34e12;
 /// The planner's mma.sync split path, fixed cost beyond its mainloop (seconds): pipeline fills, stores, the
 /// fixup. Fitted so that the model's difference to the wgmma kernel's partial mode matches the H200's
-/// (bench/NOTES.md, session 13: ResNet-50 layer3.0's 1x1/2 projection and layer4.1's 3x3 at batch 1, tf32
-/// and bf16: the mma.sync split 20.1-26.3 us, the wgmma kernel's partial mode 16.6-18.8 us, where the
-/// model with 8 us had the split ahead by 0-1.5 us).
+/// (bench/NOTES.md, "Moved from header comments").
 inline constexpr double plan_mma_split_fixed_seconds = 14e-6;
 
 /// Bytes of one reduction state in the wgmma kernel's pass mode (wgmma_conv_params::states): the largest
@@ -70,8 +66,9 @@ inline constexpr double plan_xpack_bytes_per_s = 3.0e12;
 inline constexpr double plan_xpack_fixed_seconds = 3e-6;
 
 /// @brief Speed of a tensor-core math relative to TF32 in the planner's time model (both the wgmma and the
-/// mma.sync rates are scaled by it; the partial sums' traffic is not): the seed on the H200, session 8:
-/// tf32 1.63 ms, bf16 1.08, fp16 1.03 (1.5x), tf32x3 4.51 (0.36x: three products per term).
+/// mma.sync rates are scaled by it; the partial sums' traffic is not): bf16 and fp16 1.5, tf32x3 0.36 (three
+/// products per term), from the seed problem's times on the H200 (bench/NOTES.md, "Moved from header
+/// comments").
 template <class Math>
 constexpr double plan_math_speed() {
   if constexpr (std::is_same_v<Math, math::bf16> || std::is_same_v<Math, math::fp16>) return 1.5;
@@ -97,7 +94,7 @@ struct wgmma_split_estimate {
 
 /// The planner's cost of a split-K tail's own launch of the wgmma kernel (seconds): the tail's blocks wait
 /// for the head's last one (a programmatic dependent launch hides the launch, not that wait) and the chain
-/// has one kernel more (bench/NOTES.md, session 13: each kernel of a chain adds ~1.7 us in the harness).
+/// has one kernel more (bench/NOTES.md, "Moved from header comments").
 inline constexpr double plan_tail_launch_seconds = 2e-6;
 
 /// @brief The split-K tail's part of choose_wgmma_splits (tiles >= sm_count, the estimate e's fused and
@@ -293,16 +290,11 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
   // (a 1 x 1 filter with x gathered leaves the row tiles' producer no time at all: plan_wgmma_gather_slowdown
   // understates it, so flat tiles take it whenever they serve); options' tiles may force either where it
   // serves
-  // Two rules measured on the H200 (bench/NOTES.md, session 11), where the wave model's FLOP-rate stages
-  // miss the row tiles' own bound: a 1x1 filter whose flat stages hold wgmma_max_group slices, or any 1x1
-  // filter under 3xTF32 (row-tile stages of one tap are bound by the transform of x, ~0.5 us per 8
-  // channels: ResNet-50 layer1.0's 1x1 projection, C = 64, n1 tf32 18.6 -> 16.0 us, n32 54.3 -> 46.5 us,
-  // 3xTF32 36.8 -> 30.4 and 119.7 -> 90.6 us on flat tiles; MobileNetV2's expand, C = 24, 3xTF32 19.2 ->
-  // 17.2 us, but tf32 12.4 -> 13.3 with its 3-slice stages), and 16-bit math with
-  // x gathered at stride 2 (two producer warpgroups converting what they gather: ResNet-50 layer2.0's 3x3
-  // stride 2, bf16, n1 19.1 -> 17.0 us, n32 57.7 -> 48.9 us; tf32 was even there, 17.6 / 18.8 and 74.6 /
-  // 73.6; stride 1 with W % 4 != 0 is left to the model: a 14 x 14 image at batch 1 splits 16 ways on row
-  // tiles, 15 us)
+  // Two rules measured on the H200, where the wave model's FLOP-rate stages miss the row tiles' own bound
+  // (bench/NOTES.md, "Moved from header comments"): flat tiles for a 1x1 filter whose flat stages hold
+  // wgmma_max_group slices, or any 1x1 filter under 3xTF32 (row-tile stages of one tap are bound by the
+  // transform of x), and for 16-bit math with x gathered at stride 2 (two producer warpgroups converting
+  // what they gather); stride 1 with W % 4 != 0 is left to the model
   const bool measured = has_flat && has_rect &&
                         ((p.R * p.S == 1 && (flat.group == block::wgmma_max_group || Policy::parts == 2)) ||
                          (rect.gather && rect.stride == 2 && !Policy::is_tf32));
@@ -311,13 +303,11 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
                                       (forced != wgmma_tiling::rows && (measured || (rect.gather && p.R * p.S == 1) ||
                                                                         best(flat) < best(rect))));
   k = flat_wins ? flat : rect, smem = flat_wins ? flat_smem : rect_smem;
-  // direct tiles (tf32 1x1, no packing pass) where they serve and the model has them no slower: at stride
-  // 1 layer1.0's projection ran 42.3 -> 33.6 us (n32) and 13.6 -> 12.8 (n1) (bench/NOTES.md, session 16).
-  // At stride 2 their boxes carry the odd columns, and each channel pass loads them again: there the
-  // model counts them plan_wgmma_direct_s2_slowdown times slower, and they are taken only in partial
-  // (split-K) mode, short units on a small problem where the packing pass is a large part of the run
-  // (layer3.0's projection at batch 1, 18.2 -> 16.4 us over 8 GEMM_K ranges: session 17; at batch 32,
-  // whose units fill the GPU, forced direct tiles ran 52.4 -> 82.5 us)
+  // direct tiles (tf32 1x1, no packing pass) where they serve and the model has them no slower. At stride
+  // 2 their boxes carry the odd columns, and each channel pass loads them again: there the model counts
+  // them plan_wgmma_direct_s2_slowdown times slower, and they are taken only in partial (split-K) mode,
+  // short units on a small problem where the packing pass is a large part of the run; where the units
+  // fill the GPU they were slower (bench/NOTES.md, "Moved from header comments")
   block::wgmma_conv_params direct;
   std::size_t direct_smem = 0;
   if (allow_flat && forced != wgmma_tiling::rows && forced != wgmma_tiling::flat &&

@@ -513,11 +513,9 @@ class conv2d_reduce_plan {
   /// the same tiles' kind runs unsplit in units of one pass (pass mode, or fused with one pass; no tail),
   /// no more of them than the cooperative units and the SMs (128 pixels x a whole pass against 256 x half
   /// a pass): the same waves without the partial sums.
-  /// Measured on the H200 (bench/NOTES.md, session 16): ResNet-50 layer3.1 3x3 at batch 32 (29 flat tiles
-  /// x 2 passes x 2 ranges -> 57 tiles x 2 passes in pass mode) tf32 45.2 -> 40.0 us, bf16 33.3 -> 27.3;
-  /// where the model alone preferred ping-pong elsewhere it was up to 1.5x slower (fewer consumers per
-  /// tile: the U-Net bottleneck at batch 1, bf16, pass mode against 3 ranges, 34.6 -> 53.5 us). Not under
-  /// 3xTF32 (its consumers spill) or without an SM count.
+  /// The rule is narrow: where the time model alone preferred ping-pong it was often slower (fewer consumers
+  /// per tile) (bench/NOTES.md, "Moved from header comments"). Not under 3xTF32 (its consumers spill) or
+  /// without an SM count.
   bool choose_pingpong(const device_info& dev, block::wgmma_conv_params& k, std::size_t& smem,
                        wgmma_split_estimate& est) const {
     using pp = wgmma_pingpong_policy_t;

@@ -57,8 +57,8 @@ inline constexpr std::size_t default_split_workspace_limit = std::size_t(64) << 
 inline constexpr int split_block_overhead_slices = 2;
 
 /// choose_k_splits' mainloop rate per SM (FLOP/s) of the tensor-core (mma.sync) policies: the default
-/// tf32 policy's 256 x 128 x 32 slice in ~2.8 us (H200, bench/NOTES.md "Split path v2": session 7
-/// measured ~3.2 us per slice-wave; ~2.8 us expected after the loader change, not yet measured).
+/// tf32 policy's 256 x 128 x 32 slice in ~2.8 us on an H200, an estimate (bench/NOTES.md, "Split path v2"
+/// and "Moved from header comments").
 inline constexpr double split_tensor_flops_per_sm = 0.75e12;
 /// choose_k_splits' mainloop rate per SM (FLOP/s) of the SIMT (math::ieee) policies (H200 seed: 36 TFLOP/s
 /// on 132 SMs).
@@ -115,9 +115,9 @@ std::int64_t split_channel_tiles(const conv2d_problem& p) {
 /// whose workspace (conv2d_reduce_split_workspace_bytes) fits `max_workspace_bytes` and whose estimate
 /// is least (the smallest on ties); the fused kernel is kept (0) when its own estimate, ceil(m_tiles /
 /// resident) rounds of channel_tiles * slices + split_block_overhead_slices slice times, is not above the
-/// split's plus split_fixed_seconds. Session 7's rule (about two blocks per SM, whatever the residency)
-/// made 2.2 waves of one resident block per SM, i.e. three rounds, on most of the H200's split layers
-/// (bench/NOTES.md, "Split path v2").
+/// split's plus split_fixed_seconds. The waves count resident blocks: a rule of about two blocks per SM,
+/// whatever the residency, made three rounds on most of the H200's split layers (bench/NOTES.md, "Split
+/// path v2").
 /// @return 0 (run the fused kernel) when sm_count <= 0 (unknown), p is invalid or empty, 2 * m_tiles >=
 ///   sm_count (the fused grid keeps half the GPU or more busy), channel_tiles > max_k_splits, one split's workspace is
 ///   already above max_workspace_bytes, channel_tiles * k_splits < 2 (nothing to spread), or the fused

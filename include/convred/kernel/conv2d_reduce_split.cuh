@@ -76,7 +76,8 @@ inline constexpr int split_fixup_threads = 256;
 /// Threads of conv2d_reduce_split_fixup_kernel enough to keep the loads of a large fixup in flight (about
 /// one wave of resident threads on an H200 at the kernel's ~70 registers: 132 SMs x 768):
 /// split_fixup_lanes gives a pixel fewer lanes, each more channel vectors, while the grid stays above it.
-/// (Session 11: with 2^18, ResNet-50 layer3's 6,272 pixels x 64 lanes ran in four waves of one load each.)
+/// (A larger bound left a ResNet-50 layer's fixup too few loads in flight: bench/NOTES.md, "Moved from header
+/// comments").
 inline constexpr std::int64_t split_fixup_min_threads = std::int64_t(1) << 16;
 
 /// Channels one thread of conv2d_reduce_split_fixup_kernel loads per access for float partial sums of K
@@ -111,19 +112,18 @@ inline std::int64_t split_fixup_blocks(std::int64_t M, std::int64_t K, int vec =
 inline constexpr int split_fixup_batch = 8;
 
 /// @brief The split path's second kernel: `lanes` consecutive threads (a power of two <= split_fixup_threads)
-/// share an output pixel m; lane j of them takes the channel vectors (Vec consecutive channels: 16-byte
-/// loads when Vec = 4) j, j + lanes, ..., and for each channel k sums the `splits` partials
-/// partial[0][m][k] + partial[1][m][k] + ... in split order (IEEE fp32 adds, fp64 for double:
-/// deterministic; the loads of up to split_fixup_batch splits in flight together, issued before any is
-/// added), adds bias[k] (0 without a bias, as the fused kernels do), applies the epilogue
-/// (apply_epilogue(epi, v, k)) and folds Op::make(v, k) into its state in k order; the lanes' states are
-/// then combined, in a fixed order: within each warp with block::combine_lanes, then (lanes > 32) the
-/// warps' states in warp order through shared memory, and the first lane writes y[m] (and indices[m]) with
-/// block::write_reduced (mean divides by K). Consecutive lanes read consecutive vectors: coalesced. As
-/// every fused kernel: lowest k on ties and the first NaN for argmin / argmax (their combine is a total
-/// order). The fixup is a pass over the partial sums, bound by their bytes when enough loads are in flight:
-/// one 16-byte load per split and vector (bench/NOTES.md, session 11: scalar loads with one split's load
-/// in flight at a time ran ResNet-50 layer3's 12.8 MB at ~0.9 TB/s).
+/// share an output pixel m; lane j of them takes the channel vectors (Vec consecutive channels: 16-byte loads
+/// when Vec = 4) j, j + lanes, ..., and for each channel k sums the `splits` partials partial[0][m][k] +
+/// partial[1][m][k] + ... in split order (IEEE fp32 adds, fp64 for double: deterministic; the loads of up to
+/// split_fixup_batch splits in flight together, issued before any is added), adds bias[k] (0 without a bias,
+/// as the fused kernels do), applies the epilogue (apply_epilogue(epi, v, k)) and folds Op::make(v, k) into
+/// its state in k order; the lanes' states are then combined, in a fixed order: within each warp with
+/// block::combine_lanes, then (lanes > 32) the warps' states in warp order through shared memory, and the
+/// first lane writes y[m] (and indices[m]) with block::write_reduced (mean divides by K). Consecutive lanes
+/// read consecutive vectors: coalesced. As every fused kernel: lowest k on ties and the first NaN for argmin
+/// / argmax (their combine is a total order). The fixup is a pass over the partial sums, bound by their bytes
+/// when enough loads are in flight: one 16-byte load per split and vector, all of a lane's splits in flight
+/// together (bench/NOTES.md, "Moved from header comments").
 /// @tparam Vec    channels per load: 4 (V = float, K % 4 == 0, partial 16-byte aligned: split_fixup_vec) or 1
 /// @param partial device pointer, splits * M * K elements ([split][m][k], k fastest), conv2d_split_partial_kernel's output
 /// @param splits  number of partial planes, >= 1

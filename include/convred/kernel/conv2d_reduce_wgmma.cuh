@@ -320,8 +320,7 @@ __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& ta
 /// the other warps (1-3, or 1-7 with two producer warpgroups) convert each raw buffer into the stage's
 /// planes (block::conv_patch_loader); each runs ahead
 /// across tile boundaries as its buffers are released. (Converting on all 128 threads, thread 0 issuing
-/// the copies between its items, made the seed's bf16 conversion 1.8x faster but its raw-buffer waits
-/// 14x longer: 24% slower in all; bench/NOTES.md, "Moved from header comments".)
+/// the copies between its items, was slower in all: bench/NOTES.md, "Moved from header comments".)
 /// Gathering variant (`prm.gather`: stride 2, W % 4 != 0): all producer threads load each stage's planes from
 /// x themselves (conv_patch_loader::gather_planes), thread 0 first copying the stage's filter slice.
 template <class Policy, class Op, bool Gather, bool Direct = false>
