@@ -28,6 +28,11 @@ namespace device {}
 /// host fills for them. Launched by the device layer; usable directly with your own policy.
 namespace kernel {}
 
+/// @brief Host planning of kernel parameters (plan/): which problems a kernel's mainloop implements and
+/// its parameter block and shared-memory layout for one (plan::wgmma_params); host only, no CUDA call.
+/// Used by the device layer; the block collective a plan is for inherits it as its static interface.
+namespace plan {}
+
 /// @brief Block-wide collectives (block/): conv mainloops (SIMT, mma.sync, wgmma) with their operand
 /// loaders, the fused reduction epilogue and the channel-reduction collectives. Each takes caller-placed
 /// shared memory (`TempStorage`, as in CUB); compose them into your own kernel (examples/04_custom_kernel).
