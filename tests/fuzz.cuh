@@ -224,6 +224,7 @@ inline bool parse(const std::string& line, fcase& c) {
 /// Options of one run.
 struct run_opts {
   bool determinism = false;  ///< repeat the launch (same stream, then two streams at once): bitwise equal
+  std::vector<double>* y_out = nullptr;  ///< conv entries: receives y (or the full output) as double
 };
 
 /// Outcome of one run: ok, else the first problem found; `kernel` names the kernel (path) that ran.
@@ -300,13 +301,6 @@ host_data<T> make_data(const fcase& c) {
     inject(*dst[i], part(c.n_nan, i, parts), part(c.n_inf, i, parts), part(c.n_zero, i, parts), part(c.n_huge, i, parts),
            hv, gen);
   return d;
-}
-
-/// Largest |per-channel scale| times |scale|: the epilogue's gain (for the error bounds).
-inline double gain(const fcase& c, const std::vector<float>& pcs) {
-  double m = 0;
-  for (float v : pcs) m = std::max(m, double(std::abs(v)));
-  return m * std::abs(double(c.scale));
 }
 
 /// The epilogue every fuzz kernel is instantiated with: per_channel_scale (all ones when the case has
@@ -386,31 +380,45 @@ bool written_exactly(const std::vector<T>& img, std::size_t n, std::size_t offse
 }
 
 // ---- the comparison --------------------------------------------------------------------------------
+//
+// The error model of docs/tolerances.md. Every finite output is checked against a rigorous worst-case
+// bound built from the sums of absolute terms it was computed from (never from |reference|, which
+// cancellation can make arbitrarily small): per channel value v_k = e(conv + b) of a pixel,
+//
+//   |v^_k - v_k| <= e_k = g_k (E_op + gamma(P n + s + 3, u_acc) (Axw + E_op + |b_k|)
+//                              + gamma(n + 3, u64) (Axw + |b_k|))
+//
+// with g_k = |scale * pcs_k|, Axw = conv(|x|, |w|), n taps (C/groups R S), P products per tap (3 for
+// tf32x3), s GEMM_K splits, E_op the operand-rounding error (eps_op Axw for normal operands), and the
+// reference's own float64 error as the last term; then per op: sums add e_k and the fp32 reduction's
+// gamma(K, u), selections take the interval [min_k(v_k - e_k), min_k(v_k + e_k)] (min; max alike), an index
+// is accepted when its channel's reference value can be the extreme within the bounds. On top, an aggregate
+// check ||y - r||_2 <= tau ||mag||_2 with mag the outputs' absolute-term sums and tau the per-math tolerance.
 
-/// Tolerances of a run: per-output accumulation bound (relative to gain*Sum|x*w|+|b| + |v|) and
-/// relative-norm bound, by element type and math (test::tol).
-struct tols {
-  double acc = 0, rel = 0, uT = 0;
+/// gamma_n(u) = n u / (1 - n u): the bound on |prod (1 + d_i)^(+-1) - 1| for n factors |d_i| <= u (Higham,
+/// "Accuracy and Stability of Numerical Algorithms", 2nd ed., Lemma 3.1); +inf when n u >= 1.
+inline double gamma_n(double n, double u) {
+  const double nu = n * u;
+  return nu < 1 ? nu / (1 - nu) : std::numeric_limits<double>::infinity();
+}
+
+/// Unit roundoffs (half an ulp of 1): fp32, fp64, and the tensor-core operand formats (TF32: 10 stored
+/// mantissa bits, as fp16; bf16: 7).
+inline constexpr double u_fp32 = 0x1p-24, u_fp64 = 0x1p-53, u_tf32 = 0x1p-11, u_bf16 = 0x1p-8, u_fp16 = 0x1p-11;
+
+/// The rounding-error model of one (element type, math): see docs/tolerances.md for each constant's source.
+struct err_model {
+  double u_op = 0;           ///< unit roundoff of the operands' rounding to the math's format (0: exact)
+  double min_normal_op = 0;  ///< smallest normal number of that format (below it: absolute error eta_op)
+  double eta_op = 0;         ///< largest absolute rounding error of an operand below min_normal_op
+  double eps_op = 0;         ///< relative error of one product from its operands' rounding (normal operands)
+  int products = 1;          ///< products accumulated per tap (3 for tf32x3: big*big, big*small, small*big)
+  double u_acc = 0;          ///< relative error charged per addition of the conv accumulation
+  double u_c = 0;            ///< unit roundoff of the compute type (bias, epilogue, channel reduction)
+  double u_T = 0;            ///< unit roundoff of the output's final rounding to T (0: T is the compute type)
+  double eta_T = 0;          ///< absolute slack of that rounding (results in T's subnormal range)
+  double tau = 0;            ///< aggregate check: ||y - r||_2 <= tau * ||mag||_2
 };
-inline tols tolerances(elem t, mathk m) {
-  tols r;
-  const double u[] = {std::numeric_limits<float>::epsilon() / 2, std::numeric_limits<double>::epsilon() / 2,
-                      test::tol::unit_roundoff<__half>(), test::tol::unit_roundoff<__nv_bfloat16>()};
-  const double ieee_rel[] = {test::tol::ieee<float>(), test::tol::ieee<double>(), test::tol::ieee<__half>(),
-                             test::tol::ieee<__nv_bfloat16>()};
-  r.uT = u[static_cast<int>(t)];
-  r.acc = t == elem::f64 ? 1e-12 : test::tol::ieee_fp32;
-  r.rel = ieee_rel[static_cast<int>(t)];
-  const double mt[] = {0, test::tol::tf32, test::tol::tf32x3, test::tol::bf16, test::tol::fp16};
-  r.acc = std::max(r.acc, mt[static_cast<int>(m)]);
-  r.rel = std::max(r.rel, mt[static_cast<int>(m)]);
-  return r;
-}
-
-inline bool same_value(double got, double want) {
-  if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
-  return got == want;
-}
 
 /// Smallest positive subnormal of T (absolute slack for results rounded into T's subnormal range).
 template <class T>
@@ -419,140 +427,316 @@ double tiny() {
   else return static_cast<double>(std::numeric_limits<std::conditional_t<std::is_same_v<T, double>, double, float>>::denorm_min());
 }
 
+/// The error model of element type t (the C++ type T) under math m (docs/tolerances.md, "The error model").
+template <class T>
+err_model error_model(elem t, mathk m) {
+  err_model e;
+  e.u_c = t == elem::f64 ? u_fp64 : u_fp32;
+  e.u_acc = e.u_c;  // ieee: FFMA / DFMA chains and fp32 / fp64 adds, round to nearest
+  e.u_T = t == elem::f16 ? u_fp16 : t == elem::bf16 ? u_bf16 : 0.0;
+  e.eta_T = 2 * tiny<T>();
+  const double ieee_rel[] = {test::tol::ieee<float>(), test::tol::ieee<double>(), test::tol::ieee<__half>(),
+                             test::tol::ieee<__nv_bfloat16>()};
+  const double mt[] = {0, test::tol::tf32, test::tol::tf32x3, test::tol::bf16, test::tol::fp16};
+  e.tau = std::max(ieee_rel[static_cast<int>(t)], mt[static_cast<int>(m)]);
+  if (m == mathk::ieee) return e;
+  // tensor cores: products exact, accumulation in fp32 truncating at alignment and normalization (Fasi et
+  // al. 2021): at most 2 ulps (2^-22) per term
+  e.u_acc = 0x1p-22;
+  // operands already exact in the math's format are not rounded (half data under fp16 or tf32 maths,
+  // bf16 data under bf16 or tf32 maths)
+  const bool exact = (t == elem::f16 && m != mathk::bf16) || (t == elem::bf16 && m != mathk::fp16);
+  if (exact) return e;
+  switch (m) {
+    case mathk::tf32:  // round to nearest to 11 significant bits, fp32's exponent range (flush: eta = 2^-126)
+      e.u_op = u_tf32, e.min_normal_op = 0x1p-126, e.eta_op = 0x1p-126;
+      break;
+    case mathk::bf16:
+      e.u_op = u_bf16, e.min_normal_op = 0x1p-126, e.eta_op = 0x1p-126;
+      break;
+    case mathk::fp16:  // fp16 subnormals are kept (spacing 2^-24, so half of it is the largest error)
+      e.u_op = u_fp16, e.min_normal_op = 0x1p-14, e.eta_op = 0x1p-25;
+      break;
+    case mathk::tf32x3: {  // x = big + small + r, |small| <= u(1+u)|x|, |r| <= u^2 |x|; the dropped
+      const double u = u_tf32;  // small*small and the r terms: u^2 (3 + 4u + 2u^2) |x w|
+      e.eps_op = u * u * (3 + 4 * u + 2 * u * u);
+      e.products = 3;
+      return e;
+    }
+    default: break;
+  }
+  e.eps_op = e.u_op * (2 + e.u_op);  // |x~ w~ - x w| <= (2u + u^2) |x w|
+  return e;
+}
+
+/// Bound on |v^ - v| for one channel value v = e(conv + b) of one pixel (see the section comment): g the
+/// epilogue's gain |scale * pcs_k|, axw = conv(|x|, |w|), eop the operand-rounding bound (eps_op * axw for
+/// normal operands), absb = |b_k| (0 without bias), taps = C/groups * R * S, splits the GEMM_K splits.
+inline double channel_error(const err_model& em, double g, double axw, double eop, double absb, double taps,
+                            double splits) {
+  if (g == 0) return 0;  // v^ = v = 0 exactly (finite conv)
+  return g * (eop + gamma_n(em.products * taps + splits + 3, em.u_acc) * (axw + eop + absb) +
+              gamma_n(taps + 3, u_fp64) * (axw + absb));
+}
+
+/// One channel of one pixel as the oracle sees it: reference value v, error bound e, magnitude mag
+/// (g (axw + |b|): the absolute-term sum the error scales with).
+struct chan_ref {
+  double v = 0, e = 0, mag = 0;
+};
+
+inline bool same_value(double got, double want) {
+  if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
+  return got == want;
+}
+
 /// True for integer data with an exact epilogue, no huge values and an op without a division: every
 /// result is then exact (the only rounding is the final conversion to T).
 inline bool exact_case(const fcase& c) { return c.integer && c.n_huge == 0 && c.o != opk::mean; }
 
-/// How per-channel errors combine into the reduced value's error.
-inline double combine_err(opk o, double emax, double esum, std::int64_t count) {
-  switch (o) {
-    case opk::sum: return esum;
-    case opk::mean: return esum / double(count);
-    case opk::range: return 2 * emax;
-    default: return emax;
+/// ||got - ref||_2 / ||mag||_2 in float64: as test::rel_norm_error (NaN / inf on one side only: +inf;
+/// matching NaN / same infinity: 0) but relative to the magnitudes (absolute-term sums), not to |ref|.
+template <class T>
+double norm_error_vs_magnitude(const std::vector<T>& got, const std::vector<double>& ref, const std::vector<double>& mag) {
+  if (got.size() != ref.size() || mag.size() != ref.size()) return std::numeric_limits<double>::infinity();
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double g = to_double(got[i]), r = ref[i];
+    if (std::isnan(g) || std::isnan(r) || std::isinf(g) || std::isinf(r)) {
+      if (same_value(g, r)) continue;
+      return std::numeric_limits<double>::infinity();
+    }
+    num += (g - r) * (g - r);
+    if (std::isfinite(mag[i])) den += mag[i] * mag[i];
   }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
-/// Checks reduced outputs y (and idx for index ops) of a conv case against the float64 reference: vals
-/// (the reference conv with epilogue, full output), A (the conv of |x|, |w|, |b|). Returns "" or the
-/// first mismatch.
-template <class T, class Op>
-std::string check_reduced(const fcase& c, const std::vector<T>& y, const std::vector<std::int64_t>& idx,
-                          const std::vector<double>& vals, const std::vector<double>& A, double g) {
-  const conv2d_problem& p = c.p;
-  const tols t = tolerances(c.t, c.m);
+/// The interval a reduced output must lie in (before the final rounding to T), and its magnitude.
+struct reduced_bound {
+  double lo = 0, hi = 0, mag = 0;
+};
+
+/// The bound of a reduced output with finite reference value r over K channels at(k) (chan_ref), for op o
+/// (see the section comment). Non-finite channels are skipped (they cannot be selected against a finite
+/// result; a sum with one is not finite).
+template <class At>
+reduced_bound reduce_bound(opk o, const err_model& em, std::int64_t K, double r, At&& at) {
+  reduced_bound b;
+  const double inf = std::numeric_limits<double>::infinity();
+  double s_e = 0, s_v = 0, s_mag = 0;
+  double min_lo = inf, min_hi = inf, max_lo = -inf, max_hi = -inf, mag_min = 0, mag_max = 0, vmin = inf, vmax = -inf;
+  for (std::int64_t k = 0; k < K; ++k) {
+    const chan_ref ch = at(k);
+    if (!std::isfinite(ch.v)) continue;
+    s_e += ch.e, s_v += std::abs(ch.v), s_mag += ch.mag;
+    min_lo = std::min(min_lo, ch.v - ch.e), min_hi = std::min(min_hi, ch.v + ch.e);
+    max_lo = std::max(max_lo, ch.v - ch.e), max_hi = std::max(max_hi, ch.v + ch.e);
+    if (ch.v < vmin) vmin = ch.v, mag_min = ch.mag;  // the reference's extreme (lowest index on ties)
+    if (ch.v > vmax) vmax = ch.v, mag_max = ch.mag;
+  }
+  const double red = gamma_n(double(K), em.u_c + u_fp64);  // the kernel's and the reference's K-term sums
+  switch (o) {
+    case opk::sum:
+    case opk::mean: {
+      double B = s_e + red * (s_v + s_e);
+      b.mag = s_mag;
+      if (o == opk::mean) {  // one more rounding: the division by K (kernel and reference)
+        B = B / double(K) * (1 + em.u_c) + (em.u_c + u_fp64) * std::abs(r);
+        b.mag /= double(K);
+      }
+      b.lo = r - B, b.hi = r + B;
+      break;
+    }
+    case opk::min:
+    case opk::argmin: b.lo = min_lo, b.hi = min_hi, b.mag = mag_min; break;
+    case opk::max:
+    case opk::argmax: b.lo = max_lo, b.hi = max_hi, b.mag = mag_max; break;
+    case opk::range: {  // max - min, one more rounding (the subtraction)
+      const double lo = max_lo - min_hi, hi = max_hi - min_lo, slack = (em.u_c + u_fp64) * std::max(std::abs(lo), std::abs(hi));
+      b.lo = lo - slack, b.hi = hi + slack, b.mag = mag_max + mag_min;
+      break;
+    }
+  }
+  return b;
+}
+
+/// Checks `npix` reduced outputs y (idx for index ops) against the float64 reference: at(m, k) gives
+/// the chan_ref of channel k (of K) at pixel m. Exact data (exact_case) and non-finite references must
+/// match exactly (indices too: lowest on ties, first NaN); every other output must lie in its bound
+/// (reduce_bound, widened by the final rounding to T), an index's channel must be able to be the extreme
+/// and carry the returned value; then the aggregate ||y - r|| <= tau ||mag||. Returns "" or the first
+/// mismatch.
+template <class T, class Op, class At>
+std::string check_reduction(const fcase& c, const err_model& em, std::int64_t npix, std::int64_t K, At&& at,
+                            const std::vector<T>& y, const std::vector<std::int64_t>& idx) {
   const bool exact = exact_case(c);
-  const std::int64_t P = p.P(), Q = p.Q();
-  std::vector<double> yref(y.size());
+  std::vector<double> yref(y.size()), mag(y.size(), 0.0);
   std::size_t bad = 0;
   std::ostringstream first;
-  auto note = [&](std::int64_t m, const char* what, double got, double want, std::int64_t gi, std::int64_t wi) {
-    if (bad++ == 0)
+  auto note = [&](std::int64_t m, const char* what, double got, double want, std::int64_t gi, std::int64_t wi,
+                  double lo = 0, double hi = 0) {
+    if (bad++ == 0) {
       first << what << " at pixel " << m << ": got " << got << " want " << want << " (index " << gi << ", reference "
             << wi << ")";
+      if (lo < hi) first << ", allowed [" << lo << ", " << hi << "]";
+    }
   };
-  for (std::int64_t n = 0; n < p.N; ++n)
-    for (std::int64_t i = 0; i < P; ++i)
-      for (std::int64_t j = 0; j < Q; ++j) {
-        const std::int64_t m = (n * P + i) * Q + j;
-        auto at = [&](std::int64_t k) { return static_cast<std::size_t>(reference::out_offset(p, n, k, i, j)); };
-        const reference::reduced r = reference::reduce_values(Op{}, p.K, [&](std::int64_t k) { return vals[at(k)]; });
-        yref[static_cast<std::size_t>(m)] = r.value;
-        const double got = to_double(y[static_cast<std::size_t>(m)]);
-        const std::int64_t gi = Op::has_index ? idx[static_cast<std::size_t>(m)] : -1;
-        if (exact || !std::isfinite(r.value)) {
-          // exact data, or a non-finite result: the value rounded to T and the index exactly
-          const double want = exact ? to_double(from_compute<T>(r.value)) : r.value;
-          if (!same_value(got, want)) note(m, "value", got, want, gi, r.index);
-          else if (Op::has_index && gi != r.index) note(m, "index", got, want, gi, r.index);
-          continue;
-        }
-        double emax = 0, esum = 0;
-        for (std::int64_t k = 0; k < p.K; ++k) {
-          const double v = vals[at(k)];
-          if (!std::isfinite(v)) continue;  // cannot be selected against a finite result
-          const double err = t.acc * (g * A[at(k)] + std::abs(v));
-          emax = std::max(emax, err);
-          esum += err;
-        }
-        const double delta = combine_err(c.o, emax, esum, p.K);
-        const double bound = delta + t.uT * (std::abs(r.value) + delta) + 2 * tiny<T>();
-        if (!(std::abs(got - r.value) <= bound)) {
-          note(m, "value", got, r.value, gi, r.index);
-          continue;
-        }
-        if constexpr (Op::has_index) {
-          if (gi < 0 || gi >= p.K) {
-            note(m, "index out of range", got, r.value, gi, r.index);
-            continue;
-          }
-          const double vsel = vals[at(gi)];
-          // the chosen channel's true value is within 2 delta of the true extreme, and y is its value
-          if (!(std::abs(vsel - r.value) <= 2 * emax + 2 * tiny<T>() &&
-                std::abs(got - vsel) <= emax + t.uT * (std::abs(vsel) + emax) + 2 * tiny<T>()))
-            note(m, "index (value of the chosen channel)", got, r.value, gi, r.index);
-        }
+  for (std::int64_t m = 0; m < npix; ++m) {
+    const reference::reduced r = reference::reduce_values(Op{}, K, [&](std::int64_t k) { return at(m, k).v; });
+    const auto um = static_cast<std::size_t>(m);
+    yref[um] = r.value;
+    const double got = to_double(y[um]);
+    const std::int64_t gi = Op::has_index ? idx[um] : -1;
+    if (exact || !std::isfinite(r.value)) {
+      // exact data, or a non-finite result: the value rounded to T and the index exactly
+      const double want = exact ? to_double(from_compute<T>(r.value)) : r.value;
+      yref[um] = want;  // matched exactly: no part in the aggregate
+      if (!same_value(got, want)) note(m, "value", got, want, gi, r.index);
+      else if (Op::has_index && gi != r.index) note(m, "index", got, want, gi, r.index);
+      continue;
+    }
+    const reduced_bound b = reduce_bound(c.o, em, K, r.value, [&](std::int64_t k) { return at(m, k); });
+    mag[um] = b.mag;
+    const double slack = em.u_T * std::max(std::abs(b.lo), std::abs(b.hi)) + em.eta_T;
+    if (!(got >= b.lo - slack && got <= b.hi + slack)) {
+      note(m, "value", got, r.value, gi, r.index, b.lo - slack, b.hi + slack);
+      continue;
+    }
+    if constexpr (Op::has_index) {
+      if (gi < 0 || gi >= K) {
+        note(m, "index out of range", got, r.value, gi, r.index);
+        continue;
       }
-  if (bad == 0) {
-    const double rel = test::rel_norm_error(y, yref);
-    if (!(rel <= t.rel)) {
-      std::ostringstream s;
-      s << "relative norm error " << rel << " > " << t.rel;
-      return s.str();
+      // the chosen channel's reference value can be the extreme (within its own and every other
+      // channel's bound), and y is that channel's computed value
+      const chan_ref ch = at(m, gi);
+      const bool can_be_best = std::is_same_v<Op, op::argmin> ? ch.v - ch.e <= b.hi : ch.v + ch.e >= b.lo;
+      if (!(std::isfinite(ch.v) && can_be_best &&
+            std::abs(got - ch.v) <= ch.e + em.u_T * (std::abs(ch.v) + ch.e) + em.eta_T))
+        note(m, "index (value of the chosen channel)", got, r.value, gi, r.index);
     }
-    return "";
-  }
-  std::ostringstream s;
-  s << bad << " pixel(s) wrong; first: " << first.str();
-  return s.str();
-}
-
-/// Checks a full conv output against the reference vals (same layout), A as in check_reduced.
-template <class T>
-std::string check_full(const fcase& c, const std::vector<T>& out, const std::vector<double>& vals,
-                       const std::vector<double>& A, double g) {
-  const tols t = tolerances(c.t, c.m);
-  const bool exact = c.integer && c.n_huge == 0;
-  std::size_t bad = 0;
-  std::ostringstream first;
-  for (std::size_t e = 0; e < out.size(); ++e) {
-    const double got = to_double(out[e]), want = vals[e];
-    bool ok;
-    if (exact || !std::isfinite(want)) {
-      ok = same_value(got, exact ? to_double(from_compute<T>(want)) : want);
-    } else {
-      const double delta = t.acc * (g * A[e] + std::abs(want));
-      ok = std::abs(got - want) <= delta + t.uT * (std::abs(want) + delta) + 2 * tiny<T>();
-    }
-    if (!ok && bad++ == 0) first << "element " << e << ": got " << got << " want " << want;
   }
   if (bad) {
     std::ostringstream s;
-    s << bad << " element(s) wrong; first: " << first.str();
+    s << bad << " pixel(s) wrong; first: " << first.str();
     return s.str();
   }
-  const double rel = test::rel_norm_error(out, vals);
-  if (!(rel <= t.rel)) {
+  const double ne = norm_error_vs_magnitude(y, yref, mag);
+  if (!(ne <= em.tau)) {
     std::ostringstream s;
-    s << "relative norm error " << rel << " > " << t.rel;
+    s << "norm error relative to the absolute-term sums " << ne << " > " << em.tau;
     return s.str();
   }
   return "";
 }
 
-/// The float64 reference of a conv case: vals = e(conv(x, w) + b) (full output, x's layout) and
-/// A = conv(|x|, |w|) + |b| (for the error bounds).
+/// The float64 reference of a conv case and what its error bounds need (full output, x's layout).
+struct conv_ref {
+  std::vector<double> vals;  ///< e(conv(x, w) + b)
+  std::vector<double> axw;   ///< conv(|x|, |w|) (no bias)
+  std::vector<double> eop;   ///< operand-rounding bound per output when an operand is subnormal in the
+                             ///< math's format; empty: eps_op * axw
+  std::vector<double> gain;  ///< |scale * pcs_k| per channel k
+  std::vector<double> absb;  ///< |b_k| per channel (zeros without bias)
+  double taps = 0;           ///< C/groups * R * S
+  double splits = 0;         ///< GEMM_K splits (split entry: ks; packed partial mode: at most wks)
+  /// The chan_ref of full-output element i (channel k).
+  chan_ref at(const err_model& em, std::size_t i, std::int64_t k) const {
+    const auto uk = static_cast<std::size_t>(k);
+    const double op_err = eop.empty() ? em.eps_op * axw[i] : eop[i];
+    return {vals[i], channel_error(em, gain[uk], axw[i], op_err, absb[uk], taps, splits), gain[uk] * (axw[i] + absb[uk])};
+  }
+};
+
+/// The float64 reference of a conv case (he: the host epilogue) with the magnitudes of model em.
 template <class T, class HostEpi>
-void conv_reference(const fcase& c, const host_data<T>& d, HostEpi he, std::vector<double>& vals, std::vector<double>& A) {
+conv_ref conv_reference(const fcase& c, const host_data<T>& d, HostEpi he, const err_model& em) {
   const conv2d_problem& p = c.p;
-  vals.assign(static_cast<std::size_t>(p.out_elements()), 0.0);
-  A.assign(vals.size(), 0.0);
-  reference::conv2d(p, d.x.data(), d.w.data(), c.bias ? d.b.data() : nullptr, vals.data(), he);
-  std::vector<double> ax(d.x.size()), aw(d.w.size()), ab(d.b.size());
+  conv_ref r;
+  r.vals.assign(static_cast<std::size_t>(p.out_elements()), 0.0);
+  r.axw.assign(r.vals.size(), 0.0);
+  reference::conv2d(p, d.x.data(), d.w.data(), c.bias ? d.b.data() : nullptr, r.vals.data(), he);
+  std::vector<double> ax(d.x.size()), aw(d.w.size());
   for (std::size_t i = 0; i < ax.size(); ++i) ax[i] = std::abs(to_double(d.x[i]));
   for (std::size_t i = 0; i < aw.size(); ++i) aw[i] = std::abs(to_double(d.w[i]));
-  for (std::size_t i = 0; i < ab.size(); ++i) ab[i] = std::abs(to_double(d.b[i]));
-  reference::conv2d(p, ax.data(), aw.data(), c.bias ? ab.data() : static_cast<const double*>(nullptr), A.data());
+  reference::conv2d(p, ax.data(), aw.data(), static_cast<const double*>(nullptr), r.axw.data());
+  r.taps = double(p.C / p.groups * p.R * p.S);
+  r.splits = double((c.e == entry::split ? c.ks : 0) + c.wks);
+  r.gain.resize(static_cast<std::size_t>(p.K));
+  r.absb.assign(static_cast<std::size_t>(p.K), 0.0);
+  for (std::size_t k = 0; k < r.gain.size(); ++k) {
+    r.gain[k] = std::abs(double(d.pcs[k]) * double(c.scale));
+    if (c.bias) r.absb[k] = std::abs(to_double(d.b[k]));
+  }
+  // an operand below the smallest normal of the math's format: its rounding error is absolute (eta_op),
+  // not relative; bound the products' error exactly: conv(|x| + ex, |w| + ew) - conv(|x|, |w|)
+  auto sub = [&](double a) { return a != 0 && a < em.min_normal_op; };
+  if (em.u_op > 0 && (std::any_of(ax.begin(), ax.end(), sub) || std::any_of(aw.begin(), aw.end(), sub))) {
+    auto widen = [&](std::vector<double>& v) {
+      for (double& a : v) a += a >= em.min_normal_op || !std::isfinite(a) ? em.u_op * a : std::min(a, em.eta_op);
+    };
+    widen(ax), widen(aw);
+    r.eop.assign(r.vals.size(), 0.0);
+    reference::conv2d(p, ax.data(), aw.data(), static_cast<const double*>(nullptr), r.eop.data());
+    const double g2 = gamma_n(r.taps, u_fp64);  // both float64 convs' own rounding
+    for (std::size_t i = 0; i < r.eop.size(); ++i) r.eop[i] = r.eop[i] - r.axw[i] + g2 * (r.eop[i] + r.axw[i]);
+  }
+  return r;
+}
+
+/// Checks the reduced outputs y (idx for index ops) of a conv case against its reference (conv_reference).
+template <class T, class Op>
+std::string check_reduced(const fcase& c, const err_model& em, const conv_ref& ref, const std::vector<T>& y,
+                          const std::vector<std::int64_t>& idx) {
+  const conv2d_problem& p = c.p;
+  const std::int64_t P = p.P(), Q = p.Q();
+  auto at = [&](std::int64_t m, std::int64_t k) {
+    const std::int64_t n = m / (P * Q), i = m / Q % P, j = m % Q;
+    return ref.at(em, static_cast<std::size_t>(reference::out_offset(p, n, k, i, j)), k);
+  };
+  return check_reduction<T, Op>(c, em, p.N * P * Q, p.K, at, y, idx);
+}
+
+/// Checks a full conv output (same layout as ref.vals) against its reference: every element within its
+/// channel_error (widened by the final rounding to T), exactly for exact data and non-finite references,
+/// then the aggregate ||out - vals|| <= tau ||mag||.
+template <class T>
+std::string check_full(const fcase& c, const err_model& em, const conv_ref& ref, const std::vector<T>& out) {
+  const conv2d_problem& p = c.p;
+  const bool exact = c.integer && c.n_huge == 0;
+  std::vector<double> want_all(ref.vals), mag(out.size(), 0.0);
+  std::size_t bad = 0;
+  std::ostringstream first;
+  for (std::int64_t n = 0; n < p.N; ++n)
+    for (std::int64_t k = 0; k < p.K; ++k)
+      for (std::int64_t i = 0; i < p.P(); ++i)
+        for (std::int64_t j = 0; j < p.Q(); ++j) {
+          const auto e = static_cast<std::size_t>(reference::out_offset(p, n, k, i, j));
+          const double got = to_double(out[e]), want = ref.vals[e];
+          bool ok;
+          if (exact || !std::isfinite(want)) {
+            want_all[e] = exact ? to_double(from_compute<T>(want)) : want;  // matched exactly: no part in the aggregate
+            ok = same_value(got, want_all[e]);
+          } else {
+            const chan_ref ch = ref.at(em, e, k);
+            mag[e] = ch.mag;
+            ok = std::abs(got - want) <= ch.e + em.u_T * (std::abs(want) + ch.e) + em.eta_T;
+          }
+          if (!ok && bad++ == 0) first << "element " << e << ": got " << got << " want " << want;
+        }
+  if (bad) {
+    std::ostringstream s;
+    s << bad << " element(s) wrong; first: " << first.str();
+    return s.str();
+  }
+  const double ne = norm_error_vs_magnitude(out, want_all, mag);
+  if (!(ne <= em.tau)) {
+    std::ostringstream s;
+    s << "norm error relative to the absolute-term sums " << ne << " > " << em.tau;
+    return s.str();
+  }
+  return "";
 }
 
 /// The poison of an output of T: NaN, or a finite sentinel when NaN results are possible.
@@ -663,11 +847,14 @@ result run_conv(const fcase& c, const run_opts& ro, bool full, Launch&& launch) 
   const std::vector<T> y(yimg.begin() + yo, yimg.begin() + yo + static_cast<std::ptrdiff_t>(ny));
   std::vector<std::int64_t> idx;
   if (with_idx) idx.assign(iimg.begin() + io, iimg.begin() + io + static_cast<std::ptrdiff_t>(ny));
-  std::vector<double> vals, A;
   const fuzz_epi he{{d.pcs.data()}, {c.scale}};
-  conv_reference(c, d, he, vals, A);
-  const double g = gain(c, d.pcs);
-  res.why = full ? check_full(c, y, vals, A, g) : check_reduced<T, Op>(c, y, idx, vals, A, g);
+  const err_model em = error_model<T>(c.t, c.m);
+  const conv_ref ref = conv_reference(c, d, he, em);
+  if (ro.y_out) {
+    ro.y_out->resize(y.size());
+    for (std::size_t i = 0; i < y.size(); ++i) (*ro.y_out)[i] = to_double(y[i]);
+  }
+  res.why = full ? check_full(c, em, ref, y) : check_reduced<T, Op>(c, em, ref, y, idx);
   res.ok = res.why.empty();
   return res;
 }

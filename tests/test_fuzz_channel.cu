@@ -27,63 +27,19 @@ std::string plan_name(const channel_reduce_problem& cp, const T* x) {
 template <class T, class Op>
 std::string check_channel(const fcase& c, const channel_reduce_problem& cp, const host_data<T>& d,
                           const std::vector<T>& y, const std::vector<std::int64_t>& idx) {
-  const std::size_t ny = y.size();
-  std::vector<double> yref(ny);
-  std::vector<std::int64_t> iref(ny, -1);
   const fuzz_epi he{{d.pcs.data()}, {c.scale}};
-  reference::channel_reduce(cp, d.x.data(), yref.data(), Op::has_index ? iref.data() : nullptr, Op{}, he);
-  const bool exact = exact_case(c);
-  const double eps = std::is_same_v<T, double> ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon();
-  const double uT = tolerances(c.t, c.m).uT;
+  const err_model em = error_model<T>(c.t, c.m);
   conv2d_problem shape;
   shape.N = cp.N, shape.C = cp.C, shape.H = cp.H, shape.W = cp.W, shape.x_layout = cp.x_layout;
-  std::size_t bad = 0;
-  std::ostringstream first;
-  for (std::int64_t n = 0; n < cp.N; ++n)
-    for (std::int64_t h = 0; h < cp.H; ++h)
-      for (std::int64_t w = 0; w < cp.W; ++w) {
-        const auto m = static_cast<std::size_t>((n * cp.H + h) * cp.W + w);
-        auto v = [&](std::int64_t ch) {
-          return apply_epilogue(he, to_double(d.x[static_cast<std::size_t>(reference::x_offset(shape, n, ch, h, w))]),
-                                static_cast<int>(ch));
-        };
-        const double got = to_double(y[m]), want = yref[m];
-        const std::int64_t gi = Op::has_index ? idx[m] : -1;
-        bool ok = true;
-        if (exact || !std::isfinite(want)) {
-          ok = same_value(got, exact ? to_double(from_compute<T>(want)) : want) && (!Op::has_index || gi == iref[m]);
-        } else {
-          double sabs = 0, mabs = 0;
-          for (std::int64_t ch = 0; ch < cp.C; ++ch) {
-            const double a = std::abs(v(ch));
-            if (!std::isfinite(a)) continue;
-            sabs += a;
-            mabs = std::max(mabs, a);
-          }
-          // the epilogue is two fp32 (fp64) products per element; sums add one rounding per channel
-          double bound = 4 * eps * mabs;
-          if (c.o == opk::range) bound = 8 * eps * mabs;
-          if (c.o == opk::sum || c.o == opk::mean) bound = (double(cp.C) + 4) * eps * sabs;
-          if (c.o == opk::mean) bound /= double(cp.C);
-          bound += uT * (std::abs(want) + bound) + 2 * tiny<T>();
-          ok = std::abs(got - want) <= bound;
-          if (ok && Op::has_index) ok = gi >= 0 && gi < cp.C && std::abs(v(gi) - want) <= 2 * bound;
-        }
-        if (!ok && bad++ == 0)
-          first << "pixel " << m << ": got " << got << " want " << want << " (index " << gi << ", reference " << iref[m] << ")";
-      }
-  if (bad) {
-    std::ostringstream s;
-    s << bad << " pixel(s) wrong; first: " << first.str();
-    return s.str();
-  }
-  const double rel = test::rel_norm_error(y, yref);
-  if (!(rel <= test::tol::ieee<T>())) {
-    std::ostringstream s;
-    s << "relative norm error " << rel << " > " << test::tol::ieee<T>();
-    return s.str();
-  }
-  return "";
+  // channel ch of pixel m: v = e(x) (two roundings of the compute type: no conv, no operand rounding)
+  auto at = [&](std::int64_t m, std::int64_t ch) {
+    const std::int64_t n = m / (cp.H * cp.W), h = m / cp.W % cp.H, w = m % cp.W;
+    const double xv = to_double(d.x[static_cast<std::size_t>(reference::x_offset(shape, n, ch, h, w))]);
+    const double g = std::abs(double(d.pcs[static_cast<std::size_t>(ch)]) * double(c.scale));
+    return chan_ref{apply_epilogue(he, xv, static_cast<int>(ch)), channel_error(em, g, std::abs(xv), 0, 0, 0, 0),
+                    g * std::abs(xv)};
+  };
+  return check_reduction<T, Op>(c, em, cp.N * cp.H * cp.W, cp.C, at, y, idx);
 }
 
 template <class T, class Op>
