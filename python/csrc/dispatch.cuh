@@ -63,6 +63,36 @@ class plan_impl final : public plan {
   convred::device::conv2d_reduce_plan<T, Math> plan_;
 };
 
+/// The exact-FMA kernels every math's plan of one element type T may run (the SIMT kernel, fused and
+/// split, and the depthwise direct kernel) are compiled once, in T's ieee translation unit
+/// (CONVRED_EXT_INSTANTIATE_EXACT); the other translation units of T only declare them (extern template).
+#define CONVRED_EXT_EXACT_KERNELS(EXTERN, T, OP)                                                                 \
+  EXTERN template convred::status convred::device::conv2d_reduce<typename convred::default_simt_policy<T>::type,  \
+                                                                 T, OP, convred_ext::scale_epi<T>>(                \
+      const convred::conv2d_problem&, const T*, const T*, const T*, T*, std::int64_t*, OP, convred_ext::scale_epi<T>, \
+      cudaStream_t);                                                                                              \
+  EXTERN template convred::status                                                                                 \
+  convred::device::conv2d_reduce_split<typename convred::default_simt_policy<T>::type, T, OP, convred_ext::scale_epi<T>>( \
+      const convred::conv2d_problem&, const T*, const T*, const T*, T*, std::int64_t*, void*, std::size_t, int, OP,  \
+      convred_ext::scale_epi<T>, cudaStream_t);                                                                   \
+  EXTERN template convred::status convred::device::conv2d_reduce_direct<T, OP, convred_ext::scale_epi<T>>(        \
+      const convred::conv2d_problem&, const T*, const T*, const T*, T*, std::int64_t*, OP, convred_ext::scale_epi<T>, \
+      cudaStream_t);
+#define CONVRED_EXT_EXACT_ALL_OPS(EXTERN, T)                 \
+  CONVRED_EXT_EXACT_KERNELS(EXTERN, T, convred::op::argmin)  \
+  CONVRED_EXT_EXACT_KERNELS(EXTERN, T, convred::op::argmax)  \
+  CONVRED_EXT_EXACT_KERNELS(EXTERN, T, convred::op::min)     \
+  CONVRED_EXT_EXACT_KERNELS(EXTERN, T, convred::op::max)     \
+  CONVRED_EXT_EXACT_KERNELS(EXTERN, T, convred::op::sum)     \
+  CONVRED_EXT_EXACT_KERNELS(EXTERN, T, convred::op::mean)
+}  // namespace convred_ext
+#ifndef CONVRED_EXT_INSTANTIATE_EXACT
+CONVRED_EXT_EXACT_ALL_OPS(extern, float)
+CONVRED_EXT_EXACT_ALL_OPS(extern, __half)
+CONVRED_EXT_EXACT_ALL_OPS(extern, __nv_bfloat16)
+#endif
+namespace convred_ext {
+
 template <class T, class Math>
 std::unique_ptr<plan> make_plan_of(const convred::conv2d_problem& p) {
   return std::make_unique<plan_impl<T, Math>>(p);
