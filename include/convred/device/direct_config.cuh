@@ -1,0 +1,294 @@
+/// @file device/direct_config.cuh
+/// @brief The tiling heuristic of the tiled direct kernel for C/groups == 1 (host only, no CUDA call): the
+/// kernel variants' shapes, the model choose_direct_config minimises, whether a tiling fits, and its
+/// description for a log.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "../block/conv_direct.cuh"
+#include "../block/direct_patch_stager.cuh"
+#include "../kernel/conv2d_reduce_direct.cuh"
+#include "../problem.cuh"
+
+namespace convred::device {
+
+/// @brief The compile-time shape of one direct-kernel variant and the staging a problem allows, as the
+/// tiling heuristic needs them (direct_kernel_shape_of gives them for an element type and problem).
+struct direct_kernel_shape {
+  int sh = 2;                 ///< output rows per thread (block::direct_strip::SH)
+  int sw = 1;                 ///< output columns per thread (block::direct_strip::SW)
+  bool unrolled = false;      ///< taps unrolled, each input row read once as a run (block::direct_strip::unrolled)
+  int filter = 0;             ///< the unrolled filter size (3, 5, 7), 0 for the run-time variant
+  std::size_t elem_bytes = 4; ///< sizeof(T)
+  int stages = 3;             ///< shared-memory buffers (block::direct_patch_stager::stages)
+  /// chunked staging (block::direct_vector_staging: NCHW, W a multiple of the chunk, unrolled), assuming x
+  /// aligned to a chunk (the launch falls back to element copies when it is not)
+  bool vector = false;
+};
+
+/// @brief The filter sizes the direct kernel unrolls: 3x3, 5x5 and 7x7 with stride and dilation 1 in
+/// both directions; 0 for every other problem (the run-time variant).
+inline int direct_unrolled_filter(const conv2d_problem& p) {
+  const bool unit = p.stride_h == 1 && p.stride_w == 1 && p.dil_h == 1 && p.dil_w == 1;
+  return unit && p.R == p.S && (p.R == 3 || p.R == 5 || p.R == 7) ? static_cast<int>(p.R) : 0;
+}
+
+/// @brief The shape of the direct-kernel variant with the taps unrolled for a `filter` x `filter` filter
+/// (3, 5 or 7), or of the run-time variant (0), for element type T (host); `vector` as given.
+template <class T>
+direct_kernel_shape direct_kernel_shape_of(int filter, bool vector) {
+  direct_kernel_shape k;
+  using fixed = block::direct_strip<T, 3, 3>;  // SH, SW are the same for 3x3, 5x5 and 7x7
+  using any = block::direct_strip<T, 0, 0>;
+  k.unrolled = filter > 0;
+  k.filter = k.unrolled ? filter : 0;
+  k.sh = k.unrolled ? fixed::SH : any::SH;
+  k.sw = k.unrolled ? fixed::SW : any::SW;
+  k.elem_bytes = sizeof(T);
+  k.stages = block::direct_patch_stager<T>::stages;
+  k.vector = vector && k.unrolled;
+  return k;
+}
+
+/// @brief The shape of the direct-kernel variant that serves p with element type T (host):
+/// direct_kernel_shape_of<T>(direct_unrolled_filter(p), block::direct_vector_staging(p, ...)).
+template <class T>
+direct_kernel_shape direct_kernel_shape_of(const conv2d_problem& p) {
+  const int f = direct_unrolled_filter(p);
+  return direct_kernel_shape_of<T>(f, block::direct_vector_staging(p, sizeof(T), f > 0));
+}
+
+/// @brief What choose_direct_config picks: the pixel-thread grid of a tile, the channel groups of a block,
+/// the blocks per tile and the channels per stage (block::make_direct_tiling derives the rest), and the
+/// model's time.
+struct direct_config {
+  int tx = 1;          ///< pixel threads across a tile
+  int ty = 1;          ///< pixel threads down a tile
+  int groups = 1;      ///< channel groups per block (threads = groups * tx * ty)
+  int splits = 1;      ///< blocks per tile (a cluster when > 1), each over ceil(C / splits) input channels
+  int cb = 1;          ///< input channels per pipeline stage
+  /// false: no patch fits a buffer (huge strides, dilations or filters): the run-time variant reads x
+  /// directly (block::direct_tiling::staged)
+  bool staged = true;
+  double cycles = 0;   ///< the model's estimate of the kernel's time, in SM clock cycles
+};
+
+/// Most blocks per tile (the portable cluster size limit).
+inline constexpr int direct_max_splits = 8;
+/// Most dynamic shared memory a direct tiling uses: 96 KiB, within every sm_80+ GPU's per-block limit
+/// (99 KiB on sm_86 / sm_89).
+inline constexpr std::size_t direct_max_smem = 96 * 1024;
+/// Stage buffers the heuristic aims at per block (it takes the most channels per stage within this).
+inline constexpr std::size_t direct_stage_smem = 64 * 1024;
+
+/// @brief The model choose_direct_config minimises, for one candidate: its terms in SM cycles and the
+/// channels per stage it implies.
+struct direct_estimate {
+  bool ok = false;         ///< the candidate can run (buffers and parked states fit, one block fits an SM)
+  int cb = 1;              ///< input channels per stage
+  double throughput = 0;   ///< the busiest SM's issue: its blocks' instructions at the issue rate its warps reach
+  double memory = 0;       ///< DRAM (x once over all SMs) or the busiest SM's staged bytes from L2, the longer
+  double latency = 0;      ///< one block's serial time times the waves of blocks on the busiest SM
+  double cycles = 0;       ///< max(throughput, memory, latency) + 5% of (throughput + memory)
+};
+
+/// @brief The estimate of choose_direct_config for one candidate tiling (tx x ty pixel threads, `groups`
+/// channel groups, `splits` blocks per tile; the channels per stage derived as there) of problem p on
+/// kernel variant k over `sms` SMs (>= 1). See choose_direct_config for the model; host only.
+inline direct_estimate estimate_direct_config(const conv2d_problem& p, const direct_kernel_shape& k, double sms, int tx,
+                                              int ty, int groups, int splits) {
+  direct_estimate r;
+  const double e = static_cast<double>(k.elem_bytes);
+  const std::int64_t P = p.P(), Q = p.Q(), C = p.C, Kg = p.K_per_group(), R = p.R, S = p.S, RS = R * S;
+  const int sh = k.sh, sw = k.sw, pt = tx * ty, threads = pt * groups;
+  const std::int64_t cs = (C + splits - 1) / splits;
+  if (groups > cs) return r;  // idle groups
+  const int vec = k.vector ? block::direct_chunk_elements(k.elem_bytes) : 1;
+  const std::int64_t shift = vec > 1 ? (vec - p.pad_w % vec) % vec : 0;
+  const std::int64_t tile_h = std::int64_t(ty) * sh, tile_w = std::int64_t(tx) * sw;
+  const double tiles = double(p.N) * double((P + tile_h - 1) / tile_h) * double((Q + shift + tile_w - 1) / tile_w);
+  const bool nchw = p.x_layout == layout::nchw;
+  const double rows = double((tile_h - 1) * p.stride_h + (R - 1) * p.dil_h + 1);
+  const double cols = double((tile_w - 1) * p.stride_w + (S - 1) * p.dil_w + 1);
+  const double chunks = nchw ? std::ceil(cols / vec) : cols;
+  const double align = 16 / e;
+  const double plane = rows * (std::ceil(chunks * vec / align) * align + align);  // the model's (pitch: one unit more)
+  const double px = double(tile_h * tile_w), warps = std::ceil(threads / 32.0);
+  // channels per stage: groups * J for the largest J in {4, 2, 1} within direct_stage_smem (at most the split's)
+  std::int64_t cb = 0;
+  for (int j = 4; j >= 1 && cb == 0; j /= 2) {
+    const std::int64_t c = std::min<std::int64_t>(std::int64_t(groups) * j, cs);
+    if (k.stages * double(c) * plane * e <= double(direct_stage_smem) || j == 1) cb = c;
+  }
+  const double buffers = k.stages * double(cb) * plane * e, park = double(groups) * px * 16;
+  if (buffers > double(direct_max_smem) || park > double(direct_max_smem)) return r;
+  // the fit, exactly as the kernel lays the patch out (its pitch may be up to 7 units wider than the
+  // model's: the fewest bank wavefronts among 8): a candidate that would not fit is never picked
+  if (block::make_direct_tiling(p, k.elem_bytes, 16, sh, sw, k.unrolled, k.stages, tx, ty, groups, splits,
+                                static_cast<int>(cb), true, k.vector).smem_bytes > direct_max_smem)
+    return r;
+  const double smem = std::max(buffers, park);
+  // registers per thread (ptxas -v, sm_90a, fp32; double about 1.8x), blocks per SM
+  const double regs = (k.unrolled ? (k.filter == 3 ? 80 : k.filter == 5 ? 96 : 120) : 128) * (e == 8 ? 1.8 : 1.0);
+  const double bps = std::floor(std::min({32.0, 64 / warps, 65536 / (std::min(255.0, regs) * warps * 32),
+                                          227.0 * 1024 / (smem + 1024)}));
+  if (bps < 1) return r;
+  r.ok = true, r.cb = static_cast<int>(cb);
+  // per thread and output channel: FMAs, shared-memory loads, weight and bias loads, epilogue + fold, loop
+  const double run = double(sw + S - 1);
+  const double lds = k.unrolled ? (sh + R - 1) * std::ceil(run * e / std::min(16.0, sw * e)) : double(sh * RS);
+  const double per_k = double(sh * sw * RS) + lds + double(RS + 1) + 3.0 * sh * sw + 8;
+  const double nst = std::ceil(double(cs) / double(cb));
+  const double per_group = std::ceil(double(cb) / groups);  // channels a group computes per stage
+  const double items = double(cb) * rows * chunks;
+  const double stage_thread = std::ceil(items / threads) * 18 + 30;  // staging + barrier per thread and stage
+  const double warp_stage = double(Kg) * per_group * per_k + stage_thread;  // one warp's instructions per stage
+  const double store = std::ceil(px * groups / threads) * 10 + std::ceil(px / threads) * (12 + 6 * groups) + 100;
+  const double w_blk = warps * (nst * warp_stage + store);
+  const double blocks = tiles * splits;
+  const double nb = std::ceil(blocks / sms);          // blocks on the busiest SM
+  const double conc = std::min(nb, bps);              // of them resident at once
+  const double ipc = std::min(4.0, 0.5 * conc * warps);  // a warp issues about every other cycle
+  r.throughput = nb * w_blk / ipc;
+  const double dram = double(p.x_elements()) * e / (sms * 17);
+  const double l2 = nb * double(cs) * rows * chunks * vec * e / 48;
+  r.memory = std::max(dram, l2);
+  // one block: start and first DRAM round trip, then per stage the longer of its issue (shared with the
+  // other resident warps) and the round trip spread over the stages in flight; the cluster's combine
+  const double t_blk = 1500 + nst * std::max(warp_stage * conc * warps / ipc, 1400.0 / (k.stages - 1)) +
+                       store * conc * warps / ipc + (splits > 1 ? 800 : 0);
+  r.latency = std::ceil(nb / bps) * t_blk;
+  r.cycles = std::max({r.throughput, r.memory, r.latency}) + 0.05 * (r.throughput + r.memory);
+  return r;
+}
+
+/// @brief The tiling for problems whose patches fit no stage buffer: unstaged (threads read x
+/// directly; the run-time kernel variant), up to 32 x 8 strips of k.sh x k.sw pixels, channel groups and
+/// splits (at most `most_splits`) added while they stay within kernel::direct_max_threads, C, and about
+/// two blocks per SM (`sms`). Host only.
+inline direct_config unstaged_direct_config(const conv2d_problem& p, const direct_kernel_shape& k, double sms,
+                                            int most_splits) {
+  const std::int64_t P = p.P(), Q = p.Q();
+  direct_config best;
+  best.staged = false;
+  best.tx = static_cast<int>(std::min<std::int64_t>(32, (Q + k.sw - 1) / k.sw));
+  best.ty = static_cast<int>(std::min<std::int64_t>(8, (P + k.sh - 1) / k.sh));
+  const double tiles = double(p.N) * double((P + best.ty * k.sh - 1) / (best.ty * k.sh)) *
+                       double((Q + best.tx * k.sw - 1) / (best.tx * k.sw));
+  while (best.groups * 2 * best.tx * best.ty <= kernel::direct_max_threads && best.groups * 2 <= p.C) best.groups *= 2;
+  while (best.splits * 2 <= most_splits && best.splits * 2 * best.groups <= p.C && tiles * best.splits * 2 <= 2 * sms)
+    best.splits *= 2;
+  best.cycles = 0;
+  return best;
+}
+
+/// @brief Picks the direct kernel's tiling for a validated problem with C/groups == 1 (host, no CUDA
+/// call): the candidate with the least estimate_direct_config (ties: the first found).
+///
+/// Candidates: tx in {1, 2, 4, 8, 16, 32} and the counts that cover the output's width (plus the chunk
+/// shift) in one or two tiles (at most 32); ty alike for the height (at most 64); channel groups in {1, 2,
+/// 4, ..., 32} up to the split's channels; at most kernel::direct_max_threads threads; splits in {1, 2, 4,
+/// 8} up to C and `max_splits` (1 when clusters cannot be launched). Channels per stage: groups * J for
+/// the largest J in {4, 2, 1} whose buffers fit direct_stage_smem. The estimate, in SM cycles, is the
+/// largest of
+///  - throughput: the busiest SM's blocks' warp instructions (per thread and output channel SH*SW*R*S
+///    FMAs, the row loads, R*S + 1 weight and bias loads, 3 per pixel for bias, epilogue and fold; per stage
+///    18 per staged item and 30 for the barrier; the store) at min(4, warps / 2) per cycle;
+///  - memory: x once from DRAM (17 bytes per cycle and SM: ~4 TB/s on 132 SMs at 1.75 GHz), or the
+///    busiest SM's staged bytes from L2 (48 bytes per cycle);
+///  - latency: one block's serial time (1,500 cycles to start, per stage the longer of its issue and an
+///    L2/DRAM round trip of 1,400 cycles over the stages in flight, the store, 800 more to combine
+///    splits) times the waves of blocks on the busiest SM (residency from the registers, 80 / 96 / 120 per
+///    thread for the 3x3 / 5x5 / 7x7 variants, 128 for the run-time one, x1.8 for double, the warps and the
+///    shared memory);
+/// plus 5% of the throughput and memory terms, so that among latency-bound candidates the cheaper wins.
+/// The constants are estimates for an H100 / H200 class GPU (bench/NOTES.md, "Depthwise direct kernel
+/// v3"), not measurements. sm_count <= 0 (unknown): planned as for one SM, never split.
+inline direct_config choose_direct_config(const conv2d_problem& p, const direct_kernel_shape& k, int sm_count,
+                                          int max_splits) {
+  const double sms = sm_count > 0 ? sm_count : 1;
+  if (sm_count <= 0) max_splits = 1;
+  const std::int64_t P = p.P(), Q = p.Q();
+  const int vec = k.vector ? block::direct_chunk_elements(k.elem_bytes) : 1;
+  const std::int64_t shift = vec > 1 ? (vec - p.pad_w % vec) % vec : 0;
+  // thread counts along one side: powers of two up to the count covering `strips`, and the counts
+  // covering `strips` in one or two tiles, at most `most`
+  auto candidates = [](std::int64_t strips, std::int64_t most, int* out) {
+    int n = 0;
+    auto add = [&](std::int64_t v) {
+      if (v < 1 || v > most) return;
+      for (int i = 0; i < n; ++i)
+        if (out[i] == v) return;
+      out[n++] = static_cast<int>(v);
+    };
+    for (std::int64_t v = 1; v <= most && v < 2 * strips; v *= 2) add(v);
+    add(strips), add((strips + 1) / 2);
+    return n;
+  };
+  const int most_splits = static_cast<int>(std::min<std::int64_t>(std::min(max_splits, direct_max_splits), p.C));
+  int txs[16], tys[16];
+  const int ntx = candidates((Q + shift + k.sw - 1) / k.sw, 32, txs);
+  const int nty = candidates((P + k.sh - 1) / k.sh, 64, tys);
+  direct_config best;
+  best.cycles = -1;
+  for (int a = 0; a < ntx; ++a)
+    for (int b = 0; b < nty; ++b)
+      for (int groups = 1; groups <= 32; groups *= 2) {
+        if (txs[a] * tys[b] * groups > kernel::direct_max_threads) continue;
+        for (int splits = 1; splits <= most_splits; splits *= 2) {
+          const direct_estimate r = estimate_direct_config(p, k, sms, txs[a], tys[b], groups, splits);
+          if (r.ok && (best.cycles < 0 || r.cycles < best.cycles)) {
+            best.tx = txs[a], best.ty = tys[b], best.groups = groups, best.splits = splits, best.cb = r.cb;
+            best.cycles = r.cycles;
+          }
+        }
+      }
+  if (best.cycles < 0) best = unstaged_direct_config(p, k, sms, most_splits);  // no patch fits
+  return best;
+}
+
+/// @brief True if config c can run problem p on the kernel variant k with at most max_splits blocks per
+/// tile: 1 <= tx, ty, groups with groups * tx * ty <= kernel::direct_max_threads; 1 <= splits <= min(C,
+/// max_splits, direct_max_splits); 1 <= cb; staged: the stage buffers (and 16-byte parked states) within
+/// direct_max_smem; unstaged: the run-time variant only.
+inline bool direct_config_fits(const conv2d_problem& p, const direct_kernel_shape& k, const direct_config& c,
+                               int max_splits) {
+  if (c.tx < 1 || c.ty < 1 || c.groups < 1 || c.tx * c.ty > kernel::direct_max_threads ||
+      c.groups * c.tx * c.ty > kernel::direct_max_threads || c.cb < 1 || c.splits < 1 ||
+      c.splits > std::min(max_splits, direct_max_splits) || c.splits > p.C)
+    return false;
+  if (!c.staged && k.unrolled) return false;
+  const block::direct_tiling t = block::make_direct_tiling(p, k.elem_bytes, 16, k.sh, k.sw, k.unrolled, k.stages, c.tx,
+                                                           c.ty, c.groups, c.splits, c.cb, c.staged, k.vector);
+  return t.smem_bytes <= direct_max_smem;
+}
+
+/// @brief One line for a log: the tile, the strip, the channel groups and the split of a direct tiling,
+/// e.g. "8x56-pixel tiles of 2x4-pixel strips, 8 channel groups, 16 channels per stage (16-byte chunks), 4
+/// blocks per tile (a cluster, 36 channels each)".
+inline std::string describe_direct_config(const conv2d_problem& p, const direct_kernel_shape& k, const direct_config& c) {
+  char b[240];
+  int n;
+  if (c.staged)
+    n = std::snprintf(b, sizeof b, "%dx%d-pixel tiles of %dx%d-pixel strips, %d channel group%s, %d channel%s per stage%s",
+                      c.ty * k.sh, c.tx * k.sw, k.sh, k.sw, c.groups, c.groups == 1 ? "" : "s", c.cb, c.cb == 1 ? "" : "s",
+                      k.vector ? (k.elem_bytes == 2 ? " (8-byte chunks)" : " (16-byte chunks)") : "");
+  else
+    n = std::snprintf(b, sizeof b, "%dx%d-pixel tiles of %dx%d-pixel strips, %d channel group%s, x read directly (no patch fits)",
+                      c.ty * k.sh, c.tx * k.sw, k.sh, k.sw, c.groups, c.groups == 1 ? "" : "s");
+  std::string s(b, static_cast<std::size_t>(n > 0 ? n : 0));
+  if (c.splits > 1) {
+    std::snprintf(b, sizeof b, ", %d blocks per tile (a cluster, %lld channels each)", c.splits,
+                  static_cast<long long>((p.C + c.splits - 1) / c.splits));
+    s += b;
+  }
+  return s;
+}
+
+}  // namespace convred::device
