@@ -4,6 +4,8 @@
 // checked against float64 in their own suites.
 #include <convred/device/conv2d_reduce_plan.cuh>
 
+#include <algorithm>
+
 #include "conv2d_reduce_check.cuh"
 
 using namespace convred_test_fused;
@@ -445,5 +447,62 @@ TEST_CASE("conv2d_reduce_plan wgmma split-K tail the model picks: float64, and t
   // against float64 (conv2d_reduce_packed_split, splits = 0, takes the same tail on this device), and the
   // plan's run bitwise the entry point's
   plan_equals_packed_split<conv2d_reduce_plan<float, math::tf32>::wgmma_policy_t>(plan, p, 9700, "plan tail tf32 min");
+}
+
+// bind: the prepared bytes of one plan's prepare (read only) and a separate scratch, on a second, equal
+// plan: the same bits as the plan that packed, the prepared bytes untouched by the runs, and the argument
+// checks. Problems whose plans on an H200 are: the wgmma kernel split (scratch: partial sums), in pass mode
+// with flat tiles, fused (no scratch), the mma.sync split (no prepared bytes); any plan elsewhere.
+TEST_CASE("conv2d_reduce_plan bind: prepared bytes read only, a separate scratch, the same result as prepare") {
+  require_gpu();
+  const conv2d_problem problems[] = {make_problem(1, 40, 6, 8, 130, 3, 3, 1, 1), make_problem(32, 256, 14, 14, 256, 3, 3, 1, 1),
+                                     make_problem(2, 32, 20, 24, 64, 3, 3, 1, 1), make_problem(1, 512, 1, 1, 1030, 1, 1, 0, 1)};
+  std::uint64_t seed = 9700;
+  for (const conv2d_problem& p : problems) {
+    conv2d_reduce_plan<float, math::tf32> a(p), b(p);
+    CAPTURE(a.description());
+    REQUIRE(a.state() == status::success);
+    const std::size_t need = a.workspace_bytes(), pre = a.prepared_bytes(), scr = a.scratch_bytes();
+    REQUIRE(pre <= need);
+    REQUIRE(scr <= need);
+    CHECK(scr == (need == 0 ? 0 : need - (pre ? (pre + 15) / 16 * 16 : 0)));
+    const auto d = make_data<float>(p, seed++, data_kind::real);
+    auto dx = test::to_device(d.x);
+    auto dw = test::to_device(d.w);
+    auto db = test::to_device(d.b);
+    thrust::device_vector<unsigned char> ws(need + 16), scratch(scr + 16, static_cast<unsigned char>(0xFF));
+    REQUIRE(a.prepare(craw(dw), need ? static_cast<void*>(raw(ws)) : nullptr, ws.size()) == status::success);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    const std::vector<unsigned char> packed_before = test::to_host(ws);
+    void* pp = pre ? static_cast<void*>(raw(ws)) : nullptr;
+    void* sp = scr ? static_cast<void*>(raw(scratch)) : nullptr;
+    if (scr > 0) {
+      CHECK(b.bind(craw(dw), pp, pre, nullptr, scr) == status::null_pointer);
+      CHECK(b.bind(craw(dw), pp, pre, raw(scratch) + 4, scr) == status::misaligned_pointer);
+      CHECK(b.bind(craw(dw), pp, pre, sp, scr - 4) == status::workspace_too_small);
+      if (pre > 0) CHECK(b.bind(craw(dw), pp, pre, pp, scr) == status::overlapping_buffers);
+    }
+    if (pre > 0) {
+      CHECK(b.bind(craw(dw), nullptr, pre, sp, scr) == status::null_pointer);
+      CHECK(b.bind(craw(dw), pp, pre - 4, sp, scr) == status::workspace_too_small);
+    }
+    const std::size_t ny = static_cast<std::size_t>(p.y_elements());
+    thrust::device_vector<float> y1(ny), y2(ny);
+    thrust::device_vector<std::int64_t> i1(ny), i2(ny);
+    test::poison(y1), test::poison(y2), test::poison(i1), test::poison(i2);
+    CHECK(b.run(craw(dx), craw(db), raw(y2), raw(i2), op::argmin{}) == status::not_prepared);
+    REQUIRE(b.bind(craw(dw), pp, pre, sp, scr) == status::success);
+    REQUIRE(b.run(craw(dx), craw(db), raw(y2), raw(i2), op::argmin{}) == status::success);
+    REQUIRE(b.run(craw(dx), craw(db), raw(y2), raw(i2), op::argmin{}) == status::success);  // twice: scratch reused
+    REQUIRE(a.run(craw(dx), craw(db), raw(y1), raw(i1), op::argmin{}) == status::success);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    const auto ya = test::to_host(y1), yb = test::to_host(y2);
+    CHECK(test::count_nan(yb) == 0);
+    CHECK(bytes_equal(ya, yb));
+    CHECK(test::to_host(i1) == test::to_host(i2));
+    // b's runs wrote only its scratch: the prepared bytes are as prepare left them
+    const std::vector<unsigned char> after = test::to_host(ws);
+    CHECK(std::equal(packed_before.begin(), packed_before.begin() + static_cast<std::ptrdiff_t>(pre), after.begin()));
+  }
 }
 }  // TEST_SUITE("gpu")

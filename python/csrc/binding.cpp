@@ -284,21 +284,18 @@ std::tuple<at::Tensor, at::Tensor> run_cuda(const at::Tensor& x, const at::Tenso
   const std::lock_guard<std::mutex> lock(e.mu);
   plan& pl = *e.p;
   check_plan(pl);
-  const std::size_t need = pl.workspace_bytes(), prep = pl.prepared_bytes();
   at::Tensor ws;  // freed after the launch: the caching allocator keeps it for this stream's next call
-  if (packed_in) {
+  if (packed_in) {  // the caller's prepared bytes (read only) and a scratch of our own
+    const std::size_t prep = pl.prepared_bytes(), scratch = pl.scratch_bytes();
     TORCH_CHECK_VALUE(static_cast<std::size_t>(packed_in->numel()) == prep, kOp, ": argument 'packed' has ",
                       istr(packed_in->numel()), " bytes, this problem's plan packs ", std::to_string(prep),
                       " (pack it with pack_filter for this weight, input shape, layout and math)");
-    if (need == prep) {  // the workspace is the packed filter alone: runs only read it
-      check_status(pl.bind(weight.data_ptr(), prep ? packed_in->data_ptr() : nullptr, prep), "bind");
-    } else {  // scratch after it: a fresh workspace, so that runs never write the caller's tensor
-      ws = workspace_tensor(x, need);
-      if (prep > 0)
-        C10_CUDA_CHECK(cudaMemcpyAsync(ws.data_ptr(), packed_in->data_ptr(), prep, cudaMemcpyDeviceToDevice, stream));
-      check_status(pl.bind(weight.data_ptr(), ws.data_ptr(), need), "bind");
-    }
-  } else {
+    if (scratch > 0) ws = workspace_tensor(x, scratch);
+    check_status(pl.bind(weight.data_ptr(), prep ? packed_in->data_ptr() : nullptr, prep,
+                         scratch ? ws.data_ptr() : nullptr, scratch),
+                 "bind");
+  } else {  // one workspace: the filter packed into it on this call, then the scratch
+    const std::size_t need = pl.workspace_bytes();
     if (need > 0) ws = workspace_tensor(x, need);
     check_status(pl.prepare(weight.data_ptr(), need ? ws.data_ptr() : nullptr, need, stream), "prepare");
   }

@@ -46,8 +46,10 @@ class plan_impl final : public plan {
   int prepare(const void* w, void* workspace, std::size_t bytes, cudaStream_t stream) override {
     return static_cast<int>(plan_.prepare(static_cast<const T*>(w), workspace, bytes, stream));
   }
-  int bind(const void* w, void* workspace, std::size_t bytes) override {
-    return static_cast<int>(plan_.bind(static_cast<const T*>(w), workspace, bytes));
+  std::size_t scratch_bytes() const override { return plan_.scratch_bytes(); }
+  int bind(const void* w, const void* prepared, std::size_t prepared_size, void* scratch,
+           std::size_t scratch_size) override {
+    return static_cast<int>(plan_.bind(static_cast<const T*>(w), prepared, prepared_size, scratch, scratch_size));
   }
   int run(reduce_kind r, const run_args& a) override {
     using S = std::conditional_t<std::is_same_v<T, double>, double, float>;

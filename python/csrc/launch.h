@@ -59,8 +59,12 @@ class plan {
   virtual std::size_t prepared_bytes() const = 0;
   /// conv2d_reduce_plan::prepare: binds w and the workspace and packs the filter into it (on stream)
   virtual int prepare(const void* w, void* workspace, std::size_t bytes, cudaStream_t stream) = 0;
-  /// conv2d_reduce_plan::bind: binds w and a workspace an equal plan's prepare already filled from w
-  virtual int bind(const void* w, void* workspace, std::size_t bytes) = 0;
+  /// the bytes of scratch bind takes beside the prepared bytes (what every run writes; 0: none)
+  virtual std::size_t scratch_bytes() const = 0;
+  /// conv2d_reduce_plan::bind: binds w, the prepared bytes an equal plan's prepare filled from w (read only),
+  /// and a separate scratch buffer (written by the runs)
+  virtual int bind(const void* w, const void* prepared, std::size_t prepared_size, void* scratch,
+                   std::size_t scratch_size) = 0;
   /// conv2d_reduce_plan::run with the scale epilogue and the op of r
   virtual int run(reduce_kind r, const run_args& a) = 0;
 };

@@ -272,6 +272,12 @@ std::size_t packed_split_workspace_bytes(const conv2d_problem& p, int splits, co
 ///   is the time model's choice): the same as packed_split_workspace_bytes was given
 /// @return status::success after the launches (or for N = 0, with no launch); otherwise the first problem
 ///   found, with nothing launched: validate(p)'s codes; indices_not_supported; invalid_argument (splits
+/// @param scratch         nullptr (default): the scratch (packed x, pass states, partial sums) follows the
+///   packed filter in `workspace`, as above. Else a separate device buffer, 16-byte aligned, that holds what
+///   would follow detail::partial_offset(packed filter bytes) in the workspace: `workspace` then needs to
+///   hold the packed filter alone, read only (a caller that keeps one packed filter for many calls gives
+///   each call, or each stream, its own scratch)
+/// @param scratch_bytes   size of `scratch` (at least the workspace size minus that offset)
 ///   outside [0, kt]); null_pointer (x, w or workspace null, or both y and indices); misaligned_pointer (a
 ///   pointer not aligned to its element type, the workspace not to 16 bytes); size_overflow (the workspace
 ///   size overflows int64, or the fixup's grid is above 2^31 - 1 blocks); workspace_too_small
@@ -286,7 +292,8 @@ template <class Policy, class T, class Op, class Epilogue = epilogue::identity>
 status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* w, void* workspace,
                                   std::size_t workspace_bytes, const nondeduced_t<T>* bias, T* y,
                                   std::int64_t* indices, int splits, Op op = {}, Epilogue epi = {},
-                                  cudaStream_t stream = nullptr, const plan_options& options = {}) {
+                                  cudaStream_t stream = nullptr, const plan_options& options = {},
+                                  void* scratch = nullptr, std::size_t scratch_bytes = 0) {
   static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
   static_assert(is_wgmma_policy_v<Policy>,
                 "convred: Policy must be a wgmma_policy<Math, ...>, e.g. convred::default_wgmma_policy<convred::math::tf32>::type "
@@ -309,13 +316,16 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
   const std::size_t packed = plan.served ? detail::packed_bytes<Policy>(plan)
                                          : detail::packed_bytes<Policy>(detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::either));
   const std::size_t off = detail::partial_offset(packed);
-  // the mma.sync path, its partial sums after the packed filter (none when not served)
+  // the scratch: after the packed filter in the workspace, or the caller's separate buffer
+  unsigned char* rest = scratch ? static_cast<unsigned char*>(scratch)
+                        : workspace ? static_cast<unsigned char*>(workspace) + off
+                                    : nullptr;
+  const std::size_t rest_bytes = scratch ? scratch_bytes : workspace_bytes > off ? workspace_bytes - off : 0;
+  // the mma.sync path, its partial sums in the scratch (none when not served)
   auto fallback = [&] {
     if (splits == 0) return conv2d_reduce<typename Policy::fallback>(p, x, w, bias, y, indices, op, epi, stream);
-    void* part = workspace ? static_cast<unsigned char*>(workspace) + off : nullptr;
-    return conv2d_reduce_split<typename Policy::fallback>(p, x, w, bias, y, indices, part,
-                                                          workspace_bytes > off ? workspace_bytes - off : 0, splits,
-                                                          op, epi, stream);
+    return conv2d_reduce_split<typename Policy::fallback>(p, x, w, bias, y, indices, rest, rest_bytes, splits, op, epi,
+                                                          stream);
   };
   if (!plan.served) return fallback();
   if constexpr (!Op::has_index) {
@@ -328,7 +338,8 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
     const std::int64_t ny = p.y_elements();
     if (ny == 0) return status::success;
     if (!x || !w || !workspace || (!y && !indices)) return status::null_pointer;
-    if (reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0) return status::misaligned_pointer;
+    if (reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0 || reinterpret_cast<std::uintptr_t>(rest) % 16 != 0)
+      return status::misaligned_pointer;
     const std::size_t xbytes = block::conv_mainloop_wgmma<Policy>::xpack_bytes(plan.k);
     using state_t = typename Op::template accum_t<float>;
     const bool pass = splits == 0 && plan.pass_mode && sizeof(state_t) <= pass_state_bytes;
@@ -339,10 +350,11 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
     const std::size_t need = detail::packed_split_bytes(p, packed, xbytes, splits, pass, tail ? plan.tail_pixels : 0,
                                                         tail ? plan.tail_splits : 0);
     if (need == 0) return status::size_overflow;
-    if (workspace_bytes < need) return status::workspace_too_small;
+    if (scratch ? workspace_bytes < packed || rest_bytes < need - off : workspace_bytes < need)
+      return status::workspace_too_small;
     const std::int64_t fixup_blocks = std::max<std::int64_t>(zs > 0 ? kernel::split_fixup_blocks(sum_pixels, p.K) : 0,
                                                              (m0 + 255) / 256);
-    unsigned char* xpack = static_cast<unsigned char*>(workspace) + off;
+    unsigned char* xpack = rest;
     auto* states = reinterpret_cast<state_t*>(xpack + xbytes);  // pass mode's states, then the partial sums
     float* partial = reinterpret_cast<float*>(xpack + xbytes + detail::pass_states_bytes(p, pass));
     const detail::buffer_arg args[] = {
