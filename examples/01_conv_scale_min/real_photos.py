@@ -17,7 +17,7 @@ Runs on the GPU machine (python3 with PyTorch, NumPy and scikit-image; no networ
        - in PyTorch's default mode: float32 tensors on CUDA, where cuDNN may use TF32 for the conv
          (torch.backends.cudnn.allow_tf32 is True by default; this script leaves the flags alone);
   5. saves x, W, b as float32 .npy in OUT (default ./real_input), runs the example binary (default
-     build/examples/01_conv_scale_min) with --x/--w/--b/--y-out, loads its y and prints the max-abs,
+     build/examples/01_conv_scale_min) with --x/--weights/--b/--y-out, loads its y and prints the max-abs,
      max-relative and relative-norm (||a-b|| / ||b||) errors of
        (a) convred vs float64, (b) PyTorch default vs float64, (c) convred vs PyTorch default,
      and the example's Passed/Failed line. convred runs the example's default math, math::accurate
@@ -168,7 +168,7 @@ def main():
         os.remove(paths["y"])
 
     # ---- the example ----
-    cmd = [args.binary, "--x", paths["x"], "--w", paths["w"], "--b", paths["b"], "--y-out", paths["y"],
+    cmd = [args.binary, "--x", paths["x"], "--weights", paths["w"], "--b", paths["b"], "--y-out", paths["y"],
            "--scale", repr(args.scale)] + extra
     print("running:", " ".join(cmd), flush=True)
     try:

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -31,15 +32,16 @@ inline bool looks_like_int(const std::string& v) {
   return true;
 }
 
-/// Parses a decimal integer in [lo, hi]; throws usage_error naming `key` otherwise.
+/// Parses a decimal integer in [lo, hi]; throws usage_error naming `key` otherwise: "is not an integer"
+/// for anything but an optionally signed run of digits, "out of range" for an integer outside [lo, hi]
+/// (also one too long for 64 bits).
 inline long long parse_int(const std::string& key, const std::string& v, long long lo, long long hi) {
-  char* end = nullptr;
+  if (!looks_like_int(v)) throw usage_error(key + ": '" + v + "' is not an integer");
+  const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   errno = 0;
-  const long long r = v.empty() ? 0 : std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || errno == ERANGE || end == v.c_str() || *end != '\0')
-    throw usage_error(key + ": '" + v + "' is not an integer");
-  if (r < lo || r > hi)
-    throw usage_error(key + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + v);
+  const long long r = std::strtoll(v.c_str(), nullptr, 10);
+  if (errno == ERANGE || r < lo || r > hi)
+    throw usage_error(key + " " + v + " is out of range: it must be in " + range);
   return r;
 }
 
@@ -129,6 +131,27 @@ inline void require_writable_path(const std::string& option, const std::string& 
     throw usage_error(path + ": cannot write " + option + ": the folder '" + dir + "' is not writable");
   if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     throw usage_error(path + ": cannot write " + option + ": it is a folder");
+}
+
+/// `path` with its folder resolved to an absolute name without links or `..` (realpath), or "" when the
+/// folder does not exist; the file itself need not exist.
+inline std::string resolved_path(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  char buf[PATH_MAX];
+  if (!realpath(dir.c_str(), buf)) return "";
+  const std::string d = buf;
+  return (d == "/" ? d : d + "/") + base;
+}
+
+/// True if `a` and `b` name the same file: the same inode when both exist, else the same resolved path
+/// (resolved_path). Used to refuse an output written over an input or over another output.
+inline bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  if (stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  const std::string ra = resolved_path(a);
+  return !ra.empty() && ra == resolved_path(b);
 }
 
 /// The command line of the small examples: `--seed N` and `--help` (which prints "Usage: prog [--seed N]"
