@@ -14,7 +14,13 @@
 /// Any user type meeting this plugs into every kernel (see tests and the README for an example).
 ///
 /// An **epilogue** is any callable `V e(V value, int channel)` or `V e(V value)` applied to each
-/// conv output (after the bias, before the reduction), on the device. See `apply_epilogue`.
+/// conv output (after the bias, before the reduction), on the device: a functor with a `__host__ __device__`
+/// (or `__device__`) `operator()`, or an extended `__device__` / `__host__ __device__` lambda (nvcc
+/// `--extended-lambda`). It is copied to the kernel by value. See `apply_epilogue`.
+///
+/// Every entry point checks both at compile time (detail/concepts.cuh): a type that lacks a member or
+/// has the wrong signature stops the build with one static_assert listing what is needed, before the
+/// kernels' own errors; a host-only epilogue is a compile error (nvcc alone would only warn, #20011-D).
 ///
 /// Semantics follow PyTorch (`torch.min(x, dim)`, `torch.amin`, `torch.argmin`, `torch.sum`, `torch.mean`):
 /// - min/max propagate NaN: any NaN among the inputs gives NaN (unlike fminf/fmaxf);
@@ -28,6 +34,9 @@
 #include <utility>
 
 #include "numeric.cuh"
+#if defined(__CUDACC__)
+#include "detail/concepts.cuh"  // the entry points' checks of Op and Epilogue (CUDA only: it holds a kernel)
+#endif
 
 namespace convred {
 

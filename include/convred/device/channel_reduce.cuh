@@ -200,6 +200,8 @@ template <class Policy = default_policy, class T, class Op, class Epilogue = epi
 status channel_reduce(const channel_reduce_problem& p, const T* x, T* y, std::int64_t* indices, Op op = {},
                       Epilogue epi = {}, cudaStream_t stream = nullptr) {
   static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
+  static_assert(convred::detail::is_reduction_op_v<Op, compute_t<T>>, CONVRED_REDUCTION_OP_REQUIREMENTS);
+  static_assert(convred::detail::is_epilogue_v<Epilogue, compute_t<T>>, CONVRED_EPILOGUE_REQUIREMENTS);
   using policy =
       std::conditional_t<std::is_same_v<Policy, default_policy>, kernel::channel_reduce_policy, Policy>;
   static_assert(policy::threads % 32 == 0 && policy::threads >= 256 && policy::threads <= 1024,

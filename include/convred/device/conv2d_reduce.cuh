@@ -50,6 +50,8 @@ template <class Policy = default_policy, class T, class Op, class Epilogue = epi
 status conv2d_reduce(const conv2d_problem& p, const T* x, const T* w, const nondeduced_t<T>* bias, T* y,
                      std::int64_t* indices, Op op = {}, Epilogue epi = {}, cudaStream_t stream = nullptr) {
   static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
+  static_assert(convred::detail::is_reduction_op_v<Op, compute_t<T>>, CONVRED_REDUCTION_OP_REQUIREMENTS);
+  static_assert(convred::detail::is_epilogue_v<Epilogue, compute_t<T>>, CONVRED_EPILOGUE_REQUIREMENTS);
   using policy = convred::detail::resolve_policy_t<Policy, T>;
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
   if constexpr (!Op::has_index) {
@@ -83,6 +85,7 @@ template <class Policy = default_policy, class T, class Epilogue = epilogue::ide
 status conv2d(const conv2d_problem& p, const T* x, const T* w, const nondeduced_t<T>* bias, T* out, Epilogue epi = {},
               cudaStream_t stream = nullptr) {
   static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
+  static_assert(convred::detail::is_epilogue_v<Epilogue, compute_t<T>>, CONVRED_EPILOGUE_REQUIREMENTS);
   using policy = convred::detail::resolve_policy_t<Policy, T>;
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
   if (p.out_elements() == 0) return status::success;

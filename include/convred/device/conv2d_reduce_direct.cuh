@@ -242,6 +242,8 @@ status conv2d_reduce_direct_with(const direct_config* forced, const conv2d_probl
 template <class T, class Op, class Epilogue = epilogue::identity>
 status conv2d_reduce_direct(const conv2d_problem& p, const T* x, const T* w, const nondeduced_t<T>* bias, T* y,
                             std::int64_t* indices, Op op = {}, Epilogue epi = {}, cudaStream_t stream = nullptr) {
+  static_assert(convred::detail::is_reduction_op_v<Op, compute_t<T>>, CONVRED_REDUCTION_OP_REQUIREMENTS);
+  static_assert(convred::detail::is_epilogue_v<Epilogue, compute_t<T>>, CONVRED_EPILOGUE_REQUIREMENTS);
   return detail::conv2d_reduce_direct_with<T>(nullptr, p, x, w, bias, y, indices, op, epi, stream);
 }
 

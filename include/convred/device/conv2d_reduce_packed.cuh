@@ -128,6 +128,8 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
                             std::size_t packed_bytes, const nondeduced_t<T>* bias, T* y, std::int64_t* indices,
                             Op op = {}, Epilogue epi = {}, cudaStream_t stream = nullptr) {
   static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
+  static_assert(convred::detail::is_reduction_op_v<Op, compute_t<T>>, CONVRED_REDUCTION_OP_REQUIREMENTS);
+  static_assert(convred::detail::is_epilogue_v<Epilogue, compute_t<T>>, CONVRED_EPILOGUE_REQUIREMENTS);
   static_assert(is_wgmma_policy_v<Policy>,
                 "convred: Policy must be a wgmma_policy<Math, ...>, e.g. convred::default_wgmma_policy<convred::math::tf32>::type "
                 "(device::conv2d_reduce_plan picks a kernel and policy for any GPU and problem)");
@@ -295,6 +297,8 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
                                   cudaStream_t stream = nullptr, const plan_options& options = {},
                                   void* scratch = nullptr, std::size_t scratch_bytes = 0) {
   static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
+  static_assert(convred::detail::is_reduction_op_v<Op, compute_t<T>>, CONVRED_REDUCTION_OP_REQUIREMENTS);
+  static_assert(convred::detail::is_epilogue_v<Epilogue, compute_t<T>>, CONVRED_EPILOGUE_REQUIREMENTS);
   static_assert(is_wgmma_policy_v<Policy>,
                 "convred: Policy must be a wgmma_policy<Math, ...>, e.g. convred::default_wgmma_policy<convred::math::tf32>::type "
                 "(device::conv2d_reduce_plan picks a kernel and policy for any GPU and problem)");

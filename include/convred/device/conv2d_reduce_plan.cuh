@@ -280,6 +280,8 @@ class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
   template <class Op = op::min, class Epilogue = epilogue::identity>
   status run(const T* x, const nondeduced_t<T>* bias, T* y, std::int64_t* indices, Op op = {}, Epilogue epi = {},
              cudaStream_t stream = nullptr) const {
+    static_assert(convred::detail::is_reduction_op_v<Op, compute_t<T>>, CONVRED_REDUCTION_OP_REQUIREMENTS);
+    static_assert(convred::detail::is_epilogue_v<Epilogue, compute_t<T>>, CONVRED_EPILOGUE_REQUIREMENTS);
     if (state_ != status::success) return state_;
     if (!prepared_) return status::not_prepared;
     if (p_.y_elements() > 0) {

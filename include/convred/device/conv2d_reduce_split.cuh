@@ -215,6 +215,8 @@ status conv2d_reduce_split(const conv2d_problem& p, const T* x, const T* w, cons
                            std::int64_t* indices, void* workspace, std::size_t workspace_bytes, int k_splits, Op op = {},
                            Epilogue epi = {}, cudaStream_t stream = nullptr) {
   static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
+  static_assert(convred::detail::is_reduction_op_v<Op, compute_t<T>>, CONVRED_REDUCTION_OP_REQUIREMENTS);
+  static_assert(convred::detail::is_epilogue_v<Epilogue, compute_t<T>>, CONVRED_EPILOGUE_REQUIREMENTS);
   static_assert(!is_wgmma_policy_v<Policy>,
                 "convred: conv2d_reduce_split takes a simt_policy or mma_sync_policy (or default_policy_for<Math>)");
   using policy = convred::detail::resolve_policy_t<Policy, T>;
