@@ -136,7 +136,8 @@ void print_help() {
       "  -h, --help          this text\n\n"
       "Built into this binary (--dtype --math: --op), to keep the main job's build short:\n"
       "  %s\n"
-      "01_conv_scale_min_all (CMake target 01_conv_scale_min_all, same options) holds every combination.\n",
+      "01_conv_scale_min_all (same options; built on request: CMake target 01_conv_scale_min_all) holds every\n"
+      "combination.\n",
       prog.c_str(), built_runs().c_str());
 }
 
