@@ -1,6 +1,9 @@
-// Consumer check: compiled against an installed convred found with find_package(convred CONFIG).
-// Runs only host code (argument validation), so it needs no GPU; the conv2d_reduce call below still
-// instantiates the fused kernel for float / op::min / epilogue::scale<float>, so it must compile.
+// Consumer check: compiled against an installed convred found with find_package(convred CONFIG), or
+// fetched with FetchContent. One translation unit for one layer, as the README's "Use from C++" writes it:
+// conv2d_reduce_plan<float> (math::accurate) run with op::min and epilogue::scale<float>, which
+// instantiates every kernel the planner may pick for it (.ci/run prints how long it takes to compile: what
+// a user's one-layer file costs). Runs only host code (argument validation, a plan for a described H200),
+// so it needs no GPU.
 #include <convred/convred.cuh>
 
 #include <cstdio>
@@ -50,6 +53,19 @@ int main() {
       p, x, w, static_cast<const float*>(nullptr), y, nullptr, convred::op::min{},
       convred::epilogue::scale<float>{2.0f}, cudaStream_t{nullptr});
   expect("device::conv2d_reduce(null pointers)", s, convred::status::null_pointer);
+
+  // The README's call: a plan for the seed layer, here for a described H200 (no CUDA call), then run
+  // before prepare: refused on the host (not_prepared), nothing launched.
+  convred::device::conv2d_reduce_plan<float> plan(p, convred::device::device_info{9, 0, true, 132});
+  expect("conv2d_reduce_plan<float>(seed, H200)", plan.state(), convred::status::success);
+  std::printf("  %s\n", plan.description().c_str());
+  if (plan.kernel() != convred::device::kernel_kind::wgmma) {
+    std::printf("  expected the wgmma kernel for the seed layer on an H200\n");
+    ++failures;
+  }
+  expect("plan.run before prepare",
+         plan.run(x, nullptr, y, nullptr, convred::op::min{}, convred::epilogue::scale<float>{2.0f}, cudaStream_t{nullptr}),
+         convred::status::not_prepared);
 
   if (failures) {
     std::printf("convred_consumer: %d check(s) FAILED\n", failures);
