@@ -17,8 +17,10 @@
 /// stay untouched, inputs checked unmodified, status success required, then every output compared with
 /// the float64 reference (reference::conv2d / reduce_values / channel_reduce): exactly for integer data
 /// (NaN where the reference has NaN, same infinities, indices exactly: lowest index on ties, first NaN),
-/// else within the documented tolerance of the math (ieee fp32 1e-5, tf32x3 1e-5, tf32 1e-3, bf16/fp16
-/// 1e-2 relative norm) and a per-output bound from Sum|x*w|+|b|. With `run_opts::determinism` the call is
+/// else within the rigorous per-output bound of the rounding-error model (err_model: operand rounding of
+/// the math, fp32 / fp64 accumulation, epilogue and reduction, built from the sums of absolute terms;
+/// selections per channel; docs/tolerances.md), then the aggregate ||y - r|| <= tau ||Sum |terms|||
+/// (ieee fp32 1e-5, tf32x3 1e-5, tf32 1e-3, bf16/fp16 1e-2). With `run_opts::determinism` the call is
 /// repeated on the same stream and on two streams at once, and all outputs must be bitwise identical.
 ///
 /// The runners live in four translation units (test_fuzz_simt.cu: SIMT fused and full conv2d;
