@@ -272,14 +272,14 @@ std::size_t packed_split_workspace_bytes(const conv2d_problem& p, int splits, co
 /// @param stream          CUDA stream the kernels are launched on (asynchronous; nothing is synchronised)
 /// @param options         the planner's options (plan_options: the tiles and the unsplit mode; the default
 ///   is the time model's choice): the same as packed_split_workspace_bytes was given
-/// @return status::success after the launches (or for N = 0, with no launch); otherwise the first problem
-///   found, with nothing launched: validate(p)'s codes; indices_not_supported; invalid_argument (splits
 /// @param scratch         nullptr (default): the scratch (packed x, pass states, partial sums) follows the
 ///   packed filter in `workspace`, as above. Else a separate device buffer, 16-byte aligned, that holds what
 ///   would follow detail::partial_offset(packed filter bytes) in the workspace: `workspace` then needs to
 ///   hold the packed filter alone, read only (a caller that keeps one packed filter for many calls gives
 ///   each call, or each stream, its own scratch)
 /// @param scratch_bytes   size of `scratch` (at least the workspace size minus that offset)
+/// @return status::success after the launches (or for N = 0, with no launch); otherwise the first problem
+///   found, with nothing launched: validate(p)'s codes; indices_not_supported; invalid_argument (splits
 ///   outside [0, kt]); null_pointer (x, w or workspace null, or both y and indices); misaligned_pointer (a
 ///   pointer not aligned to its element type, the workspace not to 16 bytes); size_overflow (the workspace
 ///   size overflows int64, or the fixup's grid is above 2^31 - 1 blocks); workspace_too_small

@@ -138,6 +138,7 @@ class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
       p_ = o.p_, options_ = o.options_, state_ = o.state_, kind_ = o.kind_, why_ = o.why_, need_ = o.need_, packed_ = o.packed_,
       splits_ = o.splits_, flat_ = o.flat_, direct_ = o.direct_, pingpong_ = o.pingpong_, pass_ = o.pass_, tail_ = o.tail_, device_ = o.device_;
       w_ = o.w_, ws_ = o.ws_, ws_bytes_ = o.ws_bytes_, prepared_ = o.prepared_, prepared_on_ = o.prepared_on_;
+      scratch_ = o.scratch_, scratch_bytes_ = o.scratch_bytes_;
       owned_ = o.owned_, owned_bytes_ = o.owned_bytes_;
       o.owned_ = nullptr, o.owned_bytes_ = 0, o.ws_ = nullptr, o.ws_bytes_ = 0, o.prepared_ = false;
     }
@@ -181,6 +182,13 @@ class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
   /// packed x, pass states). 0 when the plan packs nothing. A caller that keeps a prepared workspace may
   /// copy these bytes into a fresh workspace and bind() that one, so that runs never write the kept one.
   std::size_t prepared_bytes() const { return kind_ == kernel_kind::wgmma ? packed_ : 0; }
+  /// Bytes of scratch that bind() takes beside the prepared bytes: what every run writes (the partial sums,
+  /// the packed x, the pass states), the part of workspace_bytes() after the prepared bytes (and their
+  /// 16-byte alignment); 0 when runs write no workspace.
+  std::size_t scratch_bytes() const {
+    const std::size_t pre = prepared_bytes(), off = pre > 0 ? detail::partial_offset(pre) : 0;
+    return need_ > off ? need_ - off : 0;
+  }
 
   /// Prepares the plan for the KCRS weights w (device pointer, K * C/groups * R * S elements of T), the
   /// workspace lent by the caller: `workspace` (16-byte aligned device memory of `bytes` >=
@@ -198,7 +206,7 @@ class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
     prepared_ = false;
     if (state_ != status::success) return state_;
     if (p_.y_elements() == 0) {
-      w_ = w, ws_ = nullptr, ws_bytes_ = 0, prepared_ = true;  // no work: nothing to pack
+      w_ = w, ws_ = nullptr, ws_bytes_ = 0, scratch_ = nullptr, scratch_bytes_ = 0, prepared_ = true;  // no work
       return status::success;
     }
     if (!w) return status::null_pointer;
@@ -213,7 +221,7 @@ class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
     } else if (splits_ > 0) {
       if (status s = check_split_workspace(w, workspace, bytes); s != status::success) return s;
     }
-    w_ = w, ws_ = workspace, ws_bytes_ = bytes, prepared_ = true;
+    w_ = w, ws_ = workspace, ws_bytes_ = bytes, scratch_ = nullptr, scratch_bytes_ = 0, prepared_ = true;
     if (cudaGetDevice(&prepared_on_) != cudaSuccess) {
       cudaGetLastError();
       prepared_on_ = -1;
@@ -237,25 +245,40 @@ class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
     return prepare(w, owned_, owned_bytes_, stream);
   }
 
-  /// Binds w and a workspace that an earlier prepare() of an equal plan (same problem, T, Math and
-  /// device) filled from these same weights, without packing again: for callers that cache prepared
-  /// workspaces (the PyTorch module keeps one per weight version) and share plans between them. The
-  /// workspace's contents are not checked (a workspace prepared from other weights or for another problem
-  /// gives wrong results); its pointer, size and overlap are.
-  /// @return as prepare: state(), null_pointer, no_device, misaligned_pointer, workspace_too_small,
-  ///   overlapping_buffers, cuda_error (pending on entry).
-  status bind(const T* w, void* workspace, std::size_t bytes) {
+  /// Binds w, the prepared bytes of an earlier prepare() of an equal plan (same problem, T, Math, options
+  /// and device) from these same weights, and a separate scratch buffer, without packing again: for callers
+  /// that keep one packed filter for many runs (the PyTorch module keeps one per weight version) and give
+  /// each run, or each stream, its own scratch. The runs then only read `prepared` and write `scratch`.
+  /// `prepared`: the first prepared_bytes() bytes of a workspace that prepare() filled (or a copy of them;
+  /// nullptr when prepared_bytes() is 0), 16-byte aligned; its contents are not checked (bytes prepared from
+  /// other weights or for another problem give wrong results). `scratch`: scratch_bytes() bytes or more,
+  /// 16-byte aligned device memory (nullptr when scratch_bytes() is 0).
+  /// @return as prepare: state(), null_pointer, no_device, misaligned_pointer (w not aligned to T, prepared
+  ///   or scratch not to 16 bytes), workspace_too_small (either buffer below its size), overlapping_buffers
+  ///   (the scratch overlaps w or the prepared bytes), cuda_error (pending on entry).
+  status bind(const T* w, const void* prepared, std::size_t prepared_size, void* scratch, std::size_t scratch_size) {
     prepared_ = false;
     if (state_ != status::success) return state_;
     if (p_.y_elements() == 0) {
-      w_ = w, ws_ = nullptr, ws_bytes_ = 0, prepared_ = true;
+      w_ = w, ws_ = nullptr, ws_bytes_ = 0, scratch_ = nullptr, scratch_bytes_ = 0, prepared_ = true;
       return status::success;
     }
     if (!w) return status::null_pointer;
+    if (status s = detail::pending_status(); s != status::success) return s;
     if (status s = check_device(); s != status::success) return s;
-    if (need_ > 0)
-      if (status s = check_split_workspace(w, workspace, bytes); s != status::success) return s;
-    w_ = w, ws_ = workspace, ws_bytes_ = bytes, prepared_ = true;
+    const std::size_t pre = prepared_bytes(), scr = scratch_bytes();
+    if ((pre > 0 && !prepared) || (scr > 0 && !scratch)) return status::null_pointer;
+    if (!detail::aligned(w) || reinterpret_cast<std::uintptr_t>(prepared) % 16 != 0 ||
+        reinterpret_cast<std::uintptr_t>(scratch) % 16 != 0)
+      return status::misaligned_pointer;
+    if (prepared_size < pre || scratch_size < scr) return status::workspace_too_small;
+    const detail::span in[] = {detail::make_span(w, p_.w_elements()),
+                               detail::make_span(static_cast<const unsigned char*>(prepared), static_cast<std::int64_t>(pre))};
+    const detail::span out[] = {detail::make_span(static_cast<const unsigned char*>(scratch), static_cast<std::int64_t>(scr))};
+    if (detail::any_overlap(in, out)) return status::overlapping_buffers;
+    // (the runs read the prepared bytes only: with a separate scratch, nothing writes them)
+    w_ = w, ws_ = const_cast<void*>(prepared), ws_bytes_ = pre > 0 ? prepared_size : 0;
+    scratch_ = scr > 0 ? scratch : nullptr, scratch_bytes_ = scr > 0 ? scratch_size : 0, prepared_ = true;
     if (cudaGetDevice(&prepared_on_) != cudaSuccess) {
       cudaGetLastError();
       prepared_on_ = -1;
@@ -297,22 +320,24 @@ class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
         if constexpr (wgmma_pingpong_policy_t::parts == 1) {  // (never under 3xTF32: choose_pingpong)
           if (pingpong_)
             return conv2d_reduce_packed_split<wgmma_pingpong_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, 0, op,
-                                                                       epi, stream, options_);
+                                                                       epi, stream, options_, scratch_, scratch_bytes_);
         }
         if (packed_split())
           return conv2d_reduce_packed_split<wgmma_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, splits_, op, epi,
-                                                            stream, options_);
+                                                            stream, options_, scratch_, scratch_bytes_);
         return conv2d_reduce_packed<wgmma_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, op, epi, stream);
       }
       if (kind_ == kernel_kind::mma_sync) {
         if (splits_ > 0)
-          return conv2d_reduce_split<mma_sync_policy_t>(p_, x, w_, bias, y, indices, ws_, ws_bytes_, splits_, op, epi,
+          return conv2d_reduce_split<mma_sync_policy_t>(p_, x, w_, bias, y, indices, scratch_ ? scratch_ : ws_,
+                                                        scratch_ ? scratch_bytes_ : ws_bytes_, splits_, op, epi,
                                                         stream);
         return conv2d_reduce<mma_sync_policy_t>(p_, x, w_, bias, y, indices, op, epi, stream);
       }
     }
     if (splits_ > 0)
-      return conv2d_reduce_split<simt_policy_t>(p_, x, w_, bias, y, indices, ws_, ws_bytes_, splits_, op, epi, stream);
+      return conv2d_reduce_split<simt_policy_t>(p_, x, w_, bias, y, indices, scratch_ ? scratch_ : ws_,
+                                                scratch_ ? scratch_bytes_ : ws_bytes_, splits_, op, epi, stream);
     return conv2d_reduce<simt_policy_t>(p_, x, w_, bias, y, indices, op, epi, stream);
   }
 
@@ -366,6 +391,8 @@ class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
   const T* w_ = nullptr;
   void* ws_ = nullptr;          ///< the workspace bound by prepare (packed filter or partial sums)
   std::size_t ws_bytes_ = 0;    ///< its size
+  void* scratch_ = nullptr;     ///< the separate scratch bound by bind (nullptr: the scratch is in ws_)
+  std::size_t scratch_bytes_ = 0;  ///< its size
   void* owned_ = nullptr;
   std::size_t owned_bytes_ = 0;
   bool prepared_ = false;
