@@ -406,7 +406,7 @@ int main(int argc, char** argv) {
   }
   try {
     return run(o);
-  } catch (const std::exception& ex) {  // CUDA errors, thrust allocation failures, file errors: the run failed
+  } catch (const std::exception& ex) {  // CUDA errors (allocations too), file errors: the run failed
     std::fflush(stdout);
     std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), ex.what());
     return convred_examples::finish(false);

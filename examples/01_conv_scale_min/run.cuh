@@ -11,7 +11,6 @@
 #pragma once
 
 #include <cuda_runtime.h>
-#include <thrust/device_vector.h>
 
 #include <algorithm>
 #include <chrono>
@@ -247,15 +246,13 @@ int run(const options& o) {
                  bytes_string(static_cast<double>(prop.totalGlobalMem)).c_str(), prop.name);
     return 1;
   }
-  thrust::device_vector<T> dx(in.x.begin(), in.x.end()), dw(in.w.begin(), in.w.end()), db(in.b.begin(), in.b.end());
-  thrust::device_vector<T> dy(static_cast<std::size_t>(ny));
-  thrust::device_vector<std::int64_t> didx(has_index ? static_cast<std::size_t>(ny) : 0);
-  CHECK_CUDA(cudaDeviceSynchronize());  // thrust works on the legacy default stream; ours is non-blocking
-  const T* px = thrust::raw_pointer_cast(dx.data());
-  const T* pw = thrust::raw_pointer_cast(dw.data());
-  const T* pb = o.bias ? thrust::raw_pointer_cast(db.data()) : nullptr;
-  T* py = thrust::raw_pointer_cast(dy.data());
-  std::int64_t* pidx = has_index ? thrust::raw_pointer_cast(didx.data()) : nullptr;
+  const ex::device_buffer<T> dx(in.x), dw(in.w), db(in.b), dy(static_cast<std::size_t>(ny));
+  const ex::device_buffer<std::int64_t> didx(has_index ? static_cast<std::size_t>(ny) : 0);
+  const T* px = dx.get();
+  const T* pw = dw.get();
+  const T* pb = o.bias ? db.get() : nullptr;
+  T* py = dy.get();
+  std::int64_t* pidx = has_index ? didx.get() : nullptr;
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
