@@ -28,8 +28,10 @@ class Conv2dReduce(nn.Module):
     Every CUDA forward runs convred's planner (one plan per input shape, layout, dtype, math and device,
     made once and cached). Where the plan packs the filter (the Hopper wgmma kernel), the packed filter
     (``torch.ops.convred.pack_filter``) is cached by the module; it is packed again when the weight changes
-    (its ``_version`` counter, e.g. after ``optimizer.step()`` or ``load_state_dict``, or its ``data_ptr``,
-    e.g. after ``.to()``), or the input's shape, layout or device, or the math changes. Under
+    (another tensor, e.g. after ``.to()`` or with a parametrization, or its ``_version`` counter, e.g. after
+    ``optimizer.step()`` or ``load_state_dict``; not a change through ``weight.data``, which PyTorch does
+    not count: set ``module._packed = None`` then), or the input's shape, layout, device or current stream,
+    or the math changes. Under
     ``torch.compile`` the forward calls the unpacked operator, which packs inside the call (a few
     microseconds), so the graph holds no Python state. :meth:`kernel_for` gives the plan's description.
 
@@ -40,7 +42,8 @@ class Conv2dReduce(nn.Module):
         scale: multiplies the conv output before the reduction.
         reduce: ``min``, ``max``, ``amin``, ``amax``, ``sum``, ``mean``, ``argmin``, ``argmax`` (see
             ``convred.conv2d_reduce``).
-        math: None (default: PyTorch's own switch, read at each forward: ``tf32`` when
+        math: None (default: PyTorch's own switch, read at each forward in eager mode, once when the graph
+            is traced under torch.compile: ``tf32`` when
             ``torch.backends.cudnn.allow_tf32`` is True, as PyTorch's default conv math, ``accurate`` when
             it is False; ``ieee`` for float64), or ``ieee`` (exact fp32 FMA), ``tf32``, ``tf32x3``, ``bf16``,
             ``fp16``, ``accurate`` (error vs float64 <= 1e-6); see ``convred.conv2d_reduce``.
@@ -152,17 +155,20 @@ class Conv2dReduce(nn.Module):
         if not x.is_cuda:
             return None
         channels_last = not x.is_contiguous()
-        key = (self.weight.data_ptr(), self.weight._version, x.device, tuple(x.shape), channels_last, x.dtype,
-               math, self.stride, self.padding, self.dilation, self.groups)
-        if self._packed is None or self._packed[0] != key:
+        # The weight by identity and version (a parametrized weight is a new tensor each forward: packed
+        # again), the current stream (the packed bytes are made and read on it), and every plan input.
+        weight = self.weight
+        key = (weight._version, torch.cuda.current_stream(x.device).cuda_stream, x.device, tuple(x.shape),
+               channels_last, x.dtype, math, self.stride, self.padding, self.dilation, self.groups)
+        if self._packed is None or self._packed[0] is not weight or self._packed[1] != key:
             with torch.no_grad():
                 packed = torch.ops.convred.pack_filter(w.detach(), list(x.shape), list(self.stride),
                                                        list(self.padding), list(self.dilation), self.groups, math,
                                                        channels_last)
-            self._packed = (key, packed)
+            self._packed = (weight, key, packed)
             if packed.numel() > 0:
                 self.pack_count += 1
-        return self._packed[1]
+        return self._packed[2]
 
     def forward(self, x: torch.Tensor):
         """x (N, C, H, W), contiguous or channels_last, the module's dtype and device -> (N, 1, P, Q): values

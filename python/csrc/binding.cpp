@@ -445,8 +445,11 @@ std::string describe(const at::Tensor& x, const at::Tensor& weight, c10::IntArra
   plan_entry& e = cached_plan(dtype_of(x.scalar_type()), c.math, c.p);
   const std::lock_guard<std::mutex> lock(e.mu);
   std::string d = e.p->description();
-  if (d.rfind("wgmma", 0) == 0 && reinterpret_cast<std::uintptr_t>(x.data_ptr()) % 16 != 0)
-    d += "; this x is not 16-byte aligned: runs take the mma.sync fallback unless the kernel gathers x";
+  // TMA reads x from a 16-byte aligned base for tiles of image rows and direct tiles (not flat tiles, which
+  // read a packed copy of x, nor gathered x): another x takes the mma.sync fallback (conv2d_reduce_packed_split)
+  if (d.rfind("wgmma", 0) == 0 && d.find("flat ") == std::string::npos && d.find("x gathered") == std::string::npos &&
+      reinterpret_cast<std::uintptr_t>(x.data_ptr()) % 16 != 0)
+    d += "; this x is not 16-byte aligned: runs take the mma.sync fallback";
   return d;
 }
 

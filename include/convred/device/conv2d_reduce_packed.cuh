@@ -281,9 +281,10 @@ std::size_t packed_split_workspace_bytes(const conv2d_problem& p, int splits, co
 /// @return status::success after the launches (or for N = 0, with no launch); otherwise the first problem
 ///   found, with nothing launched: validate(p)'s codes; indices_not_supported; invalid_argument (splits
 ///   outside [0, kt]); null_pointer (x, w or workspace null, or both y and indices); misaligned_pointer (a
-///   pointer not aligned to its element type, the workspace not to 16 bytes); size_overflow (the workspace
+///   pointer not aligned to its element type, the workspace or the scratch not to 16 bytes); size_overflow (the workspace
 ///   size overflows int64, or the fixup's grid is above 2^31 - 1 blocks); workspace_too_small
-///   (workspace_bytes below packed_split_workspace_bytes); overlapping_buffers (y, indices, the packed x or
+///   (workspace_bytes below packed_split_workspace_bytes; with a separate scratch: the workspace below the
+///   packed filter or the scratch below the rest); overlapping_buffers (y, indices, the packed x or
 ///   the partial sums sharing a byte with x, w, the bias, the packed filter or each other); no_device;
 ///   cuda_error (a CUDA error was pending, or the first launch failed: nothing launched, the error left
 ///   pending; if a later launch fails, the earlier kernels, which write only the workspace (and, before a

@@ -141,6 +141,7 @@ class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
       scratch_ = o.scratch_, scratch_bytes_ = o.scratch_bytes_;
       owned_ = o.owned_, owned_bytes_ = o.owned_bytes_;
       o.owned_ = nullptr, o.owned_bytes_ = 0, o.ws_ = nullptr, o.ws_bytes_ = 0, o.prepared_ = false;
+      o.scratch_ = nullptr, o.scratch_bytes_ = 0;
     }
     return *this;
   }
@@ -179,8 +180,8 @@ class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
   std::size_t workspace_bytes() const { return need_; }
   /// Bytes at the start of the workspace that prepare() fills (the packed filter of a wgmma plan) and
   /// runs only read; the rest of workspace_bytes() is scratch that every run writes (partial sums, the
-  /// packed x, pass states). 0 when the plan packs nothing. A caller that keeps a prepared workspace may
-  /// copy these bytes into a fresh workspace and bind() that one, so that runs never write the kept one.
+  /// packed x, pass states). 0 when the plan packs nothing. A caller that keeps them for many runs binds
+  /// them with a scratch of its own (bind), so that runs never write the kept bytes.
   std::size_t prepared_bytes() const { return kind_ == kernel_kind::wgmma ? packed_ : 0; }
   /// Bytes of scratch that bind() takes beside the prepared bytes: what every run writes (the partial sums,
   /// the packed x, the pass states), the part of workspace_bytes() after the prepared bytes (and their
