@@ -455,13 +455,24 @@ TEST_CASE("conv2d_reduce_plan wgmma split-K tail the model picks: float64, and t
 // with flat tiles, fused (no scratch), the mma.sync split (no prepared bytes); any plan elsewhere.
 TEST_CASE("conv2d_reduce_plan bind: prepared bytes read only, a separate scratch, the same result as prepare") {
   require_gpu();
-  const conv2d_problem problems[] = {make_problem(1, 40, 6, 8, 130, 3, 3, 1, 1), make_problem(32, 256, 14, 14, 256, 3, 3, 1, 1),
-                                     make_problem(2, 32, 20, 24, 64, 3, 3, 1, 1), make_problem(1, 512, 1, 1, 1030, 1, 1, 0, 1)};
+  // what each problem's tf32 plan is on an H200 (132 SMs, sm_90a): a description fragment, checked there
+  struct named {
+    conv2d_problem p;
+    const char* h200;
+  };
+  const named problems[] = {{make_problem(1, 40, 6, 8, 130, 3, 3, 1, 1), "split into"},
+                            {make_problem(32, 256, 14, 14, 256, 3, 3, 1, 1), "ping-pong"},
+                            {make_problem(2, 32, 20, 24, 64, 3, 3, 1, 1), "wgmma tf32"},
+                            {make_problem(152, 32, 14, 14, 130, 3, 3, 1, 1), "split-K tail"},
+                            {make_problem(1, 512, 1, 1, 1030, 1, 1, 0, 1), ""}};
+  const convred::device::device_info here = convred::device::device_info::current();
+  const bool h200 = here.cc_major == 9 && here.cc_minor == 0 && here.wgmma_image && here.sm_count == 132;
   std::uint64_t seed = 9700;
-  for (const conv2d_problem& p : problems) {
+  for (const auto& [p, fragment] : problems) {
     conv2d_reduce_plan<float, math::tf32> a(p), b(p);
     CAPTURE(a.description());
     REQUIRE(a.state() == status::success);
+    if (h200) CHECK(a.description().find(fragment) != std::string::npos);
     const std::size_t need = a.workspace_bytes(), pre = a.prepared_bytes(), scr = a.scratch_bytes();
     REQUIRE(pre <= need);
     REQUIRE(scr <= need);
