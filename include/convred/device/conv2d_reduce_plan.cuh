@@ -157,14 +157,11 @@ class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
   /// wgmma kernel's partial mode (conv2d_reduce_packed_split, 1 to ceil(C / block_c)); 0 when the kernel
   /// runs unsplit.
   int k_splits() const { return splits_; }
-  /// Which kernel and why, one line for a log, e.g. "wgmma tf32 (sm_90a, packed filter streamed, 4
-  /// stages, 4x64-pixel tiles)", "mma.sync tf32x3 (128-pixel x 128-channel tiles): the wgmma kernel does
-  /// not serve this problem: 3xTF32 with stride 2", "mma.sync tf32 split 4 channel tiles x 29 GEMM_K splits
-  /// (256-pixel x 128-channel tiles; 1 pixel tile for 132 SMs; 2910208-byte workspace): ..." or, for
-  /// ResNet-50's layer3 3x3 at batch 32 on 132 SMs, "wgmma tf32 (sm_90a, ..., 16x16-pixel tiles, 2 channel
-  /// passes, ...) split into 2 GEMM_K ranges (32 tiles x 2 channel passes x 2 = 128 work units for 132 SMs,
-  /// 32 stages of 8 channels per pass; 12845056 bytes of partial sums, then the fixup; 15204352-byte
-  /// workspace)".
+  /// Which kernel and why, one line for a log: the kernel family and math, its tiles and stages, its mode
+  /// (fused, pass mode, split into GEMM_K ranges, a split-K tail; ping-pong), the workspace, and why another
+  /// kernel was not taken. For example, the seed problem under tf32 on an H200: "wgmma tf32 (sm_90a, packed
+  /// filter streamed, 4 stages, 4x64-pixel tiles, 224976 bytes of shared memory)". docs/usage.md quotes
+  /// more, each checked against the planner by tests/test_docs_plans_host.cu.
   const std::string& description() const { return why_; }
   /// The problem planned.
   const conv2d_problem& problem() const { return p_; }
