@@ -5,7 +5,7 @@
 ///
 /// Each run, `run<T, Op, Math>`, instantiates the planner's kernels for one element type, op and math; the
 /// whole set (4 element types x 6 ops x 6 maths, double only with accurate and ieee: 120 runs) takes about
-/// 13 minutes of one core to compile. So the runs are compiled in several small translation units, and the
+/// 14 minutes of one core to compile. So the runs are compiled in several small translation units, and the
 /// main job's binary, `01_conv_scale_min`, holds only the seed's element type (float): every op with the
 /// default math (accurate) and the seed's op (min) with every math. `01_conv_scale_min_all` (same source,
 /// same options; built on request) holds every run. A run that is not in the binary is refused before the

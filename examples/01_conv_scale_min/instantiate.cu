@@ -1,7 +1,7 @@
 /// @file examples/01_conv_scale_min/instantiate.cu
 /// @brief Example 01's runs, for a build without CMake: `nvcc ... main.cu instantiate.cu` gives the main
 /// job's binary with the seed set (float data: every op under the default math, the seed's op under every
-/// math) from this one translation unit (2 to 3 minutes of one core).
+/// math) from this one translation unit (about 2 minutes of one core).
 ///
 /// CMake builds the same set from several smaller translation units that it generates (CMakeLists.txt,
 /// `ex01_runs`, the single place that lists what each binary holds), so that they compile in parallel; it
