@@ -160,8 +160,12 @@ struct is_split_entry<split_entry<Policy, KSplits>> : std::true_type {};
 /// packed_split_workspace_bytes plus 256 guard bytes, every byte poisoned first (0xFF: the partial sums
 /// read as NaN, so that a partial left unwritten shows in y), packs the filter into its start
 /// (pack_filter), and after the call (synchronised) requires the packed filter unchanged (read only) and
-/// the guard bytes untouched (no write past the partial sums).
-template <class Policy>
+/// the guard bytes untouched (no write past the partial sums). Options: a type whose static get() returns
+/// the plan_options passed to the planner functions (default: none, the time model's choice).
+struct default_plan_options {
+  static convred::device::plan_options get() { return {}; }
+};
+template <class Policy, class Options = default_plan_options>
 struct packed_split_entry {
   using math = typename Policy::math;  ///< the policy's math
   /// pack_filter + conv2d_reduce_packed_split<Policy>(p, ..., splits, op, epi) on the default stream, then
@@ -170,7 +174,8 @@ struct packed_split_entry {
   static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
                        int splits, Op op, Epi epi) {
     constexpr std::size_t guard = 256;
-    const std::size_t bytes = convred::device::packed_split_workspace_bytes<Policy, T>(p, splits);
+    const convred::device::plan_options options = Options::get();
+    const std::size_t bytes = convred::device::packed_split_workspace_bytes<Policy, T>(p, splits, options);
     const std::size_t packed = convred::device::packed_filter_bytes<Policy, T>(p);
     INFO("splits=" << splits << " workspace " << bytes << " bytes, packed filter " << packed);
     REQUIRE(bytes > 0);
@@ -179,7 +184,7 @@ struct packed_split_entry {
     REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
     const std::vector<unsigned char> before = test::to_host(ws);
     const status s = convred::device::conv2d_reduce_packed_split<Policy>(p, x, w, raw(ws), bytes, bias, y, indices,
-                                                                          splits, op, epi);
+                                                                          splits, op, epi, nullptr, options);
     const cudaError_t e = cudaDeviceSynchronize();  // the workspace is freed on return
     if (s == status::success && e == cudaSuccess) {
       const std::vector<unsigned char> after = test::to_host(ws);
@@ -191,8 +196,8 @@ struct packed_split_entry {
 };
 template <class Policy>
 struct is_packed_split_entry : std::false_type {};
-template <class Policy>
-struct is_packed_split_entry<packed_split_entry<Policy>> : std::true_type {};
+template <class Policy, class Options>
+struct is_packed_split_entry<packed_split_entry<Policy, Options>> : std::true_type {};
 
 /// True for policies of the packed-filter entry point (wgmma_policy: has `parts`).
 template <class Policy, class = void>

@@ -34,46 +34,16 @@ struct force_choice {
   ~force_choice() { forced_options() = {}; }
 };
 
-/// Policy tag of check_fused for conv2d_reduce_packed_split<Policy> with the options forced_options() holds:
-/// packed_split_entry's run (conv2d_reduce_check.cuh: a workspace of exactly packed_split_workspace_bytes
-/// plus 256 guard bytes, poisoned, the filter packed into its start, afterwards the packed filter and the
-/// guard checked untouched) with those options passed to the planner functions.
-template <class Policy>
-struct forced_entry {
-  using math = typename Policy::math;  ///< the policy's math
-  /// pack_filter + conv2d_reduce_packed_split<Policy>(p, ..., splits, op, epi, stream 0, forced_options()), then
-  /// synchronised.
-  template <class T, class Op, class Epi>
-  static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
-                       int splits, Op op, Epi epi) {
-    constexpr std::size_t guard = 256;
-    const std::size_t bytes = convred::device::packed_split_workspace_bytes<Policy, T>(p, splits, forced_options());
-    const std::size_t packed = convred::device::packed_filter_bytes<Policy, T>(p);
-    INFO("splits=" << splits << " workspace " << bytes << " bytes, packed filter " << packed);
-    REQUIRE(bytes > 0);
-    thrust::device_vector<unsigned char> ws(bytes + guard, static_cast<unsigned char>(0xFF));
-    REQUIRE(convred::device::pack_filter<Policy>(p, w, raw(ws), bytes) == status::success);
-    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-    const std::vector<unsigned char> before = test::to_host(ws);
-    const status s = convred::device::conv2d_reduce_packed_split<Policy>(p, x, w, raw(ws), bytes, bias, y, indices,
-                                                                          splits, op, epi, nullptr, forced_options());
-    const cudaError_t e = cudaDeviceSynchronize();  // the workspace is freed on return
-    if (s == status::success && e == cudaSuccess) {
-      const std::vector<unsigned char> after = test::to_host(ws);
-      CHECK(std::equal(before.begin(), before.begin() + static_cast<std::ptrdiff_t>(packed), after.begin()));
-      CHECK(std::equal(before.end() - static_cast<std::ptrdiff_t>(guard), before.end(), after.end() - static_cast<std::ptrdiff_t>(guard)));
-    }
-    return s == status::success && e != cudaSuccess ? status::cuda_error : s;
-  }
+/// The options forced_options() holds, for packed_split_entry.
+struct forced {
+  static convred::device::plan_options get() { return forced_options(); }
 };
+/// Policy tag of check_fused for conv2d_reduce_packed_split<Policy> with the forced options
+/// (packed_split_entry, conv2d_reduce_check.cuh).
+template <class Policy>
+using forced_entry = packed_split_entry<Policy, forced>;
 
 }  // namespace
-
-namespace convred_test_fused {
-/// check_fused runs forced_entry as its packed_split_entry (with opts::splits).
-template <class Policy>
-struct is_packed_split_entry<forced_entry<Policy>> : std::true_type {};
-}  // namespace convred_test_fused
 
 namespace {
 
