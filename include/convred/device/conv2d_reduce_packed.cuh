@@ -215,6 +215,115 @@ std::size_t packed_split_workspace_bytes(const conv2d_problem& p, int splits, co
                                     splits == 0 && plan.pass_mode, plan.tail_pixels, plan.tail_splits);
 }
 
+namespace detail {
+
+/// @brief conv2d_reduce_packed_split's launch for a plan made before (wgmma_plan, or a plan_config's
+/// wgmma part: the tiles and unsplit mode are not chosen again): checks the arguments, then launches the
+/// packing pass (flat tiles), the kernel (the head; a split-K tail's second launch) and the combine or
+/// fixup, or runs the mma.sync fallback where plan is not served or x cannot be read with TMA. `packed`:
+/// the packed filter's bytes at the workspace's start. Arguments, semantics and codes as
+/// conv2d_reduce_packed_split.
+template <class Policy, class T, class Op, class Epilogue>
+status packed_split_run(const wgmma_plan_t& plan, std::size_t packed, const conv2d_problem& p, const T* x, const T* w,
+                        void* workspace, std::size_t workspace_bytes, const nondeduced_t<T>* bias, T* y,
+                        std::int64_t* indices, int splits, Op op, Epilogue epi, cudaStream_t stream, void* scratch,
+                        std::size_t scratch_bytes) {
+  const std::size_t off = partial_offset(packed);
+  // the scratch: after the packed filter in the workspace, or the caller's separate buffer
+  unsigned char* rest = scratch ? static_cast<unsigned char*>(scratch)
+                        : workspace ? static_cast<unsigned char*>(workspace) + off
+                                    : nullptr;
+  const std::size_t rest_bytes = scratch ? scratch_bytes : workspace_bytes > off ? workspace_bytes - off : 0;
+  // the mma.sync path, its partial sums in the scratch (none when not served)
+  auto fallback = [&] {
+    if (splits == 0) return conv2d_reduce<typename Policy::fallback>(p, x, w, bias, y, indices, op, epi, stream);
+    return conv2d_reduce_split<typename Policy::fallback>(p, x, w, bias, y, indices, rest, rest_bytes, splits, op, epi,
+                                                          stream);
+  };
+  if (!plan.served) return fallback();
+  if constexpr (!Op::has_index) {
+    if (indices) return status::indices_not_supported;
+  }
+  if (splits < 0 || splits > plan.k.kt) return status::invalid_argument;
+  // TMA reads x from a 16-byte aligned base: any other x (legal for float) takes the fallback too
+  if (!plan.k.gather && !plan.k.flat && reinterpret_cast<std::uintptr_t>(x) % 16 != 0) return fallback();
+  if constexpr (std::is_same_v<T, float>) {
+    const std::int64_t ny = p.y_elements();
+    if (ny == 0) return status::success;
+    if (!x || !w || !workspace || (!y && !indices)) return status::null_pointer;
+    if (reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0 || reinterpret_cast<std::uintptr_t>(rest) % 16 != 0)
+      return status::misaligned_pointer;
+    const std::size_t xbytes = block::conv_mainloop_wgmma<Policy>::xpack_bytes(plan.k);
+    using state_t = typename Op::template accum_t<float>;
+    const bool pass = splits == 0 && plan.pass_mode && sizeof(state_t) <= pass_state_bytes;
+    // partial sums: of every pixel (splits > 0), of a split-K tail's [m0, ny) (splits = 0), or none
+    const bool tail = splits == 0 && plan.tail_tiles > 0 && Policy::parts == 1;  // (never under 3xTF32)
+    const int zs = splits > 0 ? splits : tail ? plan.tail_splits : 0;
+    const std::int64_t sum_pixels = splits > 0 ? ny : tail ? plan.tail_pixels : 0, m0 = ny - sum_pixels;
+    const std::size_t need = packed_split_bytes(p, packed, xbytes, splits, pass, tail ? plan.tail_pixels : 0,
+                                                        tail ? plan.tail_splits : 0);
+    if (need == 0) return status::size_overflow;
+    if (scratch ? workspace_bytes < packed || rest_bytes < need - off : workspace_bytes < need)
+      return status::workspace_too_small;
+    const std::int64_t fixup_blocks = std::max<std::int64_t>(zs > 0 ? kernel::split_fixup_blocks(sum_pixels, p.K) : 0,
+                                                             (m0 + 255) / 256);
+    unsigned char* xpack = rest;
+    auto* states = reinterpret_cast<state_t*>(xpack + xbytes);  // pass mode's states, then the partial sums
+    float* partial = reinterpret_cast<float*>(xpack + xbytes + pass_states_bytes(p, pass));
+    const buffer_arg args[] = {
+        input(x, p.x_elements()), input(w, p.w_elements()), input(bias, p.K),
+        input(static_cast<const unsigned char*>(workspace), static_cast<std::int64_t>(packed)),
+        output(y, ny), output(indices, ny),
+        output(xpack, static_cast<std::int64_t>(xbytes)),
+        output(partial, std::int64_t(zs) * sum_pixels * p.K),
+        output(states, pass ? std::int64_t(plan.k.npass) * ny : 0)};
+    if (status s = check_buffers(args, fixup_blocks); s != status::success) return s;
+    block::wgmma_conv_params k = plan.k;
+    k.x = x, k.filter = workspace, k.xpack = xbytes ? xpack : nullptr;
+    k.bias = splits == 0 ? bias : nullptr;  // partial mode: the bias is the fixup's
+    if (splits > 0) k.partial = partial, k.splits = splits;
+    if (pass) k.states = states;
+    auto fixup_kern = kernel::conv2d_reduce_split_fixup_kernel<T, Op, Epilogue, float>;
+    auto combine_kern = kernel::conv2d_reduce_pass_combine_kernel<T, Op>;
+    if (zs > 0)
+      if (status s = check_device(fixup_kern); s != status::success) return s;
+    if (pass)
+      if (status s = check_device(combine_kern); s != status::success) return s;
+    // the head: every tile, or all but a split-K tail's (fused: y and indices written by the kernel)
+    const std::int64_t head_tiles = k.tiles - (tail ? plan.tail_tiles : 0);
+    block::wgmma_conv_params head = k;
+    head.tiles = head_tiles;
+    const std::int64_t head_units = splits > 0 ? k.tiles * splits * k.npass : pass ? head_tiles * k.npass : head_tiles;
+    const bool direct = splits == 0 && !pass;
+    bool refused = false;
+    status s = launch_wgmma<Policy>(head, plan.smem_bytes, head_units, op, epi, direct ? y : static_cast<float*>(nullptr),
+                                            direct ? indices : static_cast<std::int64_t*>(nullptr), stream, refused,
+                                            k.flat ? k.tiles : 0);  // (the packing pass: every tile's)
+    if (refused) return fallback();  // the driver refused x's tensor map
+    if (s != status::success) return s;
+    if (tail) {  // the last tiles in partial mode, right after the head (a programmatic dependent launch)
+      block::wgmma_conv_params last = k;
+      last.tile0 = head_tiles, last.tiles = plan.tail_tiles, last.states = nullptr, last.bias = nullptr;
+      last.partial = partial, last.splits = zs, last.partial_m0 = m0;
+      s = launch_wgmma<Policy>(last, plan.smem_bytes, plan.tail_tiles * zs * k.npass, op, epi, static_cast<float*>(nullptr),
+                                       static_cast<std::int64_t*>(nullptr), stream, refused, 0, true);
+      if (s != status::success || refused) return refused ? status::cuda_error : s;  // (the same map was accepted)
+    }
+    if (direct && !tail) return s;
+    if (pass)  // the head's pixels [0, m0)
+      launch_kernel(true, combine_kern, dim3(static_cast<unsigned>((m0 + 255) / 256)), dim3(256), 0, stream,
+                            states, k.npass, m0, ny, p.K, op, y, indices);
+    if (zs > 0)  // the partial sums' pixels [m0, ny)
+      launch_split_fixup(static_cast<const float*>(partial), zs, sum_pixels, static_cast<std::int32_t>(p.K), bias,
+                                 op, epi, y ? y + m0 : y, indices ? indices + m0 : indices, stream);
+    return launch_status();
+  } else {
+    return fallback();  // unreachable: only float is served
+  }
+}
+
+}  // namespace detail
+
 /// @brief conv2d_reduce_packed with a workspace: the packed filter, the packed x of flat tiles and, in
 /// partial ("split-K") mode, the partial sums. For layers with too few output tiles to fill the GPU (small
 /// batches, deep layers: ResNet-50 layer3 / layer4, VGG conv3, a U-Net bottleneck) and for layers whose
@@ -320,98 +429,8 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
   // after it
   const std::size_t packed = plan.served ? detail::packed_bytes<Policy>(plan)
                                          : detail::packed_bytes<Policy>(detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::either));
-  const std::size_t off = detail::partial_offset(packed);
-  // the scratch: after the packed filter in the workspace, or the caller's separate buffer
-  unsigned char* rest = scratch ? static_cast<unsigned char*>(scratch)
-                        : workspace ? static_cast<unsigned char*>(workspace) + off
-                                    : nullptr;
-  const std::size_t rest_bytes = scratch ? scratch_bytes : workspace_bytes > off ? workspace_bytes - off : 0;
-  // the mma.sync path, its partial sums in the scratch (none when not served)
-  auto fallback = [&] {
-    if (splits == 0) return conv2d_reduce<typename Policy::fallback>(p, x, w, bias, y, indices, op, epi, stream);
-    return conv2d_reduce_split<typename Policy::fallback>(p, x, w, bias, y, indices, rest, rest_bytes, splits, op, epi,
-                                                          stream);
-  };
-  if (!plan.served) return fallback();
-  if constexpr (!Op::has_index) {
-    if (indices) return status::indices_not_supported;
-  }
-  if (splits < 0 || splits > plan.k.kt) return status::invalid_argument;
-  // TMA reads x from a 16-byte aligned base: any other x (legal for float) takes the fallback too
-  if (!plan.k.gather && !plan.k.flat && reinterpret_cast<std::uintptr_t>(x) % 16 != 0) return fallback();
-  if constexpr (std::is_same_v<T, float>) {
-    const std::int64_t ny = p.y_elements();
-    if (ny == 0) return status::success;
-    if (!x || !w || !workspace || (!y && !indices)) return status::null_pointer;
-    if (reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0 || reinterpret_cast<std::uintptr_t>(rest) % 16 != 0)
-      return status::misaligned_pointer;
-    const std::size_t xbytes = block::conv_mainloop_wgmma<Policy>::xpack_bytes(plan.k);
-    using state_t = typename Op::template accum_t<float>;
-    const bool pass = splits == 0 && plan.pass_mode && sizeof(state_t) <= pass_state_bytes;
-    // partial sums: of every pixel (splits > 0), of a split-K tail's [m0, ny) (splits = 0), or none
-    const bool tail = splits == 0 && plan.tail_tiles > 0 && Policy::parts == 1;  // (never under 3xTF32)
-    const int zs = splits > 0 ? splits : tail ? plan.tail_splits : 0;
-    const std::int64_t sum_pixels = splits > 0 ? ny : tail ? plan.tail_pixels : 0, m0 = ny - sum_pixels;
-    const std::size_t need = detail::packed_split_bytes(p, packed, xbytes, splits, pass, tail ? plan.tail_pixels : 0,
-                                                        tail ? plan.tail_splits : 0);
-    if (need == 0) return status::size_overflow;
-    if (scratch ? workspace_bytes < packed || rest_bytes < need - off : workspace_bytes < need)
-      return status::workspace_too_small;
-    const std::int64_t fixup_blocks = std::max<std::int64_t>(zs > 0 ? kernel::split_fixup_blocks(sum_pixels, p.K) : 0,
-                                                             (m0 + 255) / 256);
-    unsigned char* xpack = rest;
-    auto* states = reinterpret_cast<state_t*>(xpack + xbytes);  // pass mode's states, then the partial sums
-    float* partial = reinterpret_cast<float*>(xpack + xbytes + detail::pass_states_bytes(p, pass));
-    const detail::buffer_arg args[] = {
-        detail::input(x, p.x_elements()), detail::input(w, p.w_elements()), detail::input(bias, p.K),
-        detail::input(static_cast<const unsigned char*>(workspace), static_cast<std::int64_t>(packed)),
-        detail::output(y, ny), detail::output(indices, ny),
-        detail::output(xpack, static_cast<std::int64_t>(xbytes)),
-        detail::output(partial, std::int64_t(zs) * sum_pixels * p.K),
-        detail::output(states, pass ? std::int64_t(plan.k.npass) * ny : 0)};
-    if (status s = detail::check_buffers(args, fixup_blocks); s != status::success) return s;
-    block::wgmma_conv_params k = plan.k;
-    k.x = x, k.filter = workspace, k.xpack = xbytes ? xpack : nullptr;
-    k.bias = splits == 0 ? bias : nullptr;  // partial mode: the bias is the fixup's
-    if (splits > 0) k.partial = partial, k.splits = splits;
-    if (pass) k.states = states;
-    auto fixup_kern = kernel::conv2d_reduce_split_fixup_kernel<T, Op, Epilogue, float>;
-    auto combine_kern = kernel::conv2d_reduce_pass_combine_kernel<T, Op>;
-    if (zs > 0)
-      if (status s = detail::check_device(fixup_kern); s != status::success) return s;
-    if (pass)
-      if (status s = detail::check_device(combine_kern); s != status::success) return s;
-    // the head: every tile, or all but a split-K tail's (fused: y and indices written by the kernel)
-    const std::int64_t head_tiles = k.tiles - (tail ? plan.tail_tiles : 0);
-    block::wgmma_conv_params head = k;
-    head.tiles = head_tiles;
-    const std::int64_t head_units = splits > 0 ? k.tiles * splits * k.npass : pass ? head_tiles * k.npass : head_tiles;
-    const bool direct = splits == 0 && !pass;
-    bool refused = false;
-    status s = detail::launch_wgmma<Policy>(head, plan.smem_bytes, head_units, op, epi, direct ? y : static_cast<float*>(nullptr),
-                                            direct ? indices : static_cast<std::int64_t*>(nullptr), stream, refused,
-                                            k.flat ? k.tiles : 0);  // (the packing pass: every tile's)
-    if (refused) return fallback();  // the driver refused x's tensor map
-    if (s != status::success) return s;
-    if (tail) {  // the last tiles in partial mode, right after the head (a programmatic dependent launch)
-      block::wgmma_conv_params last = k;
-      last.tile0 = head_tiles, last.tiles = plan.tail_tiles, last.states = nullptr, last.bias = nullptr;
-      last.partial = partial, last.splits = zs, last.partial_m0 = m0;
-      s = detail::launch_wgmma<Policy>(last, plan.smem_bytes, plan.tail_tiles * zs * k.npass, op, epi, static_cast<float*>(nullptr),
-                                       static_cast<std::int64_t*>(nullptr), stream, refused, 0, true);
-      if (s != status::success || refused) return refused ? status::cuda_error : s;  // (the same map was accepted)
-    }
-    if (direct && !tail) return s;
-    if (pass)  // the head's pixels [0, m0)
-      detail::launch_kernel(true, combine_kern, dim3(static_cast<unsigned>((m0 + 255) / 256)), dim3(256), 0, stream,
-                            states, k.npass, m0, ny, p.K, op, y, indices);
-    if (zs > 0)  // the partial sums' pixels [m0, ny)
-      detail::launch_split_fixup(static_cast<const float*>(partial), zs, sum_pixels, static_cast<std::int32_t>(p.K), bias,
-                                 op, epi, y ? y + m0 : y, indices ? indices + m0 : indices, stream);
-    return detail::launch_status();
-  } else {
-    return fallback();  // unreachable: only float is served
-  }
+  return detail::packed_split_run<Policy>(plan, packed, p, x, w, workspace, workspace_bytes, bias, y, indices, splits, op,
+                                          epi, stream, scratch, scratch_bytes);
 }
 
 }  // namespace convred::device

@@ -2,9 +2,9 @@
 /// @brief The planner: one host object that picks, for a problem, an element type, a math and a device,
 /// the fused conv2d -> epilogue -> channel-reduction kernel and its tile policy (and, for layers with few
 /// output pixels, a split over channel tiles and GEMM_K), owns or borrows its workspace (the packed filter
-/// or the split's partial sums), says what it picked and why, and runs it. The choice itself is its base,
-/// detail::plan_choice (device/plan_choice.cuh); the vocabulary (kernel_kind, device_info) is
-/// device/plan_types.cuh.
+/// or the split's partial sums), says what it picked and why, and runs it. The choice is made once, by
+/// family::select over a list of kernel families (device/family/), as a plan_config
+/// (device/plan_config.cuh) that every run launches.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -23,7 +23,8 @@
 #include "conv2d_reduce.cuh"
 #include "conv2d_reduce_packed.cuh"
 #include "conv2d_reduce_split.cuh"
-#include "plan_choice.cuh"
+#include "family/families.cuh"
+#include "plan_config.cuh"
 #include "plan_options.cuh"
 #include "plan_types.cuh"
 
@@ -75,41 +76,41 @@ namespace convred::device {
 /// @tparam T    element type of x, w, bias and y: float, double, __half or __nv_bfloat16 (double: math::ieee)
 /// @tparam Math math tag (policy.cuh): math::accurate (default), ieee, tf32, tf32x3, bf16 or fp16 (README
 ///   "Precision")
-template <class T, class Math = math::accurate>
-class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
-  using choice = detail::plan_choice<T, Math>;
-  // the choice's constants, members and helpers this class uses (a dependent base's names)
-  using choice::accurate;
-  using choice::tensor_math;
-  using typename choice::kernel_math;
-  using choice::choose;
-  using choice::p_;
-  using choice::options_;
-  using choice::state_;
-  using choice::kind_;
-  using choice::why_;
-  using choice::need_;
-  using choice::packed_;
-  using choice::splits_;
-  using choice::flat_;
-  using choice::direct_;
-  using choice::pingpong_;
-  using choice::pass_;
-  using choice::tail_;
-  using choice::packed_split;
+/// @tparam Families the kernel families to choose from, best first (family::family_list; default
+///   family::default_families_t<T, Math>: the chain above). A family of your own goes in its own header
+///   and one entry of such a list (device/family/family.cuh gives what a family provides).
+template <class T, class Math = math::accurate, class Families = family::default_families_t<T, Math>>
+class conv2d_reduce_plan {
+  static_assert(is_supported_element_v<T>, "conv2d_reduce_plan: T must be float, double, __half or __nv_bfloat16");
+  static_assert(std::is_same_v<Math, math::accurate> || std::is_same_v<Math, math::ieee> ||
+                    std::is_same_v<Math, math::tf32> || std::is_same_v<Math, math::tf32x3> ||
+                    std::is_same_v<Math, math::bf16> || std::is_same_v<Math, math::fp16>,
+                "conv2d_reduce_plan: Math must be a math tag: convred::math::accurate, ieee, tf32, tf32x3, bf16 or fp16");
+  static_assert(std::is_same_v<Math, math::accurate> || std::is_same_v<Math, math::ieee> || !std::is_same_v<T, double>,
+                "conv2d_reduce_plan: tensor-core math takes float, __half or __nv_bfloat16 data; double runs math::ieee");
+  static constexpr bool tensor_math = !std::is_same_v<family::kernel_math_t<T, Math>, math::ieee>;
 
  public:
-  /// the policy types the plan picks from (detail::plan_choice: kernel_math_t, simt_policy_t,
-  /// mma_sync_policy_t, wgmma_policy_t, wgmma_pingpong_policy_t)
-  using typename choice::kernel_math_t;
-  using typename choice::simt_policy_t;
-  using typename choice::mma_sync_policy_t;
-  using typename choice::wgmma_policy_t;
-  using typename choice::wgmma_pingpong_policy_t;
+  /// the math the tensor-core kernels run (Math, or for math::accurate tf32x3; ieee for double data)
+  using kernel_math_t = family::kernel_math_t<T, Math>;
+  /// the kernel families the plan chooses from, best first (family::family_list)
+  using families_t = Families;
+  /// the SIMT policy (math::ieee)
+  using simt_policy_t = typename default_simt_policy<T>::type;
+  /// the mma.sync policy (tensor-core maths; the SIMT policy for math::ieee, never used)
+  using mma_sync_policy_t = typename std::conditional_t<tensor_math, default_mma_sync_policy<kernel_math_t>,
+                                                        default_simt_policy<T>>::type;
+  /// the wgmma policy (tensor-core maths; the SIMT policy for math::ieee, never used)
+  using wgmma_policy_t = typename std::conditional_t<tensor_math, default_wgmma_policy<kernel_math_t>,
+                                                     default_simt_policy<T>>::type;
+  /// the ping-pong sibling of wgmma_policy_t (128-pixel tiles), taken where it replaces a split-K fixup
+  /// (not under 3xTF32; the SIMT policy where there is no wgmma policy, never used)
+  using wgmma_pingpong_policy_t =
+      typename std::conditional_t<tensor_math, wgmma_pingpong<wgmma_policy_t>, default_simt_policy<T>>::type;
 
   /// Plans p for the current device (device_info::current()); prepare and run must then be called with
   /// that device current. `options` (plan_options; default: the planner's own choices) may force the wgmma
-  /// kernel's choices; the plan keeps them and its runs pass them on.
+  /// kernel's choices; the plan keeps them.
   explicit conv2d_reduce_plan(const conv2d_problem& p, const plan_options& options = {})
       : conv2d_reduce_plan(p, device_info::current(), options) {
     if (cudaGetDevice(&device_) != cudaSuccess) {
@@ -119,12 +120,13 @@ class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
   }
 
   /// Plans p for the device described by `dev` (no CUDA call: plans can be made and inspected without a
-  /// GPU). state() says whether it can run: validate(p)'s code for an invalid problem, status::no_device
-  /// for no device or an explicit tensor-core math (not math::accurate) on a GPU older than sm_80.
-  /// `options` as above.
+  /// GPU): family::select<T, Families>(p, dev, options), once. state() says whether it can run:
+  /// validate(p)'s code for an invalid problem, status::no_device for no device or an explicit
+  /// tensor-core math (not math::accurate) on a GPU older than sm_80. `options` as above.
   conv2d_reduce_plan(const conv2d_problem& p, const device_info& dev, const plan_options& options = {})
-      : choice(p, options) {
-    choose(dev);
+      : p_(p), options_(options) {
+    family::selection s = family::select<T, Families>(p, dev, options);
+    state_ = s.state, config_ = s.config, why_ = std::move(s.description);
   }
 
   conv2d_reduce_plan(const conv2d_reduce_plan&) = delete;
@@ -135,8 +137,7 @@ class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
   conv2d_reduce_plan& operator=(conv2d_reduce_plan&& o) {
     if (this != &o) {
       release();
-      p_ = o.p_, options_ = o.options_, state_ = o.state_, kind_ = o.kind_, why_ = o.why_, need_ = o.need_, packed_ = o.packed_,
-      splits_ = o.splits_, flat_ = o.flat_, direct_ = o.direct_, pingpong_ = o.pingpong_, pass_ = o.pass_, tail_ = o.tail_, device_ = o.device_;
+      p_ = o.p_, options_ = o.options_, state_ = o.state_, config_ = o.config_, why_ = o.why_, device_ = o.device_;
       w_ = o.w_, ws_ = o.ws_, ws_bytes_ = o.ws_bytes_, prepared_ = o.prepared_, prepared_on_ = o.prepared_on_;
       scratch_ = o.scratch_, scratch_bytes_ = o.scratch_bytes_;
       owned_ = o.owned_, owned_bytes_ = o.owned_bytes_;
@@ -150,13 +151,16 @@ class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
 
   /// success when the plan can run; else why not (see the constructor).
   status state() const { return state_; }
-  /// The kernel the plan picked.
-  kernel_kind kernel() const { return kind_; }
+  /// The kernel family the plan picked (kernel_kind::user for a family from outside convred).
+  kernel_kind kernel() const { return config_.kind; }
+  /// What the plan decided, as plain data (plan_config: the family's position in families_t, its
+  /// tiling, mode, splits, shared memory, workspace and time estimate); every run launches it.
+  const plan_config& config() const { return config_; }
   /// GEMM_K splits: of the split path (conv2d_reduce_split with the mma.sync or SIMT policy, over
   /// split_channel_tiles channel tiles) or, when kernel() is kernel_kind::wgmma, of each channel pass in the
   /// wgmma kernel's partial mode (conv2d_reduce_packed_split, 1 to ceil(C / block_c)); 0 when the kernel
   /// runs unsplit.
-  int k_splits() const { return splits_; }
+  int k_splits() const { return config_.splits; }
   /// Which kernel and why, one line for a log: the kernel family and math, its tiles and stages, its mode
   /// (fused, pass mode, split into GEMM_K ranges, a split-K tail; ping-pong), the workspace, and why another
   /// kernel was not taken. For example, the seed problem under tf32 on an H200: "wgmma tf32 (sm_90a, packed
@@ -174,18 +178,18 @@ class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
   /// policy packed_split_workspace_bytes<wgmma_pingpong_policy_t, T>(p, 0)); the split path's
   /// partial sums when the mma.sync or SIMT kernel splits (conv2d_reduce_split_workspace_bytes<T>(p,
   /// k_splits())); else 0.
-  std::size_t workspace_bytes() const { return need_; }
+  std::size_t workspace_bytes() const { return config_.workspace_bytes; }
   /// Bytes at the start of the workspace that prepare() fills (the packed filter of a wgmma plan) and
   /// runs only read; the rest of workspace_bytes() is scratch that every run writes (partial sums, the
   /// packed x, pass states). 0 when the plan packs nothing. A caller that keeps them for many runs binds
   /// them with a scratch of its own (bind), so that runs never write the kept bytes.
-  std::size_t prepared_bytes() const { return kind_ == kernel_kind::wgmma ? packed_ : 0; }
+  std::size_t prepared_bytes() const { return config_.prepared_bytes; }
   /// Bytes of scratch that bind() takes beside the prepared bytes: what every run writes (the partial sums,
   /// the packed x, the pass states), the part of workspace_bytes() after the prepared bytes (and their
   /// 16-byte alignment); 0 when runs write no workspace.
   std::size_t scratch_bytes() const {
     const std::size_t pre = prepared_bytes(), off = pre > 0 ? detail::partial_offset(pre) : 0;
-    return need_ > off ? need_ - off : 0;
+    return config_.workspace_bytes > off ? config_.workspace_bytes - off : 0;
   }
 
   /// Prepares the plan for the KCRS weights w (device pointer, K * C/groups * R * S elements of T), the
@@ -209,16 +213,9 @@ class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
     }
     if (!w) return status::null_pointer;
     if (status s = check_device(); s != status::success) return s;
-    if (kind_ == kernel_kind::wgmma) {
-      if constexpr (tensor_math) {
-        // partial mode, flat tiles: the whole workspace (packed filter, packed x, partial sums) checked first
-        if (packed_split())
-          if (status s = check_split_workspace(w, workspace, bytes); s != status::success) return s;
-        if (status s = pack_filter<wgmma_policy_t>(p_, w, workspace, bytes, stream); s != status::success) return s;
-      }
-    } else if (splits_ > 0) {
-      if (status s = check_split_workspace(w, workspace, bytes); s != status::success) return s;
-    }
+    if (config_.workspace_bytes > 0)
+      if (status s = check_workspace(w, workspace, bytes); s != status::success) return s;
+    if (status s = family::prepare<Families>(p_, config_, w, workspace, bytes, stream); s != status::success) return s;
     w_ = w, ws_ = workspace, ws_bytes_ = bytes, scratch_ = nullptr, scratch_bytes_ = 0, prepared_ = true;
     if (cudaGetDevice(&prepared_on_) != cudaSuccess) {
       cudaGetLastError();
@@ -232,13 +229,14 @@ class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
   status prepare(const T* w, cudaStream_t stream = nullptr) {
     prepared_ = false;
     if (state_ != status::success) return state_;
-    if (p_.y_elements() > 0 && need_ > 0 && owned_bytes_ < need_) {
+    const std::size_t need = config_.workspace_bytes;
+    if (p_.y_elements() > 0 && need > 0 && owned_bytes_ < need) {
       release();
-      if (cudaMalloc(&owned_, need_) != cudaSuccess) {
+      if (cudaMalloc(&owned_, need) != cudaSuccess) {
         owned_ = nullptr;
         return status::cuda_error;  // the allocation error is left for cudaGetLastError
       }
-      owned_bytes_ = need_;
+      owned_bytes_ = need;
     }
     return prepare(w, owned_, owned_bytes_, stream);
   }
@@ -312,70 +310,38 @@ class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
         return status::no_device;
       }
     }
-    if (kind_ == kernel_kind::direct) return conv2d_reduce_direct(p_, x, w_, bias, y, indices, op, epi, stream);
-    if constexpr (tensor_math) {
-      if (kind_ == kernel_kind::wgmma) {
-        if constexpr (wgmma_pingpong_policy_t::parts == 1) {  // (never under 3xTF32: choose_pingpong)
-          if (pingpong_)
-            return conv2d_reduce_packed_split<wgmma_pingpong_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, 0, op,
-                                                                       epi, stream, options_, scratch_, scratch_bytes_);
-        }
-        if (packed_split())
-          return conv2d_reduce_packed_split<wgmma_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, splits_, op, epi,
-                                                            stream, options_, scratch_, scratch_bytes_);
-        return conv2d_reduce_packed<wgmma_policy_t>(p_, x, w_, ws_, ws_bytes_, bias, y, indices, op, epi, stream);
-      }
-      if (kind_ == kernel_kind::mma_sync) {
-        if (splits_ > 0)
-          return conv2d_reduce_split<mma_sync_policy_t>(p_, x, w_, bias, y, indices, scratch_ ? scratch_ : ws_,
-                                                        scratch_ ? scratch_bytes_ : ws_bytes_, splits_, op, epi,
-                                                        stream);
-        return conv2d_reduce<mma_sync_policy_t>(p_, x, w_, bias, y, indices, op, epi, stream);
-      }
-    }
-    if (splits_ > 0)
-      return conv2d_reduce_split<simt_policy_t>(p_, x, w_, bias, y, indices, scratch_ ? scratch_ : ws_,
-                                                scratch_ ? scratch_bytes_ : ws_bytes_, splits_, op, epi, stream);
-    return conv2d_reduce<simt_policy_t>(p_, x, w_, bias, y, indices, op, epi, stream);
+    run_arguments<T> args;
+    args.x = x, args.w = w_, args.bias = bias, args.y = y, args.indices = indices;
+    args.workspace = ws_, args.workspace_bytes = ws_bytes_, args.scratch = scratch_, args.scratch_bytes = scratch_bytes_;
+    args.options = options_;
+    return family::launch<Families>(p_, config_, args, op, epi, stream);
   }
 
  private:
-  /// prepare's checks of a split plan's workspace (pack_filter's, for the partial sums): null_pointer,
-  /// misaligned_pointer (not 16-byte aligned; w not aligned to T), workspace_too_small, overlapping_buffers
-  /// (the workspace overlaps w), cuda_error (a CUDA error pending on entry, left pending).
-  status check_split_workspace(const T* w, const void* workspace, std::size_t bytes) const {
+  /// prepare's checks of the workspace: null_pointer, misaligned_pointer (not 16-byte aligned; w not
+  /// aligned to T), workspace_too_small, overlapping_buffers (the workspace overlaps w), cuda_error (a
+  /// CUDA error pending on entry, left pending).
+  status check_workspace(const T* w, const void* workspace, std::size_t bytes) const {
     if (status s = detail::pending_status(); s != status::success) return s;
     if (!workspace) return status::null_pointer;
     if (!detail::aligned(w) || reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0) return status::misaligned_pointer;
-    if (bytes < need_) return status::workspace_too_small;
+    const std::size_t need = config_.workspace_bytes;
+    if (bytes < need) return status::workspace_too_small;
     const detail::span in[] = {detail::make_span(w, p_.w_elements())};
-    const detail::span out[] = {detail::make_span(static_cast<const unsigned char*>(workspace), static_cast<std::int64_t>(need_))};
+    const detail::span out[] = {detail::make_span(static_cast<const unsigned char*>(workspace), static_cast<std::int64_t>(need))};
     return detail::any_overlap(in, out) ? status::overlapping_buffers : status::success;
   }
 
-  /// prepare's device check: the current device is the plan's (plans for the current device), or, for a
-  /// plan made from a device_info, one on which the choice holds (a wgmma plan: the wgmma kernel serves p
-  /// there with the same packed size; the other kernels: any device, their launch checks it).
+  /// prepare's device check: the current device is the plan's (plans for the current device); a plan
+  /// made from a device_info runs on any device (the family's prepare refuses one that cannot run its
+  /// configuration: the wgmma family, a device without sm_90a code).
   status check_device() const {
     int dev = -1;
     if (cudaGetDevice(&dev) != cudaSuccess) {
       cudaGetLastError();  // ours: no device
       return status::no_device;
     }
-    if (device_ >= 0) return dev == device_ ? status::success : status::no_device;
-    if constexpr (tensor_math) {
-      // the wgmma choice must hold here (same packed size); the other kernels run on any device their
-      // launch accepts (a plan's time model may pick mma.sync where the wgmma kernel could serve p)
-      if (kind_ == kernel_kind::wgmma) {
-        const std::size_t here = packed_filter_bytes<wgmma_policy_t, T>(p_);  // 0 where wgmma does not serve p
-        if (here == 0 || here != packed_) return status::no_device;
-        // conv2d_reduce_packed_split picks its tiles and mode on this device: its workspace must be the plan's
-        if (packed_split() && (pingpong_ ? packed_split_workspace_bytes<wgmma_pingpong_policy_t, T>(p_, 0, options_)
-                                         : packed_split_workspace_bytes<wgmma_policy_t, T>(p_, splits_, options_)) != need_)
-          return status::no_device;
-      }
-    }
-    return status::success;
+    return device_ < 0 || dev == device_ ? status::success : status::no_device;
   }
 
   void release() noexcept {
@@ -393,6 +359,11 @@ class conv2d_reduce_plan : public detail::plan_choice<T, Math> {
   std::size_t scratch_bytes_ = 0;  ///< its size
   void* owned_ = nullptr;
   std::size_t owned_bytes_ = 0;
+  conv2d_problem p_{};
+  plan_options options_{};  ///< the options the plan was made with, passed on to the runs
+  status state_ = status::success;
+  plan_config config_{};  ///< what family::select decided
+  std::string why_;       ///< its description
   bool prepared_ = false;
   int device_ = -1;       ///< the device the plan was made for (-1: made from a device_info)
   int prepared_on_ = -1;  ///< the device current at the last successful prepare

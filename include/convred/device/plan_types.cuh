@@ -1,32 +1,16 @@
 /// @file device/plan_types.cuh
-/// @brief The planner's vocabulary: the kernel families it picks from (kernel_kind) and what it needs to
-/// know about a device (device_info).
+/// @brief What the planner needs to know about a device (device_info); the kernel families' kinds
+/// (kernel_kind) are in plan_config.cuh, included here.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include "plan_config.cuh"
 #include "wgmma_launch.cuh"
 
 namespace convred::device {
 
-/// @brief The kernel families a conv2d_reduce_plan chooses from.
-enum class kernel_kind {
-  simt,      ///< exact CUDA-core FMA kernel (kernel::conv2d_reduce_kernel with a simt_policy): any GPU, any shape
-  mma_sync,  ///< tensor-core mma.sync kernel (an mma_sync_policy): sm_80 and newer, any shape and layout
-  wgmma,     ///< Hopper packed-filter kernel (conv2d_reduce_packed with a wgmma_policy): sm_90a, see packed_filter_bytes
-  direct     ///< exact direct-convolution kernel (conv2d_reduce_direct): C/groups == 1 (depthwise), any GPU
-};
-
-/// @brief Name of a kernel_kind ("simt", "mma.sync", "wgmma", "direct").
-inline const char* to_string(kernel_kind k) noexcept {
-  switch (k) {
-    case kernel_kind::simt: return "simt";
-    case kernel_kind::mma_sync: return "mma.sync";
-    case kernel_kind::wgmma: return "wgmma";
-    case kernel_kind::direct: return "direct";
-  }
-  return "unknown";
-}
+// (kernel_kind: device/plan_config.cuh)
 
 /// @brief What the planner needs to know about a device: its compute capability, whether the program
 /// carries sm_90a code that runs on it, and its number of SMs. Plain data, so that plans can be made (and

@@ -18,6 +18,7 @@
 #include "../problem.cuh"
 #include "../status.cuh"
 #include "common.cuh"
+#include "plan_config.cuh"
 #include "plan_options.cuh"
 #include "wgmma_model.cuh"
 
@@ -58,20 +59,7 @@ inline bool wgmma_available() {
   return yes;
 }
 
-/// Whether the wgmma kernel serves a problem, and its launch parameters (filter, x, bias left null).
-struct wgmma_plan_t {
-  bool served = false;            ///< false: conv2d_reduce_packed runs Policy::fallback on w
-  block::wgmma_conv_params k;    ///< launch parameters (when served)
-  std::size_t smem_bytes = 0;     ///< dynamic shared memory: the stages, then the reduction and mbarriers
-  /// unsplit runs of conv2d_reduce_packed_split take pass mode (choose_wgmma_splits estimates it faster
-  /// than the fused kernel; `chosen` plans only); with a tail, the head's mode
-  bool pass_mode = false;
-  /// unsplit runs of conv2d_reduce_packed_split end with a split-K tail of this many tiles (`chosen`
-  /// plans only: choose_wgmma_splits's tail_tiles; 0: none)
-  std::int64_t tail_tiles = 0;
-  int tail_splits = 0;          ///< GEMM_K splits of the tail
-  std::int64_t tail_pixels = 0; ///< output pixels of the tail tiles, N*P*Q - conv_mainloop_wgmma::first_pixel
-};
+// (wgmma_plan_t: device/plan_config.cuh)
 
 /// Shared memory after the stages: the reduction state of Op or of argmin (the largest standard state),
 /// whichever is larger, so that whether a problem is served does not depend on the standard op.

@@ -1,0 +1,71 @@
+/// @file device/family/direct.cuh
+/// @brief The direct family: tiled direct convolution in exact FMA (conv2d_reduce_direct) for problems
+/// whose output channels each read one input channel (C/groups == 1: depthwise convolutions). Exact, so
+/// it serves every math; the GEMM families would spend a whole channel tile on each group's K/groups
+/// channels.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include "../conv2d_reduce_direct.cuh"
+#include "../direct_config.cuh"
+#include "family.cuh"
+
+namespace convred::device::family {
+
+/// @brief The direct family for element type T under the plan's math tag Math.
+template <class T, class Math>
+struct direct {
+  static constexpr kernel_kind kind = kernel_kind::direct;
+  static constexpr const char* name = "direct";
+  static constexpr bool report_rejection = false;
+
+  static bool available(const device_info& dev) { return dev.cc_major > 0; }
+  static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options&) {
+    if (!available(dev)) return "no CUDA device";
+    return p.C_per_group() == 1 ? nullptr : "C/groups != 1";
+  }
+  /// The tiling choose_direct_config picks for dev (thread-block clusters of up to direct_max_splits
+  /// blocks on compute capability 9.0+ devices running sm_90a code); launched as is when it fits the
+  /// problem's kernel variant (direct_fixed). seconds: the model's cycles at a nominal 1.5 GHz (an
+  /// estimate for comparisons only).
+  static plan_config configure(const conv2d_problem& p, const device_info& dev, const plan_options&) {
+    plan_config c;
+    const direct_kernel_shape shape = direct_kernel_shape_of<T>(p);
+    const int max_splits = clusters(dev) ? direct_max_splits : 1;
+    c.direct = choose_direct_config(p, shape, dev.sm_count, max_splits);
+    c.direct_fixed = direct_config_fits(p, shape, c.direct, max_splits);
+    c.seconds = c.direct.cycles / 1.5e9;
+    return c;
+  }
+  static double cost(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
+    return configure(p, dev, o).seconds;
+  }
+  /// "direct (exact fp32 FMA, <the tiling>): C/groups == 1 (depthwise)", ", exact for any math" under a
+  /// tensor-core math.
+  static std::string describe(const conv2d_problem& p, const plan_config& c, const device_info&, const std::string&) {
+    const char* fma = std::is_same_v<T, double> ? "fp64" : "fp32";
+    const bool exact_asked = std::is_same_v<Math, math::ieee> || std::is_same_v<Math, math::accurate>;
+    return std::string("direct (exact ") + fma + " FMA, " + describe_direct_config(p, direct_kernel_shape_of<T>(p), c.direct) +
+           "): C/groups == 1 (depthwise)" + (exact_asked ? "" : ", exact for any math");
+  }
+  static status prepare(const conv2d_problem&, const plan_config&, const T*, void*, std::size_t, cudaStream_t) {
+    return status::success;
+  }
+  /// The configured tiling (conv2d_reduce_direct with it forced), or where it did not fit the unrolled
+  /// variant, conv2d_reduce_direct's own choice (the generic variant).
+  template <class Op, class Epilogue>
+  static status launch(const conv2d_problem& p, const plan_config& c, const run_arguments<T>& a, Op op, Epilogue epi,
+                       cudaStream_t stream) {
+    if (c.direct_fixed)
+      return device::detail::conv2d_reduce_direct_with<T>(&c.direct, p, a.x, a.w, a.bias, a.y, a.indices, op, epi, stream);
+    return conv2d_reduce_direct(p, a.x, a.w, a.bias, a.y, a.indices, op, epi, stream);
+  }
+
+ private:
+  static bool clusters(const device_info& dev) { return dev.cc_major >= 9 && dev.wgmma_image; }
+};
+
+}  // namespace convred::device::family

@@ -1,0 +1,178 @@
+/// @file device/family/family.cuh
+/// @brief Kernel families as types, and the planner's one decision: select() walks a family_list in
+/// order and keeps the first family that can implement the problem on the device; its configure() makes
+/// the plan_config once, its describe() the plan's description, its launch() every run.
+///
+/// A family is a type with these static members (device/family/simt.cuh is the shortest example; the
+/// test family in tests/test_family_gpu.cu shows a new one added to a list):
+/// - `kind` (kernel_kind; kernel_kind::user outside convred), `name` (for descriptions) and
+///   `report_rejection` (whether a family chosen after it names why it was passed over);
+/// - `bool available(const device_info&)`: the device can run it at all (architecture, code image);
+/// - `const char* can_implement(const conv2d_problem&, const device_info&, const plan_options&)`: nullptr
+///   when it serves the problem there, else why not (a string literal);
+/// - `plan_config configure(const conv2d_problem&, const device_info&, const plan_options&)`: its tiling,
+///   mode, splits and workspace for a problem it serves, with its time estimate in `seconds`;
+/// - `double cost(const conv2d_problem&, const device_info&, const plan_options&)`: that estimate
+///   (seconds; 0 where the family has no time model);
+/// - `std::string describe(const conv2d_problem&, const plan_config&, const device_info&, const
+///   std::string& passed_over)`: one line for a log; `passed_over` is ": the <name> kernel does not serve
+///   this problem: <reason>" for the first family before it that reports its rejections, else empty;
+/// - `status prepare(const conv2d_problem&, const plan_config&, const T* w, void* workspace, std::size_t
+///   bytes, cudaStream_t)`: fills the prepared bytes of the workspace (the wgmma family packs the filter);
+/// - `template <class Op, class Epilogue> status launch(const conv2d_problem&, const plan_config&, const
+///   run_arguments<T>&, Op, Epilogue, cudaStream_t)`: runs the configuration, nothing chosen again.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "../../problem.cuh"
+#include "../../status.cuh"
+#include "../plan_config.cuh"
+#include "../plan_options.cuh"
+#include "../plan_types.cuh"
+
+namespace convred::device::family {
+
+/// @brief The families a planner considers, best first (a plain type list).
+template <class... Families>
+struct family_list {
+  static constexpr std::size_t size = sizeof...(Families);
+};
+
+/// @brief The family at position I of a family_list.
+template <std::size_t I, class List>
+struct family_at;
+template <std::size_t I, class F, class... Rest>
+struct family_at<I, family_list<F, Rest...>> : family_at<I - 1, family_list<Rest...>> {};
+template <class F, class... Rest>
+struct family_at<0, family_list<F, Rest...>> {
+  using type = F;
+};
+/// @brief The family at position I of List.
+template <std::size_t I, class List>
+using family_at_t = typename family_at<I, List>::type;
+
+/// @brief What select() decided: whether a family serves the problem, its configuration and the plan's
+/// description.
+struct selection {
+  status state = status::success;  ///< success, validate()'s code, or no_device (no device, no family serves)
+  plan_config config{};            ///< the chosen family's configuration (config.family: its position)
+  std::string description;         ///< the chosen family's describe(), or "none: <why>"
+};
+
+namespace detail {
+template <class T, class List, std::size_t... I>
+void select_each(selection& out, const conv2d_problem& p, const device_info& dev, const plan_options& o,
+                 std::index_sequence<I...>) {
+  bool chosen = false;
+  std::string passed_over;
+  const char* last = "no kernel family in the list";
+  auto consider = [&](auto family, std::size_t index) {
+    using F = decltype(family);
+    if (chosen) return;
+    if (const char* why = F::can_implement(p, dev, o)) {
+      if (F::report_rejection && passed_over.empty())
+        passed_over = std::string(": the ") + F::name + " kernel does not serve this problem: " + why;
+      last = why;
+      return;
+    }
+    chosen = true;
+    out.config = F::configure(p, dev, o);
+    out.config.kind = F::kind;
+    out.config.family = static_cast<int>(index);
+    out.description = F::describe(p, out.config, dev, passed_over);
+  };
+  (consider(family_at_t<I, List>{}, I), ...);
+  if (!chosen) {
+    out.state = status::no_device;
+    out.description = std::string("none: ") + last;
+  }
+}
+}  // namespace detail
+
+/// @brief The planner's decision (host only, no CUDA call): for problem p with element type T on the
+/// device `dev`, the first family of List, in order, that can implement p there, its configuration and
+/// description. state is validate(p, sizeof(T))'s code for an invalid problem ("none: <code>"),
+/// no_device for no device ("none: no CUDA device") or when no family serves ("none: <the last family's
+/// reason>").
+template <class T, class List>
+selection select(const conv2d_problem& p, const device_info& dev, const plan_options& options = {}) {
+  selection out;
+  out.state = validate(p, sizeof(T));
+  if (out.state != status::success) {
+    out.description = std::string("none: ") + to_string(out.state);
+    return out;
+  }
+  if (dev.cc_major == 0) {
+    out.state = status::no_device;
+    out.description = "none: no CUDA device";
+    return out;
+  }
+  detail::select_each<T, List>(out, p, dev, options, std::make_index_sequence<List::size>{});
+  return out;
+}
+
+namespace detail {
+template <class List, class T, class Op, class Epilogue, std::size_t... I>
+status launch_each(const conv2d_problem& p, const plan_config& config, const run_arguments<T>& args, Op op, Epilogue epi,
+                   cudaStream_t stream, std::index_sequence<I...>) {
+  status s = status::invalid_argument;
+  (void)((config.family == static_cast<int>(I) &&
+          (s = family_at_t<I, List>::template launch<Op, Epilogue>(p, config, args, op, epi, stream), true)) ||
+         ...);
+  return s;
+}
+template <class List, class T, std::size_t... I>
+status prepare_each(const conv2d_problem& p, const plan_config& config, const T* w, void* workspace, std::size_t bytes,
+                    cudaStream_t stream, std::index_sequence<I...>) {
+  status s = status::invalid_argument;
+  (void)((config.family == static_cast<int>(I) &&
+          (s = family_at_t<I, List>::prepare(p, config, w, workspace, bytes, stream), true)) ||
+         ...);
+  return s;
+}
+}  // namespace detail
+
+/// @brief Runs family number config.family of List: its launch(p, config, args, op, epi, stream).
+/// invalid_argument when config.family is not a position of List.
+template <class List, class T, class Op, class Epilogue>
+status launch(const conv2d_problem& p, const plan_config& config, const run_arguments<T>& args, Op op, Epilogue epi,
+              cudaStream_t stream) {
+  return detail::launch_each<List>(p, config, args, op, epi, stream, std::make_index_sequence<List::size>{});
+}
+
+/// @brief Prepares family number config.family of List: its prepare(p, config, w, workspace, bytes, stream).
+/// invalid_argument when config.family is not a position of List.
+template <class List, class T>
+status prepare(const conv2d_problem& p, const plan_config& config, const T* w, void* workspace, std::size_t bytes,
+               cudaStream_t stream) {
+  return detail::prepare_each<List>(p, config, w, workspace, bytes, stream, std::make_index_sequence<List::size>{});
+}
+
+/// @brief Suffix of a tensor-core family's description under math::accurate: what the default math
+/// resolved to.
+template <class Math>
+const char* accurate_note() {
+  return std::is_same_v<Math, math::accurate> ? "; math::accurate (error vs float64 <= 1e-6)" : "";
+}
+
+/// @brief The math a family's kernels run for the plan's Math and element type T: math::accurate runs
+/// tf32x3 on the tensor cores (math::ieee for double data); every other tag runs as itself.
+template <class T, class Math>
+using kernel_math_t = std::conditional_t<std::is_same_v<Math, math::accurate>,
+                                         std::conditional_t<std::is_same_v<T, double>, math::ieee, math::tf32x3>, Math>;
+
+/// @brief The name of a kernel math in descriptions ("tf32", "tf32x3", "bf16", "fp16", "ieee").
+template <class KernelMath>
+const char* math_name() {
+  if constexpr (std::is_same_v<KernelMath, math::tf32>) return "tf32";
+  else if constexpr (std::is_same_v<KernelMath, math::tf32x3>) return "tf32x3";
+  else if constexpr (std::is_same_v<KernelMath, math::bf16>) return "bf16";
+  else if constexpr (std::is_same_v<KernelMath, math::fp16>) return "fp16";
+  else return "ieee";
+}
+
+}  // namespace convred::device::family

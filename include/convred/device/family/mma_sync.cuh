@@ -1,0 +1,70 @@
+/// @file device/family/mma_sync.cuh
+/// @brief The mma.sync family: the sm_80+ tensor-core kernel (conv2d_reduce with
+/// default_mma_sync_policy of the kernel math), or its split over channel tiles and GEMM_K
+/// (conv2d_reduce_split) when its pixel tiles are too few for the GPU (choose_k_splits). Serves every
+/// problem and layout on sm_80 and newer.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include "../../policy.cuh"
+#include "../wgmma_model.cuh"
+#include "family.cuh"
+#include "simt.cuh"
+
+namespace convred::device::family {
+
+/// @brief The mma.sync family for element type T under the plan's tensor-core math tag Math.
+template <class T, class Math>
+struct mma_sync {
+  using kernel_math = kernel_math_t<T, Math>;  ///< Math, or tf32x3 for math::accurate
+  static_assert(!std::is_same_v<kernel_math, math::ieee>, "family::mma_sync: a tensor-core math");
+  using policy = typename default_mma_sync_policy<kernel_math>::type;  ///< its policy
+  static constexpr kernel_kind kind = kernel_kind::mma_sync;
+  static constexpr const char* name = "mma.sync";
+  static constexpr bool report_rejection = false;
+
+  /// sm_80 and newer (TF32, bf16 and fp16 mma.sync).
+  static bool available(const device_info& dev) { return dev.cc_major >= 8; }
+  static const char* can_implement(const conv2d_problem&, const device_info& dev, const plan_options&) {
+    return available(dev) ? nullptr : "mma.sync needs sm_80 or newer";
+  }
+  /// The split heuristic's choice (choose_k_splits) and its workspace; seconds: split_seconds when it
+  /// splits, else 0 (no model of the fused kernel).
+  static plan_config configure(const conv2d_problem& p, const device_info& dev, const plan_options&) {
+    plan_config c = detail::split_config<policy, T>(p, dev);
+    if (c.splits > 0) c.seconds = split_seconds(p, dev);
+    return c;
+  }
+  static double cost(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
+    return configure(p, dev, o).seconds;
+  }
+  /// The split path's time as the wgmma family compares it (device/wgmma_model.cuh): the useful FLOPs at
+  /// plan_mma_split_flops_per_sm (scaled by the math's speed) over every SM, plus
+  /// plan_mma_split_fixed_seconds. Not choose_k_splits's own wave model (conv2d_reduce_split.cuh), which
+  /// picks the split count: two models of one path, each fitted for its own comparison.
+  static double split_seconds(const conv2d_problem& p, const device_info& dev) {
+    return plan_mma_split_fixed_seconds + 2.0 * static_cast<double>(p.gemm_m()) * static_cast<double>(p.K) *
+                                              static_cast<double>(p.gemm_k()) /
+                                              (plan_mma_split_flops_per_sm * plan_math_speed<kernel_math>() * dev.sm_count);
+  }
+  /// "mma.sync tf32 (64-pixel x 64-channel tiles)" or with the split, then why the wgmma family was passed
+  /// over, then the math::accurate note.
+  static std::string describe(const conv2d_problem& p, const plan_config& c, const device_info& dev,
+                              const std::string& passed_over) {
+    return std::string("mma.sync ") + math_name<kernel_math>() + detail::describe_split<policy, T>(p, c, dev, "") +
+           passed_over + accurate_note<Math>();
+  }
+  static status prepare(const conv2d_problem&, const plan_config&, const T*, void*, std::size_t, cudaStream_t) {
+    return status::success;
+  }
+  template <class Op, class Epilogue>
+  static status launch(const conv2d_problem& p, const plan_config& c, const run_arguments<T>& a, Op op, Epilogue epi,
+                       cudaStream_t stream) {
+    return detail::launch_split_path<policy>(p, c, a, op, epi, stream);
+  }
+};
+
+}  // namespace convred::device::family
