@@ -17,7 +17,11 @@
 # bench/pytorch_baseline.py adds the PyTorch rows: bench_combined.json, bench_results.png; all in the log
 # folder; BENCH_PYTORCH=0 skips the Python part; BENCH_ARGS / PT_ARGS add arguments to the two, e.g.
 # BENCH_ARGS='--cases suite,seed --iters 20' PT_ARGS='--cases suite,seed --iters 20'; with the convred package
-# importable, e.g. PYTHONPATH from python/gpu_check.sh, the PyTorch op's rows are added: --convred-op). Each step's log is teed to $OUT/<step>.log (or
+# importable, e.g. PYTHONPATH from python/gpu_check.sh, the PyTorch op's rows are added: --convred-op).
+# Optional, only when named (not part of "every step"): sweep (bench/torchvision_sweep.py, issue 32: every
+# distinct conv layer of torchvision's models through the convred op vs PyTorch eager and torch.compile; needs
+# torchvision and the convred package importable; SWEEP_ARGS, default '--sample 100000 --budget-s 300': a
+# class-stratified run stopped after ~5 minutes; output in $OUT/sweep/). Each step's log is teed to $OUT/<step>.log (or
 # build-gpu/logs/ when OUT is unset). A failing step is recorded and later steps still run; the summary
 # table (step, rc, seconds) comes last and the exit status is non-zero if any step failed.
 set -uo pipefail
@@ -194,10 +198,20 @@ step_bench() {
   return $rc
 }
 
+# The torchvision sweep (issue 32), only when named: bench/torchvision_sweep.py (SWEEP_ARGS; see its --help).
+step_sweep() {
+  if ! python3 -c 'import torchvision, convred' 2>/dev/null; then
+    echo "sweep: needs torchvision and the convred package importable (PYTHONPATH: python/gpu_check.sh builds it)"
+    return 1
+  fi
+  # shellcheck disable=SC2086
+  python3 bench/torchvision_sweep.py ${SWEEP_ARGS:---sample 100000 --budget-s 300} --out-dir "$LOGS/sweep"
+}
+
 for s in "${STEPS[@]}"; do
   case "$s" in
-    configure | build | gpu | tests | example | photos | sanitizer | fuzz | bench) run_step "$s" "step_$s" ;;
-    *) echo "unknown step '$s' (steps: ${ALL_STEPS[*]})"; record "$s" 2 0 ;;
+    configure | build | gpu | tests | example | photos | sanitizer | fuzz | bench | sweep) run_step "$s" "step_$s" ;;
+    *) echo "unknown step '$s' (steps: ${ALL_STEPS[*]}; optional: sweep)"; record "$s" 2 0 ;;
   esac
 done
 
