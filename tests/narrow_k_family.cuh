@@ -38,6 +38,7 @@ struct narrow_k {
   static std::string describe(const conv2d_problem&, const dev::plan_config&, const dev::device_info&, const std::string&) {
     return "narrow-K simt (exact FMA, 64-pixel x 32-channel tiles): K <= 32";
   }
+  static status runs_here(const dev::plan_config&) { return status::success; }
   static status prepare(const conv2d_problem&, const dev::plan_config&, const T*, void*, std::size_t, cudaStream_t) {
     return status::success;
   }

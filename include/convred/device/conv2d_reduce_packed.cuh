@@ -222,7 +222,8 @@ namespace detail {
 /// packing pass (flat tiles), the kernel (the head; a split-K tail's second launch) and the combine or
 /// fixup, or runs the mma.sync fallback where plan is not served or x cannot be read with TMA. `packed`:
 /// the packed filter's bytes at the workspace's start. Arguments, semantics and codes as
-/// conv2d_reduce_packed_split.
+/// conv2d_reduce_packed_split, except that p is not validated and a pending CUDA error is not looked for
+/// here: the caller does both (conv2d_reduce_packed_split; family::wgmma::launch, whose plan validated p).
 template <class Policy, class T, class Op, class Epilogue>
 status packed_split_run(const wgmma_plan_t& plan, std::size_t packed, const conv2d_problem& p, const T* x, const T* w,
                         void* workspace, std::size_t workspace_bytes, const nondeduced_t<T>* bias, T* y,

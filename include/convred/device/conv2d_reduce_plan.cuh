@@ -175,9 +175,9 @@ class conv2d_reduce_plan {
   /// (packed_filter_bytes<wgmma_policy_t, T>(p)), and when it runs through conv2d_reduce_packed_split
   /// (partial mode, flat or direct tiles, pass mode, a split-K tail, the ping-pong policy) what that
   /// needs after it (packed_split_workspace_bytes<wgmma_policy_t, T>(p, k_splits()), or with the ping-pong
-  /// policy packed_split_workspace_bytes<wgmma_pingpong_policy_t, T>(p, 0)); the split path's
-  /// partial sums when the mma.sync or SIMT kernel splits (conv2d_reduce_split_workspace_bytes<T>(p,
-  /// k_splits())); else 0.
+  /// policy packed_split_workspace_bytes<wgmma_pingpong_policy_t, T>(p, 0)), as those functions size it
+  /// on the device the plan was made for; the split path's partial sums when the mma.sync or SIMT kernel
+  /// splits (conv2d_reduce_split_workspace_bytes<T>(p, k_splits())); else 0 (config().workspace_bytes).
   std::size_t workspace_bytes() const { return config_.workspace_bytes; }
   /// Bytes at the start of the workspace that prepare() fills (the packed filter of a wgmma plan) and
   /// runs only read; the rest of workspace_bytes() is scratch that every run writes (partial sums, the
@@ -200,7 +200,8 @@ class conv2d_reduce_plan {
   /// workspace must outlive the plan's runs.
   /// @return success; state() when the plan cannot run; null_pointer (w null with work to do, or the
   ///   workspace null when needed); no_device when the current device is not the one the plan was made
-  ///   for (a plan made from a device_info: one the plan's choice does not fit); and pack_filter's codes,
+  ///   for (a plan made from a device_info: one its family cannot run the configuration on, e.g. a wgmma
+  ///   plan on a device without sm_90a code); and pack_filter's codes,
   ///   which a split plan checks too (misaligned_pointer: workspace not 16-byte aligned or w not aligned to
   ///   T; workspace_too_small; overlapping_buffers: the workspace overlaps w; cuda_error). N = 0: nothing
   ///   is packed or checked.
@@ -291,11 +292,12 @@ class conv2d_reduce_plan {
   /// @param op      reduction op (functional.cuh)
   /// @param epi     epilogue `V e(V, int k)` or `V e(V)`, run on the device in the compute type
   /// @param stream  CUDA stream the kernel is launched on (asynchronous; nothing is synchronised)
-  /// @return as conv2d_reduce / conv2d_reduce_packed / conv2d_reduce_split; also state() when the plan cannot run, and
-  ///   not_prepared before a successful prepare, no_device when the current device is not the one it
-  ///   was prepared on. The wgmma kernel reads x through TMA from a 16-byte aligned base; another x runs
-  ///   conv2d_reduce_packed's fallback (the mma.sync kernel, same math), except where the kernel gathers
-  ///   x itself (stride 2, W % 4 != 0): any x aligned to float (else misaligned_pointer).
+  /// @return as the family's entry point (conv2d_reduce, conv2d_reduce_split, conv2d_reduce_packed_split,
+  ///   conv2d_reduce_direct); also state() when the plan cannot run, and not_prepared before a successful
+  ///   prepare, no_device when the current device is not the one it was prepared on. The wgmma kernel
+  ///   reads x through TMA from a 16-byte aligned base on row and direct tiles; another x runs the
+  ///   mma.sync kernel of the same math, except where the kernel gathers x itself (stride 2, W % 4 != 0)
+  ///   or packs it first (flat tiles): any x aligned to float (else misaligned_pointer).
   template <class Op = op::min, class Epilogue = epilogue::identity>
   status run(const T* x, const nondeduced_t<T>* bias, T* y, std::int64_t* indices, Op op = {}, Epilogue epi = {},
              cudaStream_t stream = nullptr) const {
@@ -332,16 +334,17 @@ class conv2d_reduce_plan {
     return detail::any_overlap(in, out) ? status::overlapping_buffers : status::success;
   }
 
-  /// prepare's device check: the current device is the plan's (plans for the current device); a plan
-  /// made from a device_info runs on any device (the family's prepare refuses one that cannot run its
-  /// configuration: the wgmma family, a device without sm_90a code).
+  /// prepare's and bind's device check: the current device is the plan's (plans for the current device);
+  /// for a plan made from a device_info, one on which its family can run the configuration
+  /// (family::runs_here: the wgmma family needs sm_90a code there).
   status check_device() const {
     int dev = -1;
     if (cudaGetDevice(&dev) != cudaSuccess) {
       cudaGetLastError();  // ours: no device
       return status::no_device;
     }
-    return device_ < 0 || dev == device_ ? status::success : status::no_device;
+    if (device_ >= 0) return dev == device_ ? status::success : status::no_device;
+    return family::runs_here<Families>(config_);
   }
 
   void release() noexcept {

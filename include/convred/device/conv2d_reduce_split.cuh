@@ -17,6 +17,7 @@
 #include "../problem.cuh"
 #include "../status.cuh"
 #include "common.cuh"
+#include "cost_model.cuh"
 
 namespace convred::device {
 
@@ -51,24 +52,6 @@ inline constexpr int max_k_splits = 65535;
 
 /// Workspace bound of choose_k_splits' default: 64 MiB of partial sums.
 inline constexpr std::size_t default_split_workspace_limit = std::size_t(64) << 20;
-
-/// choose_k_splits' cost of a block beyond its slices, in slices: the pipeline's fill (Stages - 1 slices
-/// loaded before the first is multiplied) and the store of its partial tile.
-inline constexpr int split_block_overhead_slices = 2;
-
-/// choose_k_splits' mainloop rate per SM (FLOP/s) of the tensor-core (mma.sync) policies: the default
-/// tf32 policy's 256 x 128 x 32 slice in ~2.8 us on an H200, an estimate (bench/NOTES.md, "Split path v2"
-/// and "Moved from header comments").
-inline constexpr double split_tensor_flops_per_sm = 0.75e12;
-/// choose_k_splits' mainloop rate per SM (FLOP/s) of the SIMT (math::ieee) policies (H200 seed: 36 TFLOP/s
-/// on 132 SMs).
-inline constexpr double split_simt_flops_per_sm = 0.27e12;
-/// choose_k_splits' rate (bytes/s) at which the partial sums are written by the first kernel and read by
-/// the fixup (each byte counted twice; most of the H200's 4.2 TB/s copy rate, the planes partly in L2).
-inline constexpr double split_workspace_bytes_per_s = 3.0e12;
-/// choose_k_splits' fixed cost of the split path over the fused kernel (seconds): the fixup kernel's launch
-/// and its tail.
-inline constexpr double split_fixed_seconds = 5e-6;
 
 /// @brief Bytes of workspace conv2d_reduce_split needs for problem p, element type T and `k_splits` GEMM_K
 /// splits: k_splits * N*P*Q * K partial sums of the compute type (compute_t<T>: 4 bytes for float, __half

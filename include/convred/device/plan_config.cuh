@@ -17,7 +17,7 @@ namespace convred::device {
 enum class kernel_kind {
   simt,      ///< exact CUDA-core FMA kernel (kernel::conv2d_reduce_kernel with a simt_policy): any GPU, any shape
   mma_sync,  ///< tensor-core mma.sync kernel (an mma_sync_policy): sm_80 and newer, any shape and layout
-  wgmma,     ///< Hopper packed-filter kernel (conv2d_reduce_packed with a wgmma_policy): sm_90a, see packed_filter_bytes
+  wgmma,     ///< Hopper packed-filter kernel (a wgmma_policy; conv2d_reduce_packed / _packed_split): sm_90a
   direct,    ///< exact direct-convolution kernel (conv2d_reduce_direct): C/groups == 1 (depthwise), any GPU
   user       ///< a family from outside convred, in a caller's family_list (device/family/family.cuh)
 };
@@ -54,8 +54,8 @@ struct wgmma_plan_t {
 }  // namespace detail
 
 /// @brief A kernel family's decision for one problem on one device (host data, no device pointer): what
-/// conv2d_reduce_plan keeps and what each run launches, unchanged. Made by a family's `consider`
-/// (device/family/); read by its `launch` and `describe`. Fields a family does not use stay at their
+/// conv2d_reduce_plan keeps and what each run launches, unchanged. Made by a family's `configure`
+/// (device/family/; family::select sets `kind` and `family`); read by its `launch` and `describe`. Fields a family does not use stay at their
 /// defaults.
 struct plan_config {
   kernel_kind kind = kernel_kind::simt;  ///< the family's kind (kernel_kind::user outside convred)
@@ -78,10 +78,12 @@ struct plan_config {
   /// packed x, pass states)
   std::size_t workspace_bytes = 0;
   std::size_t prepared_bytes = 0;  ///< the start of the workspace prepare() fills once (the packed filter)
-  std::size_t smem_bytes = 0;      ///< dynamic shared memory per block (wgmma; 0 where not modelled)
+  std::size_t smem_bytes = 0;      ///< dynamic shared memory per block (wgmma: wgmma.smem_bytes; 0 elsewhere)
   double seconds = 0;              ///< the family's time estimate (its cost model; 0 where it has none)
 
-  /// The wgmma kernel runs with a workspace beyond the packed filter (conv2d_reduce_packed_split's modes).
+  /// A wgmma configuration in one of conv2d_reduce_packed_split's modes (split, flat or direct tiles, pass
+  /// mode, a split-K tail, ping-pong), not the fused kernel on row tiles: its workspace holds more than the
+  /// packed filter.
   bool wgmma_split_modes() const {
     return splits > 0 || wgmma.k.flat || wgmma.k.direct || wgmma.pass_mode || tail || pingpong;
   }

@@ -1,6 +1,6 @@
 /// @file device/wgmma_model.cuh
-/// @brief The planner's time model of the Hopper wgmma kernel (host only, no CUDA call): its rates, the
-/// estimates of its fused, pass and partial (split-K) modes and of a split-K tail (choose_wgmma_splits,
+/// @brief The planner's time model of the Hopper wgmma kernel (host only, no CUDA call; its rates in
+/// cost_model.cuh): the estimates of its fused, pass and partial (split-K) modes and of a split-K tail (choose_wgmma_splits,
 /// choose_wgmma_tail), and the choice of its tiles (choose_wgmma_params).
 #pragma once
 
@@ -16,59 +16,21 @@
 #include "../policy.cuh"
 #include "../problem.cuh"
 #include "conv2d_reduce_split.cuh"
+#include "cost_model.cuh"
 #include "plan_options.cuh"
 
 namespace convred::device {
 
-// The planner's time model of the wgmma kernel (conv2d_reduce_plan): rough rates of the H200
-// (bench/NOTES.md), for choosing between the wgmma kernel fused, the wgmma kernel in partial
-// (split-K) mode (choose_wgmma_splits) and the mma.sync split path (choose_k_splits) on problems whose
-// tiles are too few to fill the GPU. Times are estimates for comparisons, not predictions to the
-// microsecond. The partial sums' traffic and the fixup's fixed cost are the split path's:
-// split_workspace_bytes_per_s, split_fixed_seconds (conv2d_reduce_split.cuh).
-
-/// The planner's wgmma kernel, FLOP/s per SM under TF32, every computed pixel counted (a tile's tile_h x 64
-/// pixels, the dropped columns of narrow tiles and rows past P included): about the seed problem's
-/// sustained rate on the H200 (bench/NOTES.md, "Moved from header comments").
-inline constexpr double plan_wgmma_flops_per_sm = 3.0e12;
-/// The planner's wgmma kernel with x gathered by the producer threads (stride 2, W % 4 != 0): its plain
-/// loads are slower than TMA, counted as this factor on the time (with a 1x1 filter, one tap per stage, the
-/// producer cannot keep up at all: the planner then takes the mma.sync kernel).
-inline constexpr double plan_wgmma_gather_slowdown = 2.0;
-/// The planner's wgmma kernel on direct tiles at stride 2 (wgmma_conv_params::direct), counted as this
-/// factor on the time: TMA cannot skip columns in a box's innermost dimension, so each box carries the odd
-/// input columns too (twice the bytes of the pixels used, in a row pitch padded from 2Q - 1 to 8 mod 16
-/// floats), and the A fragments' loads of every other column meet 2-way bank conflicts. Fitted on the
-/// H200 (bench/NOTES.md, "Moved from header comments").
-inline constexpr double plan_wgmma_direct_s2_slowdown = 2.5;
-/// The planner's mma.sync split path (conv2d_reduce_split), FLOP/s per SM on the useful work, measured on
-/// the H200 (bench/NOTES.md, "Moved from header comments").
-inline constexpr double plan_mma_split_flops_per_sm = 0.34e12;
-/// The planner's mma.sync split path, fixed cost beyond its mainloop (seconds): pipeline fills, stores, the
-/// fixup. Fitted so that the model's difference to the wgmma kernel's partial mode matches the H200's
-/// (bench/NOTES.md, "Moved from header comments").
-inline constexpr double plan_mma_split_fixed_seconds = 14e-6;
+// The planner's time model of the wgmma kernel (conv2d_reduce_plan), for choosing between the wgmma
+// kernel fused, the wgmma kernel in partial (split-K) mode (choose_wgmma_splits) and the mma.sync split
+// path on problems whose tiles are too few to fill the GPU. Times are estimates for comparisons, not
+// predictions to the microsecond. Its rates (plan_wgmma_*, plan_xpack_*, plan_math_speed, ...) and the
+// split path's (split_workspace_bytes_per_s, split_fixed_seconds) are in cost_model.cuh.
 
 /// Bytes of one reduction state in the wgmma kernel's pass mode (wgmma_conv_params::states): the largest
 /// standard op state, argmin's (value, index); an op with a larger state runs fused instead.
 inline constexpr std::size_t pass_state_bytes = 8;
 
-/// The planner's packing pass of flat tiles (kernel::pack_x_kernel), bytes per second over x read and the
-/// packed planes written: about two thirds of the H200's copy bandwidth (4.2 TB/s), for its strided reads.
-inline constexpr double plan_xpack_bytes_per_s = 3.0e12;
-/// The packing pass's fixed cost (seconds): its launch and tail.
-inline constexpr double plan_xpack_fixed_seconds = 3e-6;
-
-/// @brief Speed of a tensor-core math relative to TF32 in the planner's time model (both the wgmma and the
-/// mma.sync rates are scaled by it; the partial sums' traffic is not): bf16 and fp16 1.5, tf32x3 0.36 (three
-/// products per term), from the seed problem's times on the H200 (bench/NOTES.md, "Moved from header
-/// comments").
-template <class Math>
-constexpr double plan_math_speed() {
-  if constexpr (std::is_same_v<Math, math::bf16> || std::is_same_v<Math, math::fp16>) return 1.5;
-  else if constexpr (std::is_same_v<Math, math::tf32x3>) return 0.36;
-  else return 1.0;
-}
 
 /// @brief The planner's estimates for the wgmma kernel on a problem it serves (choose_wgmma_splits).
 struct wgmma_split_estimate {
@@ -86,10 +48,6 @@ struct wgmma_split_estimate {
   double tail_s = 0;     ///< estimated time with that tail (0 without one)
 };
 
-/// The planner's cost of a split-K tail's own launch of the wgmma kernel (seconds): the tail's blocks wait
-/// for the head's last one (a programmatic dependent launch hides the launch, not that wait) and the chain
-/// has one kernel more (bench/NOTES.md, "Moved from header comments").
-inline constexpr double plan_tail_launch_seconds = 2e-6;
 
 /// @brief The split-K tail's part of choose_wgmma_splits (tiles >= sm_count, the estimate e's fused and
 /// pass mode times set; not under 3xTF32, whose consumers spill with the tail's offsets: kernel::conv2d_reduce_wgmma_kernel): for

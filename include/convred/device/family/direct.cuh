@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "../conv2d_reduce_direct.cuh"
+#include "../cost_model.cuh"
 #include "../direct_config.cuh"
 #include "family.cuh"
 
@@ -18,18 +19,23 @@ namespace convred::device::family {
 /// @brief The direct family for element type T under the plan's math tag Math.
 template <class T, class Math>
 struct direct {
+  /// the family's kind (plan_config::kind)
   static constexpr kernel_kind kind = kernel_kind::direct;
+  /// its name in descriptions ("the <name> kernel does not serve this problem: ...")
   static constexpr const char* name = "direct";
+  /// whether a family chosen after it names why this one was passed over
   static constexpr bool report_rejection = false;
 
+  /// The device can run the family at all.
   static bool available(const device_info& dev) { return dev.cc_major > 0; }
+  /// nullptr when the family serves p on dev with options o, else why not (a string literal).
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options&) {
     if (!available(dev)) return "no CUDA device";
     return p.C_per_group() == 1 ? nullptr : "C/groups != 1";
   }
   /// The tiling choose_direct_config picks for dev (thread-block clusters of up to direct_max_splits
   /// blocks on compute capability 9.0+ devices running sm_90a code); launched as is when it fits the
-  /// problem's kernel variant (direct_fixed). seconds: the model's cycles at a nominal 1.5 GHz (an
+  /// problem's kernel variant (direct_fixed). seconds: the model's cycles at plan_direct_clock_hz (an
   /// estimate for comparisons only).
   static plan_config configure(const conv2d_problem& p, const device_info& dev, const plan_options&) {
     plan_config c;
@@ -37,9 +43,10 @@ struct direct {
     const int max_splits = clusters(dev) ? direct_max_splits : 1;
     c.direct = choose_direct_config(p, shape, dev.sm_count, max_splits);
     c.direct_fixed = direct_config_fits(p, shape, c.direct, max_splits);
-    c.seconds = c.direct.cycles / 1.5e9;
+    c.seconds = c.direct.cycles / plan_direct_clock_hz;
     return c;
   }
+  /// The family's time estimate for p on dev (seconds; configure(...).seconds).
   static double cost(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     return configure(p, dev, o).seconds;
   }
@@ -51,16 +58,24 @@ struct direct {
     return std::string("direct (exact ") + fma + " FMA, " + describe_direct_config(p, direct_kernel_shape_of<T>(p), c.direct) +
            "): C/groups == 1 (depthwise)" + (exact_asked ? "" : ", exact for any math");
   }
+  /// Any device (see launch: a tiling of clusters the current device cannot launch is replaced there).
+  static status runs_here(const plan_config&) { return status::success; }
+  /// Fills the prepared bytes of the workspace (nothing for this family): success.
   static status prepare(const conv2d_problem&, const plan_config&, const T*, void*, std::size_t, cudaStream_t) {
     return status::success;
   }
-  /// The configured tiling (conv2d_reduce_direct with it forced), or where it did not fit the unrolled
-  /// variant, conv2d_reduce_direct's own choice (the generic variant).
+  /// The configured tiling (conv2d_reduce_direct with it forced). conv2d_reduce_direct's own choice for
+  /// the current device instead where the configuration did not fit the unrolled variant (direct_fixed
+  /// false: the generic variant), or where the current device cannot launch its clusters (invalid_argument
+  /// from the forced tiling: a plan made from another device's device_info).
   template <class Op, class Epilogue>
   static status launch(const conv2d_problem& p, const plan_config& c, const run_arguments<T>& a, Op op, Epilogue epi,
                        cudaStream_t stream) {
-    if (c.direct_fixed)
-      return device::detail::conv2d_reduce_direct_with<T>(&c.direct, p, a.x, a.w, a.bias, a.y, a.indices, op, epi, stream);
+    if (c.direct_fixed) {
+      const status s =
+          device::detail::conv2d_reduce_direct_with<T>(&c.direct, p, a.x, a.w, a.bias, a.y, a.indices, op, epi, stream);
+      if (s != status::invalid_argument) return s;
+    }
     return conv2d_reduce_direct(p, a.x, a.w, a.bias, a.y, a.indices, op, epi, stream);
   }
 

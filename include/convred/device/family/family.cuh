@@ -17,6 +17,8 @@
 /// - `std::string describe(const conv2d_problem&, const plan_config&, const device_info&, const
 ///   std::string& passed_over)`: one line for a log; `passed_over` is ": the <name> kernel does not serve
 ///   this problem: <reason>" for the first family before it that reports its rejections, else empty;
+/// - `status runs_here(const plan_config&)`: success when the current device can run the configuration
+///   (a plan made from another device's device_info), else no_device;
 /// - `status prepare(const conv2d_problem&, const plan_config&, const T* w, void* workspace, std::size_t
 ///   bytes, cudaStream_t)`: fills the prepared bytes of the workspace (the wgmma family packs the filter);
 /// - `template <class Op, class Epilogue> status launch(const conv2d_problem&, const plan_config&, const
@@ -39,6 +41,7 @@ namespace convred::device::family {
 /// @brief The families a planner considers, best first (a plain type list).
 template <class... Families>
 struct family_list {
+  /// the number of families in the list
   static constexpr std::size_t size = sizeof...(Families);
 };
 
@@ -125,6 +128,12 @@ status launch_each(const conv2d_problem& p, const plan_config& config, const run
          ...);
   return s;
 }
+template <class List, std::size_t... I>
+status runs_here_each(const plan_config& config, std::index_sequence<I...>) {
+  status s = status::invalid_argument;
+  (void)((config.family == static_cast<int>(I) && (s = family_at_t<I, List>::runs_here(config), true)) || ...);
+  return s;
+}
 template <class List, class T, std::size_t... I>
 status prepare_each(const conv2d_problem& p, const plan_config& config, const T* w, void* workspace, std::size_t bytes,
                     cudaStream_t stream, std::index_sequence<I...>) {
@@ -142,6 +151,13 @@ template <class List, class T, class Op, class Epilogue>
 status launch(const conv2d_problem& p, const plan_config& config, const run_arguments<T>& args, Op op, Epilogue epi,
               cudaStream_t stream) {
   return detail::launch_each<List>(p, config, args, op, epi, stream, std::make_index_sequence<List::size>{});
+}
+
+/// @brief Whether the current device can run family number config.family of List's configuration: its
+/// runs_here(config). invalid_argument when config.family is not a position of List.
+template <class List>
+status runs_here(const plan_config& config) {
+  return detail::runs_here_each<List>(config, std::make_index_sequence<List::size>{});
 }
 
 /// @brief Prepares family number config.family of List: its prepare(p, config, w, workspace, bytes, stream).

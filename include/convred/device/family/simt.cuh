@@ -60,11 +60,15 @@ status launch_split_path(const conv2d_problem& p, const plan_config& c, const ru
 template <class T, class Math>
 struct simt {
   using policy = typename default_simt_policy<T>::type;  ///< its policy
+  /// the family's kind (plan_config::kind)
   static constexpr kernel_kind kind = kernel_kind::simt;
+  /// its name in descriptions ("the <name> kernel does not serve this problem: ...")
   static constexpr const char* name = "simt";
+  /// whether a family chosen after it names why this one was passed over
   static constexpr bool report_rejection = false;
   /// the plan's math runs exact FMA: math::ieee, or math::accurate on double data
   static constexpr bool exact_math = std::is_same_v<kernel_math_t<T, Math>, math::ieee>;
+  /// the plan's math is math::accurate
   static constexpr bool accurate = std::is_same_v<Math, math::accurate>;
 
   /// Every device with convred's code (sm_80+ builds; the kernel itself needs no tensor cores).
@@ -84,6 +88,7 @@ struct simt {
   static plan_config configure(const conv2d_problem& p, const device_info& dev, const plan_options&) {
     return detail::split_config<policy, T>(p, dev);
   }
+  /// The family's time estimate for p on dev (seconds; configure(...).seconds).
   static double cost(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     return configure(p, dev, o).seconds;
   }
@@ -96,9 +101,14 @@ struct simt {
                         : ": math::ieee");
   }
   /// Nothing to prepare (the kernels read w on every run).
+  /// Any device: the kernels are launched as chosen (their launch checks the device).
+  static status runs_here(const plan_config&) { return status::success; }
+  /// Fills the prepared bytes of the workspace (nothing for this family): success.
   static status prepare(const conv2d_problem&, const plan_config&, const T*, void*, std::size_t, cudaStream_t) {
     return status::success;
   }
+  /// Runs the configuration c for p on `stream` with the buffers in a (conv2d_reduce_plan::run's
+  /// semantics and codes).
   template <class Op, class Epilogue>
   static status launch(const conv2d_problem& p, const plan_config& c, const run_arguments<T>& a, Op op, Epilogue epi,
                        cudaStream_t stream) {

@@ -32,12 +32,16 @@ struct wgmma {
   using policy = typename default_wgmma_policy<kernel_math>::type;  ///< the cooperative policy
   /// the ping-pong sibling (128-pixel tiles), taken where it replaces a split-K fixup (not under 3xTF32)
   using pingpong_policy = typename wgmma_pingpong<policy>::type;
+  /// the family's kind (plan_config::kind)
   static constexpr kernel_kind kind = kernel_kind::wgmma;
+  /// its name in descriptions ("the <name> kernel does not serve this problem: ...")
   static constexpr const char* name = "wgmma";
+  /// whether a family chosen after it names why this one was passed over
   static constexpr bool report_rejection = true;
 
   /// A compute capability 9.0 device whose program holds sm_90a code.
   static bool available(const device_info& dev) { return dev.cc_major == 9 && dev.cc_minor == 0 && dev.wgmma_image; }
+  /// nullptr when the family serves p on dev with options o, else why not (a string literal).
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     plan_config c;
     return consider(p, dev, o, c);
@@ -49,6 +53,7 @@ struct wgmma {
     consider(p, dev, o, c);
     return c;
   }
+  /// The family's time estimate for p on dev (seconds; configure(...).seconds).
   static double cost(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     return configure(p, dev, o).seconds;
   }
@@ -105,24 +110,28 @@ struct wgmma {
     return why + accurate_note<Math>();
   }
 
-  /// Packs the filter into the workspace's start (pack_filter) after checking the whole workspace;
   /// no_device where the current device does not run sm_90a code (a plan made from another device's
   /// device_info).
+  static status runs_here(const plan_config&) {
+    return device::detail::wgmma_available() ? status::success : status::no_device;
+  }
+  /// Packs the filter into the workspace's start (pack_filter), after the plan checked the whole workspace.
   static status prepare(const conv2d_problem& p, const plan_config& c, const T* w, void* workspace, std::size_t bytes,
                         cudaStream_t stream) {
     if constexpr (!std::is_same_v<T, float>) {
       (void)p, (void)c, (void)w, (void)workspace, (void)bytes, (void)stream;
       return status::invalid_argument;  // never chosen: the family serves float x only
     } else {
-      if (!device::detail::wgmma_available()) return status::no_device;
       return pack_filter<policy>(p, w, workspace, bytes, stream);
     }
   }
 
   /// Runs the configuration (device::detail::packed_split_run): nothing is chosen again. An Op whose
   /// reduction state needs more shared memory than argmin's (the configuration's: every standard op fits)
-  /// runs conv2d_reduce_packed_split instead, which plans its tiles for that state (or takes the
-  /// mma.sync kernel where they no longer fit).
+  /// runs the entry point of the configuration's mode instead, which plans its tiles for that state on
+  /// the current device: conv2d_reduce_packed (row tiles) for a fused configuration, else
+  /// conv2d_reduce_packed_split (which takes the mma.sync kernel where that state's tiles differ in kind
+  /// from the configuration's).
   template <class Op, class Epilogue>
   static status launch(const conv2d_problem& p, const plan_config& c, const run_arguments<T>& a, Op op, Epilogue epi,
                        cudaStream_t stream) {
@@ -130,7 +139,12 @@ struct wgmma {
       (void)p, (void)c, (void)a, (void)op, (void)epi, (void)stream;
       return status::invalid_argument;  // never chosen: the family serves float x only
     } else if constexpr (device::detail::wgmma_tail_bytes<policy, Op>() !=
-                         device::detail::wgmma_tail_bytes<policy, op::argmin>()) {
+                             device::detail::wgmma_tail_bytes<policy, op::argmin>() ||
+                         device::detail::wgmma_tail_bytes<pingpong_policy, Op>() !=
+                             device::detail::wgmma_tail_bytes<pingpong_policy, op::argmin>()) {
+      if (!c.wgmma_split_modes())
+        return conv2d_reduce_packed<policy>(p, a.x, a.w, a.workspace, a.workspace_bytes, a.bias, a.y, a.indices, op, epi,
+                                            stream);
       if (c.pingpong)
         return conv2d_reduce_packed_split<pingpong_policy>(p, a.x, a.w, a.workspace, a.workspace_bytes, a.bias, a.y,
                                                            a.indices, 0, op, epi, stream, a.options, a.scratch,
@@ -138,7 +152,7 @@ struct wgmma {
       return conv2d_reduce_packed_split<policy>(p, a.x, a.w, a.workspace, a.workspace_bytes, a.bias, a.y, a.indices,
                                                 c.splits, op, epi, stream, a.options, a.scratch, a.scratch_bytes);
     } else {
-      if (status s = device::detail::pending_status(); s != status::success) return s;
+      if (status s = device::detail::pending_status(); p.y_elements() > 0 && s != status::success) return s;
       if constexpr (pingpong_policy::parts == 1) {  // (never under 3xTF32)
         if (c.pingpong)
           return device::detail::packed_split_run<pingpong_policy>(c.wgmma, c.prepared_bytes, p, a.x, a.w, a.workspace,
@@ -185,8 +199,9 @@ struct wgmma {
         return "too few tiles to fill the GPU, and the mma.sync split is estimated faster than the wgmma kernel's fused "
                "and split modes";
     }
-    c.seconds = t_wgmma;
     c.pingpong = choose_pingpong(p, dev, o, k, smem, est);
+    c.seconds = !c.pingpong ? t_wgmma : est.tail_tiles > 0 ? est.tail_s : est.pass_mode ? est.pass_mode_s : est.fused_s;
+    c.smem_bytes = smem;
     c.prepared_bytes = c.workspace_bytes = block::conv_mainloop_wgmma<policy>::packed_bytes(k);
     const std::size_t xpack = block::conv_mainloop_wgmma<policy>::xpack_bytes(k);
     c.wgmma.served = true, c.wgmma.k = k, c.wgmma.smem_bytes = smem;

@@ -1,0 +1,91 @@
+/// @file device/cost_model.cuh
+/// @brief The planner's cost model in one place: every rate and fixed cost the kernel families' time
+/// estimates use (host only, plain constants), measured or fitted on the H200 (bench/NOTES.md says where
+/// each comes from). The estimates themselves stay with the kernels they describe: choose_k_splits
+/// (device/conv2d_reduce_split.cuh: the SIMT and mma.sync split path), choose_wgmma_splits /
+/// choose_wgmma_params (device/wgmma_model.cuh: the wgmma kernel), choose_direct_config
+/// (device/direct_config.cuh: the direct kernel, in SM cycles), family::mma_sync::split_seconds (the
+/// coarser model of the split path the wgmma family compares itself with). A new architecture's rates go
+/// here, beside these.
+#pragma once
+
+#include <type_traits>
+
+#include "../policy.cuh"
+
+namespace convred::device {
+
+// --- the SIMT and mma.sync split path (choose_k_splits) -----------------------------------------------
+
+/// choose_k_splits' cost of a block beyond its slices, in slices: the pipeline's fill (Stages - 1 slices
+/// loaded before the first is multiplied) and the store of its partial tile.
+inline constexpr int split_block_overhead_slices = 2;
+
+/// choose_k_splits' mainloop rate per SM (FLOP/s) of the tensor-core (mma.sync) policies: the default
+/// tf32 policy's 256 x 128 x 32 slice in ~2.8 us on an H200, an estimate (bench/NOTES.md, "Split path v2"
+/// and "Moved from header comments").
+inline constexpr double split_tensor_flops_per_sm = 0.75e12;
+/// choose_k_splits' mainloop rate per SM (FLOP/s) of the SIMT (math::ieee) policies (H200 seed: 36 TFLOP/s
+/// on 132 SMs).
+inline constexpr double split_simt_flops_per_sm = 0.27e12;
+/// choose_k_splits' rate (bytes/s) at which the partial sums are written by the first kernel and read by
+/// the fixup (each byte counted twice; most of the H200's 4.2 TB/s copy rate, the planes partly in L2).
+inline constexpr double split_workspace_bytes_per_s = 3.0e12;
+/// choose_k_splits' fixed cost of the split path over the fused kernel (seconds): the fixup kernel's launch
+/// and its tail.
+inline constexpr double split_fixed_seconds = 5e-6;
+
+// --- the wgmma kernel (choose_wgmma_splits, choose_wgmma_params, choose_wgmma_tail) and the comparison
+// with the mma.sync split path (family::wgmma, family::mma_sync::split_seconds) -------------------------
+
+/// The planner's wgmma kernel, FLOP/s per SM under TF32, every computed pixel counted (a tile's tile_h x 64
+/// pixels, the dropped columns of narrow tiles and rows past P included): about the seed problem's
+/// sustained rate on the H200 (bench/NOTES.md, "Moved from header comments").
+inline constexpr double plan_wgmma_flops_per_sm = 3.0e12;
+/// The planner's wgmma kernel with x gathered by the producer threads (stride 2, W % 4 != 0): its plain
+/// loads are slower than TMA, counted as this factor on the time (with a 1x1 filter, one tap per stage, the
+/// producer cannot keep up at all: the planner then takes the mma.sync kernel).
+inline constexpr double plan_wgmma_gather_slowdown = 2.0;
+/// The planner's wgmma kernel on direct tiles at stride 2 (wgmma_conv_params::direct), counted as this
+/// factor on the time: TMA cannot skip columns in a box's innermost dimension, so each box carries the odd
+/// input columns too (twice the bytes of the pixels used, in a row pitch padded from 2Q - 1 to 8 mod 16
+/// floats), and the A fragments' loads of every other column meet 2-way bank conflicts. Fitted on the
+/// H200 (bench/NOTES.md, "Moved from header comments").
+inline constexpr double plan_wgmma_direct_s2_slowdown = 2.5;
+/// The planner's mma.sync split path (conv2d_reduce_split), FLOP/s per SM on the useful work, measured on
+/// the H200 (bench/NOTES.md, "Moved from header comments").
+inline constexpr double plan_mma_split_flops_per_sm = 0.34e12;
+/// The planner's mma.sync split path, fixed cost beyond its mainloop (seconds): pipeline fills, stores, the
+/// fixup. Fitted so that the model's difference to the wgmma kernel's partial mode matches the H200's
+/// (bench/NOTES.md, "Moved from header comments").
+inline constexpr double plan_mma_split_fixed_seconds = 14e-6;
+
+/// The planner's packing pass of flat tiles (kernel::pack_x_kernel), bytes per second over x read and the
+/// packed planes written: about two thirds of the H200's copy bandwidth (4.2 TB/s), for its strided reads.
+inline constexpr double plan_xpack_bytes_per_s = 3.0e12;
+/// The packing pass's fixed cost (seconds): its launch and tail.
+inline constexpr double plan_xpack_fixed_seconds = 3e-6;
+
+/// @brief Speed of a tensor-core math relative to TF32 in the planner's time model (both the wgmma and the
+/// mma.sync rates are scaled by it; the partial sums' traffic is not): bf16 and fp16 1.5, tf32x3 0.36 (three
+/// products per term), from the seed problem's times on the H200 (bench/NOTES.md, "Moved from header
+/// comments").
+template <class Math>
+constexpr double plan_math_speed() {
+  if constexpr (std::is_same_v<Math, math::bf16> || std::is_same_v<Math, math::fp16>) return 1.5;
+  else if constexpr (std::is_same_v<Math, math::tf32x3>) return 0.36;
+  else return 1.0;
+}
+
+/// The planner's cost of a split-K tail's own launch of the wgmma kernel (seconds): the tail's blocks wait
+/// for the head's last one (a programmatic dependent launch hides the launch, not that wait) and the chain
+/// has one kernel more (bench/NOTES.md, "Moved from header comments").
+inline constexpr double plan_tail_launch_seconds = 2e-6;
+
+// --- the direct kernel ------------------------------------------------------------------------------
+
+/// A nominal SM clock (Hz) that turns choose_direct_config's estimate (SM cycles) into seconds for
+/// family::direct::cost: for comparisons only (the H200's boost clock is ~1.98 GHz).
+inline constexpr double plan_direct_clock_hz = 1.5e9;
+
+}  // namespace convred::device
