@@ -105,33 +105,11 @@ U_FP64 = 2.0 ** -53
 TILE = 128           # output pixels per tile for the "tile" bound
 WARP = 32            # pixels recomputed in lockstep for the "warp32" cost
 
-# The shape suite: (name, source, C, H, W, K, R, S, pad, stride, groups, training batch). Copied from SUITE in
-# bench/pytorch_baseline.py (kept in step with kSuite in bench/conv_reduce_bench.cu); its last layer, "seed",
-# is the problem "seed" here and is not repeated.
-SUITE = [
-    ("resnet50.conv1", "ResNet-50 stem conv1, 7x7 stride 2, 3->64 at 224", 3, 224, 224, 64, 7, 7, 3, 2, 1, 32),
-    ("resnet50.layer1.0.conv2", "ResNet-50 layer1 3x3, 64->64 at 56", 64, 56, 56, 64, 3, 3, 1, 1, 1, 32),
-    ("resnet50.layer2.1.conv2", "ResNet-50 layer2 3x3, 128->128 at 28", 128, 28, 28, 128, 3, 3, 1, 1, 1, 32),
-    ("resnet50.layer2.0.conv2", "ResNet-50 layer2.0 3x3 stride 2, 128->128 at 56 (-> 28)",
-     128, 56, 56, 128, 3, 3, 1, 2, 1, 32),
-    ("resnet50.layer3.1.conv2", "ResNet-50 layer3 3x3, 256->256 at 14", 256, 14, 14, 256, 3, 3, 1, 1, 1, 32),
-    ("resnet50.layer4.1.conv2", "ResNet-50 layer4 3x3, 512->512 at 7", 512, 7, 7, 512, 3, 3, 1, 1, 1, 32),
-    ("resnet50.layer1.0.downsample", "ResNet-50 layer1.0 projection 1x1, 64->256 at 56",
-     64, 56, 56, 256, 1, 1, 0, 1, 1, 32),
-    ("resnet50.layer3.0.downsample", "ResNet-50 layer3.0 projection 1x1 stride 2, 512->1024 at 28",
-     512, 28, 28, 1024, 1, 1, 0, 2, 1, 32),
-    ("vgg16.conv1_2", "VGG-16 conv1_2 3x3, 64->64 at 224", 64, 224, 224, 64, 3, 3, 1, 1, 1, 32),
-    ("vgg16.conv3_2", "VGG-16 conv3_2 3x3, 256->256 at 56", 256, 56, 56, 256, 3, 3, 1, 1, 1, 32),
-    ("unet.enc1", "U-Net encoder 1, second 3x3, 64->64 at 256", 64, 256, 256, 64, 3, 3, 1, 1, 1, 16),
-    ("unet.bottleneck", "U-Net bottleneck 3x3, 512->1024 at 32", 512, 32, 32, 1024, 3, 3, 1, 1, 1, 32),
-    ("mobilenetv2.features.2.expand", "MobileNetV2 block 2 pointwise expand 1x1, 24->144 at 56",
-     24, 56, 56, 144, 1, 1, 0, 1, 1, 32),
-    ("mobilenetv2.features.2.dw", "MobileNetV2 block 2 depthwise 3x3, 144 channels at 56 (groups 144)",
-     144, 56, 56, 144, 3, 3, 1, 1, 144, 32),
-    ("convnext_t.stages.0.dwconv", "ConvNeXt-T stage 1 depthwise 7x7, 96 channels at 56 (groups 96)",
-     96, 56, 56, 96, 7, 7, 3, 1, 96, 32),
-    ("seed", "the seed model: 3x3, 64->128 at 256, no padding", 64, 256, 256, 128, 3, 3, 0, 1, 1, 64),
-]
+# The shape suite: (name, source, C, H, W, K, R, S, pad, stride, groups, training batch), from
+# bench/pytorch_baseline.py (kept in step with kSuite in bench/conv_reduce_bench.cu; its top-level imports
+# are the standard library's); its last layer, "seed", is the problem "seed" here and is not repeated.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pytorch_baseline import SUITE  # noqa: E402
 
 # Cost model for the printed estimate (per device): float64 and fp32 GEMM rates (FLOP/s), the effective rate
 # of PyTorch's elementwise passes (bytes/s), the bytes moved per (channel, pixel) element and per unfolded
@@ -195,24 +173,6 @@ def self_test_rounding():
 
 # ---------------------------------------------------------------------------------------------------------
 # problems and inputs
-
-def check_suite_copy(log):
-    """Warn when SUITE differs from bench/pytorch_baseline.py's (the copy's source; stdlib-only imports)."""
-    path = os.path.join(HERE, "pytorch_baseline.py")
-    if not os.path.exists(path):
-        return
-    try:
-        import importlib.util
-        spec = importlib.util.spec_from_file_location("convred_pytorch_baseline", path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        theirs = [tuple(r) for r in mod.SUITE]
-    except Exception as e:  # noqa: BLE001
-        log("note: could not read SUITE from bench/pytorch_baseline.py (%s: %s)" % (type(e).__name__, e))
-        return
-    if theirs != [tuple(r) for r in SUITE]:
-        log("WARNING: SUITE here differs from bench/pytorch_baseline.py's; update the copy")
-
 
 def problem(name, kind, source, N, C, H, W, K, R, S, pad, stride, groups, seed, **extra):
     Ho = (H + 2 * pad - R) // stride + 1
@@ -749,7 +709,6 @@ def main():
         for prec in args.prec_list:
             if not torch.equal(round_to(prec, t.to(dev)).cpu(), round_to(prec, t)):
                 sys.exit("screening_measure.py: %s rounding differs between %s and the host" % (prec, dev))
-    check_suite_copy(log)
     try:
         problems = build_problems(args)
     except ValueError as e:

@@ -82,6 +82,9 @@ import sys
 import time
 import traceback
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pytorch_baseline import get_tf32, set_tf32  # noqa: E402  (TF32 switches, shared with the suite benchmark)
+
 SCALE = 2.0
 SPIN_CYCLES = 1_000_000  # ~0.5 ms at ~2 GHz (torch.cuda._sleep before each timed run)
 TINY_HW = 100  # H*W at or below this: "tiny-image"
@@ -524,20 +527,6 @@ def stratified(layers, n, seed):
 # ==========================================================================================================
 # Measurement (torch with CUDA, convred)
 # ==========================================================================================================
-
-
-def set_tf32(torch, enabled):
-    try:
-        torch.backends.cudnn.allow_tf32 = enabled
-    except Exception:  # noqa: BLE001 - a newer PyTorch may only take the new API
-        torch.backends.cudnn.conv.fp32_precision = "tf32" if enabled else "ieee"
-
-
-def get_tf32(torch):
-    try:
-        return bool(torch.backends.cudnn.allow_tf32)
-    except Exception:  # noqa: BLE001
-        return torch.backends.cudnn.conv.fp32_precision == "tf32"
 
 
 def sync(torch, dev):
