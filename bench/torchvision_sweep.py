@@ -83,7 +83,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pytorch_baseline import get_tf32, set_tf32  # noqa: E402  (TF32 switches, shared with the suite benchmark)
+from pytorch_baseline import set_tf32  # noqa: E402  (the TF32 switch, shared with the suite benchmark)
 
 SCALE = 2.0
 SPIN_CYCLES = 1_000_000  # ~0.5 ms at ~2 GHz (torch.cuda._sleep before each timed run)
