@@ -18,12 +18,11 @@ using convred::status;
 namespace dev = convred::device;
 
 template <class T>
-struct narrow_k {
+struct narrow_k : dev::family::family_defaults<narrow_k<T>, T> {  // no cost model, nothing to prepare
   /// 64 pixels x 32 channels per block, 8-deep GEMM_K slices, 4 x 4 accumulators per thread
   using policy = convred::simt_policy<64, 32, 8, 4, 4, 1, 2>;
   static constexpr dev::kernel_kind kind = dev::kernel_kind::user;
   static constexpr const char* name = "narrow-K";
-  static constexpr bool report_rejection = false;
 
   static bool available(const dev::device_info& d) { return d.cc_major > 0; }
   static const char* can_implement(const conv2d_problem& p, const dev::device_info& d, const dev::plan_options&) {
@@ -34,13 +33,8 @@ struct narrow_k {
   static dev::plan_config configure(const conv2d_problem&, const dev::device_info&, const dev::plan_options&) {
     return {};  // no workspace, no splits, no time model
   }
-  static double cost(const conv2d_problem&, const dev::device_info&, const dev::plan_options&) { return 0; }
   static std::string describe(const conv2d_problem&, const dev::plan_config&, const dev::device_info&, const std::string&) {
     return "narrow-K simt (exact FMA, 64-pixel x 32-channel tiles): K <= 32";
-  }
-  static status runs_here(const dev::plan_config&) { return status::success; }
-  static status prepare(const conv2d_problem&, const dev::plan_config&, const T*, void*, std::size_t, cudaStream_t) {
-    return status::success;
   }
   template <class Op, class Epilogue>
   static status launch(const conv2d_problem& p, const dev::plan_config&, const dev::run_arguments<T>& a, Op op,

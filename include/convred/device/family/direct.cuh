@@ -18,13 +18,11 @@ namespace convred::device::family {
 
 /// @brief The direct family for element type T under the plan's math tag Math.
 template <class T, class Math>
-struct direct {
+struct direct : family_defaults<direct<T, Math>, T> {
   /// the family's kind (plan_config::kind)
   static constexpr kernel_kind kind = kernel_kind::direct;
   /// its name in descriptions ("the <name> kernel does not serve this problem: ...")
   static constexpr const char* name = "direct";
-  /// whether a family chosen after it names why this one was passed over
-  static constexpr bool report_rejection = false;
 
   /// The device can run the family at all.
   static bool available(const device_info& dev) { return dev.cc_major > 0; }
@@ -46,10 +44,6 @@ struct direct {
     c.seconds = c.direct.cycles / plan_direct_clock_hz;
     return c;
   }
-  /// The family's time estimate for p on dev (seconds; configure(...).seconds).
-  static double cost(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
-    return configure(p, dev, o).seconds;
-  }
   /// "direct (exact fp32 FMA, <the tiling>): C/groups == 1 (depthwise)", ", exact for any math" under a
   /// tensor-core math.
   static std::string describe(const conv2d_problem& p, const plan_config& c, const device_info&, const std::string&) {
@@ -57,12 +51,6 @@ struct direct {
     const bool exact_asked = std::is_same_v<Math, math::ieee> || std::is_same_v<Math, math::accurate>;
     return std::string("direct (exact ") + fma + " FMA, " + describe_direct_config(p, direct_kernel_shape_of<T>(p), c.direct) +
            "): C/groups == 1 (depthwise)" + (exact_asked ? "" : ", exact for any math");
-  }
-  /// Any device (see launch: a tiling of clusters the current device cannot launch is replaced there).
-  static status runs_here(const plan_config&) { return status::success; }
-  /// Fills the prepared bytes of the workspace (nothing for this family): success.
-  static status prepare(const conv2d_problem&, const plan_config&, const T*, void*, std::size_t, cudaStream_t) {
-    return status::success;
   }
   /// The configured tiling (conv2d_reduce_direct with it forced). conv2d_reduce_direct's own choice for
   /// the current device instead where the configuration did not fit the unrolled variant (direct_fixed

@@ -4,7 +4,8 @@
 /// the plan_config once, its describe() the plan's description, its launch() every run.
 ///
 /// A family is a type with these static members (device/family/simt.cuh is the shortest example; the
-/// test family in tests/test_family_gpu.cu shows a new one added to a list):
+/// test family in tests/narrow_k_family.cuh shows a new one added to a list; family_defaults provides
+/// report_rejection, cost, runs_here and prepare for a family that inherits it):
 /// - `kind` (kernel_kind; kernel_kind::user outside convred), `name` (for descriptions) and
 ///   `report_rejection` (whether a family chosen after it names why it was passed over);
 /// - `bool available(const device_info&)`: the device can run it at all (architecture, code image);
@@ -37,6 +38,25 @@
 #include "../plan_types.cuh"
 
 namespace convred::device::family {
+
+/// @brief Defaults a family may inherit (`struct my_family : family_defaults<my_family, T>`): rejections
+/// not reported, cost = configure(...).seconds, any device runs the configuration, nothing to prepare. A
+/// family declares the member itself to do otherwise (the wgmma family does for all but cost).
+template <class Derived, class T>
+struct family_defaults {
+  /// a family chosen after this one does not name why this one was passed over
+  static constexpr bool report_rejection = false;
+  /// The family's time estimate for p on dev (seconds): Derived::configure(p, dev, o).seconds.
+  static double cost(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
+    return Derived::configure(p, dev, o).seconds;
+  }
+  /// Any device: success.
+  static status runs_here(const plan_config&) { return status::success; }
+  /// Nothing to prepare: success.
+  static status prepare(const conv2d_problem&, const plan_config&, const T*, void*, std::size_t, cudaStream_t) {
+    return status::success;
+  }
+};
 
 /// @brief The families a planner considers, best first (a plain type list).
 template <class... Families>

@@ -18,7 +18,7 @@ namespace convred::device::family {
 
 /// @brief The mma.sync family for element type T under the plan's tensor-core math tag Math.
 template <class T, class Math>
-struct mma_sync {
+struct mma_sync : family_defaults<mma_sync<T, Math>, T> {
   using kernel_math = kernel_math_t<T, Math>;  ///< Math, or tf32x3 for math::accurate
   static_assert(!std::is_same_v<kernel_math, math::ieee>, "family::mma_sync: a tensor-core math");
   using policy = typename default_mma_sync_policy<kernel_math>::type;  ///< its policy
@@ -26,8 +26,6 @@ struct mma_sync {
   static constexpr kernel_kind kind = kernel_kind::mma_sync;
   /// its name in descriptions ("the <name> kernel does not serve this problem: ...")
   static constexpr const char* name = "mma.sync";
-  /// whether a family chosen after it names why this one was passed over
-  static constexpr bool report_rejection = false;
 
   /// sm_80 and newer (TF32, bf16 and fp16 mma.sync).
   static bool available(const device_info& dev) { return dev.cc_major >= 8; }
@@ -41,10 +39,6 @@ struct mma_sync {
     plan_config c = detail::split_config<policy, T>(p, dev);
     if (c.splits > 0) c.seconds = split_seconds(p, dev);
     return c;
-  }
-  /// The family's time estimate for p on dev (seconds; configure(...).seconds).
-  static double cost(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
-    return configure(p, dev, o).seconds;
   }
   /// The split path's time as the wgmma family compares it (device/wgmma_model.cuh): the useful FLOPs at
   /// plan_mma_split_flops_per_sm (scaled by the math's speed) over every SM, plus
@@ -61,12 +55,6 @@ struct mma_sync {
                               const std::string& passed_over) {
     return std::string("mma.sync ") + math_name<kernel_math>() + detail::describe_split<policy, T>(p, c, dev, "") +
            passed_over + accurate_note<Math>();
-  }
-  /// Any device: the kernels are launched as chosen (their launch checks the device).
-  static status runs_here(const plan_config&) { return status::success; }
-  /// Fills the prepared bytes of the workspace (nothing for this family): success.
-  static status prepare(const conv2d_problem&, const plan_config&, const T*, void*, std::size_t, cudaStream_t) {
-    return status::success;
   }
   /// Runs the configuration c for p on `stream` with the buffers in a (conv2d_reduce_plan::run's
   /// semantics and codes).

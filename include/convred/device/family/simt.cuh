@@ -58,14 +58,12 @@ status launch_split_path(const conv2d_problem& p, const plan_config& c, const ru
 
 /// @brief The SIMT family for element type T under the plan's math tag Math (see the file comment).
 template <class T, class Math>
-struct simt {
+struct simt : family_defaults<simt<T, Math>, T> {
   using policy = typename default_simt_policy<T>::type;  ///< its policy
   /// the family's kind (plan_config::kind)
   static constexpr kernel_kind kind = kernel_kind::simt;
   /// its name in descriptions ("the <name> kernel does not serve this problem: ...")
   static constexpr const char* name = "simt";
-  /// whether a family chosen after it names why this one was passed over
-  static constexpr bool report_rejection = false;
   /// the plan's math runs exact FMA: math::ieee, or math::accurate on double data
   static constexpr bool exact_math = std::is_same_v<kernel_math_t<T, Math>, math::ieee>;
   /// the plan's math is math::accurate
@@ -88,10 +86,6 @@ struct simt {
   static plan_config configure(const conv2d_problem& p, const device_info& dev, const plan_options&) {
     return detail::split_config<policy, T>(p, dev);
   }
-  /// The family's time estimate for p on dev (seconds; configure(...).seconds).
-  static double cost(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
-    return configure(p, dev, o).seconds;
-  }
   /// "simt ieee (exact fp32 FMA, 64-pixel x 64-channel tiles): math::ieee", or with the split.
   static std::string describe(const conv2d_problem& p, const plan_config& c, const device_info& dev, const std::string&) {
     const char* fma = std::is_same_v<T, double> ? "fp64" : "fp32";
@@ -99,13 +93,6 @@ struct simt {
            (!exact_math ? ": math::accurate on a GPU older than sm_80 (no TF32 tensor cores)"
             : accurate  ? ": math::accurate on double data (error vs float64 <= 1e-6)"
                         : ": math::ieee");
-  }
-  /// Nothing to prepare (the kernels read w on every run).
-  /// Any device: the kernels are launched as chosen (their launch checks the device).
-  static status runs_here(const plan_config&) { return status::success; }
-  /// Fills the prepared bytes of the workspace (nothing for this family): success.
-  static status prepare(const conv2d_problem&, const plan_config&, const T*, void*, std::size_t, cudaStream_t) {
-    return status::success;
   }
   /// Runs the configuration c for p on `stream` with the buffers in a (conv2d_reduce_plan::run's
   /// semantics and codes).

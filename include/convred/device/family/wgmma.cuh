@@ -26,7 +26,7 @@ namespace convred::device::family {
 /// a 1x1 filter with x gathered, and except where its tiles are too few to fill the GPU and the mma.sync
 /// split is estimated faster.
 template <class T, class Math>
-struct wgmma {
+struct wgmma : family_defaults<wgmma<T, Math>, T> {
   using kernel_math = kernel_math_t<T, Math>;  ///< Math, or tf32x3 for math::accurate
   static_assert(!std::is_same_v<kernel_math, math::ieee>, "family::wgmma: a tensor-core math");
   using policy = typename default_wgmma_policy<kernel_math>::type;  ///< the cooperative policy
@@ -52,10 +52,6 @@ struct wgmma {
     plan_config c;
     consider(p, dev, o, c);
     return c;
-  }
-  /// The family's time estimate for p on dev (seconds; configure(...).seconds).
-  static double cost(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
-    return configure(p, dev, o).seconds;
   }
 
   /// "wgmma tf32 (sm_90a, packed filter streamed, 4 stages, 4x64-pixel tiles, 224976 bytes of shared
