@@ -67,7 +67,6 @@ struct plan_config {
   /// choose_wgmma_params / choose_wgmma_splits picked them for the device
   detail::wgmma_plan_t wgmma{};
   bool pingpong = false;  ///< wgmma: the ping-pong policy (128-pixel tiles), unsplit
-  bool tail = false;      ///< wgmma: a split-K tail after the head
   /// direct: the tiling choose_direct_config picked for the device (used when direct_fixed)
   direct_config direct{};
   /// direct: `direct` is launched as is (it fits the problem's unrolled kernel variant); false: the
@@ -78,14 +77,13 @@ struct plan_config {
   /// packed x, pass states)
   std::size_t workspace_bytes = 0;
   std::size_t prepared_bytes = 0;  ///< the start of the workspace prepare() fills once (the packed filter)
-  std::size_t smem_bytes = 0;      ///< dynamic shared memory per block (wgmma: wgmma.smem_bytes; 0 elsewhere)
   double seconds = 0;              ///< the family's time estimate (its cost model; 0 where it has none)
 
   /// A wgmma configuration in one of conv2d_reduce_packed_split's modes (split, flat or direct tiles, pass
   /// mode, a split-K tail, ping-pong), not the fused kernel on row tiles: its workspace holds more than the
   /// packed filter.
   bool wgmma_split_modes() const {
-    return splits > 0 || wgmma.k.flat || wgmma.k.direct || wgmma.pass_mode || tail || pingpong;
+    return splits > 0 || wgmma.k.flat || wgmma.k.direct || wgmma.pass_mode || wgmma.tail_tiles > 0 || pingpong;
   }
 };
 

@@ -139,53 +139,42 @@ selection select(const conv2d_problem& p, const device_info& dev, const plan_opt
 }
 
 namespace detail {
-template <class List, class T, class Op, class Epilogue, std::size_t... I>
-status launch_each(const conv2d_problem& p, const plan_config& config, const run_arguments<T>& args, Op op, Epilogue epi,
-                   cudaStream_t stream, std::index_sequence<I...>) {
+template <class List, class Fn, std::size_t... I>
+status visit_each(int family, Fn&& fn, std::index_sequence<I...>) {
   status s = status::invalid_argument;
-  (void)((config.family == static_cast<int>(I) &&
-          (s = family_at_t<I, List>::template launch<Op, Epilogue>(p, config, args, op, epi, stream), true)) ||
-         ...);
-  return s;
-}
-template <class List, std::size_t... I>
-status runs_here_each(const plan_config& config, std::index_sequence<I...>) {
-  status s = status::invalid_argument;
-  (void)((config.family == static_cast<int>(I) && (s = family_at_t<I, List>::runs_here(config), true)) || ...);
-  return s;
-}
-template <class List, class T, std::size_t... I>
-status prepare_each(const conv2d_problem& p, const plan_config& config, const T* w, void* workspace, std::size_t bytes,
-                    cudaStream_t stream, std::index_sequence<I...>) {
-  status s = status::invalid_argument;
-  (void)((config.family == static_cast<int>(I) &&
-          (s = family_at_t<I, List>::prepare(p, config, w, workspace, bytes, stream), true)) ||
-         ...);
+  (void)((family == static_cast<int>(I) && (s = fn(family_at_t<I, List>{}), true)) || ...);
   return s;
 }
 }  // namespace detail
 
-/// @brief Runs family number config.family of List: its launch(p, config, args, op, epi, stream).
+/// @brief Calls fn(F{}) with F the family at position config.family of List and returns its status:
+/// the one dispatch from a plan_config to its family's static members (launch, runs_here, prepare).
 /// invalid_argument when config.family is not a position of List.
+template <class List, class Fn>
+status visit(const plan_config& config, Fn&& fn) {
+  return detail::visit_each<List>(config.family, fn, std::make_index_sequence<List::size>{});
+}
+
+/// @brief Runs the configuration: the chosen family's launch(p, config, args, op, epi, stream).
 template <class List, class T, class Op, class Epilogue>
 status launch(const conv2d_problem& p, const plan_config& config, const run_arguments<T>& args, Op op, Epilogue epi,
               cudaStream_t stream) {
-  return detail::launch_each<List>(p, config, args, op, epi, stream, std::make_index_sequence<List::size>{});
+  return visit<List>(config, [&](auto f) {
+    return decltype(f)::template launch<Op, Epilogue>(p, config, args, op, epi, stream);
+  });
 }
 
-/// @brief Whether the current device can run family number config.family of List's configuration: its
-/// runs_here(config). invalid_argument when config.family is not a position of List.
+/// @brief Whether the current device can run the configuration: the chosen family's runs_here(config).
 template <class List>
 status runs_here(const plan_config& config) {
-  return detail::runs_here_each<List>(config, std::make_index_sequence<List::size>{});
+  return visit<List>(config, [&](auto f) { return decltype(f)::runs_here(config); });
 }
 
-/// @brief Prepares family number config.family of List: its prepare(p, config, w, workspace, bytes, stream).
-/// invalid_argument when config.family is not a position of List.
+/// @brief Prepares the configuration: the chosen family's prepare(p, config, w, workspace, bytes, stream).
 template <class List, class T>
 status prepare(const conv2d_problem& p, const plan_config& config, const T* w, void* workspace, std::size_t bytes,
                cudaStream_t stream) {
-  return detail::prepare_each<List>(p, config, w, workspace, bytes, stream, std::make_index_sequence<List::size>{});
+  return visit<List>(config, [&](auto f) { return decltype(f)::prepare(p, config, w, workspace, bytes, stream); });
 }
 
 /// @brief Suffix of a tensor-core family's description under math::accurate: what the default math

@@ -57,7 +57,7 @@ struct wgmma : family_defaults<wgmma<T, Math>, T> {
   /// "wgmma tf32 (sm_90a, packed filter streamed, 4 stages, 4x64-pixel tiles, 224976 bytes of shared
   /// memory)", then the mode (pass mode, split into GEMM_K ranges, a split-K tail), then the
   /// math::accurate note.
-  static std::string describe(const conv2d_problem& p, const plan_config& c, const device_info& dev, const std::string&) {
+  static std::string describe(const conv2d_problem&, const plan_config& c, const device_info& dev, const std::string&) {
     const block::wgmma_conv_params& k = c.wgmma.k;
     const std::size_t xpack = block::conv_mainloop_wgmma<policy>::xpack_bytes(k);
     const int block_m = c.pingpong ? pingpong_policy::block_m : policy::block_m;
@@ -77,11 +77,11 @@ struct wgmma : family_defaults<wgmma<T, Math>, T> {
                       (k.gather ? "x gathered (stride " + std::to_string(k.stride) + "), " : "") +
                       std::to_string(c.wgmma.smem_bytes) + " bytes of shared memory)";
     const bool pass = c.splits == 0 && c.wgmma.pass_mode;
-    if (pass && !c.tail)
+    if (pass && c.wgmma.tail_tiles == 0)
       why += " in pass mode (" + std::to_string(k.tiles) + " tiles x " + std::to_string(k.npass) + " channel passes = " +
              std::to_string(k.tiles * k.npass) + " work units for " + std::to_string(dev.sm_count) +
              " SMs, each pass's reduction states combined after; " + std::to_string(c.workspace_bytes) + "-byte workspace)";
-    if (c.tail) {
+    if (c.wgmma.tail_tiles > 0) {
       const std::int64_t tail_tiles = c.wgmma.tail_tiles, head = (k.tiles - tail_tiles) * (pass ? k.npass : 1);
       why += std::string(pass ? " in pass mode" : "") + " with a split-K tail (" + std::to_string(k.tiles - tail_tiles) +
              " tiles" + (pass ? " x " + std::to_string(k.npass) + " channel passes" : "") + " = " + std::to_string(head) +
@@ -197,7 +197,6 @@ struct wgmma : family_defaults<wgmma<T, Math>, T> {
     }
     c.pingpong = choose_pingpong(p, dev, o, k, smem, est);
     c.seconds = !c.pingpong ? t_wgmma : est.tail_tiles > 0 ? est.tail_s : est.pass_mode ? est.pass_mode_s : est.fused_s;
-    c.smem_bytes = smem;
     c.prepared_bytes = c.workspace_bytes = block::conv_mainloop_wgmma<policy>::packed_bytes(k);
     const std::size_t xpack = block::conv_mainloop_wgmma<policy>::xpack_bytes(k);
     c.wgmma.served = true, c.wgmma.k = k, c.wgmma.smem_bytes = smem;
@@ -207,7 +206,6 @@ struct wgmma : family_defaults<wgmma<T, Math>, T> {
       c.workspace_bytes = device::detail::packed_split_bytes(p, c.prepared_bytes, xpack, 0, true);
     }
     if (est.splits == 0 && est.tail_tiles > 0) {  // a split-K tail, unsplit head
-      c.tail = true;
       c.wgmma.tail_tiles = est.tail_tiles, c.wgmma.tail_splits = est.tail_splits;
       c.wgmma.tail_pixels = p.gemm_m() - block::conv_mainloop_wgmma<policy>::first_pixel(k, k.tiles - est.tail_tiles);
       c.workspace_bytes = device::detail::packed_split_bytes(p, c.prepared_bytes, xpack, 0, c.wgmma.pass_mode,
