@@ -19,16 +19,18 @@ enum class kernel_kind {
   mma_sync,  ///< tensor-core mma.sync kernel (an mma_sync_policy): sm_80 and newer, any shape and layout
   wgmma,     ///< Hopper packed-filter kernel (a wgmma_policy; conv2d_reduce_packed / _packed_split): sm_90a
   direct,    ///< exact direct-convolution kernel (conv2d_reduce_direct): C/groups == 1 (depthwise), any GPU
+  screen,    ///< certified screening (family::screen): a 16-bit tensor-core pass, then exact fp32 on the candidates
   user       ///< a family from outside convred, in a caller's family_list (device/family/family.cuh)
 };
 
-/// @brief Name of a kernel_kind ("simt", "mma.sync", "wgmma", "direct", "user").
+/// @brief Name of a kernel_kind ("simt", "mma.sync", "wgmma", "direct", "screen", "user").
 inline const char* to_string(kernel_kind k) noexcept {
   switch (k) {
     case kernel_kind::simt: return "simt";
     case kernel_kind::mma_sync: return "mma.sync";
     case kernel_kind::wgmma: return "wgmma";
     case kernel_kind::direct: return "direct";
+    case kernel_kind::screen: return "screen";
     case kernel_kind::user: return "user";
   }
   return "unknown";

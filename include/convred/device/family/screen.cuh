@@ -1,0 +1,176 @@
+/// @file device/family/screen.cuh
+/// @brief The screening family (docs/screening.md, kernel/screen.cuh): min, max, argmin and argmax with
+/// the result of exact fp32 FMA (math::ieee's, bit for bit) from a 16-bit tensor-core pass and an exact
+/// recompute of the few channels its certified error bound cannot rule out.
+///
+/// Not in the default family list yet: a plan takes it when a caller lists it first, e.g.
+/// `conv2d_reduce_plan<float, math::accurate, family_list<family::screen<float, math::accurate>,
+/// family::wgmma<float, math::accurate>, ...>>`. It serves the ops op::min, op::max, op::argmin and
+/// op::argmax with epilogue::identity or epilogue::scale; a run with any other op or epilogue returns
+/// status::invalid_argument (the bound needs the epilogue's Lipschitz constant and the op's order).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "../../functional.cuh"
+#include "../../kernel/screen.cuh"
+#include "../../problem.cuh"
+#include "../../status.cuh"
+#include "family.cuh"
+#include "wgmma.cuh"
+
+namespace convred::device::family {
+
+namespace detail {
+/// 1 for op::min / op::argmin, 2 for op::max / op::argmax, 0 for an op screening does not serve.
+template <class Op>
+constexpr int screen_direction() {
+  if constexpr (std::is_same_v<Op, op::min> || std::is_same_v<Op, op::argmin>) return 1;
+  else if constexpr (std::is_same_v<Op, op::max> || std::is_same_v<Op, op::argmax>) return 2;
+  else return 0;
+}
+/// Whether E is epilogue::scale<S> for some S.
+template <class E>
+struct is_scale_epilogue : std::false_type {};
+template <class S>
+struct is_scale_epilogue<epilogue::scale<S>> : std::true_type {};
+/// The epilogue's Lipschitz constant: |s| as the kernels apply it (v * float(s)) for epilogue::scale, 1 for
+/// epilogue::identity (the only two screening serves).
+template <class E>
+double screen_lipschitz(const E& e) {
+  if constexpr (is_scale_epilogue<E>::value) {
+    return std::fabs(static_cast<double>(static_cast<float>(e.s)));
+  } else {
+    (void)e;
+    return 1.0;
+  }
+}
+}  // namespace detail
+
+/// @brief The screening family for float data under the plan's math Math (math::accurate: the results
+/// are math::ieee's). Pass 1 runs the wgmma family in InnerMath (fp16: unit roundoff 2^-11, like TF32's,
+/// at 16-bit speed); its scratch gets pass 1's packed per-pixel outputs (12 bytes per output pixel) and
+/// the per-run statistics of w and b after it.
+template <class T, class Math, class InnerMath = math::fp16>
+struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
+  using inner = wgmma<T, InnerMath>;  ///< pass 1's family
+  /// the family's kind (plan_config::kind)
+  static constexpr kernel_kind kind = kernel_kind::screen;
+  /// its name in descriptions
+  static constexpr const char* name = "screen";
+  /// whether a family chosen after it names why this one was passed over
+  static constexpr bool report_rejection = false;
+
+  /// Bytes after pass 1's own workspace: its value and index outputs (4 + 8 bytes per output pixel), the
+  /// statistics, 16-byte alignment.
+  static std::size_t extra_bytes(const conv2d_problem& p) {
+    const std::size_t M = static_cast<std::size_t>(p.gemm_m());
+    return 16 + round16(M * sizeof(float)) + round16(M * sizeof(std::int64_t)) + round16(sizeof(kernel::screen_stats)) + 16;
+  }
+
+  /// pass 1's family is available
+  static bool available(const device_info& dev) { return inner::available(dev); }
+  /// nullptr when it serves p: float data, groups 1, K <= 65535, GEMM_K <= 2^20, and pass 1's family serves p.
+  static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
+    if (!std::is_same_v<T, float>) return "x is not float";
+    if (p.groups != 1) return "groups != 1";
+    if (p.K > kernel::screen_max_channels) return "K above 65535";
+    if (p.gemm_k() > kernel::screen_max_gemm_k) return "GEMM_K above 2^20";
+    return inner::can_implement(p, dev, o);
+  }
+  /// pass 1's configuration, with the workspace grown by extra_bytes and its time estimate plus pass 2's.
+  static plan_config configure(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
+    plan_config c = inner::configure(p, dev, o);
+    c.workspace_bytes = round16(c.workspace_bytes) + extra_bytes(p);
+    c.seconds += recompute_seconds(p, dev);
+    return c;
+  }
+  /// "screened: <pass 1's description>, then an exact fp32 recompute of the channels its error bound
+  /// cannot rule out (min, max, argmin, argmax: math::ieee's results)".
+  static std::string describe(const conv2d_problem& p, const plan_config& c, const device_info& dev,
+                              const std::string& passed_over) {
+    return "screened: " + inner::describe(p, inner_config(p, c), dev, passed_over) +
+           ", then an exact fp32 recompute of the channels its certified error bound cannot rule out (min, max, "
+           "argmin, argmax with the identity or scale epilogue: the results of math::ieee, bit for bit)";
+  }
+  /// pass 1's
+  static status runs_here(const plan_config& c) { return inner::runs_here(c); }
+  /// pass 1's (packs the filter in InnerMath)
+  static status prepare(const conv2d_problem& p, const plan_config& c, const T* w, void* workspace, std::size_t bytes,
+                        cudaStream_t stream) {
+    return inner::prepare(p, inner_config(p, c), w, workspace, bytes, stream);
+  }
+
+  /// Pass 1 (inner's launch with kernel::screen_op), the statistics of w and b, pass 2. invalid_argument
+  /// for an op other than min, max, argmin, argmax or an epilogue other than identity and scale.
+  template <class Op, class Epilogue>
+  static status launch(const conv2d_problem& p, const plan_config& c, const run_arguments<T>& a, Op op, Epilogue epi,
+                       cudaStream_t stream) {
+    constexpr int dir = detail::screen_direction<Op>();
+    if constexpr (!std::is_same_v<T, float> || dir == 0 ||
+                  !(std::is_same_v<Epilogue, epilogue::identity> || detail::is_scale_epilogue<Epilogue>::value)) {
+      (void)p, (void)c, (void)a, (void)op, (void)epi, (void)stream;
+      return status::invalid_argument;
+    } else {
+      const std::int64_t M = p.gemm_m();
+      if (M == 0) return status::success;
+      const plan_config ic = inner_config(p, c);
+      run_arguments<T> ia = a;
+      unsigned char* mine;
+      if (a.scratch) {  // a separate scratch: ours at its start, pass 1's (if it needs any) after it
+        mine = align16(a.scratch);
+        const std::size_t pre = ic.prepared_bytes, off = pre > 0 ? device::detail::partial_offset(pre) : 0;
+        const bool inner_scratch = ic.workspace_bytes > off;
+        ia.scratch = inner_scratch ? mine + extra_bytes(p) : nullptr;
+        ia.scratch_bytes = inner_scratch ? ic.workspace_bytes - off : 0;
+      } else {
+        mine = align16(static_cast<unsigned char*>(a.workspace) + ic.workspace_bytes);
+        ia.workspace_bytes = ic.workspace_bytes;
+      }
+      float* gaps = reinterpret_cast<float*>(mine);
+      auto* packed = reinterpret_cast<std::int64_t*>(mine + round16(static_cast<std::size_t>(M) * sizeof(float)));
+      auto* stats = reinterpret_cast<kernel::screen_stats*>(packed + M);
+      ia.y = gaps, ia.indices = packed;
+      if (status s = inner::launch(p, ic, ia, kernel::screen_op<dir == 2>{}, epi, stream); s != status::success) return s;
+      if (cudaMemsetAsync(stats, 0, sizeof(kernel::screen_stats), stream) != cudaSuccess) return status::cuda_error;
+      constexpr kernel::screen_precision pr = kernel::screen_precision_of<InnerMath>();
+      kernel::screen_stats_kernel<256><<<static_cast<unsigned>(p.K), 256, 0, stream>>>(
+          a.w, a.bias, p.gemm_k(), static_cast<float>(pr.limit), stats);
+      const double lip = detail::screen_lipschitz(epi);
+      kernel::screen_params sp{p, a.x, a.w, a.bias, gaps, packed, stats, pr, std::isfinite(lip) ? lip : INFINITY,
+                               a.y, a.indices};
+      const std::int64_t blocks = std::min<std::int64_t>((M + 127) / 128, std::int64_t{1} << 20);
+      kernel::screen_recompute_kernel<<<static_cast<unsigned>(blocks), 128, 0, stream>>>(sp, op, epi);
+      return cudaGetLastError() == cudaSuccess ? status::success : status::cuda_error;
+    }
+  }
+
+ private:
+  static std::size_t round16(std::size_t b) { return (b + 15) / 16 * 16; }
+  template <class Ptr>
+  static unsigned char* align16(Ptr* q) {
+    const auto u = reinterpret_cast<std::uintptr_t>(q);
+    return reinterpret_cast<unsigned char*>((u + 15) / 16 * 16);
+  }
+  /// pass 1's own configuration: c without extra_bytes
+  static plan_config inner_config(const conv2d_problem& p, const plan_config& c) {
+    plan_config ic = c;
+    ic.workspace_bytes = c.workspace_bytes - extra_bytes(p);
+    return ic;
+  }
+  /// Pass 2's time model: x read once from memory for the patch norms (the taps again from cache), and
+  /// about 2.2 channels' dot products per pixel at the fp32 FMA rate.
+  static double recompute_seconds(const conv2d_problem& p, const device_info& dev) {
+    const double M = static_cast<double>(p.gemm_m()), L = static_cast<double>(p.gemm_k());
+    const double bytes = static_cast<double>(p.x_elements()) * sizeof(float) + M * 16.0;
+    const double sms = dev.sm_count > 0 ? dev.sm_count : 132;
+    return bytes / 3.0e12 + M * L * 2.2 / (sms * 128.0 * 1.7e9);
+  }
+};
+
+}  // namespace convred::device::family

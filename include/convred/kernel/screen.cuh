@@ -1,0 +1,342 @@
+/// @file kernel/screen.cuh
+/// @brief Certified screening (docs/screening.md): the pieces of a min / max / argmin / argmax whose result
+/// is that of an exact fp32 computation of every channel, at close to the speed of a 16-bit tensor-core
+/// pass.
+///
+/// - Pass 1 is any fused conv-reduce kernel in a low precision (fp16 on the tensor cores) run with the
+///   reduction op screen_op<Max>: per output pixel it keeps the three best channels of the low-precision
+///   values yhat and how far the 2nd, 3rd and 4th best lie behind the best (rounded down), packed into
+///   the pixel's value and index outputs (screen_state, screen_op::value / index).
+/// - screen_stats_kernel: per run, max_k ||w_k||_2^2, max_k |b_k| and whether w, b are finite and in the
+///   pass-1 precision's range (screen_stats).
+/// - Pass 2, screen_recompute_kernel: per pixel the error bound E >= |yhat_k - y32_k| for every channel k
+///   (screen_bound; y32_k: channel k's value in exact fp32 FMA, in the SIMT kernel's order), then y32 of the
+///   best channel and of every kept channel whose gap is <= 2E; when the 4th best is within 2E too, or the
+///   bound is not finite (a NaN, inf or huge value in x, w, b or the scale, or x or w outside the pass-1
+///   precision's range), y32 of every channel. Any channel left out has y32 strictly worse than the
+///   result, so the output equals the reduction of y32 over all K channels, bit for bit: the SIMT kernel's
+///   result (math::ieee) for the same Op and epilogue.
+///
+/// Maths: the bound is the standard forward error analysis of a dot product (Higham, "Accuracy and
+/// Stability of Numerical Algorithms", 2nd ed., 2002, sec. 3.1, gamma_n = n u / (1 - n u)) with the
+/// operand rounding of the pass-1 precision (unit roundoff u, subnormal spacing eta) and, for the tensor
+/// cores' fp32 accumulation, which truncates instead of rounding and normalises once per block (Fasi,
+/// Higham, Mikaitis, Pranesh, "Numerical behavior of NVIDIA tensor cores", PeerJ Computer Science 7:e330,
+/// 2021), twice the recursive-summation bound with a full ulp (2^-23) lost per addition.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include <cub/block/block_reduce.cuh>
+
+#include "../functional.cuh"
+#include "../numeric.cuh"
+#include "../policy.cuh"
+#include "../problem.cuh"
+
+namespace convred::kernel {
+
+/// Channel index of an empty slot of screen_state (K < 3): channels are < 65535 (screen_max_channels).
+inline constexpr std::uint16_t screen_empty = 0xFFFF;
+/// The largest K screening serves: three channel indices and a gap share the 64-bit index output.
+inline constexpr std::int64_t screen_max_channels = 0xFFFF;
+/// The largest GEMM_K screening serves (the bound's gamma_n needs n * 2^-23 well below 1).
+inline constexpr std::int64_t screen_max_gemm_k = std::int64_t{1} << 20;
+
+/// @brief Pass 1's running state: the three best channels of yhat (v[0] best; ties to the lower
+/// channel) and the 4th best value. 24 bytes for float (the fused kernels park one per pixel and thread
+/// in shared memory: the mma.sync fallback's largest tile has room for 24, not 28).
+template <class V>
+struct screen_state {
+  V v[3];              ///< the best three values, best first
+  V v4;                ///< the 4th best value
+  std::uint16_t k[3];  ///< their channels (screen_empty: none)
+};
+
+/// @brief Reduction op of pass 1 (functional.cuh's reduction-op requirements): keeps the three best
+/// channels (Max: largest, else smallest) and packs them with the gaps to the best for pass 2:
+/// value() = the bits of bf16(gap2) | bf16(gap3) << 16 as a float, index() = k1 | k2 << 16 | k3 << 32 |
+/// bf16(gap4) << 48, each gap = |v_i - v_1| rounded down (towards zero), a NaN gap stays NaN. Only for
+/// screen_recompute_kernel: the outputs are not a min or an index.
+template <bool Max>
+struct screen_op {
+  static constexpr bool has_index = true;  ///< the packed channels travel in the index output
+  /// the running state
+  template <class V>
+  using accum_t = screen_state<V>;
+
+  /// a strictly better than b: the better value, ties to the lower channel
+  template <class V>
+  __host__ __device__ static bool better(V a, std::int32_t ka, V b, std::int32_t kb) {
+    return Max ? (a > b || (a == b && ka < kb)) : (a < b || (a == b && ka < kb));
+  }
+  /// the worst value (the identity's)
+  template <class V>
+  __host__ __device__ static V worst() {
+    return Max ? lower_identity<V>() : upper_identity<V>();
+  }
+  /// the better of two values (for the 4th best; a NaN is never kept there)
+  template <class V>
+  __host__ __device__ static V best_of(V a, V b) {
+    return better(b, 0, a, 0) ? b : a;
+  }
+  /// Inserts (v, k) into s, the evicted value going to s.v4.
+  template <class V>
+  __host__ __device__ static void insert(screen_state<V>& s, V v, std::uint16_t k) {
+    if (!better(v, k, s.v[2], s.k[2])) {
+      s.v4 = best_of(s.v4, v);
+      return;
+    }
+    s.v4 = best_of(s.v4, s.v[2]);
+    if (better(v, k, s.v[1], s.k[1])) {
+      s.v[2] = s.v[1], s.k[2] = s.k[1];
+      if (better(v, k, s.v[0], s.k[0])) {
+        s.v[1] = s.v[0], s.k[1] = s.k[0];
+        s.v[0] = v, s.k[0] = k;
+      } else {
+        s.v[1] = v, s.k[1] = k;
+      }
+    } else {
+      s.v[2] = v, s.k[2] = k;
+    }
+  }
+
+  /// no channel yet
+  template <class V>
+  __host__ __device__ static screen_state<V> identity() {
+    return {{worst<V>(), worst<V>(), worst<V>()}, worst<V>(), {screen_empty, screen_empty, screen_empty}};
+  }
+  /// one channel
+  template <class V>
+  __host__ __device__ static screen_state<V> make(V v, int k) {
+    return {{v, worst<V>(), worst<V>()}, worst<V>(), {static_cast<std::uint16_t>(k), screen_empty, screen_empty}};
+  }
+  /// the best three of a and b, and the 4th best value
+  template <class V>
+  __host__ __device__ screen_state<V> operator()(screen_state<V> a, const screen_state<V>& b) const {
+    for (int i = 0; i < 3; ++i)
+      if (b.k[i] != screen_empty) insert(a, b.v[i], b.k[i]);
+    a.v4 = best_of(a.v4, b.v4);
+    return a;
+  }
+
+  /// bf16 bits of |a - b| rounded towards zero (NaN stays NaN, inf stays inf)
+  template <class V>
+  __host__ __device__ static std::uint32_t gap_bits(V best, V other) {
+    float g;
+#if defined(__CUDA_ARCH__)
+    g = Max ? __fsub_rd(static_cast<float>(best), static_cast<float>(other))
+            : __fsub_rd(static_cast<float>(other), static_cast<float>(best));
+#else
+    g = Max ? static_cast<float>(best) - static_cast<float>(other) : static_cast<float>(other) - static_cast<float>(best);
+    if (g > 0.0f && !std::isinf(g)) g = std::nextafter(g, 0.0f);  // round-to-nearest then one step down
+#endif
+    if (g != g) return 0x7FC0u;
+    if (g < 0.0f) g = 0.0f;  // -0 or a gap below zero (never: v is sorted)
+    std::uint32_t u;
+    std::memcpy(&u, &g, sizeof u);
+    return u >> 16;  // truncation: towards zero for a non-negative value
+  }
+  /// bf16(gap2) | bf16(gap3) << 16, as the bits of a float
+  template <class V>
+  __host__ __device__ static V value(const screen_state<V>& s, std::int64_t) {
+    const std::uint32_t u = gap_bits(s.v[0], s.v[1]) | (gap_bits(s.v[0], s.v[2]) << 16);
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return static_cast<V>(f);
+  }
+  /// k1 | k2 << 16 | k3 << 32 | bf16(gap4) << 48
+  template <class V>
+  __host__ __device__ static std::int64_t index(const screen_state<V>& s) {
+    const std::uint64_t u = static_cast<std::uint64_t>(s.k[0] & 0xFFFF) |
+                            (static_cast<std::uint64_t>(s.k[1] & 0xFFFF) << 16) |
+                            (static_cast<std::uint64_t>(s.k[2] & 0xFFFF) << 32) |
+                            (static_cast<std::uint64_t>(gap_bits(s.v[0], s.v4)) << 48);
+    return static_cast<std::int64_t>(u);
+  }
+};
+
+/// @brief Operand rounding of a pass-1 precision: unit roundoff u, the largest error of a subnormal
+/// (half its spacing) eta, and the largest |value| that converts without overflow.
+struct screen_precision {
+  double u = 0, eta = 0, limit = 0;
+};
+
+/// The pass-1 precision of a tensor-core math (tf32: sm_90's cvt.rna keeps fp32's exponent range; fp16:
+/// IEEE binary16, subnormals kept; bf16: fp32's range, 8 significant bits).
+template <class Math>
+constexpr screen_precision screen_precision_of() {
+  if constexpr (std::is_same_v<Math, math::fp16>) return {0x1p-11, 0x1p-25, 65504.0};
+  else if constexpr (std::is_same_v<Math, math::bf16>) return {0x1p-8, 0x1p-134, 3.0e38};
+  else return {0x1p-11, 0x1p-137, 3.0e38};  // tf32
+}
+
+/// @brief Per-run facts of w and b that pass 2's bound needs (device memory, zeroed before
+/// screen_stats_kernel; floats as their bits, so that atomicMax orders them).
+struct screen_stats {
+  unsigned int w_sumsq_max;  ///< bits of max over k of sum_i w_ki^2 (fp32, each sum rounded up)
+  unsigned int b_abs_max;    ///< bits of max over k of |b_k|
+  unsigned int bad;          ///< nonzero: a w or b that is not finite, or |w| above the precision's limit
+  unsigned int pad;
+};
+
+/// @brief One block per output channel k: ||w_k||_2^2 (rounded up), |b_k|, and the range checks, into
+/// `stats` (atomics; stats zeroed first). w is KCRS with L = C/groups * R * S values per channel.
+template <int Threads>
+__global__ void __launch_bounds__(Threads)
+    screen_stats_kernel(const float* w, const float* bias, std::int64_t L, float limit, screen_stats* stats) {
+  using reduce_t = cub::BlockReduce<float, Threads>;
+  __shared__ typename reduce_t::TempStorage temp;
+  const std::int64_t k = blockIdx.x;
+  const float* wk = w + k * L;
+  float sumsq = 0.0f;
+  unsigned int bad = 0;
+  for (std::int64_t i = threadIdx.x; i < L; i += Threads) {
+    const float v = wk[i];
+    sumsq = __fmaf_ru(v, v, sumsq);
+    bad |= !(fabsf(v) <= limit);  // NaN, inf, or out of range
+  }
+  const float total = reduce_t(temp).Reduce(sumsq, [](float a, float b) { return __fadd_ru(a, b); });
+  if (bad) atomicOr(&stats->bad, 1u);
+  if (threadIdx.x == 0) {
+    // sum of finite squares can still overflow to inf: that is "bad" too (the bound is not finite)
+    if (!(total <= 3.0e38f)) atomicOr(&stats->bad, 1u);
+    else atomicMax(&stats->w_sumsq_max, __float_as_uint(total));
+    if (bias) {
+      const float b = bias[k];
+      if (!(fabsf(b) <= 3.0e38f)) atomicOr(&stats->bad, 1u);
+      else atomicMax(&stats->b_abs_max, __float_as_uint(fabsf(b)));
+    }
+  }
+}
+
+/// @brief The bound E >= |yhat_k - y32_k| for every channel k of one pixel, yhat from pass 1 (operands
+/// rounded to `pr`, products summed by the tensor cores into fp32, then the fp32 bias add and the
+/// epilogue's scale) and y32 from exact fp32 FMA (the same bias add and scale). Host and device; double.
+///
+///   S   = ||x_patch||_2 * max_k ||w_k||_2   >= sum_i |x_i w_ki|   (Cauchy-Schwarz)
+///   X1, W1 = sqrt(L) ||x_patch||_2, sqrt(L) max_k ||w_k||_2   >= sum_i |x_i|, sum_i |w_ki|
+///   rounding of the operands   (2u + u^2) S + eta (1 + u)(X1 + W1) + L eta^2
+///   St = (1 + u)^2 S + eta (1 + u)(X1 + W1) + L eta^2   >= sum_i |x~_i w~_ki|
+///   tensor-core accumulation   2 gamma_{L+1}(2^-23) (St + B)        (B = max_k |b_k|)
+///   fp32 FMA of y32            gamma_{L+1}(2^-24) (S + B)
+///   bias add and scale, both   2^-21 (St + B)
+///   E = lip * (sum of the four) * (1 + 2^-20),   lip = |scale|
+/// `sumsq_x`: sum of x_patch^2 in fp32 (rounded to nearest; inflated here by gamma_L(2^-24));
+/// `wsumsq_max`: max_k ||w_k||^2 rounded up. Returns +inf when an input is not finite or L is too large.
+__host__ __device__ inline double screen_bound(double sumsq_x, double wsumsq_max, double b_abs_max, double lip,
+                                               std::int64_t L, screen_precision pr) {
+  const double Ld = static_cast<double>(L);
+  if (!(L >= 1 && L <= screen_max_gemm_k)) return INFINITY;
+  auto gamma = [](double n, double v) { return n * v / (1.0 - n * v); };
+  const double xn = sqrt(sumsq_x * (1.0 + gamma(Ld + 1.0, 0x1p-24)));
+  const double wn = sqrt(wsumsq_max);
+  const double S = xn * wn, rl = sqrt(Ld), X1 = rl * xn, W1 = rl * wn, u = pr.u, eta = pr.eta;
+  const double sub = eta * (1.0 + u) * (X1 + W1) + Ld * eta * eta;
+  const double St = (1.0 + u) * (1.0 + u) * S + sub, B = b_abs_max;
+  const double e = (2.0 * u + u * u) * S + sub + 2.0 * gamma(Ld + 1.0, 0x1p-23) * (St + B) +
+                   gamma(Ld + 1.0, 0x1p-24) * (S + B) + 0x1p-21 * (St + B);
+  const double E = lip * e * (1.0 + 0x1p-20);
+  return E == E ? E : INFINITY;
+}
+
+/// @brief Pass 2's arguments: the problem, the tensors (x, w, bias as the caller gave them), pass 1's
+/// packed outputs, the stats, the precision, |scale| and the outputs.
+struct screen_params {
+  conv2d_problem p;
+  const float* x;
+  const float* w;
+  const float* bias;               ///< or nullptr
+  const float* gaps;               ///< pass 1's value output (N*P*Q)
+  const std::int64_t* packed;      ///< pass 1's index output (N*P*Q)
+  const screen_stats* stats;       ///< screen_stats_kernel's result
+  screen_precision precision;      ///< pass 1's operand precision
+  double lip;                      ///< |scale| of the epilogue (inf or NaN: every channel recomputed)
+  float* y;                        ///< N*P*Q, or nullptr
+  std::int64_t* indices;           ///< N*P*Q, or nullptr
+};
+
+/// Channel k's value at output pixel (n, oh, ow) in exact fp32 FMA, in the SIMT kernel's order (GEMM_K
+/// index kk = (c * R + r) * S + s ascending, a padding tap an FMA with x = 0), then e(acc + b_k, k).
+template <class Epilogue>
+__device__ float screen_channel_value(const screen_params& a, std::int64_t n, std::int64_t h0, std::int64_t w0,
+                                     std::int64_t k, const Epilogue& epi) {
+  const conv2d_problem& p = a.p;
+  const float* wk = a.w + k * p.C * p.R * p.S;
+  float acc = 0.0f;
+  for (std::int64_t c = 0; c < p.C; ++c)
+    for (std::int64_t r = 0; r < p.R; ++r) {
+      const std::int64_t h = h0 + r * p.dil_h;
+      for (std::int64_t s = 0; s < p.S; ++s) {
+        const std::int64_t ww = w0 + s * p.dil_w;
+        float xv = 0.0f;
+        if (h >= 0 && h < p.H && ww >= 0 && ww < p.W)
+          xv = p.x_layout == layout::nhwc ? a.x[((n * p.H + h) * p.W + ww) * p.C + c] : a.x[((n * p.C + c) * p.H + h) * p.W + ww];
+        acc = fmaf(xv, wk[(c * p.R + r) * p.S + s], acc);
+      }
+    }
+  const float b = a.bias ? a.bias[k] : 0.0f;
+  return apply_epilogue(epi, acc + b, static_cast<int>(k));
+}
+
+/// @brief Pass 2 (one thread per output pixel, groups 1): the bound, the exact recompute of the
+/// candidates (or of every channel), and Op's result (min, max, argmin or argmax: PyTorch's NaN, tie and
+/// +-0 rules, as every kernel) into y and indices.
+template <class Op, class Epilogue>
+__global__ void screen_recompute_kernel(screen_params a, Op op, Epilogue epi) {
+  const conv2d_problem& p = a.p;
+  const std::int64_t P = p.P(), Q = p.Q(), M = p.N * P * Q, L = p.C * p.R * p.S;
+  const float wsq = __uint_as_float(a.stats->w_sumsq_max), bmax = __uint_as_float(a.stats->b_abs_max);
+  const bool stats_ok = a.stats->bad == 0;
+  for (std::int64_t m = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; m < M;
+       m += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t n = m / (P * Q), pq = m % (P * Q), h0 = (pq / Q) * p.stride_h - p.pad_h,
+                       w0 = (pq % Q) * p.stride_w - p.pad_w;
+    // ||x_patch||^2 and the range check (a NaN or inf makes the sum NaN or inf)
+    float sumsq = 0.0f, xmax = 0.0f;
+    for (std::int64_t c = 0; c < p.C; ++c)
+      for (std::int64_t r = 0; r < p.R; ++r) {
+        const std::int64_t h = h0 + r * p.dil_h;
+        if (h < 0 || h >= p.H) continue;
+        for (std::int64_t s = 0; s < p.S; ++s) {
+          const std::int64_t ww = w0 + s * p.dil_w;
+          if (ww < 0 || ww >= p.W) continue;
+          const float xv =
+              p.x_layout == layout::nhwc ? a.x[((n * p.H + h) * p.W + ww) * p.C + c] : a.x[((n * p.C + c) * p.H + h) * p.W + ww];
+          sumsq = fmaf(xv, xv, sumsq);
+          xmax = fmaxf(xmax, fabsf(xv));
+        }
+      }
+    double E = INFINITY;
+    if (stats_ok && sumsq <= 3.0e38f && xmax <= a.precision.limit)
+      E = screen_bound(sumsq, wsq, bmax, a.lip, L, a.precision);
+    const std::uint64_t packed = static_cast<std::uint64_t>(a.packed[m]);
+    const std::uint32_t gbits = __float_as_uint(a.gaps[m]);
+    const float gap2 = __uint_as_float((gbits & 0xFFFFu) << 16), gap3 = __uint_as_float(gbits & 0xFFFF0000u),
+                gap4 = __uint_as_float(static_cast<std::uint32_t>(packed >> 48) << 16);
+    const std::int32_t k1 = packed & 0xFFFF, k2 = (packed >> 16) & 0xFFFF, k3 = (packed >> 32) & 0xFFFF;
+    const double E2 = 2.0 * E;
+    typename Op::template accum_t<float> st = Op::template identity<float>();
+    const bool screened = E2 < 1.0e30 && k1 < p.K && static_cast<double>(gap4) > E2;
+    if (screened) {
+      st = Op::template make<float>(screen_channel_value(a, n, h0, w0, k1, epi), k1);
+      if (k2 < p.K && !(static_cast<double>(gap2) > E2))
+        st = op(st, Op::template make<float>(screen_channel_value(a, n, h0, w0, k2, epi), k2));
+      if (k3 < p.K && !(static_cast<double>(gap3) > E2))
+        st = op(st, Op::template make<float>(screen_channel_value(a, n, h0, w0, k3, epi), k3));
+    } else {
+      for (std::int64_t k = 0; k < p.K; ++k)
+        st = op(st, Op::template make<float>(screen_channel_value(a, n, h0, w0, k, epi), static_cast<int>(k)));
+    }
+    if (a.y) a.y[m] = Op::template value<float>(st, p.K);
+    if constexpr (Op::has_index) {
+      if (a.indices) a.indices[m] = Op::template index<float>(st);
+    }
+  }
+}
+
+}  // namespace convred::kernel

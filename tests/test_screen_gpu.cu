@@ -1,0 +1,275 @@
+// Certified screening (convred/kernel/screen.cuh, convred/device/family/screen.cuh; docs/screening.md):
+// - the bound: every channel's fp16 tensor-core value yhat (the fp16 plan, one channel at a time) lies
+//   within screen_bound of both the exact fp32 FMA value y32 and the float64 value, on random and crafted
+//   data (all-positive sums, large GEMM_K, values near fp16's range and in its subnormal range);
+// - the family: a plan whose family_list starts with family::screen gives, for min / max / argmin /
+//   argmax with the identity or a scale epilogue, exactly the SIMT kernel's result (math::ieee), bit for
+//   bit, also on ties, near ties, all-equal filters, NaN and +-inf in x, w and b, huge and tiny values.
+#include <convred/device/conv2d_reduce_plan.cuh>
+#include <convred/device/family/screen.cuh>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "conv2d_reduce_check.cuh"
+
+using namespace convred_test_fused;
+namespace math = convred::math;
+namespace fam = convred::device::family;
+using convred::device::conv2d_reduce_plan;
+using convred::device::kernel_kind;
+
+namespace {
+
+// screening first, the SIMT family where it does not serve (a short list: each family's launch is
+// instantiated for every op and epilogue run)
+using screen_list = fam::family_list<fam::screen<float, math::accurate>, fam::simt<float, math::accurate>>;
+using screen_plan = conv2d_reduce_plan<float, math::accurate, screen_list>;
+using simt_policy = convred::default_simt_policy<float>::type;
+
+/// e(v, k) = v * s for channel j, +inf for every other channel: op::min then yields channel j's value.
+struct select_channel {
+  int j;
+  float s;
+  template <class V>
+  __host__ __device__ V operator()(V v, int k) const {
+    return k == j ? v * static_cast<V>(s) : static_cast<V>(INFINITY);
+  }
+};
+
+bool screening_runs() {
+  const auto dev = convred::device::device_info::current();
+  return dev.cc_major == 9 && dev.cc_minor == 0 && dev.wgmma_image;
+}
+
+/// y32 of channel k at pixel m on the host: fp32 FMA in the SIMT kernel's order, bias, then * s.
+float host_y32(const conv2d_problem& p, const host_data<float>& d, std::int64_t m, std::int64_t k, float s,
+               bool bias) {
+  const std::int64_t P = p.P(), Q = p.Q(), n = m / (P * Q), pq = m % (P * Q);
+  const std::int64_t h0 = (pq / Q) * p.stride_h - p.pad_h, w0 = (pq % Q) * p.stride_w - p.pad_w;
+  float acc = 0.0f;
+  for (std::int64_t c = 0; c < p.C; ++c)
+    for (std::int64_t r = 0; r < p.R; ++r)
+      for (std::int64_t t = 0; t < p.S; ++t) {
+        const std::int64_t h = h0 + r * p.dil_h, w = w0 + t * p.dil_w;
+        const float xv = (h >= 0 && h < p.H && w >= 0 && w < p.W)
+                             ? d.x[static_cast<std::size_t>(convred::reference::x_offset(p, n, c, h, w))]
+                             : 0.0f;
+        acc = std::fmaf(xv, d.w[static_cast<std::size_t>(((k * p.C + c) * p.R + r) * p.S + t)], acc);
+      }
+  return (acc + (bias ? d.b[static_cast<std::size_t>(k)] : 0.0f)) * s;
+}
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+TEST_CASE("screen: fp16 tensor-core values lie within the certified bound of exact fp32 and float64") {
+  require_gpu();
+  if (!screening_runs()) {
+    MESSAGE("skipped: needs a compute capability 9.0 GPU with sm_90a code");
+    return;
+  }
+  constexpr auto pr = convred::kernel::screen_precision_of<math::fp16>();
+  struct crafted {
+    const char* name;
+    conv2d_problem p;
+    double lo, hi;   // x and w uniform in [lo, hi) ...
+    bool log_scale;  // ... or sign * 2^U(lo, hi)
+  };
+  const crafted cases[] = {
+      {"random [-1,1)", make_problem(2, 7, 11, 13, 12, 3, 3, 1, 1), -1, 1, false},
+      {"all positive, GEMM_K 2304", make_problem(1, 256, 8, 9, 6, 3, 3, 1, 1), 0, 1, false},
+      {"near fp16's range", make_problem(1, 16, 7, 8, 5, 3, 3), -250, 250, false},
+      {"fp16 subnormals", make_problem(1, 16, 7, 8, 5, 3, 3, 1, 1), -2e-5, 2e-5, false},
+      {"magnitudes 2^-24 .. 2^8", make_problem(1, 32, 9, 10, 7, 3, 3, 1, 1), -24, 8, true},
+      {"1x1, stride 2", make_problem(2, 64, 12, 12, 9, 1, 1, 0, 0, 2, 2), -1, 1, false},
+  };
+  std::mt19937_64 rng(20261203);
+  double worst = 0;  // largest |yhat - y32| / E seen
+  for (const crafted& cs : cases) {
+    const conv2d_problem& p = cs.p;
+    CAPTURE(cs.name);
+    CAPTURE(describe(p));
+    host_data<float> d;
+    auto draw = [&](std::size_t n) {
+      std::vector<float> v(n);
+      std::uniform_real_distribution<double> u(cs.lo, cs.hi), e(cs.lo, cs.hi), sign(-1, 1);
+      for (float& f : v)
+        f = cs.log_scale ? static_cast<float>((sign(rng) < 0 ? -1 : 1) * std::exp2(e(rng))) : static_cast<float>(u(rng));
+      return v;
+    };
+    d.x = draw(static_cast<std::size_t>(p.x_elements()));
+    d.w = draw(static_cast<std::size_t>(p.w_elements()));
+    d.b = draw(static_cast<std::size_t>(p.K));
+    auto dx = test::to_device(d.x);
+    auto dw = test::to_device(d.w);
+    auto db = test::to_device(d.b);
+    const std::int64_t M = p.gemm_m(), L = p.gemm_k();
+    // the bound's inputs as the kernels form them: max_k ||w_k||^2 and max |b|, per pixel ||x_patch||^2
+    double wsq = 0, bmax = 0;
+    for (std::int64_t k = 0; k < p.K; ++k) {
+      double s = 0;
+      for (std::int64_t i = 0; i < L; ++i) s += double(d.w[std::size_t(k * L + i)]) * d.w[std::size_t(k * L + i)];
+      wsq = std::max(wsq, s * (1 + 1e-6));
+      bmax = std::max(bmax, std::fabs(double(d.b[std::size_t(k)])));
+    }
+    const float scale = 2.0f;
+    conv2d_reduce_plan<float, math::fp16> plan(p);
+    REQUIRE(plan.state() == status::success);
+    REQUIRE(plan.prepare(craw(dw)) == status::success);
+    thrust::device_vector<float> yj(static_cast<std::size_t>(M));
+    for (int j = 0; j < p.K; ++j) {
+      test::poison(yj);
+      REQUIRE(plan.run(craw(dx), craw(db), raw(yj), nullptr, op::min{}, select_channel{j, scale}) == status::success);
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+      const auto yhat = test::to_host(yj);
+      for (std::int64_t m = 0; m < M; ++m) {
+        const std::int64_t P = p.P(), Q = p.Q(), n = m / (P * Q), pq = m % (P * Q);
+        const std::int64_t h0 = (pq / Q) * p.stride_h - p.pad_h, w0 = (pq % Q) * p.stride_w - p.pad_w;
+        double sumsq = 0;
+        for (std::int64_t c = 0; c < p.C; ++c)
+          for (std::int64_t r = 0; r < p.R; ++r)
+            for (std::int64_t t = 0; t < p.S; ++t) {
+              const std::int64_t h = h0 + r * p.dil_h, w = w0 + t * p.dil_w;
+              if (h < 0 || h >= p.H || w < 0 || w >= p.W) continue;
+              const double xv = d.x[static_cast<std::size_t>(convred::reference::x_offset(p, n, c, h, w))];
+              sumsq += xv * xv;
+            }
+        const double E = convred::kernel::screen_bound(sumsq, wsq, bmax, scale, L, pr);
+        const double y32 = host_y32(p, d, m, j, scale, true);
+        const double y64 = scale * convred::reference::conv2d_at(p, d.x.data(), d.w.data(), d.b.data(), n, j, pq / Q, pq % Q);
+        const double got = yhat[static_cast<std::size_t>(m)];
+        CAPTURE(m);
+        CAPTURE(j);
+        REQUIRE(std::isfinite(E));
+        CHECK(std::fabs(got - y32) <= E);
+        CHECK(std::fabs(got - y64) <= E);
+        worst = std::max(worst, std::fabs(got - y32) / E);
+      }
+    }
+  }
+  MESSAGE("largest |yhat - y32| / bound over all cases: " << worst);
+}
+
+TEST_CASE("screen: min, max, argmin, argmax equal the SIMT kernel's results bit for bit") {
+  require_gpu();
+  if (!screening_runs()) {
+    MESSAGE("skipped: needs a compute capability 9.0 GPU with sm_90a code");
+    return;
+  }
+  const conv2d_problem shapes[] = {
+      base(),                                         // N=2, C=7, 11x13, K=33, 3x3, padding 1
+      make_problem(1, 64, 20, 24, 128, 3, 3),         // the seed's layer, small
+      make_problem(2, 16, 9, 10, 1, 3, 3, 1, 1),      // K = 1
+      make_problem(2, 16, 9, 10, 3, 3, 3, 1, 1),      // K = 3
+      make_problem(1, 32, 12, 14, 130, 3, 3, 1, 1),   // two channel passes
+      make_problem(2, 24, 17, 15, 40, 3, 3, 1, 1, 2, 2),  // stride 2
+      make_problem(3, 48, 8, 8, 64, 1, 1),            // 1x1
+      make_problem(1, 8, 23, 21, 20, 5, 5, 2, 2),     // 5x5
+  };
+  enum class kind { random, integer, equal_filters, near_tie, nan_x, inf_w, nan_b, neg_inf_b, huge_x, fp16_overflow, tiny };
+  const kind kinds[] = {kind::random, kind::integer, kind::equal_filters, kind::near_tie, kind::nan_x, kind::inf_w,
+                        kind::nan_b, kind::neg_inf_b, kind::huge_x, kind::fp16_overflow, kind::tiny};
+  const char* names[] = {"random", "integer", "equal filters", "near tie", "NaN in x", "inf in w",
+                         "NaN in b", "-inf in b", "huge x", "x above fp16's range", "tiny"};
+  int runs = 0;
+  std::uint64_t seed = 777;
+  for (const conv2d_problem& p : shapes) {
+    CAPTURE(describe(p));
+    screen_plan plan(p);
+    REQUIRE(plan.state() == status::success);
+    REQUIRE(plan.kernel() == kernel_kind::screen);
+    for (kind kd : kinds) {
+      CAPTURE(names[static_cast<int>(kd)]);
+      auto d = make_data<float>(p, ++seed, kd == kind::integer ? data_kind::integer : data_kind::real);
+      const std::int64_t L = p.gemm_k();
+      const auto inf = std::numeric_limits<float>::infinity();
+      switch (kd) {
+        case kind::equal_filters:
+          for (std::int64_t k = 1; k < p.K; ++k)
+            for (std::int64_t i = 0; i < L; ++i) d.w[std::size_t(k * L + i)] = d.w[std::size_t(i)];
+          std::fill(d.b.begin(), d.b.end(), 0.25f);
+          break;
+        case kind::near_tie:  // channel k+1 = channel k with one weight one ulp away
+          for (std::int64_t k = 1; k < p.K; k += 2) {
+            for (std::int64_t i = 0; i < L; ++i) d.w[std::size_t(k * L + i)] = d.w[std::size_t((k - 1) * L + i)];
+            float& v = d.w[std::size_t(k * L + (k % L))];
+            v = std::nextafter(v, 2.0f);
+            d.b[std::size_t(k)] = d.b[std::size_t(k - 1)];
+          }
+          break;
+        case kind::nan_x: d.x[d.x.size() / 3] = std::numeric_limits<float>::quiet_NaN(); break;
+        case kind::inf_w: d.w[d.w.size() / 2] = inf; break;
+        case kind::nan_b: d.b[std::size_t(p.K / 2)] = std::numeric_limits<float>::quiet_NaN(); break;
+        case kind::neg_inf_b: d.b[std::size_t(p.K - 1)] = -inf; break;
+        case kind::huge_x: d.x[d.x.size() / 2] = 3.0e37f; break;
+        case kind::fp16_overflow: d.x[d.x.size() / 4] = 70000.0f; break;
+        case kind::tiny:
+          for (float& v : d.x) v *= 1e-30f;
+          break;
+        default: break;
+      }
+      auto dx = test::to_device(d.x);
+      auto dw = test::to_device(d.w);
+      auto db = test::to_device(d.b);
+      REQUIRE(plan.prepare(craw(dw)) == status::success);
+      const std::size_t ny = static_cast<std::size_t>(p.y_elements());
+      auto one = [&](auto o, auto e, const char* what) {
+        CAPTURE(what);
+        using O = decltype(o);
+        thrust::device_vector<float> y1(ny), y2(ny);
+        thrust::device_vector<std::int64_t> i1(O::has_index ? ny : 0), i2(O::has_index ? ny : 0);
+        test::poison(y1), test::poison(y2);
+        std::int64_t* pi1 = O::has_index ? raw(i1) : nullptr;
+        std::int64_t* pi2 = O::has_index ? raw(i2) : nullptr;
+        REQUIRE(plan.run(craw(dx), craw(db), raw(y1), pi1, o, e) == status::success);
+        REQUIRE(convred::device::conv2d_reduce<simt_policy>(p, craw(dx), craw(dw), craw(db), raw(y2), pi2, o, e) ==
+                status::success);
+        REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+        CHECK(bytes_equal(test::to_host(y1), test::to_host(y2)));
+        if constexpr (O::has_index) CHECK(test::to_host(i1) == test::to_host(i2));
+        ++runs;
+      };
+      one(op::min{}, epi::scale<float>{2.0f}, "min * 2");
+      one(op::argmin{}, epi::identity{}, "argmin");
+      one(op::max{}, epi::scale<float>{-0.5f}, "max * -0.5");
+      one(op::argmax{}, epi::scale<float>{3.0f}, "argmax * 3");
+    }
+  }
+  // the inputs are left as given (the plan's runs read x, w and b only) and an op it does not serve is refused
+  const conv2d_problem p = base();
+  const auto d = make_data<float>(p, 99, data_kind::real);
+  auto dx = test::to_device(d.x);
+  auto dw = test::to_device(d.w);
+  auto db = test::to_device(d.b);
+  screen_plan plan(p);
+  REQUIRE(plan.prepare(craw(dw)) == status::success);
+  thrust::device_vector<float> y(static_cast<std::size_t>(p.y_elements()));
+  CHECK(plan.run(craw(dx), craw(db), raw(y), nullptr, op::sum{}, epi::identity{}) == status::invalid_argument);
+  REQUIRE(plan.run(craw(dx), craw(db), raw(y), nullptr, op::min{}, epi::identity{}) == status::success);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  CHECK(test::to_host(dx) == d.x);
+  CHECK(test::to_host(dw) == d.w);
+  CHECK(test::to_host(db) == d.b);
+  MESSAGE(runs << " screened runs compared with the SIMT kernel");
+}
+
+TEST_CASE("screen sanitizer: the two passes on a small problem") {
+  require_gpu();
+  if (!screening_runs()) return;
+  const conv2d_problem p = make_problem(1, 16, 9, 10, 20, 3, 3, 1, 1);
+  auto d = make_data<float>(p, 5, data_kind::integer);
+  d.x[7] = std::numeric_limits<float>::quiet_NaN();  // one pixel through the full recompute
+  auto dx = test::to_device(d.x);
+  auto dw = test::to_device(d.w);
+  auto db = test::to_device(d.b);
+  screen_plan plan(p);
+  REQUIRE(plan.kernel() == kernel_kind::screen);
+  REQUIRE(plan.prepare(craw(dw)) == status::success);
+  thrust::device_vector<float> y(static_cast<std::size_t>(p.y_elements()));
+  thrust::device_vector<std::int64_t> idx(static_cast<std::size_t>(p.y_elements()));
+  REQUIRE(plan.run(craw(dx), craw(db), raw(y), raw(idx), op::argmin{}, epi::scale<float>{2.0f}) == status::success);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+}
+}
