@@ -4,18 +4,18 @@
 /// pass.
 ///
 /// - Pass 1 is any fused conv-reduce kernel in a low precision (fp16 on the tensor cores) run with the
-///   reduction op screen_op<Max>: per output pixel it keeps the three best channels of the low-precision
-///   values yhat and how far the 2nd, 3rd and 4th best lie behind the best (rounded down), packed into
-///   the pixel's value and index outputs (screen_state, screen_op::value / index).
+///   reduction op screen_op<Max>: per output pixel it keeps the two best channels of the low-precision
+///   values yhat and how far the 2nd and 3rd best lie behind the best (rounded down), packed into the
+///   pixel's value and index outputs (screen_state, screen_op::value / index).
 /// - screen_stats_kernel: per run, max_k ||w_k||_2^2, max_k |b_k| and whether w, b are finite and in the
 ///   pass-1 precision's range (screen_stats).
 /// - Pass 2, screen_recompute_kernel: per pixel the error bound E >= |yhat_k - y32_k| for every channel k
 ///   (screen_bound; y32_k: channel k's value in exact fp32 FMA, in the SIMT kernel's order), then y32 of the
-///   best channel and of every kept channel whose gap is <= 2E; when the 4th best is within 2E too, or the
+///   best channel and, when its gap is <= 2E, of the second; when the 3rd best is within 2E too, or the
 ///   bound is not finite (a NaN, inf or huge value in x, w, b or the scale, or x or w outside the pass-1
-///   precision's range), y32 of every channel. Any channel left out has y32 strictly worse than the
-///   result, so the output equals the reduction of y32 over all K channels, bit for bit: the SIMT kernel's
-///   result (math::ieee) for the same Op and epilogue.
+///   precision's range), screen_full_kernel computes y32 of every channel. Any channel left out has y32
+///   strictly worse than the result, so the output equals the reduction of y32 over all K channels, bit
+///   for bit: the SIMT kernel's result (math::ieee) for the same Op and epilogue.
 ///
 /// Maths: the bound is the standard forward error analysis of a dot product (Higham, "Accuracy and
 /// Stability of Numerical Algorithms", 2nd ed., 2002, sec. 3.1, gamma_n = n u / (1 - n u)) with the
@@ -32,6 +32,7 @@
 #include <cstring>
 
 #include <cub/block/block_reduce.cuh>
+#include <cub/warp/warp_reduce.cuh>
 
 #include "../functional.cuh"
 #include "../numeric.cuh"
@@ -40,28 +41,29 @@
 
 namespace convred::kernel {
 
-/// Channel index of an empty slot of screen_state (K < 3): channels are < 65535 (screen_max_channels).
+/// Channel index of an empty slot of screen_state (K < 2): channels are < 65535 (screen_max_channels).
 inline constexpr std::uint16_t screen_empty = 0xFFFF;
-/// The largest K screening serves: three channel indices and a gap share the 64-bit index output.
+/// The largest K screening serves: two channel indices share the 64-bit index output with room to spare,
+/// and each fits 16 bits.
 inline constexpr std::int64_t screen_max_channels = 0xFFFF;
 /// The largest GEMM_K screening serves (the bound's gamma_n needs n * 2^-23 well below 1).
 inline constexpr std::int64_t screen_max_gemm_k = std::int64_t{1} << 20;
 
-/// @brief Pass 1's running state: the three best channels of yhat (v[0] best; ties to the lower
-/// channel) and the 4th best value. 24 bytes for float (the fused kernels park one per pixel and thread
-/// in shared memory: the mma.sync fallback's largest tile has room for 24, not 28).
+/// @brief Pass 1's running state: the two best channels of yhat (v[0] best; ties to the lower channel)
+/// and the 3rd best value. 16 bytes for float: the fused kernels keep one per accumulator row and thread
+/// in registers (24 bytes, a top-3, spilled 676 bytes in the fp16 wgmma kernel).
 template <class V>
 struct screen_state {
-  V v[3];              ///< the best three values, best first
-  V v4;                ///< the 4th best value
-  std::uint16_t k[3];  ///< their channels (screen_empty: none)
+  V v[2];              ///< the best two values, best first
+  V v3;                ///< the 3rd best value
+  std::uint16_t k[2];  ///< their channels (screen_empty: none)
 };
 
-/// @brief Reduction op of pass 1 (functional.cuh's reduction-op requirements): keeps the three best
-/// channels (Max: largest, else smallest) and packs them with the gaps to the best for pass 2:
-/// value() = the bits of bf16(gap2) | bf16(gap3) << 16 as a float, index() = k1 | k2 << 16 | k3 << 32 |
-/// bf16(gap4) << 48, each gap = |v_i - v_1| rounded down (towards zero), a NaN gap stays NaN. Only for
-/// screen_recompute_kernel: the outputs are not a min or an index.
+/// @brief Reduction op of pass 1 (functional.cuh's reduction-op requirements): keeps the two best
+/// channels (Max: largest, else smallest) and the 3rd best value, and packs them for pass 2: value() =
+/// the bits of bf16(gap2) | bf16(gap3) << 16 as a float, index() = k1 | k2 << 16, each gap = |v_i - v_1|
+/// rounded down (towards zero), a NaN gap stays NaN. Only for screen_recompute_kernel: the outputs are
+/// not a min or an index.
 template <bool Max>
 struct screen_op {
   static constexpr bool has_index = true;  ///< the packed channels travel in the index output
@@ -74,53 +76,48 @@ struct screen_op {
   __host__ __device__ static bool better(V a, std::int32_t ka, V b, std::int32_t kb) {
     return Max ? (a > b || (a == b && ka < kb)) : (a < b || (a == b && ka < kb));
   }
+  /// the better of two values (for the 3rd best)
+  template <class V>
+  __host__ __device__ static V best_of(V a, V b) {
+    return (Max ? b > a : b < a) ? b : a;
+  }
   /// the worst value (the identity's)
   template <class V>
   __host__ __device__ static V worst() {
     return Max ? lower_identity<V>() : upper_identity<V>();
   }
-  /// the better of two values (for the 4th best; a NaN is never kept there)
-  template <class V>
-  __host__ __device__ static V best_of(V a, V b) {
-    return better(b, 0, a, 0) ? b : a;
-  }
-  /// Inserts (v, k) into s, the evicted value going to s.v4.
+  /// Inserts (v, k) into s, the evicted value going to s.v3.
   template <class V>
   __host__ __device__ static void insert(screen_state<V>& s, V v, std::uint16_t k) {
-    if (!better(v, k, s.v[2], s.k[2])) {
-      s.v4 = best_of(s.v4, v);
+    if (!better(v, k, s.v[1], s.k[1])) {
+      s.v3 = best_of(s.v3, v);
       return;
     }
-    s.v4 = best_of(s.v4, s.v[2]);
-    if (better(v, k, s.v[1], s.k[1])) {
-      s.v[2] = s.v[1], s.k[2] = s.k[1];
-      if (better(v, k, s.v[0], s.k[0])) {
-        s.v[1] = s.v[0], s.k[1] = s.k[0];
-        s.v[0] = v, s.k[0] = k;
-      } else {
-        s.v[1] = v, s.k[1] = k;
-      }
+    s.v3 = best_of(s.v3, s.v[1]);
+    if (better(v, k, s.v[0], s.k[0])) {
+      s.v[1] = s.v[0], s.k[1] = s.k[0];
+      s.v[0] = v, s.k[0] = k;
     } else {
-      s.v[2] = v, s.k[2] = k;
+      s.v[1] = v, s.k[1] = k;
     }
   }
 
   /// no channel yet
   template <class V>
   __host__ __device__ static screen_state<V> identity() {
-    return {{worst<V>(), worst<V>(), worst<V>()}, worst<V>(), {screen_empty, screen_empty, screen_empty}};
+    return {{worst<V>(), worst<V>()}, worst<V>(), {screen_empty, screen_empty}};
   }
   /// one channel
   template <class V>
   __host__ __device__ static screen_state<V> make(V v, int k) {
-    return {{v, worst<V>(), worst<V>()}, worst<V>(), {static_cast<std::uint16_t>(k), screen_empty, screen_empty}};
+    return {{v, worst<V>()}, worst<V>(), {static_cast<std::uint16_t>(k), screen_empty}};
   }
-  /// the best three of a and b, and the 4th best value
+  /// the best two of a and b, and the 3rd best value
   template <class V>
   __host__ __device__ screen_state<V> operator()(screen_state<V> a, const screen_state<V>& b) const {
-    for (int i = 0; i < 3; ++i)
-      if (b.k[i] != screen_empty) insert(a, b.v[i], b.k[i]);
-    a.v4 = best_of(a.v4, b.v4);
+    if (b.k[0] != screen_empty) insert(a, b.v[0], b.k[0]);
+    if (b.k[1] != screen_empty) insert(a, b.v[1], b.k[1]);
+    a.v3 = best_of(a.v3, b.v3);
     return a;
   }
 
@@ -136,7 +133,7 @@ struct screen_op {
     if (g > 0.0f && !std::isinf(g)) g = std::nextafter(g, 0.0f);  // round-to-nearest then one step down
 #endif
     if (g != g) return 0x7FC0u;
-    if (g < 0.0f) g = 0.0f;  // -0 or a gap below zero (never: v is sorted)
+    if (g < 0.0f) g = 0.0f;  // never: v is sorted
     std::uint32_t u;
     std::memcpy(&u, &g, sizeof u);
     return u >> 16;  // truncation: towards zero for a non-negative value
@@ -144,19 +141,15 @@ struct screen_op {
   /// bf16(gap2) | bf16(gap3) << 16, as the bits of a float
   template <class V>
   __host__ __device__ static V value(const screen_state<V>& s, std::int64_t) {
-    const std::uint32_t u = gap_bits(s.v[0], s.v[1]) | (gap_bits(s.v[0], s.v[2]) << 16);
+    const std::uint32_t u = gap_bits(s.v[0], s.v[1]) | (gap_bits(s.v[0], s.v3) << 16);
     float f;
     std::memcpy(&f, &u, sizeof f);
     return static_cast<V>(f);
   }
-  /// k1 | k2 << 16 | k3 << 32 | bf16(gap4) << 48
+  /// k1 | k2 << 16
   template <class V>
   __host__ __device__ static std::int64_t index(const screen_state<V>& s) {
-    const std::uint64_t u = static_cast<std::uint64_t>(s.k[0] & 0xFFFF) |
-                            (static_cast<std::uint64_t>(s.k[1] & 0xFFFF) << 16) |
-                            (static_cast<std::uint64_t>(s.k[2] & 0xFFFF) << 32) |
-                            (static_cast<std::uint64_t>(gap_bits(s.v[0], s.v4)) << 48);
-    return static_cast<std::int64_t>(u);
+    return static_cast<std::int64_t>(s.k[0]) | (static_cast<std::int64_t>(s.k[1]) << 16);
   }
 };
 
@@ -181,7 +174,7 @@ struct screen_stats {
   unsigned int w_sumsq_max;  ///< bits of max over k of sum_i w_ki^2 (fp32, each sum rounded up)
   unsigned int b_abs_max;    ///< bits of max over k of |b_k|
   unsigned int bad;          ///< nonzero: a w or b that is not finite, or |w| above the precision's limit
-  unsigned int pad;
+  unsigned int full;         ///< pixels pass 2 left to screen_full_kernel (the length of the list)
 };
 
 /// @brief One block per output channel k: ||w_k||_2^2 (rounded up), |b_k|, and the range checks, into
@@ -245,7 +238,8 @@ __host__ __device__ inline double screen_bound(double sumsq_x, double wsumsq_max
 }
 
 /// @brief Pass 2's arguments: the problem, the tensors (x, w, bias as the caller gave them), pass 1's
-/// packed outputs, the stats, the precision, |scale| and the outputs.
+/// packed outputs, the stats, the precision, |scale|, the list of pixels recomputed in full and the
+/// outputs.
 struct screen_params {
   conv2d_problem p;
   const float* x;
@@ -253,88 +247,161 @@ struct screen_params {
   const float* bias;               ///< or nullptr
   const float* gaps;               ///< pass 1's value output (N*P*Q)
   const std::int64_t* packed;      ///< pass 1's index output (N*P*Q)
-  const screen_stats* stats;       ///< screen_stats_kernel's result
+  screen_stats* stats;             ///< screen_stats_kernel's result; stats->full counts `full`
+  std::int64_t* full;              ///< N*P*Q entries: the pixels screen_full_kernel recomputes
   screen_precision precision;      ///< pass 1's operand precision
   double lip;                      ///< |scale| of the epilogue (inf or NaN: every channel recomputed)
   float* y;                        ///< N*P*Q, or nullptr
   std::int64_t* indices;           ///< N*P*Q, or nullptr
 };
 
-/// Channel k's value at output pixel (n, oh, ow) in exact fp32 FMA, in the SIMT kernel's order (GEMM_K
-/// index kk = (c * R + r) * S + s ascending, a padding tap an FMA with x = 0), then e(acc + b_k, k).
-template <class Epilogue>
-__device__ float screen_channel_value(const screen_params& a, std::int64_t n, std::int64_t h0, std::int64_t w0,
-                                     std::int64_t k, const Epilogue& epi) {
+/// x at (n, c, h, w), 0 in the padding.
+__device__ inline float screen_x(const screen_params& a, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
   const conv2d_problem& p = a.p;
-  const float* wk = a.w + k * p.C * p.R * p.S;
-  float acc = 0.0f;
-  for (std::int64_t c = 0; c < p.C; ++c)
-    for (std::int64_t r = 0; r < p.R; ++r) {
-      const std::int64_t h = h0 + r * p.dil_h;
-      for (std::int64_t s = 0; s < p.S; ++s) {
-        const std::int64_t ww = w0 + s * p.dil_w;
-        float xv = 0.0f;
-        if (h >= 0 && h < p.H && ww >= 0 && ww < p.W)
-          xv = p.x_layout == layout::nhwc ? a.x[((n * p.H + h) * p.W + ww) * p.C + c] : a.x[((n * p.C + c) * p.H + h) * p.W + ww];
-        acc = fmaf(xv, wk[(c * p.R + r) * p.S + s], acc);
-      }
-    }
-  const float b = a.bias ? a.bias[k] : 0.0f;
-  return apply_epilogue(epi, acc + b, static_cast<int>(k));
+  if (h < 0 || h >= p.H || w < 0 || w >= p.W) return 0.0f;
+  return p.x_layout == layout::nhwc ? a.x[((n * p.H + h) * p.W + w) * p.C + c] : a.x[((n * p.C + c) * p.H + h) * p.W + w];
 }
 
-/// @brief Pass 2 (one thread per output pixel, groups 1): the bound, the exact recompute of the
-/// candidates (or of every channel), and Op's result (min, max, argmin or argmax: PyTorch's NaN, tie and
-/// +-0 rules, as every kernel) into y and indices.
+/// Threads and output pixels per thread of screen_recompute_kernel: a block stages the whole filter once
+/// per 1024 pixels (slice by slice), about as many bytes per pixel as x itself.
+inline constexpr int screen_threads = 256, screen_pixels_per_thread = 4;
+
+/// Shared memory of screen_recompute_kernel for `cc` input channels per slice: K rows of cc * R * S
+/// weights, each row padded to an odd number of words (rows of different channels in different banks).
+inline std::size_t screen_slice_bytes(const conv2d_problem& p, std::int64_t cc) {
+  return static_cast<std::size_t>(p.K * ((cc * p.R * p.S) | 1)) * sizeof(float);
+}
+
+/// @brief Pass 2 (groups 1; screen_threads threads, screen_pixels_per_thread output pixels each, thread t
+/// of block b taking pixels (b * 4 + i) * 256 + t; dynamic shared memory screen_slice_bytes(p, cc)): over
+/// slices of cc input channels, staged in shared memory for all K channels, ||x_patch||^2 and the dot
+/// products of each pixel's two kept channels in exact fp32 FMA in the SIMT kernel's order (GEMM_K index
+/// kk = (c * R + r) * S + s ascending, a padding tap an FMA with x = 0); then the bound E (screen_bound),
+/// and Op's result over channel 1 and, when its gap is <= 2E, channel 2. A pixel whose 3rd best lies
+/// within 2E, or whose bound is not finite (a NaN, inf or huge value, x or w outside the pass-1
+/// precision's range), goes to the list for screen_full_kernel.
 template <class Op, class Epilogue>
-__global__ void screen_recompute_kernel(screen_params a, Op op, Epilogue epi) {
+__global__ void __launch_bounds__(screen_threads) screen_recompute_kernel(screen_params a, Op op, Epilogue epi, int cc) {
+  constexpr int T = screen_threads, PPT = screen_pixels_per_thread;
+  extern __shared__ float ws[];
   const conv2d_problem& p = a.p;
-  const std::int64_t P = p.P(), Q = p.Q(), M = p.N * P * Q, L = p.C * p.R * p.S;
-  const float wsq = __uint_as_float(a.stats->w_sumsq_max), bmax = __uint_as_float(a.stats->b_abs_max);
-  const bool stats_ok = a.stats->bad == 0;
-  for (std::int64_t m = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; m < M;
-       m += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t n = m / (P * Q), pq = m % (P * Q), h0 = (pq / Q) * p.stride_h - p.pad_h,
-                       w0 = (pq % Q) * p.stride_w - p.pad_w;
-    // ||x_patch||^2 and the range check (a NaN or inf makes the sum NaN or inf)
-    float sumsq = 0.0f, xmax = 0.0f;
-    for (std::int64_t c = 0; c < p.C; ++c)
-      for (std::int64_t r = 0; r < p.R; ++r) {
-        const std::int64_t h = h0 + r * p.dil_h;
-        if (h < 0 || h >= p.H) continue;
-        for (std::int64_t s = 0; s < p.S; ++s) {
-          const std::int64_t ww = w0 + s * p.dil_w;
-          if (ww < 0 || ww >= p.W) continue;
-          const float xv =
-              p.x_layout == layout::nhwc ? a.x[((n * p.H + h) * p.W + ww) * p.C + c] : a.x[((n * p.C + c) * p.H + h) * p.W + ww];
-          sumsq = fmaf(xv, xv, sumsq);
-          xmax = fmaxf(xmax, fabsf(xv));
+  const std::int64_t P = p.P(), Q = p.Q(), M = p.N * P * Q, RS = p.R * p.S, L = p.C * RS;
+  const std::int64_t row = (cc * RS) | 1;
+  // x of pixel i's image, and the element strides of c, h and w in x's layout
+  const std::int64_t cs = p.x_layout == layout::nhwc ? 1 : p.H * p.W, hs = p.x_layout == layout::nhwc ? p.W * p.C : p.W,
+                     wstr = p.x_layout == layout::nhwc ? p.C : 1;
+  const int H = static_cast<int>(p.H), W = static_cast<int>(p.W), R = static_cast<int>(p.R), S = static_cast<int>(p.S);
+  const int dh = static_cast<int>(p.dil_h), dw = static_cast<int>(p.dil_w);
+  std::int64_t m[PPT];
+  const float* xi[PPT];
+  int h0[PPT], w0[PPT];
+  std::int32_t k1[PPT], k2[PPT], r1[PPT], r2[PPT];
+  float sumsq[PPT], acc1[PPT], acc2[PPT];
+#pragma unroll
+  for (int i = 0; i < PPT; ++i) {
+    m[i] = (blockIdx.x * std::int64_t{PPT} + i) * T + threadIdx.x;
+    xi[i] = a.x, h0[i] = w0[i] = 0, k1[i] = k2[i] = screen_empty;
+    sumsq[i] = acc1[i] = acc2[i] = 0.0f;
+    if (m[i] < M) {
+      const std::int64_t pq = m[i] % (P * Q), n = m[i] / (P * Q);
+      xi[i] = a.x + n * p.C * p.H * p.W;
+      h0[i] = static_cast<int>((pq / Q) * p.stride_h - p.pad_h), w0[i] = static_cast<int>((pq % Q) * p.stride_w - p.pad_w);
+      const std::uint64_t packed = static_cast<std::uint64_t>(a.packed[m[i]]);
+      k1[i] = static_cast<std::int32_t>(packed & 0xFFFF), k2[i] = static_cast<std::int32_t>((packed >> 16) & 0xFFFF);
+    }
+    r1[i] = (k1[i] < p.K ? k1[i] : 0) * static_cast<std::int32_t>(row);  // an empty slot reads row 0
+    r2[i] = (k2[i] < p.K ? k2[i] : 0) * static_cast<std::int32_t>(row);
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (std::int64_t c0 = 0; c0 < p.C; c0 += cc) {
+    const int cn = static_cast<int>(p.C - c0 < cc ? p.C - c0 : cc), len = cn * R * S;
+    __syncthreads();  // the previous slice is consumed
+    for (std::int64_t k = warp; k < p.K; k += T / 32)  // a warp per filter row: coalesced
+      for (int e = lane; e < len; e += 32) ws[k * row + e] = a.w[k * L + c0 * RS + e];
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < PPT; ++i) {
+      if (m[i] >= M) continue;
+      const float* w1 = ws + r1[i];
+      const float* w2 = ws + r2[i];
+      int j = 0;
+      for (int c = 0; c < cn; ++c) {
+        const float* xc = xi[i] + (c0 + c) * cs;
+        for (int r = 0; r < R; ++r) {
+          const int h = h0[i] + r * dh;
+          const bool hin = h >= 0 && h < H;
+          const float* xr = xc + static_cast<std::int64_t>(hin ? h : 0) * hs;
+          for (int t = 0; t < S; ++t, ++j) {
+            const int w = w0[i] + t * dw;
+            const float xv = hin && w >= 0 && w < W ? xr[static_cast<std::int64_t>(w) * wstr] : 0.0f;
+            sumsq[i] = fmaf(xv, xv, sumsq[i]);
+            acc1[i] = fmaf(xv, w1[j], acc1[i]);
+            acc2[i] = fmaf(xv, w2[j], acc2[i]);
+          }
         }
       }
-    double E = INFINITY;
-    if (stats_ok && sumsq <= 3.0e38f && xmax <= a.precision.limit)
-      E = screen_bound(sumsq, wsq, bmax, a.lip, L, a.precision);
-    const std::uint64_t packed = static_cast<std::uint64_t>(a.packed[m]);
-    const std::uint32_t gbits = __float_as_uint(a.gaps[m]);
-    const float gap2 = __uint_as_float((gbits & 0xFFFFu) << 16), gap3 = __uint_as_float(gbits & 0xFFFF0000u),
-                gap4 = __uint_as_float(static_cast<std::uint32_t>(packed >> 48) << 16);
-    const std::int32_t k1 = packed & 0xFFFF, k2 = (packed >> 16) & 0xFFFF, k3 = (packed >> 32) & 0xFFFF;
-    const double E2 = 2.0 * E;
-    typename Op::template accum_t<float> st = Op::template identity<float>();
-    const bool screened = E2 < 1.0e30 && k1 < p.K && static_cast<double>(gap4) > E2;
-    if (screened) {
-      st = Op::template make<float>(screen_channel_value(a, n, h0, w0, k1, epi), k1);
-      if (k2 < p.K && !(static_cast<double>(gap2) > E2))
-        st = op(st, Op::template make<float>(screen_channel_value(a, n, h0, w0, k2, epi), k2));
-      if (k3 < p.K && !(static_cast<double>(gap3) > E2))
-        st = op(st, Op::template make<float>(screen_channel_value(a, n, h0, w0, k3, epi), k3));
-    } else {
-      for (std::int64_t k = 0; k < p.K; ++k)
-        st = op(st, Op::template make<float>(screen_channel_value(a, n, h0, w0, k, epi), static_cast<int>(k)));
     }
-    if (a.y) a.y[m] = Op::template value<float>(st, p.K);
+  }
+  const bool stats_ok = a.stats->bad == 0;
+  const float wsq = __uint_as_float(a.stats->w_sumsq_max), bmax = __uint_as_float(a.stats->b_abs_max);
+#pragma unroll
+  for (int i = 0; i < PPT; ++i) {
+    if (m[i] >= M) continue;
+    const std::uint32_t gbits = __float_as_uint(a.gaps[m[i]]);
+    const float gap2 = __uint_as_float((gbits & 0xFFFFu) << 16), gap3 = __uint_as_float(gbits & 0xFFFF0000u);
+    double E = INFINITY;
+    // max |x| <= ||x_patch||_2 (half the squared limit leaves room for the fp32 sum's rounding): the range
+    // check of the pass-1 precision
+    if (stats_ok && static_cast<double>(sumsq[i]) <= 0.5 * a.precision.limit * a.precision.limit)
+      E = screen_bound(sumsq[i], wsq, bmax, a.lip, L, a.precision);
+    const double E2 = 2.0 * E;
+    if (!(E2 < 1.0e30 && k1[i] < p.K && static_cast<double>(gap3) > E2)) {
+      a.full[atomicAdd(&a.stats->full, 1u)] = m[i];
+      continue;
+    }
+    auto value = [&](float acc, std::int32_t k) { return apply_epilogue(epi, acc + (a.bias ? a.bias[k] : 0.0f), k); };
+    typename Op::template accum_t<float> st = Op::template make<float>(value(acc1[i], k1[i]), k1[i]);
+    if (k2[i] < p.K && !(static_cast<double>(gap2) > E2))
+      st = op(st, Op::template make<float>(value(acc2[i], k2[i]), k2[i]));
+    if (a.y) a.y[m[i]] = Op::template value<float>(st, p.K);
     if constexpr (Op::has_index) {
-      if (a.indices) a.indices[m] = Op::template index<float>(st);
+      if (a.indices) a.indices[m[i]] = Op::template index<float>(st);
+    }
+  }
+}
+
+/// @brief Pass 2's full recompute (groups 1; warps of 32 threads, any grid): one warp per listed pixel,
+/// lane l computing channels l, l + 32, ... in exact fp32 FMA (the SIMT kernel's order), then Op over all
+/// K channels (cub::WarpReduce) into y and indices.
+template <class Op, class Epilogue, int Threads>
+__global__ void __launch_bounds__(Threads) screen_full_kernel(screen_params a, Op op, Epilogue epi) {
+  using state_t = typename Op::template accum_t<float>;
+  using reduce_t = cub::WarpReduce<state_t>;
+  __shared__ typename reduce_t::TempStorage temp[Threads / 32];
+  const conv2d_problem& p = a.p;
+  const std::int64_t P = p.P(), Q = p.Q(), L = p.C * p.R * p.S, count = a.stats->full;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (std::int64_t i = blockIdx.x * std::int64_t{Threads / 32} + warp; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * (Threads / 32)) {
+    const std::int64_t m = a.full[i], pq = m % (P * Q), n = m / (P * Q);
+    const std::int64_t h0 = (pq / Q) * p.stride_h - p.pad_h, w0 = (pq % Q) * p.stride_w - p.pad_w;
+    state_t st = Op::template identity<float>();
+    for (std::int64_t k = lane; k < p.K; k += 32) {
+      const float* wk = a.w + k * L;
+      float acc = 0.0f;
+      for (std::int64_t c = 0; c < p.C; ++c)
+        for (std::int64_t r = 0; r < p.R; ++r)
+          for (std::int64_t t = 0; t < p.S; ++t)
+            acc = fmaf(screen_x(a, n, c, h0 + r * p.dil_h, w0 + t * p.dil_w), wk[(c * p.R + r) * p.S + t], acc);
+      const float b = a.bias ? a.bias[k] : 0.0f;
+      st = op(st, Op::template make<float>(apply_epilogue(epi, acc + b, static_cast<int>(k)), static_cast<int>(k)));
+    }
+    st = reduce_t(temp[warp]).Reduce(st, op);
+    if (lane == 0) {
+      if (a.y) a.y[m] = Op::template value<float>(st, p.K);
+      if constexpr (Op::has_index) {
+        if (a.indices) a.indices[m] = Op::template index<float>(st);
+      }
     }
   }
 }

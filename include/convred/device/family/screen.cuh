@@ -67,10 +67,11 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
   static constexpr bool report_rejection = false;
 
   /// Bytes after pass 1's own workspace: its value and index outputs (4 + 8 bytes per output pixel), the
-  /// statistics, 16-byte alignment.
+  /// list of pixels recomputed in full (8 bytes per output pixel), the statistics, 16-byte alignment.
   static std::size_t extra_bytes(const conv2d_problem& p) {
     const std::size_t M = static_cast<std::size_t>(p.gemm_m());
-    return 16 + round16(M * sizeof(float)) + round16(M * sizeof(std::int64_t)) + round16(sizeof(kernel::screen_stats)) + 16;
+    return 16 + round16(M * sizeof(float)) + 2 * round16(M * sizeof(std::int64_t)) + round16(sizeof(kernel::screen_stats)) +
+           16;
   }
 
   /// pass 1's family is available
@@ -81,6 +82,7 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
     if (p.groups != 1) return "groups != 1";
     if (p.K > kernel::screen_max_channels) return "K above 65535";
     if (p.gemm_k() > kernel::screen_max_gemm_k) return "GEMM_K above 2^20";
+    if (slice_channels(p) == 0) return "K * R * S above pass 2's filter slices (96 KB of shared memory)";
     return inner::can_implement(p, dev, o);
   }
   /// pass 1's configuration, with the workspace grown by extra_bytes and its time estimate plus pass 2's.
@@ -134,7 +136,8 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
       }
       float* gaps = reinterpret_cast<float*>(mine);
       auto* packed = reinterpret_cast<std::int64_t*>(mine + round16(static_cast<std::size_t>(M) * sizeof(float)));
-      auto* stats = reinterpret_cast<kernel::screen_stats*>(packed + M);
+      auto* full = packed + M;
+      auto* stats = reinterpret_cast<kernel::screen_stats*>(full + M);
       ia.y = gaps, ia.indices = packed;
       if (status s = inner::launch(p, ic, ia, kernel::screen_op<dir == 2>{}, epi, stream); s != status::success) return s;
       if (cudaMemsetAsync(stats, 0, sizeof(kernel::screen_stats), stream) != cudaSuccess) return status::cuda_error;
@@ -142,15 +145,34 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
       kernel::screen_stats_kernel<256><<<static_cast<unsigned>(p.K), 256, 0, stream>>>(
           a.w, a.bias, p.gemm_k(), static_cast<float>(pr.limit), stats);
       const double lip = detail::screen_lipschitz(epi);
-      kernel::screen_params sp{p, a.x, a.w, a.bias, gaps, packed, stats, pr, std::isfinite(lip) ? lip : INFINITY,
-                               a.y, a.indices};
-      const std::int64_t blocks = std::min<std::int64_t>((M + 127) / 128, std::int64_t{1} << 20);
-      kernel::screen_recompute_kernel<<<static_cast<unsigned>(blocks), 128, 0, stream>>>(sp, op, epi);
+      const kernel::screen_params sp{p,    a.x, a.w, a.bias, gaps, packed, stats, full, pr, std::isfinite(lip) ? lip : INFINITY,
+                                     a.y, a.indices};
+      const int cc = slice_channels(p);
+      const std::size_t smem = kernel::screen_slice_bytes(p, cc);
+      auto recompute = kernel::screen_recompute_kernel<Op, Epilogue>;
+      if (smem > 48 * 1024 &&
+          cudaFuncSetAttribute(recompute, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) != cudaSuccess)
+        return status::cuda_error;
+      const std::int64_t per_block = std::int64_t{kernel::screen_threads} * kernel::screen_pixels_per_thread;
+      recompute<<<static_cast<unsigned>((M + per_block - 1) / per_block), kernel::screen_threads, smem, stream>>>(sp, op,
+                                                                                                                  epi, cc);
+      int device = 0, sms = 0;
+      if (cudaGetDevice(&device) != cudaSuccess ||
+          cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+        return status::cuda_error;
+      kernel::screen_full_kernel<Op, Epilogue, 256><<<static_cast<unsigned>(sms * 8), 256, 0, stream>>>(sp, op, epi);
       return cudaGetLastError() == cudaSuccess ? status::success : status::cuda_error;
     }
   }
 
  private:
+  /// Input channels per filter slice of pass 2: the most whose slice fits 24 KB of shared memory (blocks
+  /// of 256 threads, several per SM), else 1 if its slice fits 96 KB, else 0 (not served).
+  static int slice_channels(const conv2d_problem& p) {
+    std::int64_t cc = 1;
+    while (cc < p.C && kernel::screen_slice_bytes(p, cc + 1) <= 24 * 1024) ++cc;
+    return kernel::screen_slice_bytes(p, cc) <= 96 * 1024 ? static_cast<int>(cc) : 0;
+  }
   static std::size_t round16(std::size_t b) { return (b + 15) / 16 * 16; }
   template <class Ptr>
   static unsigned char* align16(Ptr* q) {
@@ -163,13 +185,13 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
     ic.workspace_bytes = c.workspace_bytes - extra_bytes(p);
     return ic;
   }
-  /// Pass 2's time model: x read once from memory for the patch norms (the taps again from cache), and
-  /// about 2.2 channels' dot products per pixel at the fp32 FMA rate.
+  /// Pass 2's time model: x read once from memory, and two dot products per pixel with the filter read
+  /// from shared memory (one 4-byte load per FMA: the shared-memory bandwidth, 128 bytes per clock and SM).
   static double recompute_seconds(const conv2d_problem& p, const device_info& dev) {
     const double M = static_cast<double>(p.gemm_m()), L = static_cast<double>(p.gemm_k());
     const double bytes = static_cast<double>(p.x_elements()) * sizeof(float) + M * 16.0;
     const double sms = dev.sm_count > 0 ? dev.sm_count : 132;
-    return bytes / 3.0e12 + M * L * 2.2 / (sms * 128.0 * 1.7e9);
+    return bytes / 3.0e12 + M * L * 2.0 / (sms * 32.0 * 1.7e9);
   }
 };
 
