@@ -162,17 +162,21 @@ TEST_CASE("screen: min, max, argmin, argmax equal the SIMT kernel's results bit 
       base(),                                         // N=2, C=7, 11x13, K=33, 3x3, padding 1
       make_problem(1, 64, 20, 24, 128, 3, 3),         // the seed's layer, small
       make_problem(2, 16, 9, 10, 1, 3, 3, 1, 1),      // K = 1
+      make_problem(2, 16, 9, 10, 2, 3, 3, 1, 1),      // K = 2
       make_problem(2, 16, 9, 10, 3, 3, 3, 1, 1),      // K = 3
       make_problem(1, 32, 12, 14, 130, 3, 3, 1, 1),   // two channel passes
       make_problem(2, 24, 17, 15, 40, 3, 3, 1, 1, 2, 2),  // stride 2
       make_problem(3, 48, 8, 8, 64, 1, 1),            // 1x1
       make_problem(1, 8, 23, 21, 20, 5, 5, 2, 2),     // 5x5
   };
-  enum class kind { random, integer, equal_filters, near_tie, nan_x, inf_w, nan_b, neg_inf_b, huge_x, fp16_overflow, tiny };
+  enum class kind {
+    random, integer, equal_filters, near_tie, nan_x, inf_w, nan_b, neg_inf_b, huge_x, fp16_overflow, tiny, neg_zero
+  };
   const kind kinds[] = {kind::random, kind::integer, kind::equal_filters, kind::near_tie, kind::nan_x, kind::inf_w,
-                        kind::nan_b, kind::neg_inf_b, kind::huge_x, kind::fp16_overflow, kind::tiny};
+                        kind::nan_b, kind::neg_inf_b, kind::huge_x, kind::fp16_overflow, kind::tiny, kind::neg_zero};
   const char* names[] = {"random", "integer", "equal filters", "near tie", "NaN in x", "inf in w",
-                         "NaN in b", "-inf in b", "huge x", "x above fp16's range", "tiny"};
+                         "NaN in b", "-inf in b", "huge x", "x above fp16's range", "tiny",
+                         "products underflowing to -0, bias -0"};
   int runs = 0;
   std::uint64_t seed = 777;
   for (const conv2d_problem& p : shapes) {
@@ -207,6 +211,11 @@ TEST_CASE("screen: min, max, argmin, argmax equal the SIMT kernel's results bit 
         case kind::fp16_overflow: d.x[d.x.size() / 4] = 70000.0f; break;
         case kind::tiny:
           for (float& v : d.x) v *= 1e-30f;
+          break;
+        case kind::neg_zero:  // every conv output -0 (the SIMT kernel's padded last slice makes it +0)
+          std::fill(d.x.begin(), d.x.end(), 1e-30f);
+          std::fill(d.w.begin(), d.w.end(), -1e-20f);
+          std::fill(d.b.begin(), d.b.end(), -0.0f);
           break;
         default: break;
       }
@@ -252,6 +261,44 @@ TEST_CASE("screen: min, max, argmin, argmax equal the SIMT kernel's results bit 
   CHECK(test::to_host(dx) == d.x);
   CHECK(test::to_host(dw) == d.w);
   CHECK(test::to_host(db) == d.b);
+  // scale 0, NaN and -inf (every pixel recomputed in full), and a plan bound to a separate scratch
+  for (float sc : {0.0f, std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+    CAPTURE(sc);
+    const std::size_t ny = static_cast<std::size_t>(p.y_elements());
+    thrust::device_vector<float> y1(ny), y2(ny);
+    thrust::device_vector<std::int64_t> i1(ny), i2(ny);
+    REQUIRE(plan.run(craw(dx), craw(db), raw(y1), raw(i1), op::argmax{}, epi::scale<float>{sc}) == status::success);
+    REQUIRE(convred::device::conv2d_reduce<simt_policy>(p, craw(dx), craw(dw), craw(db), raw(y2), raw(i2), op::argmax{},
+                                                        epi::scale<float>{sc}) == status::success);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    CHECK(bytes_equal(test::to_host(y1), test::to_host(y2)));
+    CHECK(test::to_host(i1) == test::to_host(i2));
+  }
+  {
+    thrust::device_vector<unsigned char> ws(plan.workspace_bytes() + 16), scratch(plan.scratch_bytes() + 16);
+    screen_plan owner(p), borrower(p);
+    REQUIRE(owner.prepare(craw(dw), raw(ws), ws.size()) == status::success);
+    REQUIRE(borrower.bind(craw(dw), raw(ws), owner.prepared_bytes(), raw(scratch), scratch.size()) == status::success);
+    const std::size_t ny = static_cast<std::size_t>(p.y_elements());
+    thrust::device_vector<float> y1(ny), y2(ny);
+    thrust::device_vector<std::int64_t> i1(ny), i2(ny);
+    REQUIRE(borrower.run(craw(dx), craw(db), raw(y1), raw(i1), op::argmin{}, epi::scale<float>{2.0f}) == status::success);
+    REQUIRE(convred::device::conv2d_reduce<simt_policy>(p, craw(dx), craw(dw), craw(db), raw(y2), raw(i2), op::argmin{},
+                                                        epi::scale<float>{2.0f}) == status::success);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    CHECK(bytes_equal(test::to_host(y1), test::to_host(y2)));
+    CHECK(test::to_host(i1) == test::to_host(i2));
+  }
+  // the entry points' argument checks; N = 0 does nothing
+  thrust::device_vector<std::int64_t> idx(static_cast<std::size_t>(p.y_elements()));
+  CHECK(plan.run(craw(dx), craw(db), raw(y), raw(idx), op::min{}, epi::identity{}) == status::indices_not_supported);
+  CHECK(plan.run(craw(dx), craw(db), nullptr, nullptr, op::argmin{}, epi::identity{}) == status::null_pointer);
+  CHECK(plan.run(nullptr, craw(db), raw(y), nullptr, op::min{}, epi::identity{}) == status::null_pointer);
+  conv2d_problem empty = p;
+  empty.N = 0;
+  screen_plan none(empty);
+  REQUIRE(none.prepare(craw(dw)) == status::success);
+  CHECK(none.run(craw(dx), craw(db), raw(y), nullptr, op::min{}, epi::identity{}) == status::success);
   MESSAGE(runs << " screened runs compared with the SIMT kernel");
 }
 

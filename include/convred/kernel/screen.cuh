@@ -15,7 +15,7 @@
 ///   bound is not finite (a NaN, inf or huge value in x, w, b or the scale, or x or w outside the pass-1
 ///   precision's range), screen_full_kernel computes y32 of every channel. Any channel left out has y32
 ///   strictly worse than the result, so the output equals the reduction of y32 over all K channels, bit
-///   for bit: the SIMT kernel's result (math::ieee) for the same Op and epilogue.
+///   for bit: the unsplit SIMT kernel's result (math::ieee's fused kernel) for the same Op and epilogue.
 ///
 /// Maths: the bound is the standard forward error analysis of a dot product (Higham, "Accuracy and
 /// Stability of Numerical Algorithms", 2nd ed., 2002, sec. 3.1, gamma_n = n u / (1 - n u)) with the
@@ -156,7 +156,9 @@ struct screen_op {
 /// @brief Operand rounding of a pass-1 precision: unit roundoff u, the largest error of a subnormal
 /// (half its spacing) eta, and the largest |value| that converts without overflow.
 struct screen_precision {
-  double u = 0, eta = 0, limit = 0;
+  double u = 0;      ///< unit roundoff (2^-11 for fp16 and tf32, 2^-8 for bf16)
+  double eta = 0;    ///< largest rounding error of a subnormal: half the subnormal spacing
+  double limit = 0;  ///< largest |value| that converts without overflow
 };
 
 /// The pass-1 precision of a tensor-core math (tf32: sm_90's cvt.rna keeps fp32's exponent range; fp16:
@@ -174,7 +176,8 @@ struct screen_stats {
   unsigned int w_sumsq_max;  ///< bits of max over k of sum_i w_ki^2 (fp32, each sum rounded up)
   unsigned int b_abs_max;    ///< bits of max over k of |b_k|
   unsigned int bad;          ///< nonzero: a w or b that is not finite, or |w| above the precision's limit
-  unsigned int full;         ///< pixels pass 2 left to screen_full_kernel (the length of the list)
+  unsigned int pad;          ///< (alignment of `full`)
+  unsigned long long full;   ///< pixels pass 2 left to screen_full_kernel (the length of the list)
 };
 
 /// @brief One block per output channel k: ||w_k||_2^2 (rounded up), |b_k|, and the range checks, into
@@ -218,7 +221,8 @@ __global__ void __launch_bounds__(Threads)
 ///   tensor-core accumulation   2 gamma_{L+1}(2^-23) (St + B)        (B = max_k |b_k|)
 ///   fp32 FMA of y32            gamma_{L+1}(2^-24) (S + B)
 ///   bias add and scale, both   2^-21 (St + B)
-///   E = lip * (sum of the four) * (1 + 2^-20),   lip = |scale|
+///   E = lip * (sum of the four) * (1 + 2^-20) + 2^-147,   lip = |scale| (2^-147: four roundings of a
+///   subnormal result, absolute)
 /// `sumsq_x`: sum of x_patch^2 in fp32 (rounded to nearest; inflated here by gamma_L(2^-24));
 /// `wsumsq_max`: max_k ||w_k||^2 rounded up. Returns +inf when an input is not finite or L is too large.
 __host__ __device__ inline double screen_bound(double sumsq_x, double wsumsq_max, double b_abs_max, double lip,
@@ -233,7 +237,8 @@ __host__ __device__ inline double screen_bound(double sumsq_x, double wsumsq_max
   const double St = (1.0 + u) * (1.0 + u) * S + sub, B = b_abs_max;
   const double e = (2.0 * u + u * u) * S + sub + 2.0 * gamma(Ld + 1.0, 0x1p-23) * (St + B) +
                    gamma(Ld + 1.0, 0x1p-24) * (S + B) + 0x1p-21 * (St + B);
-  const double E = lip * e * (1.0 + 0x1p-20);
+  // + 2^-147: the roundings of the bias add and the scale are absolute (<= 2^-150 each) for subnormal results
+  const double E = lip * e * (1.0 + 0x1p-20) + 0x1p-147;
   return E == E ? E : INFINITY;
 }
 
@@ -241,10 +246,10 @@ __host__ __device__ inline double screen_bound(double sumsq_x, double wsumsq_max
 /// packed outputs, the stats, the precision, |scale|, the list of pixels recomputed in full and the
 /// outputs.
 struct screen_params {
-  conv2d_problem p;
-  const float* x;
-  const float* w;
-  const float* bias;               ///< or nullptr
+  conv2d_problem p;                ///< the problem (groups 1)
+  const float* x;                  ///< (N, C, H, W) in p.x_layout
+  const float* w;                  ///< KCRS
+  const float* bias;               ///< K elements, or nullptr
   const float* gaps;               ///< pass 1's value output (N*P*Q)
   const std::int64_t* packed;      ///< pass 1's index output (N*P*Q)
   screen_stats* stats;             ///< screen_stats_kernel's result; stats->full counts `full`
@@ -262,9 +267,18 @@ __device__ inline float screen_x(const screen_params& a, std::int64_t n, std::in
   return p.x_layout == layout::nhwc ? a.x[((n * p.H + h) * p.W + w) * p.C + c] : a.x[((n * p.C + c) * p.H + h) * p.W + w];
 }
 
+/// The SIMT kernel's last GEMM_K slice is padded with FMAs of 0 x 0 when GEMM_K is not a multiple of its
+/// slice (default_simt_policy<float>::block_k): they turn an accumulator of -0 into +0. Pass 2 does the
+/// same, so that its values equal the SIMT kernel's bit for bit, the sign of a zero included.
+__device__ inline float screen_simt_tail(float acc, std::int64_t L) {
+  return L % default_simt_policy<float>::type::block_k != 0 ? acc + 0.0f : acc;
+}
+
 /// Threads and output pixels per thread of screen_recompute_kernel: a block stages the whole filter once
 /// per 1024 pixels (slice by slice), about as many bytes per pixel as x itself.
-inline constexpr int screen_threads = 256, screen_pixels_per_thread = 4;
+inline constexpr int screen_threads = 256;
+/// Output pixels per thread of screen_recompute_kernel (see screen_threads).
+inline constexpr int screen_pixels_per_thread = 4;
 
 /// Shared memory of screen_recompute_kernel for `cc` input channels per slice: K rows of cc * R * S
 /// weights, each row padded to an odd number of words (rows of different channels in different banks).
@@ -356,10 +370,12 @@ __global__ void __launch_bounds__(screen_threads) screen_recompute_kernel(screen
       E = screen_bound(sumsq[i], wsq, bmax, a.lip, L, a.precision);
     const double E2 = 2.0 * E;
     if (!(E2 < 1.0e30 && k1[i] < p.K && static_cast<double>(gap3) > E2)) {
-      a.full[atomicAdd(&a.stats->full, 1u)] = m[i];
+      a.full[atomicAdd(&a.stats->full, 1ull)] = m[i];
       continue;
     }
-    auto value = [&](float acc, std::int32_t k) { return apply_epilogue(epi, acc + (a.bias ? a.bias[k] : 0.0f), k); };
+    auto value = [&](float acc, std::int32_t k) {
+      return apply_epilogue(epi, screen_simt_tail(acc, L) + (a.bias ? a.bias[k] : 0.0f), k);
+    };
     typename Op::template accum_t<float> st = Op::template make<float>(value(acc1[i], k1[i]), k1[i]);
     if (k2[i] < p.K && !(static_cast<double>(gap2) > E2))
       st = op(st, Op::template make<float>(value(acc2[i], k2[i]), k2[i]));
@@ -379,7 +395,7 @@ __global__ void __launch_bounds__(Threads) screen_full_kernel(screen_params a, O
   using reduce_t = cub::WarpReduce<state_t>;
   __shared__ typename reduce_t::TempStorage temp[Threads / 32];
   const conv2d_problem& p = a.p;
-  const std::int64_t P = p.P(), Q = p.Q(), L = p.C * p.R * p.S, count = a.stats->full;
+  const std::int64_t P = p.P(), Q = p.Q(), L = p.C * p.R * p.S, count = static_cast<std::int64_t>(a.stats->full);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (std::int64_t i = blockIdx.x * std::int64_t{Threads / 32} + warp; i < count;
        i += static_cast<std::int64_t>(gridDim.x) * (Threads / 32)) {
@@ -394,9 +410,11 @@ __global__ void __launch_bounds__(Threads) screen_full_kernel(screen_params a, O
           for (std::int64_t t = 0; t < p.S; ++t)
             acc = fmaf(screen_x(a, n, c, h0 + r * p.dil_h, w0 + t * p.dil_w), wk[(c * p.R + r) * p.S + t], acc);
       const float b = a.bias ? a.bias[k] : 0.0f;
-      st = op(st, Op::template make<float>(apply_epilogue(epi, acc + b, static_cast<int>(k)), static_cast<int>(k)));
+      st = op(st, Op::template make<float>(apply_epilogue(epi, screen_simt_tail(acc, L) + b, static_cast<int>(k)),
+                                           static_cast<int>(k)));
     }
     st = reduce_t(temp[warp]).Reduce(st, op);
+    __syncwarp();  // temp[warp] is reused by the next pixel (CUB's rule for WarpReduce storage)
     if (lane == 0) {
       if (a.y) a.y[m] = Op::template value<float>(st, p.K);
       if constexpr (Op::has_index) {

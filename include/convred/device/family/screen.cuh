@@ -1,7 +1,9 @@
 /// @file device/family/screen.cuh
 /// @brief The screening family (docs/screening.md, kernel/screen.cuh): min, max, argmin and argmax with
-/// the result of exact fp32 FMA (math::ieee's, bit for bit) from a 16-bit tensor-core pass and an exact
-/// recompute of the few channels its certified error bound cannot rule out.
+/// the result of exact fp32 FMA (the unsplit SIMT kernel's, math::ieee's fused kernel, bit for bit) from a
+/// 16-bit tensor-core pass and an exact recompute of the few channels its certified error bound cannot
+/// rule out. Every run writes the plan's scratch (pass 1's outputs): runs of one plan on different streams
+/// must not overlap in time, unless each binds its own scratch (conv2d_reduce_plan::bind).
 ///
 /// Not in the default family list yet: a plan takes it when a caller lists it first, e.g.
 /// `conv2d_reduce_plan<float, math::accurate, family_list<family::screen<float, math::accurate>,
@@ -21,6 +23,7 @@
 #include "../../kernel/screen.cuh"
 #include "../../problem.cuh"
 #include "../../status.cuh"
+#include "../common.cuh"
 #include "family.cuh"
 #include "wgmma.cuh"
 
@@ -54,8 +57,8 @@ double screen_lipschitz(const E& e) {
 
 /// @brief The screening family for float data under the plan's math Math (math::accurate: the results
 /// are math::ieee's). Pass 1 runs the wgmma family in InnerMath (fp16: unit roundoff 2^-11, like TF32's,
-/// at 16-bit speed); its scratch gets pass 1's packed per-pixel outputs (12 bytes per output pixel) and
-/// the per-run statistics of w and b after it.
+/// at 16-bit speed); its scratch gets pass 1's packed per-pixel outputs and pass 2's list (20 bytes per
+/// output pixel) and the per-run statistics of w and b after it.
 template <class T, class Math, class InnerMath = math::fp16>
 struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
   using inner = wgmma<T, InnerMath>;  ///< pass 1's family
@@ -98,7 +101,7 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
                               const std::string& passed_over) {
     return "screened: " + inner::describe(p, inner_config(p, c), dev, passed_over) +
            ", then an exact fp32 recompute of the channels its certified error bound cannot rule out (min, max, "
-           "argmin, argmax with the identity or scale epilogue: the results of math::ieee, bit for bit)";
+           "argmin, argmax with the identity or scale epilogue: the unsplit SIMT kernel's results, bit for bit)";
   }
   /// pass 1's
   static status runs_here(const plan_config& c) { return inner::runs_here(c); }
@@ -109,7 +112,10 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
   }
 
   /// Pass 1 (inner's launch with kernel::screen_op), the statistics of w and b, pass 2. invalid_argument
-  /// for an op other than min, max, argmin, argmax or an epilogue other than identity and scale.
+  /// for an op other than min, max, argmin, argmax or an epilogue other than identity and scale; the
+  /// entry points' checks of the caller's buffers first (indices_not_supported: indices for min or max;
+  /// null_pointer: x, w, or both y and indices null; misaligned_pointer; overlapping_buffers; cuda_error: an
+  /// error pending on entry).
   template <class Op, class Epilogue>
   static status launch(const conv2d_problem& p, const plan_config& c, const run_arguments<T>& a, Op op, Epilogue epi,
                        cudaStream_t stream) {
@@ -121,6 +127,16 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
     } else {
       const std::int64_t M = p.gemm_m();
       if (M == 0) return status::success;
+      if constexpr (!Op::has_index) {
+        if (a.indices) return status::indices_not_supported;
+      }
+      if (!a.x || !a.w || (!a.y && !a.indices)) return status::null_pointer;
+      if (status s = device::detail::pending_status(); s != status::success) return s;
+      const std::int64_t per_block = std::int64_t{kernel::screen_threads} * kernel::screen_pixels_per_thread;
+      const device::detail::buffer_arg bufs[] = {
+          device::detail::input(a.x, p.x_elements()), device::detail::input(a.w, p.w_elements()),
+          device::detail::input(a.bias, p.K), device::detail::output(a.y, M), device::detail::output(a.indices, M)};
+      if (status s = device::detail::check_buffers(bufs, (M + per_block - 1) / per_block); s != status::success) return s;
       const plan_config ic = inner_config(p, c);
       run_arguments<T> ia = a;
       unsigned char* mine;
@@ -153,7 +169,6 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
       if (smem > 48 * 1024 &&
           cudaFuncSetAttribute(recompute, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) != cudaSuccess)
         return status::cuda_error;
-      const std::int64_t per_block = std::int64_t{kernel::screen_threads} * kernel::screen_pixels_per_thread;
       recompute<<<static_cast<unsigned>((M + per_block - 1) / per_block), kernel::screen_threads, smem, stream>>>(sp, op,
                                                                                                                   epi, cc);
       int device = 0, sms = 0;
