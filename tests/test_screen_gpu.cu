@@ -63,6 +63,41 @@ float host_y32(const conv2d_problem& p, const host_data<float>& d, std::int64_t 
 
 }  // namespace
 
+TEST_CASE("screen: the planner takes the family where it serves, the next one where not (host)") {
+  const convred::device::device_info h200{9, 0, true, 132}, a100{8, 0, false, 108};
+  const conv2d_problem seed = make_problem(64, 64, 256, 256, 128, 3, 3);
+  screen_plan plan(seed, h200);
+  REQUIRE(plan.state() == status::success);
+  CHECK(plan.kernel() == kernel_kind::screen);
+  CHECK(plan.config().family == 0);
+  // pass 1's description, then what pass 2 does
+  conv2d_reduce_plan<float, math::fp16> fp16(seed, h200);
+  CHECK(plan.description().rfind("screened: " + fp16.description() + ", then an exact fp32 recompute", 0) == 0);
+  // pass 1's workspace (the fp16 packed filter) first, then 20 bytes per output pixel and the statistics
+  CHECK(plan.prepared_bytes() == fp16.prepared_bytes());
+  CHECK(plan.workspace_bytes() == (fp16.workspace_bytes() + 15) / 16 * 16 +
+                                      fam::screen<float, math::accurate>::extra_bytes(seed));
+  CHECK(plan.workspace_bytes() >= fp16.workspace_bytes() + 20 * static_cast<std::size_t>(seed.gemm_m()));
+  // where it does not serve: the SIMT family (the list's next), for a reason its can_implement names
+  const struct {
+    conv2d_problem p;
+    const char* why;
+  } refused[] = {
+      {make_problem(2, 8, 10, 10, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2), "groups != 1"},
+      {make_problem(1, 4, 8, 8, 70000, 1, 1), "K above 65535"},
+      {make_problem(1, 64, 16, 16, 4096, 3, 3, 1, 1), "K * R * S above pass 2's filter slices (96 KB of shared memory)"},
+  };
+  for (const auto& r : refused) {
+    CAPTURE(describe(r.p));
+    CHECK(std::string(fam::screen<float, math::accurate>::can_implement(r.p, h200, {})) == r.why);
+    screen_plan q(r.p, h200);
+    CHECK(q.kernel() == kernel_kind::simt);
+  }
+  // no sm_90a (pass 1's wgmma family is not available): the SIMT family
+  CHECK_FALSE(fam::screen<float, math::accurate>::available(a100));
+  CHECK(screen_plan(seed, a100).kernel() == kernel_kind::simt);
+}
+
 TEST_SUITE("gpu") {
 TEST_CASE("screen: fp16 tensor-core values lie within the certified bound of exact fp32 and float64") {
   require_gpu();
