@@ -43,21 +43,30 @@ bool screening_runs() {
   return dev.cc_major == 9 && dev.cc_minor == 0 && dev.wgmma_image;
 }
 
+/// Calls f(x, kk) for every tap of output pixel m in GEMM_K order (kk = (c * R + r) * S + s ascending),
+/// x = 0 on a padding tap.
+template <class F>
+void for_each_tap(const conv2d_problem& p, const host_data<float>& d, std::int64_t m, F&& f) {
+  const std::int64_t P = p.P(), Q = p.Q(), n = m / (P * Q), pq = m % (P * Q);
+  const std::int64_t h0 = (pq / Q) * p.stride_h - p.pad_h, w0 = (pq % Q) * p.stride_w - p.pad_w;
+  std::int64_t kk = 0;
+  for (std::int64_t c = 0; c < p.C; ++c)
+    for (std::int64_t r = 0; r < p.R; ++r)
+      for (std::int64_t t = 0; t < p.S; ++t, ++kk) {
+        const std::int64_t h = h0 + r * p.dil_h, w = w0 + t * p.dil_w;
+        const bool inside = h >= 0 && h < p.H && w >= 0 && w < p.W;
+        f(inside ? d.x[static_cast<std::size_t>(convred::reference::x_offset(p, n, c, h, w))] : 0.0f, kk);
+      }
+}
+
 /// y32 of channel k at pixel m on the host: fp32 FMA in the SIMT kernel's order, bias, then * s.
 float host_y32(const conv2d_problem& p, const host_data<float>& d, std::int64_t m, std::int64_t k, float s,
                bool bias) {
-  const std::int64_t P = p.P(), Q = p.Q(), n = m / (P * Q), pq = m % (P * Q);
-  const std::int64_t h0 = (pq / Q) * p.stride_h - p.pad_h, w0 = (pq % Q) * p.stride_w - p.pad_w;
   float acc = 0.0f;
-  for (std::int64_t c = 0; c < p.C; ++c)
-    for (std::int64_t r = 0; r < p.R; ++r)
-      for (std::int64_t t = 0; t < p.S; ++t) {
-        const std::int64_t h = h0 + r * p.dil_h, w = w0 + t * p.dil_w;
-        const float xv = (h >= 0 && h < p.H && w >= 0 && w < p.W)
-                             ? d.x[static_cast<std::size_t>(convred::reference::x_offset(p, n, c, h, w))]
-                             : 0.0f;
-        acc = std::fmaf(xv, d.w[static_cast<std::size_t>(((k * p.C + c) * p.R + r) * p.S + t)], acc);
-      }
+  const std::int64_t L = p.gemm_k();
+  for_each_tap(p, d, m, [&](float xv, std::int64_t kk) {
+    acc = std::fmaf(xv, d.w[static_cast<std::size_t>(k * L + kk)], acc);
+  });
   return (acc + (bias ? d.b[static_cast<std::size_t>(k)] : 0.0f)) * s;
 }
 
@@ -160,17 +169,9 @@ TEST_CASE("screen: fp16 tensor-core values lie within the certified bound of exa
       REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
       const auto yhat = test::to_host(yj);
       for (std::int64_t m = 0; m < M; ++m) {
-        const std::int64_t P = p.P(), Q = p.Q(), n = m / (P * Q), pq = m % (P * Q);
-        const std::int64_t h0 = (pq / Q) * p.stride_h - p.pad_h, w0 = (pq % Q) * p.stride_w - p.pad_w;
+        const std::int64_t n = m / (p.P() * p.Q()), pq = m % (p.P() * p.Q()), Q = p.Q();
         double sumsq = 0;
-        for (std::int64_t c = 0; c < p.C; ++c)
-          for (std::int64_t r = 0; r < p.R; ++r)
-            for (std::int64_t t = 0; t < p.S; ++t) {
-              const std::int64_t h = h0 + r * p.dil_h, w = w0 + t * p.dil_w;
-              if (h < 0 || h >= p.H || w < 0 || w >= p.W) continue;
-              const double xv = d.x[static_cast<std::size_t>(convred::reference::x_offset(p, n, c, h, w))];
-              sumsq += xv * xv;
-            }
+        for_each_tap(p, d, m, [&](float xv, std::int64_t) { sumsq += double(xv) * xv; });
         const double E = convred::kernel::screen_bound(sumsq, wsq, bmax, scale, L, pr);
         const double y32 = host_y32(p, d, m, j, scale, true);
         const double y64 = scale * convred::reference::conv2d_at(p, d.x.data(), d.w.data(), d.b.data(), n, j, pq / Q, pq % Q);

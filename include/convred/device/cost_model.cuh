@@ -88,4 +88,13 @@ inline constexpr double plan_tail_launch_seconds = 2e-6;
 /// family::direct::cost: for comparisons only (the H200's boost clock is ~1.98 GHz).
 inline constexpr double plan_direct_clock_hz = 1.5e9;
 
+// --- screening's pass 2 (family::screen) -------------------------------------------------------------
+
+/// Bytes per second at which pass 2 reads x once (the patch norms and the taps): memory bandwidth.
+inline constexpr double screen_x_bytes_per_s = 3.0e12;
+/// Filter loads per second and SM of pass 2: one 4-byte shared-memory load per FMA, 32 per clock (128
+/// bytes per clock and SM) at 1.7 GHz. A model, not fitted: the first build measured far slower (bench/NOTES.md,
+/// "Certified screening: the kernel path").
+inline constexpr double screen_filter_loads_per_sm = 32.0 * 1.7e9;
+
 }  // namespace convred::device

@@ -24,6 +24,7 @@
 #include "../../problem.cuh"
 #include "../../status.cuh"
 #include "../common.cuh"
+#include "../cost_model.cuh"
 #include "family.cuh"
 #include "wgmma.cuh"
 
@@ -206,7 +207,7 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
     const double M = static_cast<double>(p.gemm_m()), L = static_cast<double>(p.gemm_k());
     const double bytes = static_cast<double>(p.x_elements()) * sizeof(float) + M * 16.0;
     const double sms = dev.sm_count > 0 ? dev.sm_count : 132;
-    return bytes / 3.0e12 + M * L * 2.0 / (sms * 32.0 * 1.7e9);
+    return bytes / screen_x_bytes_per_s + M * L * 2.0 / (sms * screen_filter_loads_per_sm);
   }
 };
 
