@@ -1171,6 +1171,8 @@ def run_gpus(args, layers_path, layers):
     common = ["--layers-json", os.path.abspath(layers_path), "--seed", str(args.seed), "--iters", str(args.iters),
               "--warmup", str(args.warmup), "--max-row-s", str(args.max_row_s), "--mem-fraction",
               str(args.mem_fraction), "--device", args.device]
+    if args.classes:
+        common += ["--classes", args.classes]
     if args.sample:
         common += ["--sample", str(args.sample)]
     elif args.limit:
@@ -1239,6 +1241,8 @@ def main(argv=None):
                     help="where models that fail on the meta device run at batch 1 (auto: cuda if present, else cpu)")
     ap.add_argument("--collect-only", action="store_true", help="write out-dir/layers.json and stop (no GPU needed)")
     ap.add_argument("--layers-json", default=None, help="read the layer list from this file instead of collecting")
+    ap.add_argument("--classes", default="", help="comma list of classes (primary or tag, e.g. dilated,depthwise): "
+                    "only layers carrying one of them")
     ap.add_argument("--limit", type=int, default=0, help="only the first N layers in collection order")
     ap.add_argument("--sample", type=int, default=0, help="a class-stratified sample of N layers, run round-robin "
                     "over classes (N >= the layer count: all layers in that order)")
@@ -1348,6 +1352,10 @@ def main(argv=None):
     if args.gpus > 1:
         return run_gpus(args, args.layers_json or os.path.join(args.out_dir, "layers.json"), layers)
 
+    if args.classes:
+        wanted = {c.strip() for c in args.classes.split(",") if c.strip()}
+        layers = [L for L in layers if L.get("primary") in wanted or wanted & set(L.get("tags") or [])]
+        log("--classes %s: %d layers" % (",".join(sorted(wanted)), len(layers)))
     if args.sample:
         sel = stratified(layers, args.sample, args.seed)
         how = "a class-stratified sample of %d (seed %d)" % (len(sel), args.seed)

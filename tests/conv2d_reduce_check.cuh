@@ -199,6 +199,13 @@ struct is_packed_split_entry : std::false_type {};
 template <class Policy, class Options>
 struct is_packed_split_entry<packed_split_entry<Policy, Options>> : std::true_type {};
 
+/// True for a tag that launches itself like split_entry, `launch(p, x, w, bias, y, indices, op, epi)`,
+/// and says so with a `self_launching` member (a test file's tag, e.g. one running a plan).
+template <class Policy, class = void>
+struct self_launching : std::false_type {};
+template <class Policy>
+struct self_launching<Policy, std::void_t<typename Policy::self_launching>> : std::true_type {};
+
 /// True for policies of the packed-filter entry point (wgmma_policy: has `parts`).
 template <class Policy, class = void>
 struct uses_packed_filter : std::false_type {};
@@ -305,7 +312,7 @@ void check_fused(const std::string& name, const conv2d_problem& p, const host_da
   if constexpr (std::is_same_v<Policy, direct_entry>) {
     s = convred::device::conv2d_reduce_direct(p, craw(dx), craw(dw), dbias, raw(dy), Op::has_index ? raw(di) : nullptr,
                                               op, de);
-  } else if constexpr (is_split_entry<Policy>::value) {
+  } else if constexpr (is_split_entry<Policy>::value || self_launching<Policy>::value) {
     s = Policy::launch(p, craw(dx), craw(dw), dbias, raw(dy), Op::has_index ? raw(di) : nullptr, op, de);
   } else if constexpr (is_packed_split_entry<Policy>::value) {
     s = Policy::launch(p, craw(dx), craw(dw), dbias, raw(dy), Op::has_index ? raw(di) : nullptr, o.splits, op, de);

@@ -48,6 +48,9 @@ namespace convred::device {
 /// - tf32, tf32x3, bf16, fp16: the wgmma kernel (default_wgmma_policy<Math>) on a compute capability 9.0
 ///   device running sm_90a code when it serves the problem (float NCHW x, stride 1 or 2, groups 1, any K, ...:
 ///   packed_filter_bytes), else the mma.sync kernel (default_mma_sync_policy<Math>) on sm_80 and newer.
+///   A dilated layer at stride 1 whose padding the dilation divides (DeepLab's) runs on the wgmma kernel
+///   as an undilated one over sub-images folded into the batch (family::dilated; the description starts
+///   "dilation ... as ... undilated sub-images per image"; the workspace holds x's copy each run writes).
 ///   When the wgmma kernel's tiles are fewer than the device's SMs, its time model (choose_wgmma_splits:
 ///   waves of work units, plus the partial sums' traffic and the fixup) may run it in partial (split-K)
 ///   mode instead (conv2d_reduce_packed_split: (tile, GEMM_K split, channel pass) units over all SMs, then

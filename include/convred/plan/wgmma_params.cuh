@@ -34,7 +34,8 @@ struct wgmma_params {
     if (p.x_layout != layout::nchw) return "x is not NCHW";
     if (p.groups != 1) return "groups != 1";
     if (p.stride_h != p.stride_w || p.stride_h > 2) return "stride other than 1 or 2 (the same in both dimensions)";
-    if (p.dil_h != 1 || p.dil_w != 1) return "dilation != 1";
+    // (a dilation along a 1-wide filter dimension moves no tap: the kernel, which never reads it, serves it)
+    if ((p.dil_h != 1 && p.R > 1) || (p.dil_w != 1 && p.S > 1)) return "dilation != 1";
     if (promotes && !((p.R == 3 && p.S == 3) || (p.R == 1 && p.S == 1))) return "3xTF32 with a filter other than 3x3 or 1x1";
     // (the stride-2 tap loops next to the promoted stages pushed ptxas into spilling ~250 bytes)
     if (promotes && p.stride_h != 1) return "3xTF32 with stride 2";

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -44,6 +45,8 @@ namespace convred::device::family {
 /// family declares the member itself to do otherwise (the wgmma family does for all but cost).
 template <class Derived, class T>
 struct family_defaults {
+  /// the element type of x, w, b and y the family runs
+  using element_type = T;
   /// a family chosen after this one does not name why this one was passed over
   static constexpr bool report_rejection = false;
   /// The family's time estimate for p on dev (seconds): Derived::configure(p, dev, o).seconds.
@@ -175,6 +178,34 @@ template <class List, class T>
 status prepare(const conv2d_problem& p, const plan_config& config, const T* w, void* workspace, std::size_t bytes,
                cudaStream_t stream) {
   return visit<List>(config, [&](auto f) { return decltype(f)::prepare(p, config, w, workspace, bytes, stream); });
+}
+
+/// @brief 16-byte round-up of a byte count (the workspace's sections start at 16-byte boundaries).
+inline constexpr std::size_t round16(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
+
+/// @brief The scratch of an adapter family (one that runs an inner family and kernels of its own:
+/// family::screen, family::dilated), whose plan_config is the inner family's `ic` with `extra` bytes of
+/// its own added to the workspace (extra holds 16 bytes of slack for the alignment). Returns the start
+/// of the adapter's bytes, 16-byte aligned, and sets `ia`, the inner family's run arguments (a copy of
+/// `a`): with a separate scratch (conv2d_reduce_plan::bind) the adapter's bytes come first in it and the
+/// inner family's scratch (its workspace after its prepared bytes, conv2d_reduce_plan::scratch_bytes)
+/// after them; else the adapter's bytes follow the inner family's workspace.
+template <class T>
+unsigned char* adapter_scratch(const run_arguments<T>& a, const plan_config& ic, std::size_t extra, run_arguments<T>& ia) {
+  ia = a;
+  const auto align = [](void* q) {
+    return reinterpret_cast<unsigned char*>(round16(reinterpret_cast<std::uintptr_t>(q)));
+  };
+  if (a.scratch) {
+    unsigned char* mine = align(a.scratch);
+    const std::size_t pre = ic.prepared_bytes, off = pre > 0 ? round16(pre) : 0;
+    const bool inner_scratch = ic.workspace_bytes > off;
+    ia.scratch = inner_scratch ? mine + extra : nullptr;
+    ia.scratch_bytes = inner_scratch ? ic.workspace_bytes - off : 0;
+    return mine;
+  }
+  ia.workspace_bytes = ic.workspace_bytes;
+  return align(static_cast<unsigned char*>(a.workspace) + ic.workspace_bytes);
 }
 
 /// @brief Suffix of a tensor-core family's description under math::accurate: what the default math

@@ -139,18 +139,8 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
           device::detail::input(a.bias, p.K), device::detail::output(a.y, M), device::detail::output(a.indices, M)};
       if (status s = device::detail::check_buffers(bufs, (M + per_block - 1) / per_block); s != status::success) return s;
       const plan_config ic = inner_config(p, c);
-      run_arguments<T> ia = a;
-      unsigned char* mine;
-      if (a.scratch) {  // a separate scratch: ours at its start, pass 1's (if it needs any) after it
-        mine = align16(a.scratch);
-        const std::size_t pre = ic.prepared_bytes, off = pre > 0 ? device::detail::partial_offset(pre) : 0;
-        const bool inner_scratch = ic.workspace_bytes > off;
-        ia.scratch = inner_scratch ? mine + extra_bytes(p) : nullptr;
-        ia.scratch_bytes = inner_scratch ? ic.workspace_bytes - off : 0;
-      } else {
-        mine = align16(static_cast<unsigned char*>(a.workspace) + ic.workspace_bytes);
-        ia.workspace_bytes = ic.workspace_bytes;
-      }
+      run_arguments<T> ia;
+      unsigned char* mine = adapter_scratch(a, ic, extra_bytes(p), ia);
       float* gaps = reinterpret_cast<float*>(mine);
       auto* packed = reinterpret_cast<std::int64_t*>(mine + round16(static_cast<std::size_t>(M) * sizeof(float)));
       auto* full = packed + M;
@@ -188,12 +178,6 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
     std::int64_t cc = 1;
     while (cc < p.C && kernel::screen_slice_bytes(p, cc + 1) <= 24 * 1024) ++cc;
     return kernel::screen_slice_bytes(p, cc) <= 96 * 1024 ? static_cast<int>(cc) : 0;
-  }
-  static std::size_t round16(std::size_t b) { return (b + 15) / 16 * 16; }
-  template <class Ptr>
-  static unsigned char* align16(Ptr* q) {
-    const auto u = reinterpret_cast<std::uintptr_t>(q);
-    return reinterpret_cast<unsigned char*>((u + 15) / 16 * 16);
   }
   /// pass 1's own configuration: c without extra_bytes
   static plan_config inner_config(const conv2d_problem& p, const plan_config& c) {

@@ -1,0 +1,188 @@
+/// @file device/family/dilated.cuh
+/// @brief The dilated family: a dilated convolution at stride 1 run by another family as an undilated
+/// one over sub-images folded into the batch (space to batch, kernel/space_to_batch.cuh), so that the
+/// Hopper tensor-core kernel, whose producer reads contiguous taps, serves DeepLab-style layers
+/// (dilation 2 to 36 with padding = dilation) instead of the slower mma.sync fallback.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "../../kernel/space_to_batch.cuh"
+#include "../../problem.cuh"
+#include "../../status.cuh"
+#include "../common.cuh"
+#include "../cost_model.cuh"
+#include "family.cuh"
+
+namespace convred::device::family {
+
+/// @brief The dilated family over an inner family (family::wgmma in the default list). For each
+/// dimension with a filter size above 1 and a dilation f above 1, the problem must have stride 1 there
+/// and a padding that f divides; x (N, C, H, W) is then copied into N f_h f_w sub-images of ceil(H / f_h)
+/// x ceil(W / f_w) pixels (sub-image (a, b) of image n holds rows a, a + f_h, ... and columns b, b + f_w,
+/// ...; zero past x), the inner family runs the undilated sub-problem (padding / f, dilation 1) on them,
+/// and its reduced outputs are put back in place. The results are the inner family's on the sub-problem,
+/// which computes each output from the same products in the same order as on an undilated layer
+/// (values and indices follow PyTorch's conv2d and reduction semantics as in every family). Costs per
+/// run: x read once and its copy written and read (the workspace holds the copy, and the sub-problem's
+/// outputs: 12 bytes per output pixel), then the inner family's own run.
+template <class Inner>
+struct dilated : family_defaults<dilated<Inner>, typename Inner::element_type> {
+  using T = typename Inner::element_type;  ///< the element type of x, w, b, y
+  /// the inner family's kind: its kernels run (plan::kernel())
+  static constexpr kernel_kind kind = Inner::kind;
+  /// its name in descriptions
+  static constexpr const char* name = "dilated";
+  /// whether a family chosen after it names why this one was passed over
+  static constexpr bool report_rejection = false;
+
+  /// @brief The row and column factors of p: its dilation in each dimension whose filter size is above 1,
+  /// else 1.
+  static std::int64_t factor_h(const conv2d_problem& p) { return p.R > 1 ? p.dil_h : 1; }
+  /// @copydoc factor_h
+  static std::int64_t factor_w(const conv2d_problem& p) { return p.S > 1 ? p.dil_w : 1; }
+
+  /// @brief The undilated sub-problem: batch N f_h f_w, sub-images of ceil(H / f_h) x ceil(W / f_w),
+  /// padding pad / f, dilation 1 (where the filter size is 1, the dilation, which then moves no tap,
+  /// becomes 1 too).
+  static conv2d_problem sub_problem(const conv2d_problem& p) {
+    const std::int64_t fh = factor_h(p), fw = factor_w(p);
+    conv2d_problem s = p;
+    s.N = p.N * fh * fw;
+    s.H = (p.H + fh - 1) / fh, s.W = (p.W + fw - 1) / fw;
+    s.pad_h = p.pad_h / fh, s.pad_w = p.pad_w / fw;
+    s.dil_h = s.dil_w = 1;
+    return s;
+  }
+
+  /// The inner family's.
+  static bool available(const device_info& dev) { return Inner::available(dev); }
+
+  /// nullptr when it serves p: a dilation above 1 in a dimension with a filter size above 1; there
+  /// stride 1 and a padding the dilation divides; every extent of the split below 2^31 and the batch
+  /// N f_h f_w below 2^40; and the inner family serves the sub-problem.
+  static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
+    const std::int64_t fh = factor_h(p), fw = factor_w(p);
+    if (fh == 1 && fw == 1) return "no dilation (or a 1-wide filter in each dilated dimension)";
+    if ((fh > 1 && p.stride_h != 1) || (fw > 1 && p.stride_w != 1)) return "dilation with a stride above 1";
+    if (p.pad_h % fh != 0 || p.pad_w % fw != 0) return "a padding that the dilation does not divide";
+    constexpr std::int64_t lim = std::int64_t(1) << 31;
+    const conv2d_problem s = sub_problem(p);
+    if (p.N >= (std::int64_t(1) << 40) / (fh * fw) || p.C >= lim || fh >= lim || fw >= lim || s.H >= lim ||
+        s.W >= lim || p.P() >= lim || p.Q() >= lim)
+      return "extents of the space-to-batch split at or above 2^31";
+    if (validate(s, sizeof(T)) != status::success) return "the sub-problem is not valid";
+    return Inner::can_implement(s, dev, o);
+  }
+
+  /// The inner family's configuration of the sub-problem, its workspace grown by extra_bytes and its
+  /// time estimate by the copies'.
+  static plan_config configure(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
+    const conv2d_problem s = sub_problem(p);
+    plan_config c = Inner::configure(s, dev, o);
+    c.workspace_bytes = round16(c.workspace_bytes) + extra_bytes(p);
+    c.seconds += copy_seconds(p);
+    return c;
+  }
+
+  /// "dilation 12x12 as 144 sub-images per image (...): <the inner family's description>".
+  static std::string describe(const conv2d_problem& p, const plan_config& c, const device_info& dev,
+                              const std::string& passed_over) {
+    const conv2d_problem s = sub_problem(p);
+    return "dilation " + std::to_string(p.dil_h) + "x" + std::to_string(p.dil_w) + " at stride 1 as " +
+           std::to_string(factor_h(p) * factor_w(p)) + " undilated sub-images per image (space to batch: batch " +
+           std::to_string(s.N) + ", " + std::to_string(s.H) + "x" + std::to_string(s.W) + " pixels, padding " +
+           std::to_string(s.pad_h) + "x" + std::to_string(s.pad_w) + ", x copied into the workspace on each run): " +
+           Inner::describe(s, inner_config(p, c), dev, passed_over);
+  }
+  /// The inner family's.
+  static status runs_here(const plan_config& c) { return Inner::runs_here(c); }
+  /// The inner family's, for the sub-problem (the filter is the same).
+  static status prepare(const conv2d_problem& p, const plan_config& c, const T* w, void* workspace, std::size_t bytes,
+                        cudaStream_t stream) {
+    return Inner::prepare(sub_problem(p), inner_config(p, c), w, workspace, bytes, stream);
+  }
+
+  /// Copies x into the sub-images, runs the inner family on them, puts the outputs back. The caller's
+  /// buffers are checked first: indices_not_supported (indices for an op without them), null_pointer (x
+  /// or w null, or both y and indices), misaligned_pointer, overlapping_buffers, cuda_error (an error
+  /// pending on entry); then the inner family's statuses.
+  template <class Op, class Epilogue>
+  static status launch(const conv2d_problem& p, const plan_config& c, const run_arguments<T>& a, Op op, Epilogue epi,
+                       cudaStream_t stream) {
+    const std::int64_t M = p.gemm_m();
+    if (M == 0) return status::success;
+    if constexpr (!Op::has_index) {
+      if (a.indices) return status::indices_not_supported;
+    }
+    if (!a.x || !a.w || (!a.y && !a.indices)) return status::null_pointer;
+    if (status s = device::detail::pending_status(); s != status::success) return s;
+    const device::detail::buffer_arg bufs[] = {
+        device::detail::input(a.x, p.x_elements()), device::detail::input(a.w, p.w_elements()),
+        device::detail::input(a.bias, p.K), device::detail::output(a.y, M), device::detail::output(a.indices, M)};
+    if (status s = device::detail::check_buffers(bufs, 1); s != status::success) return s;
+    const conv2d_problem s = sub_problem(p);
+    const plan_config ic = inner_config(p, c);
+    run_arguments<T> ia;
+    unsigned char* mine = adapter_scratch(a, ic, extra_bytes(p), ia);
+    const std::int64_t xs_count = s.x_elements(), Ms = s.gemm_m();
+    T* xs = reinterpret_cast<T*>(mine);
+    T* ys = reinterpret_cast<T*>(mine + round16(static_cast<std::size_t>(xs_count) * sizeof(T)));
+    auto* is = reinterpret_cast<std::int64_t*>(reinterpret_cast<unsigned char*>(ys) +
+                                               round16(static_cast<std::size_t>(Ms) * sizeof(T)));
+    const kernel::space_to_batch_params sp = params(p);
+    kernel::space_to_batch_kernel<T><<<blocks(xs_count), 256, 0, stream>>>(a.x, xs, sp, xs_count);
+    if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
+    ia.x = xs, ia.y = a.y ? ys : nullptr, ia.indices = a.indices ? is : nullptr;
+    if (status st = Inner::launch(s, ic, ia, op, epi, stream); st != status::success) return st;
+    kernel::batch_to_space_kernel<T><<<blocks(M), 256, 0, stream>>>(ia.y, ia.indices, a.y, a.indices, sp, M);
+    return cudaGetLastError() == cudaSuccess ? status::success : status::cuda_error;
+  }
+
+  /// Bytes after the inner family's workspace: the sub-images, the sub-problem's values and indices, and
+  /// 16 bytes of alignment slack.
+  static std::size_t extra_bytes(const conv2d_problem& p) {
+    const conv2d_problem s = sub_problem(p);
+    const std::size_t Ms = static_cast<std::size_t>(s.gemm_m());
+    return 16 + round16(static_cast<std::size_t>(s.x_elements()) * sizeof(T)) + round16(Ms * sizeof(T)) +
+           round16(Ms * sizeof(std::int64_t));
+  }
+
+ private:
+  /// the inner family's configuration: c without extra_bytes
+  static plan_config inner_config(const conv2d_problem& p, const plan_config& c) {
+    plan_config ic = c;
+    ic.workspace_bytes = c.workspace_bytes - extra_bytes(p);
+    return ic;
+  }
+  /// The copies' time: x read, its copy written (and read again by the inner family: counted in its
+  /// own model as x), the outputs moved, at the packing passes' rate.
+  static double copy_seconds(const conv2d_problem& p) {
+    const conv2d_problem s = sub_problem(p);
+    const double bytes = static_cast<double>(p.x_elements() + s.x_elements()) * sizeof(T) +
+                         static_cast<double>(p.gemm_m() + s.gemm_m()) * (sizeof(T) + 8);
+    return 2 * plan_xpack_fixed_seconds + bytes / plan_xpack_bytes_per_s;
+  }
+  /// a grid-stride loop's blocks of 256 threads for n elements: at most 2^16
+  static unsigned blocks(std::int64_t n) {
+    return static_cast<unsigned>(std::min<std::int64_t>((n + 255) / 256, std::int64_t(1) << 16));
+  }
+  /// the kernels' shapes and divisors
+  static kernel::space_to_batch_params params(const conv2d_problem& p) {
+    const conv2d_problem s = sub_problem(p);
+    kernel::space_to_batch_params sp;
+    sp.N = p.N, sp.C = p.C, sp.H = p.H, sp.W = p.W, sp.P = p.P(), sp.Q = p.Q(), sp.Ps = s.P(), sp.Qs = s.Q();
+    sp.nhwc = p.x_layout == layout::nhwc;
+    using fd = convred::detail::fast_divmod;
+    sp.fh = fd(static_cast<std::int32_t>(factor_h(p))), sp.fw = fd(static_cast<std::int32_t>(factor_w(p)));
+    sp.hs = fd(static_cast<std::int32_t>(s.H)), sp.ws = fd(static_cast<std::int32_t>(s.W));
+    sp.c = fd(static_cast<std::int32_t>(p.C));
+    sp.p = fd(static_cast<std::int32_t>(p.P())), sp.q = fd(static_cast<std::int32_t>(p.Q()));
+    return sp;
+  }
+};
+
+}  // namespace convred::device::family

@@ -1,0 +1,259 @@
+// The dilated family (device/family/dilated.cuh): a dilated layer at stride 1 whose padding the dilation
+// divides runs on the wgmma kernel as an undilated one over sub-images folded into the batch. Host: which
+// problems it serves and what the plan says. GPU: the plan's results against float64 for every op and the
+// tensor-core maths over dilations 2-12 (equal, anisotropic, one dimension only), paddings, output sizes
+// that the dilation does not divide, K above 128; the plan's run equals the wgmma entry point run by hand
+// on the space-to-batch sub-problem (bitwise); bind with a separate scratch; a case for compute-sanitizer.
+#include <convred/device/conv2d_reduce_plan.cuh>
+
+#include <string>
+
+#include "conv2d_reduce_check.cuh"
+
+using namespace convred_test_fused;
+namespace math = convred::math;
+namespace fam = convred::device::family;
+using convred::device::conv2d_reduce_plan;
+using convred::device::device_info;
+using convred::device::kernel_kind;
+
+namespace {
+
+const device_info h200{9, 0, true, 132};
+
+bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+/// check_fused's tag for the planner: conv2d_reduce_plan<T, Math>(p) on the current device, prepared
+/// with a lent workspace poisoned (0xFF) with 256 guard bytes after it, run, synchronised; the guard
+/// bytes must stay untouched.
+template <class Math>
+struct plan_entry {
+  using math = fam::kernel_math_t<float, Math>;  ///< the kernels' math (tolerances)
+  using self_launching = void;  ///< check_fused calls launch
+  template <class T, class Op, class Epi>
+  static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
+                       Op op, Epi epi) {
+    constexpr std::size_t guard = 256;
+    conv2d_reduce_plan<T, Math> plan(p);
+    INFO("plan: " << plan.description());
+    REQUIRE(plan.state() == status::success);
+    const std::size_t bytes = plan.workspace_bytes();
+    thrust::device_vector<unsigned char> ws(bytes + guard, static_cast<unsigned char>(0xFF));
+    REQUIRE(plan.prepare(w, raw(ws), bytes) == status::success);
+    const status s = plan.run(x, bias, y, indices, op, epi);
+    const cudaError_t e = cudaDeviceSynchronize();
+    const std::vector<unsigned char> after = test::to_host(ws);
+    std::size_t touched = 0;
+    for (std::size_t i = bytes; i < after.size(); ++i) touched += after[i] != 0xFF;
+    CHECK(touched == 0);
+    return s == status::success && e != cudaSuccess ? status::cuda_error : s;
+  }
+};
+
+/// Dilated layers (NCHW): make_problem(N, C, H, W, K, R, S, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w).
+struct dilated_case {
+  const char* name;
+  conv2d_problem p;
+};
+const dilated_case cases[] = {
+    {"ASPP-like d6 pad 6", make_problem(2, 16, 29, 29, 33, 3, 3, 6, 6, 1, 1, 6, 6)},
+    {"d2 pad 2, K 130 (two channel passes)", make_problem(2, 8, 17, 23, 130, 3, 3, 2, 2, 1, 1, 2, 2)},
+    {"d2x1 pad 2x1", make_problem(1, 12, 15, 18, 40, 3, 3, 2, 1, 1, 1, 2, 1)},
+    {"d1x3 pad 0x3", make_problem(2, 9, 14, 20, 17, 3, 3, 0, 3, 1, 1, 1, 3)},
+    {"d3 no padding", make_problem(1, 5, 20, 19, 24, 3, 3, 0, 0, 1, 1, 3, 3)},
+    {"d12 pad 12 on 13x13 (2x2 sub-images)", make_problem(3, 32, 13, 13, 64, 3, 3, 12, 12, 1, 1, 12, 12)},
+    {"d4 pad 8, 5x5", make_problem(1, 8, 21, 22, 16, 5, 5, 8, 8, 1, 1, 4, 4)},
+    {"d2 pad 0, 3x1", make_problem(2, 8, 16, 9, 20, 3, 1, 0, 0, 1, 1, 2, 5)},
+};
+
+/// Every op through the plan in Math against float64 (scale 2 epilogue; max with -0.5).
+template <class Math>
+void all_ops(const char* label, const conv2d_problem& p, std::uint64_t seed) {
+  const auto d = make_data<float>(p, seed, data_kind::real);
+  opts o;
+  o.gain = 2;
+  const epi::scale<float> two{2.0f};
+  const std::string l(label);
+  check_fused<plan_entry<Math>>(l + " min", p, d, op::min{}, two, two, o);
+  check_fused<plan_entry<Math>>(l + " argmin", p, d, op::argmin{}, two, two, o);
+  check_fused<plan_entry<Math>>(l + " sum", p, d, op::sum{}, two, two, o);
+  opts h = o;
+  h.gain = 0.5;
+  const epi::scale<float> neg{-0.5f};
+  check_fused<plan_entry<Math>>(l + " max", p, d, op::max{}, neg, neg, h);
+  check_fused<plan_entry<Math>>(l + " argmax", p, d, op::argmax{}, neg, neg, h);
+}
+
+}  // namespace
+
+TEST_SUITE("host") {
+TEST_CASE("dilated family: which layers run on the wgmma kernel as undilated sub-images, and the plan says so") {
+  for (const dilated_case& c : cases) {
+    CAPTURE(c.name);
+    conv2d_reduce_plan<float, math::tf32> plan(c.p, h200);
+    CAPTURE(plan.description());
+    REQUIRE(plan.state() == status::success);
+    CHECK(plan.kernel() == kernel_kind::wgmma);
+    CHECK(has(plan.description(), "undilated sub-images per image"));
+    // the workspace holds the sub-images (x's copy) and the sub-problem's outputs after the wgmma
+    // kernel's own
+    const auto s = fam::dilated<fam::wgmma<float, math::tf32>>::sub_problem(c.p);
+    CHECK(plan.workspace_bytes() >= static_cast<std::size_t>(s.x_elements() + 3 * s.gemm_m()) * 4);
+    CHECK(s.dil_h == 1);
+    CHECK(s.dil_w == 1);
+    CHECK(s.stride_h == 1);
+    CHECK(s.P() * fam::dilated<fam::wgmma<float, math::tf32>>::factor_h(c.p) >= c.p.P());
+    CHECK(s.Q() * fam::dilated<fam::wgmma<float, math::tf32>>::factor_w(c.p) >= c.p.Q());
+  }
+  const conv2d_problem aspp = cases[0].p;
+  {
+    conv2d_reduce_plan<float, math::tf32> plan(aspp, h200);
+    CHECK(has(plan.description(), "dilation 6x6 at stride 1 as 36 undilated sub-images per image (space to batch: "
+                                  "batch 72, 5x5 pixels, padding 1x1"));
+  }
+  // math::accurate (3xTF32 on the wgmma kernel: 3x3 and 1x1 filters) and bf16
+  CHECK(conv2d_reduce_plan<float, math::accurate>(aspp, h200).kernel() == kernel_kind::wgmma);
+  CHECK(conv2d_reduce_plan<float, math::bf16>(aspp, h200).kernel() == kernel_kind::wgmma);
+  // not served: a padding the dilation does not divide, a stride above 1, NHWC x, 16-bit x, groups, no
+  // sm_90a code; the mma.sync kernel then, and the wgmma family's reason
+  conv2d_problem pad = aspp, stride = aspp, nhwc = aspp, groups = aspp;
+  pad.pad_h = 5;
+  stride.stride_h = stride.stride_w = 2;
+  nhwc.x_layout = convred::layout::nhwc;
+  groups.groups = 2, groups.K = 32;
+  for (const conv2d_problem& p : {pad, stride, nhwc, groups}) {
+    CAPTURE(describe(p));
+    conv2d_reduce_plan<float, math::tf32> plan(p, h200);
+    CAPTURE(plan.description());
+    CHECK(plan.kernel() == kernel_kind::mma_sync);
+    CHECK_FALSE(has(plan.description(), "sub-images"));
+  }
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(pad, h200).description(), "dilation != 1"));
+  CHECK(conv2d_reduce_plan<__half, math::fp16>(aspp, h200).kernel() == kernel_kind::mma_sync);
+  CHECK(conv2d_reduce_plan<float, math::tf32>(aspp, device_info{9, 0, false, 132}).kernel() == kernel_kind::mma_sync);
+  CHECK(conv2d_reduce_plan<float, math::ieee>(aspp, h200).kernel() == kernel_kind::simt);
+  // a 1x1 filter's dilation moves no tap: the wgmma kernel serves it as it is
+  conv2d_problem one = aspp;
+  one.R = one.S = 1, one.pad_h = one.pad_w = 0;
+  conv2d_reduce_plan<float, math::tf32> p1(one, h200);
+  CHECK(p1.kernel() == kernel_kind::wgmma);
+  CHECK_FALSE(has(p1.description(), "sub-images"));
+  // a depthwise dilated layer stays with the direct family
+  conv2d_problem dw = make_problem(2, 16, 29, 29, 16, 3, 3, 2, 2, 1, 1, 2, 2, 16);
+  CHECK(conv2d_reduce_plan<float, math::tf32>(dw, h200).kernel() == kernel_kind::direct);
+}
+}
+
+TEST_SUITE("gpu") {
+TEST_CASE("dilated family: every op against float64 in tf32, bf16 and math::accurate") {
+  require_gpu();
+  std::uint64_t seed = 9100;
+  for (const dilated_case& c : cases) {
+#ifdef CONVRED_TEST_EXPECT_WGMMA
+    CHECK(has(conv2d_reduce_plan<float, math::tf32>(c.p).description(), "undilated sub-images"));
+#endif
+    all_ops<math::tf32>(c.name, c.p, ++seed);
+    all_ops<math::bf16>(c.name, c.p, ++seed);
+    all_ops<math::accurate>(c.name, c.p, ++seed);
+  }
+}
+
+TEST_CASE("dilated family: the plan equals the wgmma entry point on the space-to-batch sub-problem, bitwise") {
+  require_gpu();
+  if (!convred::device::detail::wgmma_available()) return;  // (a GPU without the wgmma kernel: nothing to compare)
+  using plan_t = conv2d_reduce_plan<float, math::tf32>;
+  using fam_t = fam::dilated<fam::wgmma<float, math::tf32>>;
+  const conv2d_problem p = cases[0].p, s = fam_t::sub_problem(p);
+  const auto d = make_data<float>(p, 77, data_kind::real);
+  // the sub-images built on the host from the definition
+  const std::int64_t fh = fam_t::factor_h(p), fw = fam_t::factor_w(p);
+  std::vector<float> xs(static_cast<std::size_t>(s.x_elements()), 0.0f);
+  for (std::int64_t n = 0; n < p.N; ++n)
+    for (std::int64_t a = 0; a < fh; ++a)
+      for (std::int64_t b = 0; b < fw; ++b)
+        for (std::int64_t c = 0; c < p.C; ++c)
+          for (std::int64_t i = 0; i < s.H; ++i)
+            for (std::int64_t j = 0; j < s.W; ++j) {
+              const std::int64_t h = i * fh + a, w = j * fw + b, ns = (n * fh + a) * fw + b;
+              if (h < p.H && w < p.W)
+                xs[static_cast<std::size_t>(((ns * p.C + c) * s.H + i) * s.W + j)] =
+                    d.x[static_cast<std::size_t>(((n * p.C + c) * p.H + h) * p.W + w)];
+            }
+  auto dx = test::to_device(d.x);
+  auto dxs = test::to_device(xs);
+  auto dw = test::to_device(d.w);
+  auto db = test::to_device(d.b);
+  const std::size_t ny = static_cast<std::size_t>(p.y_elements()), nys = static_cast<std::size_t>(s.y_elements());
+  thrust::device_vector<float> y(ny), ys(nys);
+  thrust::device_vector<std::int64_t> idx(ny), idxs(nys);
+  test::poison(y), test::poison(idx);
+  const epi::scale<float> two{2.0f};
+  plan_t plan(p);
+  REQUIRE(plan.prepare(craw(dw)) == status::success);
+  REQUIRE(plan.run(craw(dx), craw(db), raw(y), raw(idx), op::argmin{}, two) == status::success);
+  // the sub-problem through the wgmma family's own plan (its launch as the dilated family runs it)
+  conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32>>> sub(s);
+  REQUIRE(sub.state() == status::success);
+  REQUIRE(sub.prepare(craw(dw)) == status::success);
+  REQUIRE(sub.run(craw(dxs), craw(db), raw(ys), raw(idxs), op::argmin{}, two) == status::success);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  const auto hy = test::to_host(y), hys = test::to_host(ys);
+  const auto hi = test::to_host(idx), his = test::to_host(idxs);
+  std::size_t diff = 0;
+  for (std::int64_t n = 0; n < p.N; ++n)
+    for (std::int64_t pp = 0; pp < p.P(); ++pp)
+      for (std::int64_t q = 0; q < p.Q(); ++q) {
+        const std::int64_t ns = (n * fh + pp % fh) * fw + q % fw;
+        const auto m = static_cast<std::size_t>((n * p.P() + pp) * p.Q() + q);
+        const auto ms = static_cast<std::size_t>((ns * s.P() + pp / fh) * s.Q() + q / fw);
+        diff += !bytes_equal(std::vector<float>{hy[m]}, std::vector<float>{hys[ms]}) || hi[m] != his[ms];
+      }
+  CHECK(diff == 0);
+}
+
+TEST_CASE("dilated family: bind with a separate scratch gives prepare's results; the prepared bytes are read only") {
+  require_gpu();
+  const conv2d_problem p = cases[1].p;
+  const auto d = make_data<float>(p, 78, data_kind::real);
+  auto dx = test::to_device(d.x);
+  auto dw = test::to_device(d.w);
+  auto db = test::to_device(d.b);
+  const std::size_t ny = static_cast<std::size_t>(p.y_elements());
+  thrust::device_vector<float> y1(ny), y2(ny);
+  thrust::device_vector<std::int64_t> i1(ny), i2(ny);
+  test::poison(y1), test::poison(y2);
+  conv2d_reduce_plan<float, math::tf32> a(p), b(p);
+  REQUIRE(a.prepare(craw(dw)) == status::success);
+  REQUIRE(a.run(craw(dx), craw(db), raw(y1), raw(i1), op::argmax{}) == status::success);
+  // b: the prepared bytes of a lent workspace, then a scratch of its own
+  thrust::device_vector<unsigned char> ws(b.workspace_bytes());
+  REQUIRE(b.prepare(craw(dw), raw(ws), ws.size()) == status::success);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  const std::size_t pre = b.prepared_bytes();
+  thrust::device_vector<unsigned char> prepared(ws.begin(), ws.begin() + static_cast<std::ptrdiff_t>(pre));
+  thrust::device_vector<unsigned char> scratch(b.scratch_bytes() + 16, static_cast<unsigned char>(0xFF));
+  REQUIRE(b.bind(craw(dw), pre ? static_cast<const void*>(raw(prepared)) : nullptr, pre, raw(scratch),
+                 b.scratch_bytes()) == status::success);
+  const std::vector<unsigned char> before = test::to_host(prepared);
+  REQUIRE(b.run(craw(dx), craw(db), raw(y2), raw(i2), op::argmax{}) == status::success);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  CHECK(test::to_host(prepared) == before);
+  const std::vector<unsigned char> sc = test::to_host(scratch);
+  std::size_t past = 0;
+  for (std::size_t i = b.scratch_bytes(); i < sc.size(); ++i) past += sc[i] != 0xFF;
+  CHECK(past == 0);
+  CHECK(bytes_equal(test::to_host(y1), test::to_host(y2)));
+  CHECK(test::to_host(i1) == test::to_host(i2));
+  CHECK(test::count_nan(test::to_host(y1)) == 0);
+}
+
+TEST_CASE("dilated family sanitizer: a small dilated layer through the plan") {
+  require_gpu();
+  const conv2d_problem p = make_problem(1, 4, 9, 11, 10, 3, 3, 2, 2, 1, 1, 2, 2);
+  const auto d = make_data<float>(p, 79, data_kind::real);
+  opts o;
+  o.gain = 2;
+  const epi::scale<float> two{2.0f};
+  check_fused<plan_entry<math::tf32>>("dilated sanitizer", p, d, op::argmin{}, two, two, o);
+}
+}
