@@ -61,7 +61,7 @@ const dilated_case cases[] = {
     {"d2x1 pad 2x1", make_problem(1, 12, 15, 18, 40, 3, 3, 2, 1, 1, 1, 2, 1)},
     {"d1x3 pad 0x3", make_problem(2, 9, 14, 20, 17, 3, 3, 0, 3, 1, 1, 1, 3)},
     {"d3 no padding", make_problem(1, 5, 20, 19, 24, 3, 3, 0, 0, 1, 1, 3, 3)},
-    {"d12 pad 12 on 13x13 (2x2 sub-images)", make_problem(3, 32, 13, 13, 64, 3, 3, 12, 12, 1, 1, 12, 12)},
+    {"d5 pad 5 on 13x13 (sub-images of 3x3 outputs)", make_problem(3, 32, 13, 13, 64, 3, 3, 5, 5, 1, 1, 5, 5)},
     {"d4 pad 8, 5x5", make_problem(1, 8, 21, 22, 16, 5, 5, 8, 8, 1, 1, 4, 4)},
     {"d2 pad 0, 3x1", make_problem(2, 8, 16, 9, 20, 3, 1, 0, 0, 1, 1, 2, 5)},
 };
@@ -116,12 +116,13 @@ TEST_CASE("dilated family: which layers run on the wgmma kernel as undilated sub
   CHECK(conv2d_reduce_plan<float, math::bf16>(aspp, h200).kernel() == kernel_kind::wgmma);
   // not served: a padding the dilation does not divide, a stride above 1, NHWC x, 16-bit x, groups, no
   // sm_90a code; the mma.sync kernel then, and the wgmma family's reason
-  conv2d_problem pad = aspp, stride = aspp, nhwc = aspp, groups = aspp;
+  conv2d_problem pad = aspp, stride = aspp, nhwc = aspp, groups = aspp, wide = aspp;
   pad.pad_h = 5;
+  wide.dil_w = wide.pad_w = 18;  // sub-images of 2 output columns: more padding than outputs in the tiles
   stride.stride_h = stride.stride_w = 2;
   nhwc.x_layout = convred::layout::nhwc;
   groups.groups = 2, groups.K = 32;
-  for (const conv2d_problem& p : {pad, stride, nhwc, groups}) {
+  for (const conv2d_problem& p : {pad, stride, nhwc, groups, wide}) {
     CAPTURE(describe(p));
     conv2d_reduce_plan<float, math::tf32> plan(p, h200);
     CAPTURE(plan.description());

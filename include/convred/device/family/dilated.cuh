@@ -63,7 +63,8 @@ struct dilated : family_defaults<dilated<Inner>, typename Inner::element_type> {
 
   /// nullptr when it serves p: a dilation above 1 in a dimension with a filter size above 1; there
   /// stride 1 and a padding the dilation divides; every extent of the split below 2^31 and the batch
-  /// N f_h f_w below 2^40; and the inner family serves the sub-problem.
+  /// N f_h f_w below 2^40; sub-images of at least 3 output rows (columns) in each split dimension; and the
+  /// inner family serves the sub-problem.
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     const std::int64_t fh = factor_h(p), fw = factor_w(p);
     if (fh == 1 && fw == 1) return "no dilation (or a 1-wide filter in each dilated dimension)";
@@ -75,6 +76,10 @@ struct dilated : family_defaults<dilated<Inner>, typename Inner::element_type> {
         s.W >= lim || p.P() >= lim || p.Q() >= lim)
       return "extents of the space-to-batch split at or above 2^31";
     if (validate(s, sizeof(T)) != status::success) return "the sub-problem is not valid";
+    // Sub-images of fewer than 3 output rows or columns (a dilation of a third of the image or more): the
+    // inner kernel's tiles then hold more padding than outputs (2 x 2 outputs in 3 x 3 plane pixels);
+    // measured slower than the mma.sync kernel on the dilation itself (bench/NOTES.md, "Reach: dilation").
+    if ((fh > 1 && s.P() < 3) || (fw > 1 && s.Q() < 3)) return "sub-images of fewer than 3 output rows or columns";
     return Inner::can_implement(s, dev, o);
   }
 
