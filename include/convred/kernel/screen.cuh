@@ -180,11 +180,13 @@ struct screen_stats {
   unsigned long long full;   ///< pixels pass 2 left to screen_full_kernel (the length of the list)
 };
 
-/// @brief One block per output channel k: ||w_k||_2^2 (rounded up), |b_k|, and the range checks, into
-/// `stats` (atomics; stats zeroed first). w is KCRS with L = C/groups * R * S values per channel.
+/// @brief One block per output channel k (K = gridDim.x blocks): ||w_k||_2^2 (rounded up), |b_k|, and the
+/// range checks, into `stats` (atomics; stats zeroed first); and the filter transposed into `wt` (L x K,
+/// wt[kk * K + k] = w[k * L + kk]) for screen_full_kernel. w is KCRS with L = C/groups * R * S values per
+/// channel.
 template <int Threads>
 __global__ void __launch_bounds__(Threads)
-    screen_stats_kernel(const float* w, const float* bias, std::int64_t L, float limit, screen_stats* stats) {
+    screen_stats_kernel(const float* w, const float* bias, std::int64_t L, float limit, screen_stats* stats, float* wt) {
   using reduce_t = cub::BlockReduce<float, Threads>;
   __shared__ typename reduce_t::TempStorage temp;
   const std::int64_t k = blockIdx.x;
@@ -193,6 +195,7 @@ __global__ void __launch_bounds__(Threads)
   unsigned int bad = 0;
   for (std::int64_t i = threadIdx.x; i < L; i += Threads) {
     const float v = wk[i];
+    wt[i * gridDim.x + k] = v;
     sumsq = __fmaf_ru(v, v, sumsq);
     bad |= !(fabsf(v) <= limit);  // NaN, inf, or out of range
   }
@@ -249,6 +252,7 @@ struct screen_params {
   conv2d_problem p;                ///< the problem (groups 1)
   const float* x;                  ///< (N, C, H, W) in p.x_layout
   const float* w;                  ///< KCRS
+  const float* wt;                 ///< the filter transposed, L x K (screen_stats_kernel's `wt`)
   const float* bias;               ///< K elements, or nullptr
   const float* gaps;               ///< pass 1's value output (N*P*Q)
   const std::int64_t* packed;      ///< pass 1's index output (N*P*Q)
@@ -333,24 +337,21 @@ __global__ void __launch_bounds__(screen_threads) screen_recompute_kernel(screen
     for (std::int64_t k = warp; k < p.K; k += T / 32)  // a warp per filter row: coalesced
       for (int e = lane; e < len; e += 32) ws[k * row + e] = a.w[k * L + c0 * RS + e];
     __syncthreads();
+    // the taps outermost and the thread's pixels innermost (unrolled): four independent FMA chains per
+    // tap (each pixel's own order, kk ascending, unchanged), so that their loads overlap
+    int j = 0;
+    for (int c = 0; c < cn; ++c) {
+      for (int r = 0; r < R; ++r) {
+        for (int t = 0; t < S; ++t, ++j) {
 #pragma unroll
-    for (int i = 0; i < PPT; ++i) {
-      if (m[i] >= M) continue;
-      const float* w1 = ws + r1[i];
-      const float* w2 = ws + r2[i];
-      int j = 0;
-      for (int c = 0; c < cn; ++c) {
-        const float* xc = xi[i] + (c0 + c) * cs;
-        for (int r = 0; r < R; ++r) {
-          const int h = h0[i] + r * dh;
-          const bool hin = h >= 0 && h < H;
-          const float* xr = xc + static_cast<std::int64_t>(hin ? h : 0) * hs;
-          for (int t = 0; t < S; ++t, ++j) {
-            const int w = w0[i] + t * dw;
-            const float xv = hin && w >= 0 && w < W ? xr[static_cast<std::int64_t>(w) * wstr] : 0.0f;
+          for (int i = 0; i < PPT; ++i) {
+            const int h = h0[i] + r * dh, w = w0[i] + t * dw;
+            const bool in = m[i] < M && h >= 0 && h < H && w >= 0 && w < W;
+            const float xv =
+                in ? xi[i][(c0 + c) * cs + static_cast<std::int64_t>(h) * hs + static_cast<std::int64_t>(w) * wstr] : 0.0f;
             sumsq[i] = fmaf(xv, xv, sumsq[i]);
-            acc1[i] = fmaf(xv, w1[j], acc1[i]);
-            acc2[i] = fmaf(xv, w2[j], acc2[i]);
+            acc1[i] = fmaf(xv, ws[r1[i] + j], acc1[i]);
+            acc2[i] = fmaf(xv, ws[r2[i] + j], acc2[i]);
           }
         }
       }
@@ -387,8 +388,9 @@ __global__ void __launch_bounds__(screen_threads) screen_recompute_kernel(screen
 }
 
 /// @brief Pass 2's full recompute (groups 1; warps of 32 threads, any grid): one warp per listed pixel,
-/// lane l computing channels l, l + 32, ... in exact fp32 FMA (the SIMT kernel's order), then Op over all
-/// K channels (cub::WarpReduce) into y and indices.
+/// lane l computing channels l, l + 32, ... in exact fp32 FMA (the SIMT kernel's order), four of them at a
+/// time (independent chains sharing each x value; the transposed filter makes each tap's loads of the
+/// warp's channels contiguous), then Op over all K channels (cub::WarpReduce) into y and indices.
 template <class Op, class Epilogue, int Threads>
 __global__ void __launch_bounds__(Threads) screen_full_kernel(screen_params a, Op op, Epilogue epi) {
   using state_t = typename Op::template accum_t<float>;
@@ -402,16 +404,26 @@ __global__ void __launch_bounds__(Threads) screen_full_kernel(screen_params a, O
     const std::int64_t m = a.full[i], pq = m % (P * Q), n = m / (P * Q);
     const std::int64_t h0 = (pq / Q) * p.stride_h - p.pad_h, w0 = (pq % Q) * p.stride_w - p.pad_w;
     state_t st = Op::template identity<float>();
-    for (std::int64_t k = lane; k < p.K; k += 32) {
-      const float* wk = a.w + k * L;
-      float acc = 0.0f;
+    constexpr int J = 4;  // channels per lane at a time: k0, k0 + 32, k0 + 64, k0 + 96
+    for (std::int64_t k0 = lane; k0 < p.K; k0 += 32 * J) {
+      float acc[J] = {};
+      const float* wrow = a.wt + k0;
       for (std::int64_t c = 0; c < p.C; ++c)
         for (std::int64_t r = 0; r < p.R; ++r)
-          for (std::int64_t t = 0; t < p.S; ++t)
-            acc = fmaf(screen_x(a, n, c, h0 + r * p.dil_h, w0 + t * p.dil_w), wk[(c * p.R + r) * p.S + t], acc);
-      const float b = a.bias ? a.bias[k] : 0.0f;
-      st = op(st, Op::template make<float>(apply_epilogue(epi, screen_simt_tail(acc, L) + b, static_cast<int>(k)),
-                                           static_cast<int>(k)));
+          for (std::int64_t t = 0; t < p.S; ++t, wrow += p.K) {
+            const float xv = screen_x(a, n, c, h0 + r * p.dil_h, w0 + t * p.dil_w);
+#pragma unroll
+            for (int j = 0; j < J; ++j)
+              if (k0 + 32 * j < p.K) acc[j] = fmaf(xv, wrow[32 * j], acc[j]);
+          }
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+        const std::int64_t k = k0 + 32 * j;
+        if (k >= p.K) break;
+        const float b = a.bias ? a.bias[k] : 0.0f;
+        st = op(st, Op::template make<float>(apply_epilogue(epi, screen_simt_tail(acc[j], L) + b, static_cast<int>(k)),
+                                             static_cast<int>(k)));
+      }
     }
     st = reduce_t(temp[warp]).Reduce(st, op);
     __syncwarp();  // temp[warp] is reused by the next pixel (CUB's rule for WarpReduce storage)

@@ -71,11 +71,12 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
   static constexpr bool report_rejection = false;
 
   /// Bytes after pass 1's own workspace: its value and index outputs (4 + 8 bytes per output pixel), the
-  /// list of pixels recomputed in full (8 bytes per output pixel), the statistics, 16-byte alignment.
+  /// list of pixels recomputed in full (8 bytes per output pixel), the statistics, the filter transposed
+  /// (4 bytes per weight), 16-byte alignment.
   static std::size_t extra_bytes(const conv2d_problem& p) {
     const std::size_t M = static_cast<std::size_t>(p.gemm_m());
     return 16 + round16(M * sizeof(float)) + 2 * round16(M * sizeof(std::int64_t)) + round16(sizeof(kernel::screen_stats)) +
-           16;
+           round16(static_cast<std::size_t>(p.w_elements()) * sizeof(float)) + 16;
   }
 
   /// pass 1's family is available
@@ -145,15 +146,16 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
       auto* packed = reinterpret_cast<std::int64_t*>(mine + round16(static_cast<std::size_t>(M) * sizeof(float)));
       auto* full = packed + M;
       auto* stats = reinterpret_cast<kernel::screen_stats*>(full + M);
+      auto* wt = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(stats) + round16(sizeof(kernel::screen_stats)));
       ia.y = gaps, ia.indices = packed;
       if (status s = inner::launch(p, ic, ia, kernel::screen_op<dir == 2>{}, epi, stream); s != status::success) return s;
       if (cudaMemsetAsync(stats, 0, sizeof(kernel::screen_stats), stream) != cudaSuccess) return status::cuda_error;
       constexpr kernel::screen_precision pr = kernel::screen_precision_of<InnerMath>();
       kernel::screen_stats_kernel<256><<<static_cast<unsigned>(p.K), 256, 0, stream>>>(
-          a.w, a.bias, p.gemm_k(), static_cast<float>(pr.limit), stats);
+          a.w, a.bias, p.gemm_k(), static_cast<float>(pr.limit), stats, wt);
       const double lip = detail::screen_lipschitz(epi);
-      const kernel::screen_params sp{p,    a.x, a.w, a.bias, gaps, packed, stats, full, pr, std::isfinite(lip) ? lip : INFINITY,
-                                     a.y, a.indices};
+      const kernel::screen_params sp{p,     a.x,  a.w, wt, a.bias, gaps, packed, stats, full, pr,
+                                     std::isfinite(lip) ? lip : INFINITY, a.y, a.indices};
       const int cc = slice_channels(p);
       const std::size_t smem = kernel::screen_slice_bytes(p, cc);
       auto recompute = kernel::screen_recompute_kernel<Op, Epilogue>;
