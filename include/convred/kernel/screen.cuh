@@ -1,7 +1,6 @@
 /// @file kernel/screen.cuh
 /// @brief Certified screening (docs/screening.md): the pieces of a min / max / argmin / argmax whose result
-/// is that of an exact fp32 computation of every channel, at close to the speed of a 16-bit tensor-core
-/// pass.
+/// is that of an exact fp32 computation of every channel, from a 16-bit tensor-core pass.
 ///
 /// - Pass 1 is any fused conv-reduce kernel in a low precision (fp16 on the tensor cores) run with the
 ///   reduction op screen_op<Max>: per output pixel it keeps the two best channels of the low-precision
@@ -9,7 +8,7 @@
 ///   pixel's value and index outputs (screen_state, screen_op::value / index).
 /// - screen_stats_kernel: per run, max_k ||w_k||_2^2, max_k |b_k| and whether w, b are finite and in the
 ///   pass-1 precision's range (screen_stats).
-/// - Pass 2, screen_recompute_kernel: per pixel the error bound E >= |yhat_k - y32_k| for every channel k
+/// - Pass 2 (kernel/screen_recompute.cuh), screen_recompute_kernel: per pixel the error bound E >= |yhat_k - y32_k| for every channel k
 ///   (screen_bound; y32_k: channel k's value in exact fp32 FMA, in the SIMT kernel's order), then y32 of the
 ///   best channel and, when its gap is <= 2E, of the second; when the 3rd best is within 2E too, or the
 ///   bound is not finite (a NaN, inf or huge value in x, w, b or the scale, or x or w outside the pass-1
@@ -32,7 +31,6 @@
 #include <cstring>
 
 #include <cub/block/block_reduce.cuh>
-#include <cub/warp/warp_reduce.cuh>
 
 #include "../functional.cuh"
 #include "../numeric.cuh"
@@ -43,8 +41,7 @@ namespace convred::kernel {
 
 /// Channel index of an empty slot of screen_state (K < 2): channels are < 65535 (screen_max_channels).
 inline constexpr std::uint16_t screen_empty = 0xFFFF;
-/// The largest K screening serves: two channel indices share the 64-bit index output with room to spare,
-/// and each fits 16 bits.
+/// The largest K screening serves: two 16-bit channel indices share the 64-bit index output.
 inline constexpr std::int64_t screen_max_channels = 0xFFFF;
 /// The largest GEMM_K screening serves (the bound's gamma_n needs n * 2^-23 well below 1).
 inline constexpr std::int64_t screen_max_gemm_k = std::int64_t{1} << 20;
@@ -243,197 +240,6 @@ __host__ __device__ inline double screen_bound(double sumsq_x, double wsumsq_max
   // + 2^-147: the roundings of the bias add and the scale are absolute (<= 2^-150 each) for subnormal results
   const double E = lip * e * (1.0 + 0x1p-20) + 0x1p-147;
   return E == E ? E : INFINITY;
-}
-
-/// @brief Pass 2's arguments: the problem, the tensors (x, w, bias as the caller gave them), pass 1's
-/// packed outputs, the stats, the precision, |scale|, the list of pixels recomputed in full and the
-/// outputs.
-struct screen_params {
-  conv2d_problem p;                ///< the problem (groups 1)
-  const float* x;                  ///< (N, C, H, W) in p.x_layout
-  const float* w;                  ///< KCRS
-  const float* wt;                 ///< the filter transposed, L x K (screen_stats_kernel's `wt`)
-  const float* bias;               ///< K elements, or nullptr
-  const float* gaps;               ///< pass 1's value output (N*P*Q)
-  const std::int64_t* packed;      ///< pass 1's index output (N*P*Q)
-  screen_stats* stats;             ///< screen_stats_kernel's result; stats->full counts `full`
-  std::int64_t* full;              ///< N*P*Q entries: the pixels screen_full_kernel recomputes
-  screen_precision precision;      ///< pass 1's operand precision
-  double lip;                      ///< |scale| of the epilogue (inf or NaN: every channel recomputed)
-  float* y;                        ///< N*P*Q, or nullptr
-  std::int64_t* indices;           ///< N*P*Q, or nullptr
-};
-
-/// x at (n, c, h, w), 0 in the padding.
-__device__ inline float screen_x(const screen_params& a, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
-  const conv2d_problem& p = a.p;
-  if (h < 0 || h >= p.H || w < 0 || w >= p.W) return 0.0f;
-  return p.x_layout == layout::nhwc ? a.x[((n * p.H + h) * p.W + w) * p.C + c] : a.x[((n * p.C + c) * p.H + h) * p.W + w];
-}
-
-/// The SIMT kernel's last GEMM_K slice is padded with FMAs of 0 x 0 when GEMM_K is not a multiple of its
-/// slice (default_simt_policy<float>::block_k): they turn an accumulator of -0 into +0. Pass 2 does the
-/// same, so that its values equal the SIMT kernel's bit for bit, the sign of a zero included.
-__device__ inline float screen_simt_tail(float acc, std::int64_t L) {
-  return L % default_simt_policy<float>::type::block_k != 0 ? acc + 0.0f : acc;
-}
-
-/// Threads and output pixels per thread of screen_recompute_kernel: a block stages the whole filter once
-/// per 1024 pixels (slice by slice), about as many bytes per pixel as x itself.
-inline constexpr int screen_threads = 256;
-/// Output pixels per thread of screen_recompute_kernel (see screen_threads).
-inline constexpr int screen_pixels_per_thread = 4;
-
-/// Shared memory of screen_recompute_kernel for `cc` input channels per slice: K rows of cc * R * S
-/// weights, each row padded to an odd number of words (rows of different channels in different banks).
-inline std::size_t screen_slice_bytes(const conv2d_problem& p, std::int64_t cc) {
-  return static_cast<std::size_t>(p.K * ((cc * p.R * p.S) | 1)) * sizeof(float);
-}
-
-/// @brief Pass 2 (groups 1; screen_threads threads, screen_pixels_per_thread output pixels each, thread t
-/// of block b taking pixels (b * 4 + i) * 256 + t; dynamic shared memory screen_slice_bytes(p, cc)): over
-/// slices of cc input channels, staged in shared memory for all K channels, ||x_patch||^2 and the dot
-/// products of each pixel's two kept channels in exact fp32 FMA in the SIMT kernel's order (GEMM_K index
-/// kk = (c * R + r) * S + s ascending, a padding tap an FMA with x = 0); then the bound E (screen_bound),
-/// and Op's result over channel 1 and, when its gap is <= 2E, channel 2. A pixel whose 3rd best lies
-/// within 2E, or whose bound is not finite (a NaN, inf or huge value, x or w outside the pass-1
-/// precision's range), goes to the list for screen_full_kernel.
-template <class Op, class Epilogue>
-__global__ void __launch_bounds__(screen_threads) screen_recompute_kernel(screen_params a, Op op, Epilogue epi, int cc) {
-  constexpr int T = screen_threads, PPT = screen_pixels_per_thread;
-  extern __shared__ float ws[];
-  const conv2d_problem& p = a.p;
-  const std::int64_t P = p.P(), Q = p.Q(), M = p.N * P * Q, RS = p.R * p.S, L = p.C * RS;
-  const std::int64_t row = (cc * RS) | 1;
-  // x of pixel i's image, and the element strides of c, h and w in x's layout
-  const std::int64_t cs = p.x_layout == layout::nhwc ? 1 : p.H * p.W, hs = p.x_layout == layout::nhwc ? p.W * p.C : p.W,
-                     wstr = p.x_layout == layout::nhwc ? p.C : 1;
-  const int H = static_cast<int>(p.H), W = static_cast<int>(p.W), R = static_cast<int>(p.R), S = static_cast<int>(p.S);
-  const int dh = static_cast<int>(p.dil_h), dw = static_cast<int>(p.dil_w);
-  std::int64_t m[PPT];
-  const float* xi[PPT];
-  int h0[PPT], w0[PPT];
-  std::int32_t k1[PPT], k2[PPT], r1[PPT], r2[PPT];
-  float sumsq[PPT], acc1[PPT], acc2[PPT];
-#pragma unroll
-  for (int i = 0; i < PPT; ++i) {
-    m[i] = (blockIdx.x * std::int64_t{PPT} + i) * T + threadIdx.x;
-    xi[i] = a.x, h0[i] = w0[i] = 0, k1[i] = k2[i] = screen_empty;
-    sumsq[i] = acc1[i] = acc2[i] = 0.0f;
-    if (m[i] < M) {
-      const std::int64_t pq = m[i] % (P * Q), n = m[i] / (P * Q);
-      xi[i] = a.x + n * p.C * p.H * p.W;
-      h0[i] = static_cast<int>((pq / Q) * p.stride_h - p.pad_h), w0[i] = static_cast<int>((pq % Q) * p.stride_w - p.pad_w);
-      const std::uint64_t packed = static_cast<std::uint64_t>(a.packed[m[i]]);
-      k1[i] = static_cast<std::int32_t>(packed & 0xFFFF), k2[i] = static_cast<std::int32_t>((packed >> 16) & 0xFFFF);
-    }
-    r1[i] = (k1[i] < p.K ? k1[i] : 0) * static_cast<std::int32_t>(row);  // an empty slot reads row 0
-    r2[i] = (k2[i] < p.K ? k2[i] : 0) * static_cast<std::int32_t>(row);
-  }
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  for (std::int64_t c0 = 0; c0 < p.C; c0 += cc) {
-    const int cn = static_cast<int>(p.C - c0 < cc ? p.C - c0 : cc), len = cn * R * S;
-    __syncthreads();  // the previous slice is consumed
-    for (std::int64_t k = warp; k < p.K; k += T / 32)  // a warp per filter row: coalesced
-      for (int e = lane; e < len; e += 32) ws[k * row + e] = a.w[k * L + c0 * RS + e];
-    __syncthreads();
-    // the taps outermost and the thread's pixels innermost (unrolled): four independent FMA chains per
-    // tap (each pixel's own order, kk ascending, unchanged), so that their loads overlap
-    int j = 0;
-    for (int c = 0; c < cn; ++c) {
-      for (int r = 0; r < R; ++r) {
-        for (int t = 0; t < S; ++t, ++j) {
-#pragma unroll
-          for (int i = 0; i < PPT; ++i) {
-            const int h = h0[i] + r * dh, w = w0[i] + t * dw;
-            const bool in = m[i] < M && h >= 0 && h < H && w >= 0 && w < W;
-            const float xv =
-                in ? xi[i][(c0 + c) * cs + static_cast<std::int64_t>(h) * hs + static_cast<std::int64_t>(w) * wstr] : 0.0f;
-            sumsq[i] = fmaf(xv, xv, sumsq[i]);
-            acc1[i] = fmaf(xv, ws[r1[i] + j], acc1[i]);
-            acc2[i] = fmaf(xv, ws[r2[i] + j], acc2[i]);
-          }
-        }
-      }
-    }
-  }
-  const bool stats_ok = a.stats->bad == 0;
-  const float wsq = __uint_as_float(a.stats->w_sumsq_max), bmax = __uint_as_float(a.stats->b_abs_max);
-#pragma unroll
-  for (int i = 0; i < PPT; ++i) {
-    if (m[i] >= M) continue;
-    const std::uint32_t gbits = __float_as_uint(a.gaps[m[i]]);
-    const float gap2 = __uint_as_float((gbits & 0xFFFFu) << 16), gap3 = __uint_as_float(gbits & 0xFFFF0000u);
-    double E = INFINITY;
-    // max |x| <= ||x_patch||_2 (half the squared limit leaves room for the fp32 sum's rounding): the range
-    // check of the pass-1 precision
-    if (stats_ok && static_cast<double>(sumsq[i]) <= 0.5 * a.precision.limit * a.precision.limit)
-      E = screen_bound(sumsq[i], wsq, bmax, a.lip, L, a.precision);
-    const double E2 = 2.0 * E;
-    if (!(E2 < 1.0e30 && k1[i] < p.K && static_cast<double>(gap3) > E2)) {
-      a.full[atomicAdd(&a.stats->full, 1ull)] = m[i];
-      continue;
-    }
-    auto value = [&](float acc, std::int32_t k) {
-      return apply_epilogue(epi, screen_simt_tail(acc, L) + (a.bias ? a.bias[k] : 0.0f), k);
-    };
-    typename Op::template accum_t<float> st = Op::template make<float>(value(acc1[i], k1[i]), k1[i]);
-    if (k2[i] < p.K && !(static_cast<double>(gap2) > E2))
-      st = op(st, Op::template make<float>(value(acc2[i], k2[i]), k2[i]));
-    if (a.y) a.y[m[i]] = Op::template value<float>(st, p.K);
-    if constexpr (Op::has_index) {
-      if (a.indices) a.indices[m[i]] = Op::template index<float>(st);
-    }
-  }
-}
-
-/// @brief Pass 2's full recompute (groups 1; warps of 32 threads, any grid): one warp per listed pixel,
-/// lane l computing channels l, l + 32, ... in exact fp32 FMA (the SIMT kernel's order), four of them at a
-/// time (independent chains sharing each x value; the transposed filter makes each tap's loads of the
-/// warp's channels contiguous), then Op over all K channels (cub::WarpReduce) into y and indices.
-template <class Op, class Epilogue, int Threads>
-__global__ void __launch_bounds__(Threads) screen_full_kernel(screen_params a, Op op, Epilogue epi) {
-  using state_t = typename Op::template accum_t<float>;
-  using reduce_t = cub::WarpReduce<state_t>;
-  __shared__ typename reduce_t::TempStorage temp[Threads / 32];
-  const conv2d_problem& p = a.p;
-  const std::int64_t P = p.P(), Q = p.Q(), L = p.C * p.R * p.S, count = static_cast<std::int64_t>(a.stats->full);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  for (std::int64_t i = blockIdx.x * std::int64_t{Threads / 32} + warp; i < count;
-       i += static_cast<std::int64_t>(gridDim.x) * (Threads / 32)) {
-    const std::int64_t m = a.full[i], pq = m % (P * Q), n = m / (P * Q);
-    const std::int64_t h0 = (pq / Q) * p.stride_h - p.pad_h, w0 = (pq % Q) * p.stride_w - p.pad_w;
-    state_t st = Op::template identity<float>();
-    constexpr int J = 4;  // channels per lane at a time: k0, k0 + 32, k0 + 64, k0 + 96
-    for (std::int64_t k0 = lane; k0 < p.K; k0 += 32 * J) {
-      float acc[J] = {};
-      const float* wrow = a.wt + k0;
-      for (std::int64_t c = 0; c < p.C; ++c)
-        for (std::int64_t r = 0; r < p.R; ++r)
-          for (std::int64_t t = 0; t < p.S; ++t, wrow += p.K) {
-            const float xv = screen_x(a, n, c, h0 + r * p.dil_h, w0 + t * p.dil_w);
-#pragma unroll
-            for (int j = 0; j < J; ++j)
-              if (k0 + 32 * j < p.K) acc[j] = fmaf(xv, wrow[32 * j], acc[j]);
-          }
-#pragma unroll
-      for (int j = 0; j < J; ++j) {
-        const std::int64_t k = k0 + 32 * j;
-        if (k >= p.K) break;
-        const float b = a.bias ? a.bias[k] : 0.0f;
-        st = op(st, Op::template make<float>(apply_epilogue(epi, screen_simt_tail(acc[j], L) + b, static_cast<int>(k)),
-                                             static_cast<int>(k)));
-      }
-    }
-    st = reduce_t(temp[warp]).Reduce(st, op);
-    __syncwarp();  // temp[warp] is reused by the next pixel (CUB's rule for WarpReduce storage)
-    if (lane == 0) {
-      if (a.y) a.y[m] = Op::template value<float>(st, p.K);
-      if constexpr (Op::has_index) {
-        if (a.indices) a.indices[m] = Op::template index<float>(st);
-      }
-    }
-  }
 }
 
 }  // namespace convred::kernel

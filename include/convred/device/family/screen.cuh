@@ -21,6 +21,7 @@
 
 #include "../../functional.cuh"
 #include "../../kernel/screen.cuh"
+#include "../../kernel/screen_recompute.cuh"
 #include "../../problem.cuh"
 #include "../../status.cuh"
 #include "../common.cuh"
@@ -158,7 +159,8 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
                                      std::isfinite(lip) ? lip : INFINITY, a.y, a.indices};
       const int cc = slice_channels(p);
       const std::size_t smem = kernel::screen_slice_bytes(p, cc);
-      auto recompute = kernel::screen_recompute_kernel<Op, Epilogue>;
+      auto recompute = p.R == 3 && p.S == 3 ? kernel::screen_recompute_kernel<Op, Epilogue, 3, 3>
+                                            : kernel::screen_recompute_kernel<Op, Epilogue>;
       if (smem > 48 * 1024 &&
           cudaFuncSetAttribute(recompute, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) != cudaSuccess)
         return status::cuda_error;
