@@ -82,7 +82,8 @@ TEST_CASE("screen: the planner takes the family where it serves, the next one wh
   // pass 1's description, then what pass 2 does
   conv2d_reduce_plan<float, math::fp16> fp16(seed, h200);
   CHECK(plan.description().rfind("screened: " + fp16.description() + ", then an exact fp32 recompute", 0) == 0);
-  // pass 1's workspace (the fp16 packed filter) first, then 20 bytes per output pixel and the statistics
+  // pass 1's workspace (the fp16 packed filter) first, then 20 bytes per output pixel, the statistics and
+  // the filter transposed
   CHECK(plan.prepared_bytes() == fp16.prepared_bytes());
   CHECK(plan.workspace_bytes() == (fp16.workspace_bytes() + 15) / 16 * 16 +
                                       fam::screen<float, math::accurate>::extra_bytes(seed));

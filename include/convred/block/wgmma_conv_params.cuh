@@ -11,7 +11,7 @@
 namespace convred::block {
 
 /// @brief Parameter block of the packed-filter wgmma kernel (kernel::conv2d_reduce_wgmma_kernel): NCHW fp32 x,
-/// groups 1, stride 1 or 2, dilation 1, any K (conv_mainloop_wgmma::make_params decides). A tile is tile_h m64
+/// groups 1, stride 1 or 2, dilation 1 (or any along a 1-wide filter dimension), any K (conv_mainloop_wgmma::make_params decides). A tile is tile_h m64
 /// wgmma rows of one image (tile_h 4, or 2 for ping-pong): tile_h output rows x 64 columns, or for narrow
 /// images (Q + (S - 1) / stride <= 32) tile_rows = tile_h * 64 / pw output rows of the whole width (pw = 16 or 32
 /// plane pitch; an m64 row then spans 4 or 2 output rows, its pixels past Q computed and dropped); tiles

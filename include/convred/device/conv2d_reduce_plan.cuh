@@ -71,9 +71,10 @@ namespace convred::device {
 /// the wgmma kernel's partial mode; one the plan allocates and
 /// owns, or one the caller lends); then run(x, bias, y, indices, op, epi, stream) as often as needed. The
 /// plan keeps the weight pointer given to prepare (the mma.sync and SIMT kernels read w on every run): w
-/// must stay valid and unchanged until the last run. The runs of a split, flat-tile or pass-mode plan write its
-/// workspace (partial sums, the packed x, states): runs of one such plan on different streams must not
-/// overlap in time (use one plan per stream).
+/// must stay valid and unchanged until the last run. The runs of any plan with scratch_bytes() > 0 (split,
+/// flat-tile, pass-mode, dilated and screening plans) write its workspace (partial sums, the packed x,
+/// states, x's sub-images): runs of one such plan on different streams must not overlap in time (use one
+/// plan per stream, or bind a scratch per stream).
 /// Not copyable (it may own device memory); movable.
 ///
 /// @tparam T    element type of x, w, bias and y: float, double, __half or __nv_bfloat16 (double: math::ieee)
@@ -181,6 +182,8 @@ class conv2d_reduce_plan {
   /// policy packed_split_workspace_bytes<wgmma_pingpong_policy_t, T>(p, 0)), as those functions size it
   /// on the device the plan was made for; the split path's partial sums when the mma.sync or SIMT kernel
   /// splits (conv2d_reduce_split_workspace_bytes<T>(p, k_splits())); else 0 (config().workspace_bytes).
+  /// A dilated plan (family::dilated, its description starting "dilation") needs its sub-problem's bytes,
+  /// rounded to 16, plus family::dilated::extra_bytes(p) (x's sub-images and the sub-problem's outputs).
   std::size_t workspace_bytes() const { return config_.workspace_bytes; }
   /// Bytes at the start of the workspace that prepare() fills (the packed filter of a wgmma plan) and
   /// runs only read; the rest of workspace_bytes() is scratch that every run writes (partial sums, the

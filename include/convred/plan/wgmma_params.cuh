@@ -55,7 +55,7 @@ struct wgmma_params {
   /// tiles of block_m GEMM rows over x packed beforehand (wgmma_conv_params::flat; xpack_bytes), any
   /// stride-1 or stride-2 problem whose packed planes have fewer than 2^31 pixels and whose packing grid
   /// fits (fewer than 2^31 - 1 (tile, slice) blocks of under 2^24 16-byte entries each). Not served: NHWC x,
-  /// groups != 1, dilation != 1, strides other than 1 or 2 in both dimensions, N >= 2^31 or one image of
+  /// groups != 1, dilation != 1 along a filter dimension above 1, strides other than 1 or 2 in both dimensions, N >= 2^31 or one image of
   /// 2^40 bytes or more (TMA coordinates and strides), stages larger than the shared memory. p must be
   /// valid (convred::validate). Independent of N otherwise (N = 0 is served, with no tiles).
   static bool make_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,

@@ -93,28 +93,32 @@ struct dilated : family_defaults<dilated<Inner>, typename Inner::element_type> {
     return c;
   }
 
-  /// "dilation 12x12 as 144 sub-images per image (...): <the inner family's description>".
+  /// "dilation 12x12 at stride 1 as 144 undilated sub-images per image (space to batch: ...): <the inner
+  /// family's description>", with the row and column factors (factor_h, factor_w) as the dilation.
   static std::string describe(const conv2d_problem& p, const plan_config& c, const device_info& dev,
                               const std::string& passed_over) {
     const conv2d_problem s = sub_problem(p);
-    return "dilation " + std::to_string(p.dil_h) + "x" + std::to_string(p.dil_w) + " at stride 1 as " +
+    return "dilation " + std::to_string(factor_h(p)) + "x" + std::to_string(factor_w(p)) + " at stride 1 as " +
            std::to_string(factor_h(p) * factor_w(p)) + " undilated sub-images per image (space to batch: batch " +
            std::to_string(s.N) + ", " + std::to_string(s.H) + "x" + std::to_string(s.W) + " pixels, padding " +
            std::to_string(s.pad_h) + "x" + std::to_string(s.pad_w) + ", x copied into the workspace on each run): " +
            Inner::describe(s, inner_config(p, c), dev, passed_over);
   }
   /// The inner family's.
-  static status runs_here(const plan_config& c) { return Inner::runs_here(c); }
+  static status runs_here(const plan_config& c) { return Inner::runs_here(c); }  // (c's device fields are the inner's)
   /// The inner family's, for the sub-problem (the filter is the same).
   static status prepare(const conv2d_problem& p, const plan_config& c, const T* w, void* workspace, std::size_t bytes,
                         cudaStream_t stream) {
     return Inner::prepare(sub_problem(p), inner_config(p, c), w, workspace, bytes, stream);
   }
 
-  /// Copies x into the sub-images, runs the inner family on them, puts the outputs back. The caller's
-  /// buffers are checked first: indices_not_supported (indices for an op without them), null_pointer (x
-  /// or w null, or both y and indices), misaligned_pointer, overlapping_buffers, cuda_error (an error
-  /// pending on entry); then the inner family's statuses.
+  /// Copies x into the sub-images, runs the inner family on them, puts the outputs back. Every run writes
+  /// the copies into the plan's scratch: runs of one plan on different streams must not overlap in time
+  /// unless each binds its own scratch. The caller's buffers are checked first: indices_not_supported
+  /// (indices for an op without them), null_pointer (x or w null, or both y and indices),
+  /// misaligned_pointer, overlapping_buffers (y or indices overlapping x, w, bias, each other, the prepared
+  /// bytes or the copies; the copies overlapping x), cuda_error (an error pending on entry, or a launch
+  /// error, left pending); then the inner family's statuses.
   template <class Op, class Epilogue>
   static status launch(const conv2d_problem& p, const plan_config& c, const run_arguments<T>& a, Op op, Epilogue epi,
                        cudaStream_t stream) {
@@ -125,10 +129,6 @@ struct dilated : family_defaults<dilated<Inner>, typename Inner::element_type> {
     }
     if (!a.x || !a.w || (!a.y && !a.indices)) return status::null_pointer;
     if (status s = device::detail::pending_status(); s != status::success) return s;
-    const device::detail::buffer_arg bufs[] = {
-        device::detail::input(a.x, p.x_elements()), device::detail::input(a.w, p.w_elements()),
-        device::detail::input(a.bias, p.K), device::detail::output(a.y, M), device::detail::output(a.indices, M)};
-    if (status s = device::detail::check_buffers(bufs, 1); s != status::success) return s;
     const conv2d_problem s = sub_problem(p);
     const plan_config ic = inner_config(p, c);
     run_arguments<T> ia;
@@ -138,13 +138,22 @@ struct dilated : family_defaults<dilated<Inner>, typename Inner::element_type> {
     T* ys = reinterpret_cast<T*>(mine + round16(static_cast<std::size_t>(xs_count) * sizeof(T)));
     auto* is = reinterpret_cast<std::int64_t*>(reinterpret_cast<unsigned char*>(ys) +
                                                round16(static_cast<std::size_t>(Ms) * sizeof(T)));
+    // the caller's buffers against each other, the prepared bytes (the packed filter) and this run's
+    // copies in the workspace or scratch (the inner family checks only its own sub-problem's buffers)
+    const device::detail::buffer_arg bufs[] = {
+        device::detail::input(a.x, p.x_elements()), device::detail::input(a.w, p.w_elements()),
+        device::detail::input(a.bias, p.K),
+        device::detail::input(static_cast<const unsigned char*>(a.workspace), static_cast<std::int64_t>(ic.prepared_bytes)),
+        device::detail::output(a.y, M), device::detail::output(a.indices, M), device::detail::output(xs, xs_count),
+        device::detail::output(ys, Ms), device::detail::output(is, Ms)};
+    if (status st = device::detail::check_buffers(bufs, 1); st != status::success) return st;
     const kernel::space_to_batch_params sp = params(p);
     kernel::space_to_batch_kernel<T><<<blocks(xs_count), 256, 0, stream>>>(a.x, xs, sp, xs_count);
-    if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
+    if (status st = device::detail::launch_status(); st != status::success) return st;
     ia.x = xs, ia.y = a.y ? ys : nullptr, ia.indices = a.indices ? is : nullptr;
     if (status st = Inner::launch(s, ic, ia, op, epi, stream); st != status::success) return st;
     kernel::batch_to_space_kernel<T><<<blocks(M), 256, 0, stream>>>(ia.y, ia.indices, a.y, a.indices, sp, M);
-    return cudaGetLastError() == cudaSuccess ? status::success : status::cuda_error;
+    return device::detail::launch_status();
   }
 
   /// Bytes after the inner family's workspace: the sub-images, the sub-problem's values and indices, and

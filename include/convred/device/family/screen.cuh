@@ -60,7 +60,7 @@ double screen_lipschitz(const E& e) {
 /// @brief The screening family for float data under the plan's math Math (math::accurate: the results
 /// are math::ieee's). Pass 1 runs the wgmma family in InnerMath (fp16: unit roundoff 2^-11, like TF32's,
 /// at 16-bit speed); its scratch gets pass 1's packed per-pixel outputs and pass 2's list (20 bytes per
-/// output pixel) and the per-run statistics of w and b after it.
+/// output pixel), the per-run statistics of w and b and the filter transposed (4 bytes per weight) after it.
 template <class T, class Math, class InnerMath = math::fp16>
 struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
   using inner = wgmma<T, InnerMath>;  ///< pass 1's family
