@@ -128,6 +128,9 @@ TEST_CASE("dilated family: which layers run on the wgmma kernel as undilated sub
     CHECK_FALSE(has(plan.description(), "sub-images"));
   }
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(pad, h200).description(), "dilation != 1"));
+  // sub-images of 2 output columns: left to mma.sync in tf32 and 3xTF32, served under bf16 (measured faster)
+  CHECK(conv2d_reduce_plan<float, math::accurate>(wide, h200).kernel() == kernel_kind::mma_sync);
+  CHECK(has(conv2d_reduce_plan<float, math::bf16>(wide, h200).description(), "undilated sub-images"));
   CHECK(conv2d_reduce_plan<__half, math::fp16>(aspp, h200).kernel() == kernel_kind::mma_sync);
   CHECK(conv2d_reduce_plan<float, math::tf32>(aspp, device_info{9, 0, false, 132}).kernel() == kernel_kind::mma_sync);
   CHECK(conv2d_reduce_plan<float, math::ieee>(aspp, h200).kernel() == kernel_kind::simt);

@@ -63,8 +63,8 @@ struct dilated : family_defaults<dilated<Inner>, typename Inner::element_type> {
 
   /// nullptr when it serves p: a dilation above 1 in a dimension with a filter size above 1; there
   /// stride 1 and a padding the dilation divides; every extent of the split below 2^31 and the batch
-  /// N f_h f_w below 2^40; sub-images of at least 3 output rows (columns) in each split dimension; and the
-  /// inner family serves the sub-problem.
+  /// N f_h f_w below 2^40; sub-images of at least 3 output rows (columns) in each split dimension unless
+  /// the inner math is 16-bit; and the inner family serves the sub-problem.
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     const std::int64_t fh = factor_h(p), fw = factor_w(p);
     if (fh == 1 && fw == 1) return "no dilation (or a 1-wide filter in each dilated dimension)";
@@ -77,9 +77,12 @@ struct dilated : family_defaults<dilated<Inner>, typename Inner::element_type> {
       return "extents of the space-to-batch split at or above 2^31";
     if (validate(s, sizeof(T)) != status::success) return "the sub-problem is not valid";
     // Sub-images of fewer than 3 output rows or columns (a dilation of a third of the image or more): the
-    // inner kernel's tiles then hold more padding than outputs (2 x 2 outputs in 3 x 3 plane pixels);
-    // measured slower than the mma.sync kernel on the dilation itself (bench/NOTES.md, "Reach: dilation").
-    if ((fh > 1 && s.P() < 3) || (fw > 1 && s.Q() < 3)) return "sub-images of fewer than 3 output rows or columns";
+    // inner kernel's tiles then hold more padding than outputs (2 x 2 outputs in 3 x 3 plane pixels). On
+    // the H200 that was slower than the mma.sync kernel on the dilation itself in TF32 (batch 1) and 3xTF32,
+    // but faster in bf16 (5 of 6 layers, up to 1.45x at batch 32): such layers are served only under a
+    // 16-bit inner math (bench/NOTES.md, "Reach: dilation on the Hopper kernel").
+    if (!sixteen_bit() && ((fh > 1 && s.P() < 3) || (fw > 1 && s.Q() < 3)))
+      return "sub-images of fewer than 3 output rows or columns (TF32 and 3xTF32)";
     return Inner::can_implement(s, dev, o);
   }
 
@@ -166,6 +169,17 @@ struct dilated : family_defaults<dilated<Inner>, typename Inner::element_type> {
   }
 
  private:
+  /// Whether the inner family runs a 16-bit tensor-core math (its kernel_math's speed in the time model
+  /// above TF32's); false for an inner family without a kernel_math.
+  template <class I = Inner>
+  static constexpr auto sixteen_bit_of(int) -> decltype(plan_math_speed<typename I::kernel_math>(), bool()) {
+    return plan_math_speed<typename I::kernel_math>() > 1.0;
+  }
+  template <class I = Inner>
+  static constexpr bool sixteen_bit_of(long) {
+    return false;
+  }
+  static constexpr bool sixteen_bit() { return sixteen_bit_of(0); }
   /// the inner family's configuration: c without extra_bytes
   static plan_config inner_config(const conv2d_problem& p, const plan_config& c) {
     plan_config ic = c;
