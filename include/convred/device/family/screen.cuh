@@ -117,8 +117,9 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
   /// Pass 1 (inner's launch with kernel::screen_op), the statistics of w and b, pass 2. invalid_argument
   /// for an op other than min, max, argmin, argmax or an epilogue other than identity and scale; the
   /// entry points' checks of the caller's buffers first (indices_not_supported: indices for min or max;
-  /// null_pointer: x, w, or both y and indices null; misaligned_pointer; overlapping_buffers; cuda_error: an
-  /// error pending on entry).
+  /// null_pointer: x, w, or both y and indices null; misaligned_pointer; overlapping_buffers: y or indices
+  /// overlapping x, w, bias, each other, the prepared bytes or this run's scratch, or the scratch
+  /// overlapping x, w or bias; cuda_error: an error pending on entry).
   template <class Op, class Epilogue>
   static status launch(const conv2d_problem& p, const plan_config& c, const run_arguments<T>& a, Op op, Epilogue epi,
                        cudaStream_t stream) {
@@ -136,13 +137,18 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
       if (!a.x || !a.w || (!a.y && !a.indices)) return status::null_pointer;
       if (status s = device::detail::pending_status(); s != status::success) return s;
       const std::int64_t per_block = std::int64_t{kernel::screen_threads} * kernel::screen_pixels_per_thread;
-      const device::detail::buffer_arg bufs[] = {
-          device::detail::input(a.x, p.x_elements()), device::detail::input(a.w, p.w_elements()),
-          device::detail::input(a.bias, p.K), device::detail::output(a.y, M), device::detail::output(a.indices, M)};
-      if (status s = device::detail::check_buffers(bufs, (M + per_block - 1) / per_block); s != status::success) return s;
       const plan_config ic = inner_config(p, c);
       run_arguments<T> ia;
       unsigned char* mine = adapter_scratch(a, ic, extra_bytes(p), ia);
+      // the caller's buffers against each other, the prepared bytes (the packed filter) and this run's
+      // scratch (pass 1's outputs, the list, the statistics, the transposed filter)
+      const device::detail::buffer_arg bufs[] = {
+          device::detail::input(a.x, p.x_elements()), device::detail::input(a.w, p.w_elements()),
+          device::detail::input(a.bias, p.K),
+          device::detail::input(static_cast<const unsigned char*>(a.workspace), static_cast<std::int64_t>(ic.prepared_bytes)),
+          device::detail::output(a.y, M), device::detail::output(a.indices, M),
+          device::detail::output(static_cast<const unsigned char*>(mine), static_cast<std::int64_t>(extra_bytes(p) - 16))};
+      if (status s = device::detail::check_buffers(bufs, (M + per_block - 1) / per_block); s != status::success) return s;
       float* gaps = reinterpret_cast<float*>(mine);
       auto* packed = reinterpret_cast<std::int64_t*>(mine + round16(static_cast<std::size_t>(M) * sizeof(float)));
       auto* full = packed + M;
