@@ -127,11 +127,6 @@ struct dilated : family_defaults<dilated<Inner>, typename Inner::element_type> {
                        cudaStream_t stream) {
     const std::int64_t M = p.gemm_m();
     if (M == 0) return status::success;
-    if constexpr (!Op::has_index) {
-      if (a.indices) return status::indices_not_supported;
-    }
-    if (!a.x || !a.w || (!a.y && !a.indices)) return status::null_pointer;
-    if (status s = device::detail::pending_status(); s != status::success) return s;
     const conv2d_problem s = sub_problem(p);
     const plan_config ic = inner_config(p, c);
     run_arguments<T> ia;
@@ -141,15 +136,8 @@ struct dilated : family_defaults<dilated<Inner>, typename Inner::element_type> {
     T* ys = reinterpret_cast<T*>(mine + round16(static_cast<std::size_t>(xs_count) * sizeof(T)));
     auto* is = reinterpret_cast<std::int64_t*>(reinterpret_cast<unsigned char*>(ys) +
                                                round16(static_cast<std::size_t>(Ms) * sizeof(T)));
-    // the caller's buffers against each other, the prepared bytes (the packed filter) and this run's
-    // copies in the workspace or scratch (the inner family checks only its own sub-problem's buffers)
-    const device::detail::buffer_arg bufs[] = {
-        device::detail::input(a.x, p.x_elements()), device::detail::input(a.w, p.w_elements()),
-        device::detail::input(a.bias, p.K),
-        device::detail::input(static_cast<const unsigned char*>(a.workspace), static_cast<std::int64_t>(ic.prepared_bytes)),
-        device::detail::output(a.y, M), device::detail::output(a.indices, M), device::detail::output(xs, xs_count),
-        device::detail::output(ys, Ms), device::detail::output(is, Ms)};
-    if (status st = device::detail::check_buffers(bufs, 1); st != status::success) return st;
+    // (the copies: extra_bytes less its 16 bytes of alignment slack)
+    if (status st = adapter_checks<Op>(p, a, ic, mine, extra_bytes(p) - 16, 1); st != status::success) return st;
     const kernel::space_to_batch_params sp = params(p);
     kernel::space_to_batch_kernel<T><<<blocks(xs_count), 256, 0, stream>>>(a.x, xs, sp, xs_count);
     if (status st = device::detail::launch_status(); st != status::success) return st;

@@ -34,6 +34,7 @@
 
 #include "../../problem.cuh"
 #include "../../status.cuh"
+#include "../common.cuh"
 #include "../plan_config.cuh"
 #include "../plan_options.cuh"
 #include "../plan_types.cuh"
@@ -206,6 +207,32 @@ unsigned char* adapter_scratch(const run_arguments<T>& a, const plan_config& ic,
   }
   ia.workspace_bytes = ic.workspace_bytes;
   return align(static_cast<unsigned char*>(a.workspace) + ic.workspace_bytes);
+}
+
+/// @brief The checks an adapter family's launch makes before it launches anything, on the caller's
+/// buffers in `a` for problem p and reduction op Op, with `mine` (`mine_bytes` bytes: adapter_scratch's
+/// result) the adapter's part of the scratch: indices_not_supported (indices for an op without them),
+/// null_pointer (x or w null, or both y and indices null), cuda_error (an error pending on entry, left
+/// pending), misaligned_pointer, overlapping_buffers (y or indices overlapping x, w, bias, each other, the
+/// prepared bytes of `ic` (the inner family's configuration) or the adapter's scratch; that scratch
+/// overlapping x, w or bias), size_overflow (`blocks` above the grid limit); else success. The inner
+/// family checks only the buffers the adapter hands it. Call it for p.gemm_m() > 0.
+template <class Op, class T>
+status adapter_checks(const conv2d_problem& p, const run_arguments<T>& a, const plan_config& ic, const unsigned char* mine,
+                      std::size_t mine_bytes, std::int64_t blocks) {
+  if constexpr (!Op::has_index) {
+    if (a.indices) return status::indices_not_supported;
+  }
+  if (!a.x || !a.w || (!a.y && !a.indices)) return status::null_pointer;
+  if (status s = device::detail::pending_status(); s != status::success) return s;
+  const std::int64_t M = p.gemm_m();
+  const device::detail::buffer_arg bufs[] = {
+      device::detail::input(a.x, p.x_elements()), device::detail::input(a.w, p.w_elements()),
+      device::detail::input(a.bias, p.K),
+      device::detail::input(static_cast<const unsigned char*>(a.workspace), static_cast<std::int64_t>(ic.prepared_bytes)),
+      device::detail::output(a.y, M), device::detail::output(a.indices, M),
+      device::detail::output(mine, static_cast<std::int64_t>(mine_bytes))};
+  return device::detail::check_buffers(bufs, blocks);
 }
 
 /// @brief Suffix of a tensor-core family's description under math::accurate: what the default math

@@ -131,24 +131,14 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
     } else {
       const std::int64_t M = p.gemm_m();
       if (M == 0) return status::success;
-      if constexpr (!Op::has_index) {
-        if (a.indices) return status::indices_not_supported;
-      }
-      if (!a.x || !a.w || (!a.y && !a.indices)) return status::null_pointer;
-      if (status s = device::detail::pending_status(); s != status::success) return s;
       const std::int64_t per_block = std::int64_t{kernel::screen_threads} * kernel::screen_pixels_per_thread;
       const plan_config ic = inner_config(p, c);
       run_arguments<T> ia;
       unsigned char* mine = adapter_scratch(a, ic, extra_bytes(p), ia);
-      // the caller's buffers against each other, the prepared bytes (the packed filter) and this run's
-      // scratch (pass 1's outputs, the list, the statistics, the transposed filter)
-      const device::detail::buffer_arg bufs[] = {
-          device::detail::input(a.x, p.x_elements()), device::detail::input(a.w, p.w_elements()),
-          device::detail::input(a.bias, p.K),
-          device::detail::input(static_cast<const unsigned char*>(a.workspace), static_cast<std::int64_t>(ic.prepared_bytes)),
-          device::detail::output(a.y, M), device::detail::output(a.indices, M),
-          device::detail::output(static_cast<const unsigned char*>(mine), static_cast<std::int64_t>(extra_bytes(p) - 16))};
-      if (status s = device::detail::check_buffers(bufs, (M + per_block - 1) / per_block); s != status::success) return s;
+      // (this run's scratch: pass 1's outputs, the list, the statistics, the transposed filter)
+      if (status s = adapter_checks<Op>(p, a, ic, mine, extra_bytes(p) - 16, (M + per_block - 1) / per_block);
+          s != status::success)
+        return s;
       float* gaps = reinterpret_cast<float*>(mine);
       auto* packed = reinterpret_cast<std::int64_t*>(mine + round16(static_cast<std::size_t>(M) * sizeof(float)));
       auto* full = packed + M;
