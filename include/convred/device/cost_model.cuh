@@ -59,6 +59,11 @@ inline constexpr double plan_mma_split_flops_per_sm = 0.34e12;
 /// fixup. Fitted so that the model's difference to the wgmma kernel's partial mode matches the H200's
 /// (bench/NOTES.md, "Moved from header comments").
 inline constexpr double plan_mma_split_fixed_seconds = 14e-6;
+/// The mma.sync kernel unsplit on a grouped problem (family::grouped's comparison), FLOP/s per SM under
+/// TF32 with each group's channels in whole 128-channel tiles (the tiles' empty columns counted): the
+/// upper end of the rates measured on the H200 over the torchvision sweep's grouped layers at batch 32
+/// (0.62e12 to 0.88e12; bench/NOTES.md, "Reach: grouped convolution").
+inline constexpr double plan_mma_fused_flops_per_sm = 0.85e12;
 
 /// The planner's packing pass of flat tiles (kernel::pack_x_kernel), bytes per second over x read and the
 /// packed planes written: about two thirds of the H200's copy bandwidth (4.2 TB/s), for its strided reads.

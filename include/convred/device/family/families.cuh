@@ -7,6 +7,7 @@
 #include "dilated.cuh"
 #include "direct.cuh"
 #include "family.cuh"
+#include "grouped.cuh"
 #include "mma_sync.cuh"
 #include "simt.cuh"
 #include "wgmma.cuh"
@@ -15,13 +16,15 @@ namespace convred::device::family {
 
 /// @brief The families conv2d_reduce_plan<T, Math> considers, best first: the direct family (exact, for
 /// C/groups == 1 under every math); then, for a tensor-core math (math::accurate on float, half or bf16
-/// data included), the wgmma family (sm_90a) for dilated layers at stride 1 (family::dilated: space to batch), the
-/// wgmma family itself and the mma.sync family (sm_80+); last the SIMT family (exact
-/// FMA: math::ieee, double data, math::accurate on GPUs older than sm_80).
+/// data included), the wgmma family (sm_90a) for dilated layers at stride 1 (family::dilated: space to
+/// batch) and for grouped layers with wide groups (family::grouped: one group at a time), the wgmma family
+/// itself and the mma.sync family (sm_80+); last the SIMT family (exact FMA: math::ieee, double data,
+/// math::accurate on GPUs older than sm_80).
 template <class T, class Math>
 using default_families_t =
     std::conditional_t<std::is_same_v<kernel_math_t<T, Math>, math::ieee>, family_list<direct<T, Math>, simt<T, Math>>,
-                       family_list<direct<T, Math>, dilated<wgmma<T, Math>>, wgmma<T, Math>, mma_sync<T, Math>,
-                                   simt<T, Math>>>;
+                       family_list<direct<T, Math>, dilated<wgmma<T, Math>>,
+                                   grouped<wgmma<T, Math>, mma_sync<T, Math>>, wgmma<T, Math>,
+                                   mma_sync<T, Math>, simt<T, Math>>>;
 
 }  // namespace convred::device::family

@@ -1,0 +1,306 @@
+// The grouped family (device/family/grouped.cuh): a grouped layer with wide groups runs on the wgmma kernel
+// one group at a time, the groups' reductions combined per pixel. Host: which layers the planner sends to
+// it on an H200 (the torchvision sweep's grouped layers) and what the plan says. GPU: the plan's results
+// against float64 for every op and the tensor-core maths (forced with plan_options::splits = -1 on
+// problems small enough for the host reference), batch 1 in place and copied, K/groups above 128, stride
+// 2, 1x1 and 3x1 filters; convred's epilogues with a channel index (their channels moved per group) and a
+// user lambda with one (the mma.sync kernel instead); the plan equals the wgmma family's plans on each
+// group's sub-problem combined on the host, bitwise; bind with a separate scratch; a case for
+// compute-sanitizer.
+#include <convred/device/conv2d_reduce_plan.cuh>
+
+#include <iterator>
+#include <string>
+
+#include "conv2d_reduce_check.cuh"
+
+using namespace convred_test_fused;
+namespace math = convred::math;
+namespace fam = convred::device::family;
+using convred::device::conv2d_reduce_plan;
+using convred::device::device_info;
+using convred::device::kernel_kind;
+using convred::device::plan_options;
+
+namespace {
+
+const device_info h200{9, 0, true, 132};
+
+bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+plan_options forced() {
+  plan_options o;
+  o.splits = -1;  // the wgmma kernel (and family::grouped) wherever it serves
+  return o;
+}
+
+/// check_fused's tag for the planner with the grouped family forced: conv2d_reduce_plan<T, Math>(p,
+/// forced()) on the current device, prepared with a lent workspace poisoned (0xFF) with 256 guard bytes
+/// after it, run, synchronised; the guard bytes must stay untouched.
+template <class Math>
+struct plan_entry {
+  using math = fam::kernel_math_t<float, Math>;  ///< the kernels' math (tolerances)
+  using self_launching = void;  ///< check_fused calls launch
+  template <class T, class Op, class Epi>
+  static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
+                       Op op, Epi epi) {
+    constexpr std::size_t guard = 256;
+    conv2d_reduce_plan<T, Math> plan(p, forced());
+    INFO("plan: " << plan.description());
+    REQUIRE(plan.state() == status::success);
+#ifdef CONVRED_TEST_EXPECT_WGMMA
+    CHECK(has(plan.description(), "one at a time"));
+#endif
+    const std::size_t bytes = plan.workspace_bytes();
+    thrust::device_vector<unsigned char> ws(bytes + guard, static_cast<unsigned char>(0xFF));
+    REQUIRE(plan.prepare(w, raw(ws), bytes) == status::success);
+    const status s = plan.run(x, bias, y, indices, op, epi);
+    const cudaError_t e = cudaDeviceSynchronize();
+    const std::vector<unsigned char> after = test::to_host(ws);
+    std::size_t touched = 0;
+    for (std::size_t i = bytes; i < after.size(); ++i) touched += after[i] != 0xFF;
+    CHECK(touched == 0);
+    return s == status::success && e != cudaSuccess ? status::cuda_error : s;
+  }
+};
+
+/// Grouped layers (NCHW): make_problem(N, C, H, W, K, R, S, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w,
+/// groups).
+struct grouped_case {
+  const char* name;
+  conv2d_problem p;
+};
+const grouped_case cases[] = {
+    {"g2 Cg 8 Kg 32", make_problem(2, 16, 9, 11, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2)},
+    {"g3 batch 1 in place", make_problem(1, 24, 13, 12, 96, 3, 3, 1, 1, 1, 1, 1, 1, 3)},
+    {"g2 batch 1, groups not 16-byte aligned (copied)", make_problem(1, 6, 7, 9, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2)},
+    {"g2 1x1, K/groups 130 (two channel passes)", make_problem(3, 64, 12, 10, 260, 1, 1, 0, 0, 1, 1, 1, 1, 2)},
+    {"g2 stride 2", make_problem(2, 32, 15, 17, 64, 3, 3, 1, 1, 2, 2, 1, 1, 2)},
+    {"g4 3x1", make_problem(2, 16, 10, 8, 128, 3, 1, 1, 0, 1, 1, 1, 1, 4)},
+};
+/// the first cases, which 3xTF32 on the wgmma kernel serves (3x3 and 1x1 filters at stride 1)
+constexpr std::size_t accurate_cases = 4;
+
+/// Every op through the plan in Math against float64 (scale 2 epilogue; max with -0.5).
+template <class Math>
+void all_ops(const char* label, const conv2d_problem& p, std::uint64_t seed) {
+  const auto d = make_data<float>(p, seed, data_kind::real);
+  opts o;
+  o.gain = 2;
+  const epi::scale<float> two{2.0f};
+  const std::string l(label);
+  check_fused<plan_entry<Math>>(l + " min", p, d, op::min{}, two, two, o);
+  check_fused<plan_entry<Math>>(l + " argmin", p, d, op::argmin{}, two, two, o);
+  check_fused<plan_entry<Math>>(l + " sum", p, d, op::sum{}, two, two, o);
+  check_fused<plan_entry<Math>>(l + " mean", p, d, op::mean{}, two, two, o);
+  opts h = o;
+  h.gain = 0.5;
+  const epi::scale<float> neg{-0.5f};
+  check_fused<plan_entry<Math>>(l + " max", p, d, op::max{}, neg, neg, h);
+  check_fused<plan_entry<Math>>(l + " argmax", p, d, op::argmax{}, neg, neg, h);
+}
+
+/// The channel-indexed epilogues: per_channel_scale and its compose (channels moved per group), and a
+/// user lambda reading the channel (the mma.sync kernel on the whole problem). A namespace-scope
+/// function: it hosts an extended lambda.
+void channel_epilogues(const conv2d_problem& p, std::uint64_t seed) {
+  const auto hs = test::random_vector<float>(static_cast<std::size_t>(p.K), seed, -2, 2);
+  const auto ds = test::to_device(hs);
+  double smax = 0;
+  for (float v : hs) smax = std::max(smax, double(std::abs(v)));
+  const epi::per_channel_scale<float> dev_pcs{craw(ds)}, host_pcs{hs.data()};
+  auto lam = [] __host__ __device__(float v, int k) { return (k % 3 ? 3.0f : -0.5f) * v; };
+  const auto d = make_data<float>(p, seed + 1, data_kind::real);
+  opts o;
+  o.gain = smax;
+  check_fused<plan_entry<math::tf32>>("per-channel scale argmin", p, d, op::argmin{}, dev_pcs, host_pcs, o);
+  o.gain = 1.5 * smax;
+  check_fused<plan_entry<math::tf32>>("compose(per-channel, scale -1.5) max", p, d, op::max{},
+                                      epi::make_compose(dev_pcs, epi::scale<float>{-1.5f}),
+                                      epi::make_compose(host_pcs, epi::scale<float>{-1.5f}), o);
+  o.gain = 3;
+  check_fused<plan_entry<math::tf32>>("lambda with a channel argmax", p, d, op::argmax{}, lam, lam, o);
+}
+
+}  // namespace
+
+TEST_SUITE("host") {
+TEST_CASE("grouped family: which layers run on the wgmma kernel one group at a time, and the plan says so") {
+  // the sweep's grouped layers at batch 32 that the time model sends to it (RegNet: 2-4 groups of 112-264
+  // channels), and their description
+  const conv2d_problem served[] = {
+      make_problem(32, 528, 96, 96, 528, 3, 3, 1, 1, 1, 1, 1, 1, 2),
+      make_problem(32, 672, 28, 28, 672, 3, 3, 1, 1, 1, 1, 1, 1, 4),
+      make_problem(32, 224, 56, 56, 224, 3, 3, 1, 1, 1, 1, 1, 1, 2),
+      make_problem(32, 240, 28, 28, 240, 3, 3, 1, 1, 1, 1, 1, 1, 2),
+  };
+  using G = fam::grouped<fam::wgmma<float, math::tf32>, fam::mma_sync<float, math::tf32>>;
+  for (const conv2d_problem& p : served) {
+    CAPTURE(describe(p));
+    conv2d_reduce_plan<float, math::tf32> plan(p, h200);
+    CAPTURE(plan.description());
+    CHECK(plan.kernel() == kernel_kind::wgmma);
+    CHECK(has(plan.description(), " one at a time ("));
+    CHECK(has(plan.description(), "x's group copied into the workspace on each run"));
+    CHECK(plan.config().seconds < G::mma_seconds(p, h200));
+    // G slots of the wgmma family's packed filter of one group
+    const conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32>>> one(
+        G::sub_problem(p), h200);
+    CHECK(plan.prepared_bytes() == static_cast<std::size_t>(p.groups) * ((one.prepared_bytes() + 15) / 16 * 16));
+    CHECK(plan.workspace_bytes() >= plan.prepared_bytes() + G::extra_bytes(p));
+    CHECK(conv2d_reduce_plan<float, math::bf16>(p, h200).kernel() == kernel_kind::wgmma);
+  }
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(served[0], h200).description(),
+            "groups 2 one at a time (2 dense convolutions of 264 -> 264 channels; "));
+  // not served: K/groups below 32 (ResNeXt), depthwise (the direct family), groups 1, NHWC x, 16-bit x, no
+  // sm_90a code, math::ieee; and where the model estimates the mma.sync kernel faster (small groups of 48
+  // channels at stride 2; batch-1 layers with many groups)
+  conv2d_problem resnext = make_problem(32, 512, 28, 28, 512, 3, 3, 1, 1, 1, 1, 1, 1, 32),
+                 dw = make_problem(32, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64), dense = served[3],
+                 nhwc = served[3], s2 = make_problem(32, 96, 112, 112, 96, 3, 3, 1, 1, 2, 2, 1, 1, 2),
+                 b1 = make_problem(1, 1512, 14, 14, 1512, 3, 3, 1, 1, 2, 2, 1, 1, 63);
+  dense.groups = 1;
+  nhwc.x_layout = convred::layout::nhwc;
+  for (const conv2d_problem& p : {resnext, dw, dense, nhwc, s2, b1}) {
+    CAPTURE(describe(p));
+    const std::string d = conv2d_reduce_plan<float, math::tf32>(p, h200).description();
+    CAPTURE(d);
+    CHECK_FALSE(has(d, "one at a time"));
+  }
+  CHECK(G::can_implement(s2, h200, {}) != nullptr);
+  CHECK(G::can_implement(s2, h200, forced()) == nullptr);  // served where forced
+  CHECK(conv2d_reduce_plan<__half, math::fp16>(served[0], h200).kernel() == kernel_kind::mma_sync);
+  CHECK(conv2d_reduce_plan<float, math::tf32>(served[0], device_info{9, 0, false, 132}).kernel() ==
+        kernel_kind::mma_sync);
+  CHECK(conv2d_reduce_plan<float, math::ieee>(served[0], h200).kernel() == kernel_kind::simt);
+  CHECK(has(conv2d_reduce_plan<float, math::accurate>(served[1], h200).description(), "one at a time"));
+  // the GPU cases below, forced: served in tf32 and bf16; under math::accurate (3xTF32 on the wgmma kernel:
+  // 3x3 and 1x1 filters at stride 1) all but the last two
+  for (std::size_t i = 0; i < std::size(cases); ++i) {
+    const std::string name = cases[i].name;
+    CAPTURE(name);
+    const conv2d_problem& p = cases[i].p;
+    CHECK(has(conv2d_reduce_plan<float, math::tf32>(p, h200, forced()).description(), "one at a time"));
+    CHECK(has(conv2d_reduce_plan<float, math::bf16>(p, h200, forced()).description(), "one at a time"));
+    CHECK(has(conv2d_reduce_plan<float, math::accurate>(p, h200, forced()).description(), "one at a time") ==
+          (i < accurate_cases));
+  }
+}
+}
+
+TEST_SUITE("gpu") {
+TEST_CASE("grouped family: every op against float64 in tf32, bf16 and math::accurate") {
+  require_gpu();
+  std::uint64_t seed = 9300;
+  for (const grouped_case& c : cases) {
+    all_ops<math::tf32>(c.name, c.p, ++seed);
+    all_ops<math::bf16>(c.name, c.p, ++seed);
+  }
+  for (std::size_t i = 0; i < accurate_cases; ++i) all_ops<math::accurate>(cases[i].name, cases[i].p, ++seed);
+}
+
+TEST_CASE("grouped family: channel-indexed epilogues (moved per group) and a user one (mma.sync) against float64") {
+  require_gpu();
+  channel_epilogues(cases[0].p, 9400);
+  channel_epilogues(cases[3].p, 9410);
+}
+
+TEST_CASE("grouped family: the plan equals the wgmma family's plans on each group, combined on the host, bitwise") {
+  require_gpu();
+  if (!convred::device::detail::wgmma_available()) return;  // (a GPU without the wgmma kernel: nothing to compare)
+  using G = fam::grouped<fam::wgmma<float, math::tf32>, fam::mma_sync<float, math::tf32>>;
+  for (const grouped_case& c : {cases[0], cases[3]}) {
+    const std::string name = c.name;
+    CAPTURE(name);
+    const conv2d_problem p = c.p, s = G::sub_problem(p);
+    const auto d = make_data<float>(p, 81, data_kind::real);
+    auto dx = test::to_device(d.x);
+    auto dw = test::to_device(d.w);
+    auto db = test::to_device(d.b);
+    const std::size_t ny = static_cast<std::size_t>(p.y_elements());
+    thrust::device_vector<float> y(ny);
+    thrust::device_vector<std::int64_t> idx(ny);
+    test::poison(y), test::poison(idx);
+    const epi::scale<float> two{2.0f};
+    conv2d_reduce_plan<float, math::tf32> plan(p, forced());
+    REQUIRE(plan.prepare(craw(dw)) == status::success);
+    REQUIRE(plan.run(craw(dx), craw(db), raw(y), raw(idx), op::argmin{}, two) == status::success);
+    // each group through the wgmma family's own plan, on its channels of x copied on the host
+    std::vector<float> best(ny);
+    std::vector<std::int64_t> at(ny, -1);
+    const std::size_t plane = static_cast<std::size_t>(s.C * p.H * p.W);
+    for (std::int64_t j = 0; j < p.groups; ++j) {
+      std::vector<float> xs(static_cast<std::size_t>(s.x_elements()));
+      for (std::int64_t n = 0; n < p.N; ++n)
+        std::copy_n(d.x.begin() + static_cast<std::ptrdiff_t>((n * p.groups + j) * plane), plane,
+                    xs.begin() + static_cast<std::ptrdiff_t>(n * plane));
+      const std::vector<float> wj(d.w.begin() + j * s.w_elements(), d.w.begin() + (j + 1) * s.w_elements());
+      const std::vector<float> bj(d.b.begin() + j * s.K, d.b.begin() + (j + 1) * s.K);
+      auto dxs = test::to_device(xs);
+      auto dwj = test::to_device(wj);
+      auto dbj = test::to_device(bj);
+      thrust::device_vector<float> ys(ny);
+      thrust::device_vector<std::int64_t> is(ny);
+      conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32>>> sub(s, forced());
+      REQUIRE(sub.state() == status::success);
+      REQUIRE(sub.prepare(craw(dwj)) == status::success);
+      REQUIRE(sub.run(craw(dxs), craw(dbj), raw(ys), raw(is), op::argmin{}, two) == status::success);
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+      const auto hy = test::to_host(ys);
+      const auto hi = test::to_host(is);
+      for (std::size_t m = 0; m < ny; ++m)  // real data: no NaN; a tie keeps the earlier group (lower index)
+        if (j == 0 || hy[m] < best[m]) best[m] = hy[m], at[m] = hi[m] + j * s.K;
+    }
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    CHECK(bytes_equal(test::to_host(y), best));
+    CHECK(test::to_host(idx) == at);
+  }
+}
+
+TEST_CASE("grouped family: bind with a separate scratch gives prepare's results; the prepared bytes are read only") {
+  require_gpu();
+  const conv2d_problem p = cases[3].p;
+  const auto d = make_data<float>(p, 82, data_kind::real);
+  auto dx = test::to_device(d.x);
+  auto dw = test::to_device(d.w);
+  auto db = test::to_device(d.b);
+  const std::size_t ny = static_cast<std::size_t>(p.y_elements());
+  thrust::device_vector<float> y1(ny), y2(ny);
+  thrust::device_vector<std::int64_t> i1(ny), i2(ny);
+  test::poison(y1), test::poison(y2);
+  conv2d_reduce_plan<float, math::tf32> a(p, forced()), b(p, forced());
+  REQUIRE(a.prepare(craw(dw)) == status::success);
+  REQUIRE(a.run(craw(dx), craw(db), raw(y1), raw(i1), op::argmax{}) == status::success);
+  thrust::device_vector<unsigned char> ws(b.workspace_bytes());
+  REQUIRE(b.prepare(craw(dw), raw(ws), ws.size()) == status::success);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  const std::size_t pre = b.prepared_bytes();
+  thrust::device_vector<unsigned char> prepared(ws.begin(), ws.begin() + static_cast<std::ptrdiff_t>(pre));
+  thrust::device_vector<unsigned char> scratch(b.scratch_bytes() + 16, static_cast<unsigned char>(0xFF));
+  REQUIRE(b.bind(craw(dw), pre ? static_cast<const void*>(raw(prepared)) : nullptr, pre, raw(scratch),
+                 b.scratch_bytes()) == status::success);
+  const std::vector<unsigned char> before = test::to_host(prepared);
+  REQUIRE(b.run(craw(dx), craw(db), raw(y2), raw(i2), op::argmax{}) == status::success);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  CHECK(test::to_host(prepared) == before);
+  const std::vector<unsigned char> sc = test::to_host(scratch);
+  std::size_t past = 0;
+  for (std::size_t i = b.scratch_bytes(); i < sc.size(); ++i) past += sc[i] != 0xFF;
+  CHECK(past == 0);
+  CHECK(bytes_equal(test::to_host(y1), test::to_host(y2)));
+  CHECK(test::to_host(i1) == test::to_host(i2));
+  CHECK(test::count_nan(test::to_host(y1)) == 0);
+}
+
+TEST_CASE("grouped family sanitizer: a small grouped layer through the plan, batch 2 and batch 1") {
+  require_gpu();
+  opts o;
+  o.gain = 2;
+  const epi::scale<float> two{2.0f};
+  for (const conv2d_problem& p : {make_problem(2, 8, 9, 11, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2),
+                                  make_problem(1, 6, 7, 9, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2)}) {
+    const auto d = make_data<float>(p, 83, data_kind::real);
+    check_fused<plan_entry<math::tf32>>("grouped sanitizer", p, d, op::argmin{}, two, two, o);
+  }
+}
+}
