@@ -56,6 +56,9 @@ inline constexpr int screen_threads = 256;
 /// Output pixels per thread of screen_recompute_kernel (see screen_threads).
 inline constexpr int screen_pixels_per_thread = 4;
 
+/// Listed pixels per warp of screen_full_kernel (each filter value loaded from shared memory serves them all).
+inline constexpr int screen_full_pixels = 4;
+
 /// Shared memory of screen_recompute_kernel for `cc` input channels per slice: K rows of cc * R * S
 /// weights, each row padded to an odd number of words (rows of different channels in different banks).
 inline std::size_t screen_slice_bytes(const conv2d_problem& p, std::int64_t cc) {
@@ -163,63 +166,90 @@ __global__ void __launch_bounds__(screen_threads) screen_recompute_kernel(screen
   }
 }
 
-/// @brief Pass 2's full recompute (groups 1; warps of 32 threads, any grid): one warp per listed pixel,
-/// lane l computing channels l, l + 32, ... in exact fp32 FMA (the SIMT kernel's order), four of them at a
-/// time (independent chains sharing each x value; the transposed filter makes each tap's loads of the
-/// warp's channels contiguous), then Op over all K channels (cub::WarpReduce) into y and indices. The
-/// pixel's patch is staged in shared memory 256 taps at a time by all lanes at once (the listed pixels
-/// are scattered, their x mostly not in L2: one dependent load per tap would wait on memory).
+/// @brief Pass 2's full recompute (groups 1; Threads / 32 warps of 32 threads, any grid): each warp takes
+/// screen_full_pixels listed pixels, lane l computing channels g + l, g + l + 32, g + l + 64, g + l + 96 of
+/// each channel group g (128 channels) in exact fp32 FMA (the SIMT kernel's order: GEMM_K index ascending),
+/// then Op over all K channels (cub::WarpReduce) into y and indices. The block stages the transposed filter
+/// (L x K) 64 taps x 128 channels at a time in shared memory, shared by its warps' pixels, and each warp its
+/// pixels' patches, all lanes loading at once (the listed pixels are scattered, their x mostly not in L2):
+/// per tap a lane loads 4 weights and 4 x values and runs 16 FMAs.
 template <class Op, class Epilogue, int Threads>
 __global__ void __launch_bounds__(Threads) screen_full_kernel(screen_params a, Op op, Epilogue epi) {
   using state_t = typename Op::template accum_t<float>;
   using reduce_t = cub::WarpReduce<state_t>;
-  constexpr int J = 4;        // channels per lane at a time: k0, k0 + 32, k0 + 64, k0 + 96
-  constexpr int chunk = 256;  // taps of the pixel's patch staged in shared memory per warp at a time
-  __shared__ typename reduce_t::TempStorage temp[Threads / 32];
-  __shared__ float patch[Threads / 32][chunk];
+  constexpr int NW = Threads / 32, PW = screen_full_pixels, J = 4, G = 32 * J, CT = 64;
+  __shared__ typename reduce_t::TempStorage temp[NW];
+  __shared__ float fw[CT * G];          // the filter chunk: [tap][channel of the group]
+  __shared__ float patch[NW][PW][CT];   // each warp's pixels' taps of the chunk
   const conv2d_problem& p = a.p;
   const std::int64_t P = p.P(), Q = p.Q(), RS = p.R * p.S, L = p.C * RS, count = static_cast<std::int64_t>(a.stats->full);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  for (std::int64_t i = blockIdx.x * std::int64_t{Threads / 32} + warp; i < count;
-       i += static_cast<std::int64_t>(gridDim.x) * (Threads / 32)) {
-    const std::int64_t m = a.full[i], pq = m % (P * Q), n = m / (P * Q);
-    const std::int64_t h0 = (pq / Q) * p.stride_h - p.pad_h, w0 = (pq % Q) * p.stride_w - p.pad_w;
-    state_t st = Op::template identity<float>();
-    for (std::int64_t g = 0; g < p.K; g += 32 * J) {  // (uniform across the warp: every lane stages)
-      const std::int64_t k0 = g + lane;
-      float acc[J] = {};
-      for (std::int64_t kk0 = 0; kk0 < L; kk0 += chunk) {
-        const int len = static_cast<int>(L - kk0 < chunk ? L - kk0 : chunk);
-        __syncwarp();  // the previous chunk is consumed
-        for (int e = lane; e < len; e += 32) {  // the patch's taps kk0 ... kk0 + len - 1, loads in parallel
-          const std::int64_t kk = kk0 + e, c = kk / RS, rs = kk - c * RS, r = rs / p.S, t = rs - r * p.S;
-          patch[warp][e] = screen_x(a, n, c, h0 + r * p.dil_h, w0 + t * p.dil_w);
-        }
-        __syncwarp();
-        const float* wrow = a.wt + kk0 * p.K + k0;
-#pragma unroll 4
-        for (int e = 0; e < len; ++e, wrow += p.K) {
-          const float xv = patch[warp][e];
+  for (std::int64_t i0 = blockIdx.x * std::int64_t{NW * PW}; i0 < count;  // (block-uniform)
+       i0 += static_cast<std::int64_t>(gridDim.x) * (NW * PW)) {
+    std::int64_t m[PW], n[PW], h0[PW], w0[PW];
+    bool valid[PW];  // (warp-uniform)
 #pragma unroll
-          for (int j = 0; j < J; ++j)
-            if (k0 + 32 * j < p.K) acc[j] = fmaf(xv, wrow[32 * j], acc[j]);
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < J; ++j) {
-        const std::int64_t k = k0 + 32 * j;
-        if (k >= p.K) break;
-        const float b = a.bias ? a.bias[k] : 0.0f;
-        st = op(st, Op::template make<float>(apply_epilogue(epi, screen_simt_tail(acc[j], L) + b, static_cast<int>(k)),
-                                             static_cast<int>(k)));
-      }
+    for (int q = 0; q < PW; ++q) {
+      const std::int64_t i = i0 + warp * PW + q;
+      valid[q] = i < count;
+      m[q] = valid[q] ? a.full[i] : 0;
+      const std::int64_t pq = m[q] % (P * Q);
+      n[q] = m[q] / (P * Q), h0[q] = (pq / Q) * p.stride_h - p.pad_h, w0[q] = (pq % Q) * p.stride_w - p.pad_w;
     }
-    st = reduce_t(temp[warp]).Reduce(st, op);
-    __syncwarp();  // temp[warp] is reused by the next pixel (CUB's rule for WarpReduce storage)
-    if (lane == 0) {
-      if (a.y) a.y[m] = Op::template value<float>(st, p.K);
-      if constexpr (Op::has_index) {
-        if (a.indices) a.indices[m] = Op::template index<float>(st);
+    state_t st[PW];
+#pragma unroll
+    for (int q = 0; q < PW; ++q) st[q] = Op::template identity<float>();
+    for (std::int64_t g = 0; g < p.K; g += G) {
+      float acc[PW][J] = {};
+      for (std::int64_t kk0 = 0; kk0 < L; kk0 += CT) {
+        const int len = static_cast<int>(L - kk0 < CT ? L - kk0 : CT);
+        __syncthreads();  // the previous chunk is consumed by every warp
+        for (int e = threadIdx.x; e < len * G; e += Threads) {  // rows of 128 consecutive channels: coalesced
+          const int t = e / G, kl = e % G;
+          fw[e] = g + kl < p.K ? a.wt[(kk0 + t) * p.K + g + kl] : 0.0f;
+        }
+#pragma unroll
+        for (int q = 0; q < PW; ++q)
+          for (int e = lane; e < len; e += 32) {
+            const std::int64_t kk = kk0 + e, c = kk / RS, rs = kk - c * RS, r = rs / p.S, t = rs - r * p.S;
+            patch[warp][q][e] = valid[q] ? screen_x(a, n[q], c, h0[q] + r * p.dil_h, w0[q] + t * p.dil_w) : 0.0f;
+          }
+        __syncthreads();
+#pragma unroll 2
+        for (int e = 0; e < len; ++e) {
+          float wv[J], xv[PW];
+#pragma unroll
+          for (int j = 0; j < J; ++j) wv[j] = fw[e * G + lane + 32 * j];
+#pragma unroll
+          for (int q = 0; q < PW; ++q) xv[q] = patch[warp][q][e];
+#pragma unroll
+          for (int q = 0; q < PW; ++q)
+#pragma unroll
+            for (int j = 0; j < J; ++j) acc[q][j] = fmaf(xv[q], wv[j], acc[q][j]);
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < PW; ++q)
+#pragma unroll
+        for (int j = 0; j < J; ++j) {
+          const std::int64_t k = g + lane + 32 * j;
+          if (k >= p.K) break;
+          const float b = a.bias ? a.bias[k] : 0.0f;
+          st[q] = op(st[q], Op::template make<float>(
+                                apply_epilogue(epi, screen_simt_tail(acc[q][j], L) + b, static_cast<int>(k)),
+                                static_cast<int>(k)));
+        }
+    }
+#pragma unroll
+    for (int q = 0; q < PW; ++q) {
+      if (!valid[q]) continue;
+      const state_t r = reduce_t(temp[warp]).Reduce(st[q], op);
+      __syncwarp();  // temp[warp] is reused next (CUB's rule for WarpReduce storage)
+      if (lane == 0) {
+        if (a.y) a.y[m[q]] = Op::template value<float>(r, p.K);
+        if constexpr (Op::has_index) {
+          if (a.indices) a.indices[m[q]] = Op::template index<float>(r);
+        }
       }
     }
   }
