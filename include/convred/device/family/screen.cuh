@@ -167,7 +167,7 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
           cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
         return status::cuda_error;
       kernel::screen_full_kernel<Op, Epilogue, 256><<<static_cast<unsigned>(sms * 8), 256, 0, stream>>>(sp, op, epi);
-      return cudaGetLastError() == cudaSuccess ? status::success : status::cuda_error;
+      return device::detail::launch_status();  // (a launch error left pending, as every entry point's)
     }
   }
 
