@@ -1,0 +1,157 @@
+/// @file bench/family_bench.cu
+/// @brief Diagnosis benchmark of the planner's rules: one layer (or a built-in list) timed through each kernel
+/// family of the default list on its own (conv2d_reduce_plan<float, Math, family_list<F>>, where F serves
+/// the layer) and through the planner, in TF32 and math::accurate, so that a rule's choice can be checked
+/// against every alternative it has. Job: y = min over channels of 2 (conv2d(x, W) + b), x fp32 NCHW.
+///
+///   family_bench                                  # the built-in list (tiny images, small grouped layers)
+///   family_bench N C H W K R stride pad groups   # one layer (an R x R filter, square stride and padding)
+///
+/// Timing as bench/conv_reduce_bench.cu: CUDA events around each run on the default stream, the L2 flushed
+/// (a 256 MiB memset) and the GPU held 0.5 ms by a spin kernel before each timed run, 3 warm-up runs, the
+/// median of 30. Prints ms per family (the planner's row names its choice). Exit 0, or 2 without a device.
+#include <convred/convred.cuh>
+#include <convred/device/conv2d_reduce_plan.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <thrust/device_vector.h>
+#include <thrust/random.h>
+#include <thrust/transform.h>
+#include <thrust/iterator/counting_iterator.h>
+
+namespace fam = convred::device::family;
+using convred::conv2d_problem;
+using convred::status;
+
+namespace {
+
+__global__ void spin(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
+/// uniform values in [-a, a] from a seeded hash (thrust's default engine, discarded per index)
+struct uniform {
+  float a;
+  unsigned seed;
+  __host__ __device__ float operator()(std::size_t i) const {
+    thrust::default_random_engine e(seed);
+    e.discard(i);
+    return thrust::uniform_real_distribution<float>(-a, a)(e);
+  }
+};
+
+struct layer_data {
+  thrust::device_vector<float> x, w, b, y;
+  explicit layer_data(const conv2d_problem& p)
+      : x(static_cast<std::size_t>(p.x_elements())), w(static_cast<std::size_t>(p.w_elements())),
+        b(static_cast<std::size_t>(p.K)), y(static_cast<std::size_t>(p.y_elements())) {
+    const float fan = 1.0f / std::sqrt(static_cast<float>(p.gemm_k()));
+    auto fill = [](thrust::device_vector<float>& v, float a, unsigned s) {
+      thrust::transform(thrust::counting_iterator<std::size_t>(0), thrust::counting_iterator<std::size_t>(v.size()),
+                        v.begin(), uniform{a, s});
+    };
+    fill(x, 1.7f, 1), fill(w, fan, 2), fill(b, fan, 3);
+  }
+};
+
+/// median ms of 30 runs of the plan (L2 flushed, GPU held before each); -1 where the list does not serve p
+template <class Math, class List>
+double time_plan(const conv2d_problem& p, layer_data& d, std::string* why) {
+  convred::device::conv2d_reduce_plan<float, Math, List> plan(p);
+  if (plan.state() != status::success) return -1;
+  if (why) *why = plan.description();
+  if (plan.prepare(thrust::raw_pointer_cast(d.w.data())) != status::success) return -2;
+  static thrust::device_vector<unsigned char> flush(256u << 20);
+  const convred::epilogue::scale<float> two{2.0f};
+  auto run = [&] {
+    return plan.run(thrust::raw_pointer_cast(d.x.data()), thrust::raw_pointer_cast(d.b.data()),
+                    thrust::raw_pointer_cast(d.y.data()), nullptr, convred::op::min{}, two);
+  };
+  for (int i = 0; i < 3; ++i)
+    if (run() != status::success) return -3;
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0), cudaEventCreate(&e1);
+  std::vector<float> ms;
+  for (int i = 0; i < 30; ++i) {
+    cudaMemsetAsync(thrust::raw_pointer_cast(flush.data()), i, flush.size());
+    spin<<<1, 1>>>(500000ull);
+    cudaEventRecord(e0);
+    run();
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float t = 0;
+    cudaEventElapsedTime(&t, e0, e1);
+    ms.push_back(t);
+  }
+  cudaEventDestroy(e0), cudaEventDestroy(e1);
+  std::sort(ms.begin(), ms.end());
+  return cudaGetLastError() == cudaSuccess ? ms[ms.size() / 2] : -4;
+}
+
+template <class Math>
+void one_math(const char* label, const conv2d_problem& p, layer_data& d) {
+  std::string plan;
+  const double t_plan = time_plan<Math, fam::default_families_t<float, Math>>(p, d, &plan);
+  const double t_direct = time_plan<Math, fam::family_list<fam::direct<float, Math>>>(p, d, nullptr);
+  const double t_grouped =
+      time_plan<Math, fam::family_list<fam::grouped<fam::wgmma<float, Math>, fam::mma_sync<float, Math>>>>(p, d, nullptr);
+  const double t_wgmma = time_plan<Math, fam::family_list<fam::wgmma<float, Math>>>(p, d, nullptr);
+  const double t_mma = time_plan<Math, fam::family_list<fam::mma_sync<float, Math>>>(p, d, nullptr);
+  const double t_simt = time_plan<Math, fam::family_list<fam::simt<float, Math>>>(p, d, nullptr);
+  std::printf("  %-8s plan %8.4f | direct %8.4f grouped %8.4f wgmma %8.4f mma.sync %8.4f simt %8.4f | %.110s\n", label,
+              t_plan, t_direct, t_grouped, t_wgmma, t_mma, t_simt, plan.c_str());
+}
+
+void run_layer(const conv2d_problem& p) {
+  std::printf("N%lld C%lld %lldx%lld K%lld %lldx%lld s%lld p%lld g%lld (ms; -1: not served)\n", (long long)p.N,
+              (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.K, (long long)p.R, (long long)p.S,
+              (long long)p.stride_h, (long long)p.pad_h, (long long)p.groups);
+  layer_data d(p);
+  one_math<convred::math::tf32>("tf32", p, d);
+  one_math<convred::math::accurate>("accurate", p, d);
+}
+
+conv2d_problem layer(long long N, long long C, long long H, long long W, long long K, long long R, long long s,
+                     long long pad, long long g) {
+  conv2d_problem p;
+  p.N = N, p.C = C, p.H = H, p.W = W, p.K = K, p.R = p.S = R, p.stride_h = p.stride_w = s, p.pad_h = p.pad_w = pad;
+  p.groups = g;
+  return p;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    std::printf("family_bench: no CUDA device\n");
+    return 2;
+  }
+  if (argc == 10) {
+    long long v[9];
+    for (int i = 0; i < 9; ++i) v[i] = std::atoll(argv[i + 1]);
+    run_layer(layer(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]));
+    return 0;
+  }
+  // squeeze-excitation 1x1 layers on pooled (1x1) features, tiny images, and grouped layers the grouped
+  // family leaves to mma.sync (torchvision sweep, 2026-12-03)
+  const conv2d_problem list[] = {
+      layer(1, 56, 1, 1, 448, 1, 1, 0, 1),     layer(1, 2904, 1, 1, 264, 1, 1, 0, 1),
+      layer(1, 84, 1, 1, 336, 1, 1, 0, 1),     layer(1, 348, 1, 1, 3712, 1, 1, 0, 1),
+      layer(1, 128, 2, 2, 256, 1, 1, 0, 1),    layer(32, 56, 1, 1, 448, 1, 1, 0, 1),
+      layer(32, 2904, 1, 1, 264, 1, 1, 0, 1),  layer(32, 2048, 7, 7, 2048, 3, 1, 1, 32),
+      layer(32, 96, 112, 112, 96, 3, 2, 1, 2), layer(1, 256, 56, 56, 256, 3, 1, 1, 32),
+  };
+  for (const conv2d_problem& p : list) run_layer(p);
+  return 0;
+}
