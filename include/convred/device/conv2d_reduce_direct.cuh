@@ -105,13 +105,14 @@ inline direct_config cached_direct_config(const conv2d_problem& p, const direct_
 
 /// Launches the direct kernel variant FR x FS (0: run time) with tiling c (fitting: direct_config_fits)
 /// for a checked problem, staging in chunks when k.vector and x is aligned to a chunk; when a cluster
-/// launch (c.splits > 1) is refused, the same tiling with one split.
-template <int FR, int FS, class T, class Op, class Epilogue>
+/// launch (c.splits > 1) is refused, the same tiling with one split. Grouped: the grouped variant (C/groups
+/// > 1), else the depthwise one.
+template <int FR, int FS, bool Grouped, class T, class Op, class Epilogue>
 status launch_direct(const conv2d_problem& p, const direct_kernel_shape& k, const T* x, const T* w, const T* bias, T* y,
                      std::int64_t* indices, Op op, Epilogue epi, cudaStream_t stream, const direct_config& c) {
   using strip = block::direct_strip<T, FR, FS>;
   using V = typename strip::V;
-  auto kern = kernel::conv2d_reduce_direct_kernel<T, Op, Epilogue, FR, FS>;
+  auto kern = kernel::conv2d_reduce_direct_kernel<T, Op, Epilogue, FR, FS, Grouped>;
   const std::size_t chunk = static_cast<std::size_t>(block::direct_chunk_elements(sizeof(T))) * sizeof(T);
   const bool vector = k.vector && reinterpret_cast<std::uintptr_t>(x) % chunk == 0;
   const block::direct_tiling t =
@@ -145,9 +146,21 @@ status launch_direct(const conv2d_problem& p, const direct_kernel_shape& k, cons
     cudaGetLastError();
     direct_config one = c;
     one.splits = 1;
-    return launch_direct<FR, FS>(p, k, x, w, bias, y, indices, op, epi, stream, one);
+    return launch_direct<FR, FS, Grouped>(p, k, x, w, bias, y, indices, op, epi, stream, one);
   }
   return launch_status();
+}
+
+/// launch_direct with the filter variant of shape k (3x3, 5x5, 7x7 unrolled; else run time).
+template <bool Grouped, class T, class Op, class Epilogue>
+status launch_variant(const conv2d_problem& p, const direct_kernel_shape& k, const T* x, const T* w, const T* bias, T* y,
+                      std::int64_t* indices, Op op, Epilogue epi, cudaStream_t stream, const direct_config& c) {
+  switch (k.filter) {
+    case 3: return launch_direct<3, 3, Grouped>(p, k, x, w, bias, y, indices, op, epi, stream, c);
+    case 5: return launch_direct<5, 5, Grouped>(p, k, x, w, bias, y, indices, op, epi, stream, c);
+    case 7: return launch_direct<7, 7, Grouped>(p, k, x, w, bias, y, indices, op, epi, stream, c);
+    default: return launch_direct<0, 0, Grouped>(p, k, x, w, bias, y, indices, op, epi, stream, c);
+  }
 }
 
 /// conv2d_reduce_direct with its tiling given (`forced`, for tests of every split, group count, stage
@@ -190,12 +203,8 @@ status conv2d_reduce_direct_with(const direct_config* forced, const conv2d_probl
       c = unstaged_direct_config(p, shape, sms > 0 ? sms : 1,
                                  static_cast<int>(std::min<std::int64_t>(std::min(max_splits, direct_max_splits), p.groups)));
   }
-  switch (shape.filter) {
-    case 3: return launch_direct<3, 3>(p, shape, x, w, bias, y, indices, op, epi, stream, c);
-    case 5: return launch_direct<5, 5>(p, shape, x, w, bias, y, indices, op, epi, stream, c);
-    case 7: return launch_direct<7, 7>(p, shape, x, w, bias, y, indices, op, epi, stream, c);
-    default: return launch_direct<0, 0>(p, shape, x, w, bias, y, indices, op, epi, stream, c);
-  }
+  if (p.C_per_group() > 1) return launch_variant<true>(p, shape, x, w, bias, y, indices, op, epi, stream, c);
+  return launch_variant<false>(p, shape, x, w, bias, y, indices, op, epi, stream, c);
 }
 
 }  // namespace detail

@@ -141,7 +141,11 @@ inline direct_estimate estimate_direct_config(const conv2d_problem& p, const dir
     return r;
   const double smem = std::max(buffers, park);
   // registers per thread (ptxas -v, sm_90a, fp32; double about 1.8x), blocks per SM
-  const double regs = (k.unrolled ? (k.filter == 3 ? 80 : k.filter == 5 ? 96 : 120) : 128) * (e == 8 ? 1.8 : 1.0);
+  // (the grouped variant: 96 / 110 / 128, its own instantiation)
+  const double regs = (k.unrolled ? (grouped ? (k.filter == 3 ? 96 : k.filter == 5 ? 110 : 128)
+                                             : (k.filter == 3 ? 80 : k.filter == 5 ? 96 : 120))
+                                  : 128) *
+                      (e == 8 ? 1.8 : 1.0);
   const double bps = std::floor(std::min({32.0, 64 / warps, 65536 / (std::min(255.0, regs) * warps * 32),
                                           227.0 * 1024 / (smem + 1024)}));
   if (bps < 1) return r;

@@ -43,8 +43,9 @@ inline constexpr int direct_min_blocks = sizeof(compute_t<T>) == 8 ? 1 : 2;
 /// and writes y (and the int64 index) once per pixel. FR, FS: the filter size the taps are unrolled for
 /// (3x3, 5x5, 7x7 with stride and dilation 1), or 0, 0 for any filter, stride and dilation at run time;
 /// that variant also runs unstaged tilings (t.staged == 0: patches too large for shared memory), reading
-/// x directly (block::direct_strip::conv_global).
-template <class T, class Op, class Epilogue, int FR, int FS>
+/// x directly (block::direct_strip::conv_global). Grouped: the variant for C/groups > 1 (its own
+/// instantiation, so that the depthwise variants' registers stay as they were); false for C/groups == 1.
+template <class T, class Op, class Epilogue, int FR, int FS, bool Grouped = false>
 __global__ void __launch_bounds__(direct_max_threads, direct_min_blocks<T>)
     conv2d_reduce_direct_kernel(const __grid_constant__ block::conv_params<T> prm,
                                 const __grid_constant__ block::direct_tiling t, Op op, Epilogue epi, T* y,
@@ -65,19 +66,18 @@ __global__ void __launch_bounds__(direct_max_threads, direct_min_blocks<T>)
   const std::int64_t kg = prm.Kg;
   if constexpr (!strip::unrolled) {
     if (!t.staged) {  // patches too large for any buffer: read x directly
-      if (prm.Cg != 1) {
+      if constexpr (Grouped) {
         block::direct_grouped_unstaged<strip>(t, b, prm, g, ty, tx, op, epi, state);
-        block::direct_store_tile<Op, V>(t, b, prm, op, state, g, ty, tx, smem_raw, y, indices);
-        return;
+      } else {
+#pragma unroll 1
+        for (std::int64_t c = b.c0 + g; c < b.c1; c += t.groups)
+#pragma unroll 1
+          for (std::int64_t k = c * kg; k < (c + 1) * kg; ++k) {
+            V acc[strip::SH][strip::SW] = {};
+            strip::conv_global(t, b, prm, ty, tx, k, acc);
+            strip::fold(op, epi, acc, prm.bias, k, state);
+          }
       }
-#pragma unroll 1
-      for (std::int64_t c = b.c0 + g; c < b.c1; c += t.groups)
-#pragma unroll 1
-        for (std::int64_t k = c * kg; k < (c + 1) * kg; ++k) {
-          V acc[strip::SH][strip::SW] = {};
-          strip::conv_global(t, b, prm, ty, tx, k, acc);
-          strip::fold(op, epi, acc, prm.bias, k, state);
-        }
       block::direct_store_tile<Op, V>(t, b, prm, op, state, g, ty, tx, smem_raw, y, indices);
       return;
     }
@@ -94,18 +94,18 @@ __global__ void __launch_bounds__(direct_max_threads, direct_min_blocks<T>)
     st.issue(s + st.stages - 1);
     const T* buf = st.buffer(s);
     const int first = st.stage_first(s), channels = st.stage_channels(s);
-    if (prm.Cg != 1) {  // grouped: whole groups per stage, items (group, output channel)
+    if constexpr (Grouped) {  // whole groups per stage, items (group, output channel)
       block::direct_grouped_stage<strip>(buf, t, prm, first, channels, g, ty, tx, op, epi, state);
-      continue;
-    }
+    } else {
 #pragma unroll 1
-    for (int cl = g; cl < channels; cl += t.groups) {
-      const std::int64_t k0 = (first + cl) * kg;
+      for (int cl = g; cl < channels; cl += t.groups) {
+        const std::int64_t k0 = (first + cl) * kg;
 #pragma unroll 1
-      for (std::int64_t k = k0; k < k0 + kg; ++k) {
-        V acc[strip::SH][strip::SW] = {};
-        strip::conv(buf + cl * t.plane, t, prm, ty, tx, k, acc);
-        strip::fold(op, epi, acc, prm.bias, k, state);
+        for (std::int64_t k = k0; k < k0 + kg; ++k) {
+          V acc[strip::SH][strip::SW] = {};
+          strip::conv(buf + cl * t.plane, t, prm, ty, tx, k, acc);
+          strip::fold(op, epi, acc, prm.bias, k, state);
+        }
       }
     }
   }
