@@ -812,9 +812,9 @@ TEST_CASE("conv2d_reduce_direct: argument errors") {
   thrust::device_vector<float> y(static_cast<std::size_t>(p.y_elements()));
   thrust::device_vector<std::int64_t> idx(static_cast<std::size_t>(p.y_elements()));
   using convred::device::conv2d_reduce_direct;
-  conv2d_problem dense = p;
-  dense.groups = 2;  // C/groups = 2: not served
-  CHECK(conv2d_reduce_direct(dense, craw(x), craw(w), nullptr, raw(y), nullptr, op::min{}) == status::invalid_groups);
+  conv2d_problem wide = p;
+  wide.C = 34, wide.groups = 2;  // C/groups = 17: not served (1 < C/groups <= 16 is: test_grouped_direct_gpu.cu)
+  CHECK(conv2d_reduce_direct(wide, craw(x), craw(w), nullptr, raw(y), nullptr, op::min{}) == status::invalid_groups);
   conv2d_problem bad = p;
   bad.groups = 3;  // C % groups != 0: validate's own error
   CHECK(conv2d_reduce_direct(bad, craw(x), craw(w), nullptr, raw(y), nullptr, op::min{}) == status::invalid_groups);

@@ -1,11 +1,12 @@
 /// @file block/conv_direct.cuh
-/// @brief Tiled direct convolution for problems where every output channel reads one input channel
-/// (C/groups == 1: depthwise, with any channel multiplier K/groups), exact FMA on the CUDA cores: the
-/// tile geometry (direct_tiling, built on the host) and the tile and channel share a block owns
-/// (direct_tile_at) are in direct_tiling.cuh; here the per-thread strip of outputs computed from a staged
-/// input patch (direct_strip), and the tile's store (direct_store_tile: the states of the block's channel groups, then of the blocks
-/// sharing a tile, combined in a fixed order, and y written once per pixel). The stager that fills the
-/// patches is block::direct_patch_stager (direct_patch_stager.cuh).
+/// @brief Tiled direct convolution for problems whose output channels each read few input channels
+/// (C/groups == 1: depthwise, with any channel multiplier K/groups; up to block::direct_max_group_channels
+/// for grouped problems), exact FMA on the CUDA cores: the tile geometry (direct_tiling, built on the host)
+/// and the tile and channel share a block owns (direct_tile_at) are in direct_tiling.cuh; here the
+/// per-thread strip of outputs computed from a staged input patch (direct_strip), and the tile's store
+/// (direct_store_tile: the states of the block's channel groups, then of the blocks sharing a tile,
+/// combined in a fixed order, and y written once per pixel). The stager that fills the patches is
+/// block::direct_patch_stager (direct_patch_stager.cuh); the grouped work items are direct_grouped.cuh's.
 #pragma once
 
 #include <algorithm>
@@ -130,7 +131,8 @@ __device__ __forceinline__ A cluster_load(const A* local, int rank) {
 /// @brief One thread's strip of SH x SW adjacent output pixels of a tile, each the exact-FMA direct
 /// convolution of one output channel k over a staged patch of its input channel c = k / (K/groups)
 /// (PyTorch's depthwise conv2d with channel multiplier K/groups), then bias, epilogue and the fold into the
-/// pixel's reduction state.
+/// pixel's reduction state; for grouped problems (C/groups > 1) conv_taps adds one input channel's
+/// contribution at a time (block::direct_grouped_stage sums a group's channels, then folds).
 ///
 /// FR x FS > 0 (3x3, 5x5, 7x7 in the kernel): stride and dilation 1, taps unrolled, a strip of SH = 2 rows
 /// x SW = 4 columns; each of the SH + FR - 1 input rows the strip needs is read once from shared memory as
@@ -156,11 +158,21 @@ struct direct_strip {
   /// acc[i][j] = sum over taps r, s of patch(row, col) * w[k, 0, r, s] for tile pixel (ty * SH + i, tx * SW
   /// + j), where patch(row, col) = plane[row * t.pitch + col], row = (ty * SH + i) * stride_h + r * dil_h,
   /// col = (tx * SW + j) * stride_w + s * dil_w. acc must hold zeros on entry. plane: the channel's staged
-  /// patch (shared memory, or host memory on the host) aligned to 16 bytes; prm.w: the (K, 1, R, S) weights.
+  /// patch (shared memory, or host memory on the host) aligned to 16 bytes; prm.w: the (K, 1, R, S) weights
+  /// (C/groups == 1). conv_taps with wk = prm.w + k * R * S.
   __host__ __device__ static void conv(const T* plane, const direct_tiling& t, const conv_params<T>& prm, int ty, int tx,
                                        std::int64_t k, V (&acc)[SH][SW]) {
+    conv_taps(plane, t, prm, ty, tx, prm.w + k * (unrolled ? FR * FS : std::int64_t(prm.R) * prm.S), acc);
+  }
+
+  /// acc[i][j] += sum over taps r, s of patch(row, col) * wk[r * S + s], in the order r, s with one fma per
+  /// tap (patch, row and col as for conv): the strip's share of one input channel's contribution to one
+  /// output channel, whose R x S weights start at wk (for grouped problems w + (k * C/groups + c) * R * S:
+  /// KCRS weights of output channel k and input channel c of its group; block::direct_grouped_stage sums
+  /// the C/groups channels into one acc this way).
+  __host__ __device__ static void conv_taps(const T* plane, const direct_tiling& t, const conv_params<T>& prm, int ty,
+                                            int tx, const T* wk, V (&acc)[SH][SW]) {
     if constexpr (unrolled) {
-      const T* wk = prm.w + k * (FR * FS);
       V w[FR][FS];
 #ifdef __CUDA_ARCH__
 #pragma unroll
@@ -201,7 +213,6 @@ struct direct_strip {
       }
     } else {
       const int R = prm.R, S = prm.S;
-      const T* wk = prm.w + k * R * S;
       const std::int64_t row_step = std::int64_t(prm.stride_h) * t.pitch;  // patch elements between output rows
       const T* base = plane + std::int64_t(ty) * SH * row_step + static_cast<std::int64_t>(tx) * prm.stride_w;
       for (int r = 0; r < R; ++r)
@@ -219,14 +230,20 @@ struct direct_strip {
   /// conv without staging (the run-time variant only, direct_tiling::staged == 0): the same sums, in the
   /// same order, read from x itself: tap (r, s) of tile pixel (ty * SH + i, tx) of tile b reads x[n, c, h,
   /// w] with h = (p0 + ty * SH + i) * stride_h - pad_h + r * dil_h, w = (q0 + tx) * stride_w - pad_w + s *
-  /// dil_w, or 0 outside x (then 0 * w, as the staged path), c = k / (K/groups).
+  /// dil_w, or 0 outside x (then 0 * w, as the staged path), c = k / (K/groups) (C/groups == 1).
   __host__ __device__ static void conv_global(const direct_tiling& t, const direct_tile& b, const conv_params<T>& prm,
                                               int ty, int tx, std::int64_t k, V (&acc)[SH][SW]) {
+    conv_global_taps(t, b, prm, ty, tx, k / prm.Kg, prm.w + k * prm.R * prm.S, acc);
+  }
+
+  /// conv_taps without staging (the run-time variant only): acc += input channel c's taps read from x as
+  /// in conv_global, times the R x S weights at wk.
+  __host__ __device__ static void conv_global_taps(const direct_tiling& t, const direct_tile& b,
+                                                   const conv_params<T>& prm, int ty, int tx, std::int64_t c,
+                                                   const T* wk, V (&acc)[SH][SW]) {
     static_assert(!unrolled, "direct_strip::conv_global: the run-time variant only");
     (void)t;
     const int R = prm.R, S = prm.S;
-    const T* wk = prm.w + k * R * S;
-    const std::int64_t c = k / prm.Kg;
     const bool nchw = prm.x_layout == layout::nchw;
     const T* xc = prm.x + (nchw ? (b.n * prm.C + c) * prm.H * prm.W : b.n * prm.H * prm.W * prm.C + c);
     const std::int64_t col = nchw ? 1 : prm.C, row = prm.W * col;

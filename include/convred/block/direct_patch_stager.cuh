@@ -1,5 +1,5 @@
 /// @file block/direct_patch_stager.cuh
-/// @brief Stages the input patches of the tiled direct kernel (C/groups == 1) into a ring of shared-memory
+/// @brief Stages the input patches of the tiled direct kernel (C/groups <= 16) into a ring of shared-memory
 /// buffers, one pipeline stage (direct_tiling::cb input channels) at a time: the zero padding written once,
 /// the part inside x copied with cp.async in 8- or 16-byte chunks where x allows it.
 #pragma once

@@ -1,7 +1,7 @@
 /// @file block/direct_tiling.cuh
-/// @brief The geometry of the tiled direct kernel for C/groups == 1 (direct_tiling, built on the host by
-/// make_direct_tiling: tiles, strips, channel groups, staging and shared memory) and the tile and channel
-/// share a block owns (direct_tile_at).
+/// @brief The geometry of the tiled direct kernel for C/groups <= direct_max_group_channels (direct_tiling,
+/// built on the host by make_direct_tiling: tiles, strips, channel groups, staging and shared memory) and
+/// the tile and channel share a block owns (direct_tile_at).
 #pragma once
 
 #include <algorithm>
@@ -15,15 +15,23 @@
 
 namespace convred::block {
 
+/// @brief The most input channels per group (C/groups) the direct kernel serves: 1 (depthwise) up to 16
+/// (grouped convolutions such as ResNeXt's and RegNet's narrow groups). A pipeline stage holds whole
+/// groups, three stages in shared memory, so a block's buffers grow with C/groups while its threads do not:
+/// at 16 channels an fp32 3x3 block of one warp already stages ~70 KiB (bench/NOTES.md, "Grouped direct
+/// kernel"); wider groups are the GEMM kernels' (family::grouped, mma.sync).
+inline constexpr std::int64_t direct_max_group_channels = 16;
+
 /// @brief Geometry of the tiled direct kernel for one problem (kernel::conv2d_reduce_direct_kernel),
 /// built on the host by make_direct_tiling and passed by value.
 ///
 /// A block owns a tile of tile_h x tile_w output pixels of one image (output rows p0 ..., columns q0 ...;
 /// q0 may be negative by `shift`, see below) and a share of the input channels (`splits` blocks per tile,
-/// a thread-block cluster on sm_90, each over ch_per_split channels). Its `threads` = groups * tx * ty
-/// threads form `groups` channel groups of tx * ty pixel threads; pixel thread (ty, tx) computes a strip
-/// of sh x sw adjacent pixels (tile rows ty*sh ..., columns tx*sw ...), and group g computes the stage's
-/// channels g, g + groups, ... Per pipeline stage the block stages `cb` input channels' patches (tile plus
+/// a thread-block cluster on sm_90, each over ch_per_split channels: whole groups of the problem). Its
+/// `threads` = groups * tx * ty threads form `groups` channel groups of tx * ty pixel threads; pixel thread
+/// (ty, tx) computes a strip of sh x sw adjacent pixels (tile rows ty*sh ..., columns tx*sw ...), and
+/// channel group g computes the stage's channels g, g + groups, ... (C/groups == 1), or its work items g,
+/// g + groups, ... (C/groups > 1: block::direct_grouped_stage; `cb` is then a multiple of C/groups) Per pipeline stage the block stages `cb` input channels' patches (tile plus
 /// halo: rows x cols elements of T; patch element (i, j) is x row p0*stride_h - pad_h + i, column
 /// q0*stride_w - pad_w + j, zero outside x) into one of `stages` shared-memory buffers; channel plane cl of
 /// a buffer starts at element cl * plane, its row i at i * pitch. The stager copies `vec` elements per
@@ -47,7 +55,9 @@ struct direct_tiling {
   std::int32_t tiles_w = 1;     ///< tiles across the output, ceil((Q + shift) / tile_w)
   std::int64_t tiles = 0;       ///< N * tiles_h * tiles_w
   std::int32_t splits = 1;      ///< blocks per tile, each over a share of the input channels (a cluster when > 1)
-  std::int32_t ch_per_split = 1;  ///< input channels per split, ceil(C / splits) (the last split may have fewer)
+  /// input channels per split: ceil(groups / splits) * C/groups, whole groups of the problem (the last
+  /// split may have fewer; ceil(C / splits) for C/groups == 1)
+  std::int32_t ch_per_split = 1;
   std::int32_t cb = 1;          ///< input channels per pipeline stage
   std::int32_t stages = 3;      ///< pipeline buffers in shared memory (direct_patch_stager<T>::stages)
   std::int32_t rows = 1;        ///< patch rows of one channel: (tile_h - 1) * stride_h + (R - 1) * dil_h + 1
@@ -121,7 +131,7 @@ inline bool direct_vector_staging(const conv2d_problem& p, std::size_t elem_byte
   return unrolled && p.x_layout == layout::nchw && p.W % direct_chunk_elements(elem_bytes) == 0;
 }
 
-/// @brief Builds the tiling of a validated problem with C/groups == 1 for strips of sh x sw pixels per
+/// @brief Builds the tiling of a validated problem with C/groups <= direct_max_group_channels for strips of sh x sw pixels per
 /// thread, tx x ty pixel threads per channel group, `groups` channel groups, `splits` blocks per tile,
 /// `cb` channels per stage and `stages` buffers (host). The chooser is device::choose_direct_config; this
 /// only derives the geometry. `unrolled`: the strip reads each input row as one run of sw + S - 1 elements
@@ -134,7 +144,8 @@ inline bool direct_vector_staging(const conv2d_problem& p, std::size_t elem_byte
 /// the buffers' memory). `staged` false: no stage buffers (direct_tiling::staged). A patch of more than
 /// 2^28 elements (or 2^20 rows or columns: huge padding or dilation) fits no shared memory: staged, its
 /// smem_bytes is SIZE_MAX (the tiling never fits); unstaged, its extent is not kept. Preconditions (the
-/// caller's): tx, ty, sh, sw, groups, splits, cb >= 1, splits <= C, groups * tx * ty <= 1024.
+/// caller's): tx, ty, sh, sw, groups, splits, cb >= 1, splits <= the problem's groups, cb a multiple of
+/// C/groups, groups * tx * ty <= 1024.
 inline direct_tiling make_direct_tiling(const conv2d_problem& p, std::size_t elem_bytes, std::size_t accum_bytes,
                                         int sh, int sw, bool unrolled, int stages, int tx, int ty, int groups,
                                         int splits, int cb, bool staged = true, bool vector = false) {
@@ -150,7 +161,7 @@ inline direct_tiling make_direct_tiling(const conv2d_problem& p, std::size_t ele
   t.tiles_w = static_cast<std::int32_t>((Q + t.shift + t.tile_w - 1) / t.tile_w);
   t.tiles = p.N * t.tiles_h * t.tiles_w;
   t.splits = splits;
-  t.ch_per_split = static_cast<std::int32_t>((p.C + splits - 1) / splits);
+  t.ch_per_split = static_cast<std::int32_t>((p.groups + splits - 1) / splits * p.C_per_group());
   t.cb = cb, t.stages = stages;
   // patch extent in 64 bits: a patch of more than 2^28 elements fits no shared memory, so it is never
   // staged (smem_bytes SIZE_MAX) and its extent is not kept (int32 fields and divisions; the unstaged

@@ -1,6 +1,6 @@
 /// @file device/conv2d_reduce_direct.cuh
-/// @brief Host entry point of the tiled direct kernel for C/groups == 1 (depthwise convolutions, any
-/// channel multiplier): conv2d_reduce_direct, its launch and the facts about the device it needs; its
+/// @brief Host entry point of the tiled direct kernel for C/groups <= 16 (depthwise convolutions, any
+/// channel multiplier; grouped convolutions with narrow groups, any K/groups): conv2d_reduce_direct, its launch and the facts about the device it needs; its
 /// tiling heuristic (choose_direct_config) is device/direct_config.cuh.
 #pragma once
 
@@ -105,13 +105,14 @@ inline direct_config cached_direct_config(const conv2d_problem& p, const direct_
 
 /// Launches the direct kernel variant FR x FS (0: run time) with tiling c (fitting: direct_config_fits)
 /// for a checked problem, staging in chunks when k.vector and x is aligned to a chunk; when a cluster
-/// launch (c.splits > 1) is refused, the same tiling with one split.
-template <int FR, int FS, class T, class Op, class Epilogue>
+/// launch (c.splits > 1) is refused, the same tiling with one split. Grouped: the grouped variant (C/groups
+/// > 1), else the depthwise one.
+template <int FR, int FS, bool Grouped, class T, class Op, class Epilogue>
 status launch_direct(const conv2d_problem& p, const direct_kernel_shape& k, const T* x, const T* w, const T* bias, T* y,
                      std::int64_t* indices, Op op, Epilogue epi, cudaStream_t stream, const direct_config& c) {
   using strip = block::direct_strip<T, FR, FS>;
   using V = typename strip::V;
-  auto kern = kernel::conv2d_reduce_direct_kernel<T, Op, Epilogue, FR, FS>;
+  auto kern = kernel::conv2d_reduce_direct_kernel<T, Op, Epilogue, FR, FS, Grouped>;
   const std::size_t chunk = static_cast<std::size_t>(block::direct_chunk_elements(sizeof(T))) * sizeof(T);
   const bool vector = k.vector && reinterpret_cast<std::uintptr_t>(x) % chunk == 0;
   const block::direct_tiling t =
@@ -145,9 +146,21 @@ status launch_direct(const conv2d_problem& p, const direct_kernel_shape& k, cons
     cudaGetLastError();
     direct_config one = c;
     one.splits = 1;
-    return launch_direct<FR, FS>(p, k, x, w, bias, y, indices, op, epi, stream, one);
+    return launch_direct<FR, FS, Grouped>(p, k, x, w, bias, y, indices, op, epi, stream, one);
   }
   return launch_status();
+}
+
+/// launch_direct with the filter variant of shape k (3x3, 5x5, 7x7 unrolled; else run time).
+template <bool Grouped, class T, class Op, class Epilogue>
+status launch_variant(const conv2d_problem& p, const direct_kernel_shape& k, const T* x, const T* w, const T* bias, T* y,
+                      std::int64_t* indices, Op op, Epilogue epi, cudaStream_t stream, const direct_config& c) {
+  switch (k.filter) {
+    case 3: return launch_direct<3, 3, Grouped>(p, k, x, w, bias, y, indices, op, epi, stream, c);
+    case 5: return launch_direct<5, 5, Grouped>(p, k, x, w, bias, y, indices, op, epi, stream, c);
+    case 7: return launch_direct<7, 7, Grouped>(p, k, x, w, bias, y, indices, op, epi, stream, c);
+    default: return launch_direct<0, 0, Grouped>(p, k, x, w, bias, y, indices, op, epi, stream, c);
+  }
 }
 
 /// conv2d_reduce_direct with its tiling given (`forced`, for tests of every split, group count, stage
@@ -163,7 +176,7 @@ status conv2d_reduce_direct_with(const direct_config* forced, const conv2d_probl
                                  bool element_copies = false) {
   static_assert(is_supported_element_v<T>, "convred: T must be float, double, __half or __nv_bfloat16");
   if (status s = validate(p, sizeof(T)); s != status::success) return s;
-  if (p.C_per_group() != 1) return status::invalid_groups;
+  if (p.C_per_group() > block::direct_max_group_channels) return status::invalid_groups;
   if constexpr (!Op::has_index) {
     if (indices) return status::indices_not_supported;
   }
@@ -188,27 +201,27 @@ status conv2d_reduce_direct_with(const direct_config* forced, const conv2d_probl
     c = cached_direct_config(p, shape, sms, max_splits);
     if (!direct_config_fits(p, shape, c, max_splits))  // (the chooser's estimate fits whatever it picks)
       c = unstaged_direct_config(p, shape, sms > 0 ? sms : 1,
-                                 static_cast<int>(std::min<std::int64_t>(std::min(max_splits, direct_max_splits), p.C)));
+                                 static_cast<int>(std::min<std::int64_t>(std::min(max_splits, direct_max_splits), p.groups)));
   }
-  switch (shape.filter) {
-    case 3: return launch_direct<3, 3>(p, shape, x, w, bias, y, indices, op, epi, stream, c);
-    case 5: return launch_direct<5, 5>(p, shape, x, w, bias, y, indices, op, epi, stream, c);
-    case 7: return launch_direct<7, 7>(p, shape, x, w, bias, y, indices, op, epi, stream, c);
-    default: return launch_direct<0, 0>(p, shape, x, w, bias, y, indices, op, epi, stream, c);
-  }
+  if (p.C_per_group() > 1) return launch_variant<true>(p, shape, x, w, bias, y, indices, op, epi, stream, c);
+  return launch_variant<false>(p, shape, x, w, bias, y, indices, op, epi, stream, c);
 }
 
 }  // namespace detail
 
-/// @brief conv2d_reduce for problems where each output channel reads one input channel (C/groups == 1:
-/// depthwise convolutions, any channel multiplier K/groups; also C = 1), by tiled direct convolution in
-/// exact FMA (math::ieee: fp32, fp64 for double), no GEMM tiles (kernel::conv2d_reduce_direct_kernel).
+/// @brief conv2d_reduce for problems whose output channels each read at most
+/// block::direct_max_group_channels (16) input channels: C/groups == 1 (depthwise convolutions, any
+/// channel multiplier K/groups; also C = 1) and 1 < C/groups <= 16 (grouped convolutions such as ResNeXt's
+/// and RegNet's, any K/groups; also dense layers with C <= 16), by tiled direct convolution in exact FMA
+/// (math::ieee: fp32, fp64 for double), no GEMM tiles (kernel::conv2d_reduce_direct_kernel).
 ///
 /// Each block takes a tile of output pixels of one image and loops over its share of the input channels:
 /// the padding is written into its shared-memory buffers once, then per pipeline stage it copies a few
 /// channels' input patches (tile plus halo) with cp.async (16-byte chunks for NCHW x whose rows allow it,
 /// else element by element) while the previous stages are computed; its threads form channel groups,
-/// each computing every groups-th staged channel: each thread a strip of 2 x 4 adjacent outputs for every
+/// each computing every groups-th staged channel (C/groups > 1: a stage holds whole groups, and the channel
+/// groups share its work items (group, output channel), each the sum over the group's C/groups channels
+/// of a strip, folded once: block::direct_grouped_stage): each thread a strip of 2 x 4 adjacent outputs for every
 /// output channel of the channel (each input row read once; 3x3, 5x5 and 7x7 filters with stride and
 /// dilation 1 unrolled, any other filter, stride and dilation at run time), bias + epilogue folded into the
 /// pixels' reduction states in registers; the groups' states are combined in group order and y (and the
@@ -217,17 +230,18 @@ status conv2d_reduce_direct_with(const direct_config* forced, const conv2d_probl
 /// tile as a thread-block cluster, each over a share of the channels, and their states are combined
 /// through distributed shared memory in rank order (sm_90 code on a compute capability 9.0+ device;
 /// elsewhere smaller tiles only). Deterministic: no atomics; for a given device the same tiling, hence
-/// the same summation order, on every run (sums over channels are rounded in the tiling's order: group,
-/// then rank).
+/// the same summation order, on every run (each output channel's conv sum runs over its group's input
+/// channels, then taps r, s; sums over output channels are rounded in the tiling's order: channel group,
+/// then rank). Splits share whole groups (ceil(groups / splits) each).
 ///
 /// Same semantics, arguments and errors as conv2d_reduce (PyTorch's conv2d with groups, then the epilogue,
 /// then the reduction across all K channels; x NCHW or NHWC; y (N,1,P,Q)), plus invalid_groups when
-/// C/groups != 1. Padded taps multiply the zero padding by the weight (0 * inf = NaN, as PyTorch's padded
-/// paths and the float64 reference; docs/semantics.md). conv2d_reduce_plan picks it for such problems
-/// whatever the math asked for (it is exact).
-/// @param p        problem with C/groups == 1; x layout NCHW or NHWC
+/// C/groups > 16. Padded taps multiply the zero padding by the weight (0 * inf = NaN, as PyTorch's padded
+/// paths and the float64 reference; docs/semantics.md). conv2d_reduce_plan picks it for depthwise problems
+/// whatever the math asked for (it is exact), and for grouped ones where family::direct says so.
+/// @param p        problem with C/groups <= 16; x layout NCHW or NHWC
 /// @param x        device pointer, (N,C,H,W) elements of T (float, double, __half, __nv_bfloat16)
-/// @param w        device pointer, (K, 1, R, S) elements (PyTorch's KCRS with C/groups = 1), contiguous
+/// @param w        device pointer, (K, C/groups, R, S) elements (PyTorch's KCRS), contiguous
 /// @param bias     device pointer to K elements, or nullptr for no bias
 /// @param y        device pointer, N*P*Q elements of T, (N,1,P,Q); may be nullptr only for index ops with indices
 /// @param indices  device pointer, N*P*Q int64; must be nullptr for ops without an index
@@ -235,7 +249,7 @@ status conv2d_reduce_direct_with(const direct_config* forced, const conv2d_probl
 /// @param epi      epilogue `V e(V, int k)` or `V e(V)`, run on the device in the compute type
 /// @param stream   CUDA stream the kernel is launched on (asynchronous)
 /// @return status::success after a launch (or for N = 0, with no launch); otherwise, with nothing
-///   launched: validate's codes; invalid_groups (C/groups != 1); indices_not_supported; null_pointer;
+///   launched: validate's codes; invalid_groups (C/groups > 16); indices_not_supported; null_pointer;
 ///   misaligned_pointer; overlapping_buffers; no_device (no device, or no kernel image for it);
 ///   size_overflow (more than 2^31 - 1 blocks); cuda_error (a CUDA error already pending, a failed device
 ///   query or launch: left pending).

@@ -40,7 +40,10 @@ namespace convred::device {
 ///   GEMM kernels would spend a 128-channel tile on each group's K/groups channels); the description names
 ///   the tiling choose_direct_config picks for `dev` (describe_direct_config: tiles, strips, channel
 ///   groups, channels per stage and the staging chunks, and the blocks per tile when small batches split
-///   the channels over a cluster);
+///   the channels over a cluster); the same kernel for grouped layers with 1 < C/groups <= 16 (ResNeXt,
+///   RegNet: "grouped, C/groups = n") under math::ieee, double data and on GPUs without tensor cores, and
+///   under a tensor-core math where its model estimates it faster than the tensor-core families
+///   (family::direct::can_implement);
 /// - math::accurate (the default: the error vs float64 held to 1e-6): tf32x3's chain below on sm_80 and
 ///   newer, else (older GPUs, double data) the SIMT kernel in exact FMA;
 /// - math::ieee (exact fp32 FMA for float/16-bit data, fp64 for double): the SIMT kernel,

@@ -1,5 +1,5 @@
 /// @file device/direct_config.cuh
-/// @brief The tiling heuristic of the tiled direct kernel for C/groups == 1 (host only, no CUDA call): the
+/// @brief The tiling heuristic of the tiled direct kernel for C/groups <= 16 (host only, no CUDA call): the
 /// kernel variants' shapes, the model choose_direct_config minimises, whether a tiling fits, and its
 /// description for a log.
 #pragma once
@@ -71,8 +71,8 @@ struct direct_config {
   int tx = 1;          ///< pixel threads across a tile
   int ty = 1;          ///< pixel threads down a tile
   int groups = 1;      ///< channel groups per block (threads = groups * tx * ty)
-  int splits = 1;      ///< blocks per tile (a cluster when > 1), each over ceil(C / splits) input channels
-  int cb = 1;          ///< input channels per pipeline stage
+  int splits = 1;      ///< blocks per tile (a cluster when > 1), each over ceil(groups / splits) groups' channels
+  int cb = 1;          ///< input channels per pipeline stage (a multiple of C/groups)
   /// false: no patch fits a buffer (huge strides, dilations or filters): the run-time variant reads x
   /// directly (block::direct_tiling::staged)
   bool staged = true;
@@ -105,10 +105,13 @@ inline direct_estimate estimate_direct_config(const conv2d_problem& p, const dir
                                               int ty, int groups, int splits) {
   direct_estimate r;
   const double e = static_cast<double>(k.elem_bytes);
-  const std::int64_t P = p.P(), Q = p.Q(), C = p.C, Kg = p.K_per_group(), R = p.R, S = p.S, RS = R * S;
+  const std::int64_t P = p.P(), Q = p.Q(), Kg = p.K_per_group(), R = p.R, S = p.S, RS = R * S;
+  const std::int64_t Cg = p.C_per_group(), G = p.groups;
+  const bool grouped = Cg > 1;  // work items (group, output channel), whole groups per stage
   const int sh = k.sh, sw = k.sw, pt = tx * ty, threads = pt * groups;
-  const std::int64_t cs = (C + splits - 1) / splits;
-  if (groups > cs) return r;  // idle groups
+  const std::int64_t units = (G + splits - 1) / splits;  // the problem's groups per split
+  const std::int64_t cs = units * Cg;                     // channels per split (ceil(C / splits) when Cg == 1)
+  if (groups > (grouped ? units * Kg : cs)) return r;  // idle groups
   const int vec = k.vector ? block::direct_chunk_elements(k.elem_bytes) : 1;
   const std::int64_t shift = vec > 1 ? (vec - p.pad_w % vec) % vec : 0;
   const std::int64_t tile_h = std::int64_t(ty) * sh, tile_w = std::int64_t(tx) * sw;
@@ -121,11 +124,14 @@ inline direct_estimate estimate_direct_config(const conv2d_problem& p, const dir
   const double plane = rows * (std::ceil(chunks * vec / align) * align + align);  // the model's (pitch: one unit more)
   const double px = double(tile_h * tile_w), warps = std::ceil(threads / 32.0);
   // channels per stage: groups * J for the largest J in {4, 2, 1} within direct_stage_smem (at most the split's)
+  // (grouped: the groups holding groups * J items, at least one; one group when even J = 1 is too large)
   std::int64_t cb = 0;
   for (int j = 4; j >= 1 && cb == 0; j /= 2) {
-    const std::int64_t c = std::min<std::int64_t>(std::int64_t(groups) * j, cs);
-    if (k.stages * double(c) * plane * e <= double(direct_stage_smem) || j == 1) cb = c;
+    const std::int64_t c = grouped ? std::min<std::int64_t>((std::int64_t(groups) * j + Kg - 1) / Kg, units) * Cg
+                                   : std::min<std::int64_t>(std::int64_t(groups) * j, cs);
+    if (k.stages * double(c) * plane * e <= double(direct_stage_smem) || (j == 1 && !grouped)) cb = c;
   }
+  if (cb == 0) cb = Cg;
   const double buffers = k.stages * double(cb) * plane * e, park = double(groups) * px * 16;
   if (buffers > double(direct_max_smem) || park > double(direct_max_smem)) return r;
   // the fit, exactly as the kernel lays the patch out (its pitch may be up to 7 units wider than the
@@ -135,7 +141,11 @@ inline direct_estimate estimate_direct_config(const conv2d_problem& p, const dir
     return r;
   const double smem = std::max(buffers, park);
   // registers per thread (ptxas -v, sm_90a, fp32; double about 1.8x), blocks per SM
-  const double regs = (k.unrolled ? (k.filter == 3 ? 80 : k.filter == 5 ? 96 : 120) : 128) * (e == 8 ? 1.8 : 1.0);
+  // (the grouped variant: 96 / 110 / 128, its own instantiation)
+  const double regs = (k.unrolled ? (grouped ? (k.filter == 3 ? 96 : k.filter == 5 ? 110 : 128)
+                                             : (k.filter == 3 ? 80 : k.filter == 5 ? 96 : 120))
+                                  : 128) *
+                      (e == 8 ? 1.8 : 1.0);
   const double bps = std::floor(std::min({32.0, 64 / warps, 65536 / (std::min(255.0, regs) * warps * 32),
                                           227.0 * 1024 / (smem + 1024)}));
   if (bps < 1) return r;
@@ -148,7 +158,11 @@ inline direct_estimate estimate_direct_config(const conv2d_problem& p, const dir
   const double per_group = std::ceil(double(cb) / groups);  // channels a group computes per stage
   const double items = double(cb) * rows * chunks;
   const double stage_thread = std::ceil(items / threads) * 18 + 30;  // staging + barrier per thread and stage
-  const double warp_stage = double(Kg) * per_group * per_k + stage_thread;  // one warp's instructions per stage
+  // grouped: a group's items per stage, each Cg channels' taps, loads and weights, then one fold
+  const double per_item = double(Cg) * (double(sh * sw * RS) + lds + double(RS) + 4) + 1 + 3.0 * sh * sw + 8;
+  const double group_items = std::ceil(double(cb / Cg * Kg) / groups);
+  const double warp_stage = (grouped ? group_items * per_item : double(Kg) * per_group * per_k) +
+                            stage_thread;  // one warp's instructions per stage
   const double store = std::ceil(px * groups / threads) * 10 + std::ceil(px / threads) * (12 + 6 * groups) + 100;
   const double w_blk = warps * (nst * warp_stage + store);
   const double blocks = tiles * splits;
@@ -156,6 +170,12 @@ inline direct_estimate estimate_direct_config(const conv2d_problem& p, const dir
   const double conc = std::min(nb, bps);              // of them resident at once
   const double ipc = std::min(4.0, 0.5 * conc * warps);  // a warp issues about every other cycle
   r.throughput = nb * w_blk / ipc;
+  if (grouped) {  // and the strips' shared-memory wavefronts (one per 128 bytes a warp loads), at one per cycle
+    const double per_conv = k.unrolled ? double(sh + R - 1) * std::ceil(32 * run * e / 128)
+                                       : double(sh * RS) * std::ceil(32 * e / 128);
+    const double waves = per_conv * double(Cg) * group_items;
+    r.throughput = std::max(r.throughput, nb * warps * nst * waves);
+  }
   const double dram = double(p.x_elements()) * e / (sms * 17);
   const double l2 = nb * double(cs) * rows * chunks * vec * e / 48;
   r.memory = std::max(dram, l2);
@@ -170,8 +190,9 @@ inline direct_estimate estimate_direct_config(const conv2d_problem& p, const dir
 
 /// @brief The tiling for problems whose patches fit no stage buffer: unstaged (threads read x
 /// directly; the run-time kernel variant), up to 32 x 8 strips of k.sh x k.sw pixels, channel groups and
-/// splits (at most `most_splits`) added while they stay within kernel::direct_max_threads, C, and about
-/// two blocks per SM (`sms`). Host only.
+/// splits (at most `most_splits`) added while they stay within kernel::direct_max_threads, the channel
+/// groups' work (C for C/groups == 1, else groups * K/groups items), and about two blocks per SM (`sms`);
+/// cb = C/groups (unused unstaged). Host only.
 inline direct_config unstaged_direct_config(const conv2d_problem& p, const direct_kernel_shape& k, double sms,
                                             int most_splits) {
   const std::int64_t P = p.P(), Q = p.Q();
@@ -181,25 +202,34 @@ inline direct_config unstaged_direct_config(const conv2d_problem& p, const direc
   best.ty = static_cast<int>(std::min<std::int64_t>(8, (P + k.sh - 1) / k.sh));
   const double tiles = double(p.N) * double((P + best.ty * k.sh - 1) / (best.ty * k.sh)) *
                        double((Q + best.tx * k.sw - 1) / (best.tx * k.sw));
-  while (best.groups * 2 * best.tx * best.ty <= kernel::direct_max_threads && best.groups * 2 <= p.C) best.groups *= 2;
-  while (best.splits * 2 <= most_splits && best.splits * 2 * best.groups <= p.C && tiles * best.splits * 2 <= 2 * sms)
+  // the channel groups' work: channels (C/groups == 1), else items (group, output channel)
+  const std::int64_t work = p.C_per_group() == 1 ? p.C : p.groups * p.K_per_group();
+  best.cb = static_cast<int>(p.C_per_group());
+  while (best.groups * 2 * best.tx * best.ty <= kernel::direct_max_threads && best.groups * 2 <= work) best.groups *= 2;
+  while (best.splits * 2 <= most_splits && best.splits * 2 * best.groups <= work && tiles * best.splits * 2 <= 2 * sms)
     best.splits *= 2;
   best.cycles = 0;
   return best;
 }
 
-/// @brief Picks the direct kernel's tiling for a validated problem with C/groups == 1 (host, no CUDA
-/// call): the candidate with the least estimate_direct_config (ties: the first found).
+/// @brief Picks the direct kernel's tiling for a validated problem with C/groups <=
+/// block::direct_max_group_channels (host, no CUDA call): the candidate with the least
+/// estimate_direct_config (ties: the first found).
 ///
 /// Candidates: tx in {1, 2, 4, 8, 16, 32} and the counts that cover the output's width (plus the chunk
 /// shift) in one or two tiles (at most 32); ty alike for the height (at most 64); channel groups in {1, 2,
-/// 4, ..., 32} up to the split's channels; at most kernel::direct_max_threads threads; splits in {1, 2, 4,
-/// 8} up to C and `max_splits` (1 when clusters cannot be launched). Channels per stage: groups * J for
-/// the largest J in {4, 2, 1} whose buffers fit direct_stage_smem. The estimate, in SM cycles, is the
-/// largest of
+/// 4, ..., 32} up to the split's channels (C/groups > 1: its groups * K/groups work items); at most
+/// kernel::direct_max_threads threads; splits in {1, 2, 4, 8} up to the problem's groups (C for
+/// depthwise) and `max_splits` (1 when clusters cannot be launched). Channels per stage: groups * J for
+/// the largest J in {4, 2, 1} whose buffers fit direct_stage_smem (C/groups > 1: the whole groups holding
+/// groups * J items, else one group). The estimate, in SM cycles, is the largest of
 ///  - throughput: the busiest SM's blocks' warp instructions (per thread and output channel SH*SW*R*S
 ///    FMAs, the row loads, R*S + 1 weight and bias loads, 3 per pixel for bias, epilogue and fold; per stage
-///    18 per staged item and 30 for the barrier; the store) at min(4, warps / 2) per cycle;
+///    18 per staged item and 30 for the barrier; the store) at min(4, warps / 2) per cycle; C/groups > 1:
+///    per work item C/groups times the taps, loads and R*S weight loads (+4 for the loop), one fold, and
+///    at least the strips' shared-memory wavefronts (a warp's row loads, one per 128 bytes, one per
+///    cycle: an fp32 3x3 strip loads 24 bytes per row and thread for 18 FMAs, so its loads rather than its
+///    FMAs bound it);
 ///  - memory: x once from DRAM (17 bytes per cycle and SM: ~4 TB/s on 132 SMs at 1.75 GHz), or the
 ///    busiest SM's staged bytes from L2 (48 bytes per cycle);
 ///  - latency: one block's serial time (1,500 cycles to start, per stage the longer of its issue and an
@@ -231,7 +261,7 @@ inline direct_config choose_direct_config(const conv2d_problem& p, const direct_
     add(strips), add((strips + 1) / 2);
     return n;
   };
-  const int most_splits = static_cast<int>(std::min<std::int64_t>(std::min(max_splits, direct_max_splits), p.C));
+  const int most_splits = static_cast<int>(std::min<std::int64_t>(std::min(max_splits, direct_max_splits), p.groups));
   int txs[16], tys[16];
   const int ntx = candidates((Q + shift + k.sw - 1) / k.sw, 32, txs);
   const int nty = candidates((P + k.sh - 1) / k.sh, 64, tys);
@@ -254,14 +284,16 @@ inline direct_config choose_direct_config(const conv2d_problem& p, const direct_
 }
 
 /// @brief True if config c can run problem p on the kernel variant k with at most max_splits blocks per
-/// tile: 1 <= tx, ty, groups with groups * tx * ty <= kernel::direct_max_threads; 1 <= splits <= min(C,
-/// max_splits, direct_max_splits); 1 <= cb; staged: the stage buffers (and 16-byte parked states) within
+/// tile: C/groups <= block::direct_max_group_channels; 1 <= tx, ty, groups with groups * tx * ty <=
+/// kernel::direct_max_threads; 1 <= splits <= min(the problem's groups, max_splits, direct_max_splits); 1
+/// <= cb, a multiple of C/groups; staged: the stage buffers (and 16-byte parked states) within
 /// direct_max_smem; unstaged: the run-time variant only.
 inline bool direct_config_fits(const conv2d_problem& p, const direct_kernel_shape& k, const direct_config& c,
                                int max_splits) {
   if (c.tx < 1 || c.ty < 1 || c.groups < 1 || c.tx * c.ty > kernel::direct_max_threads ||
       c.groups * c.tx * c.ty > kernel::direct_max_threads || c.cb < 1 || c.splits < 1 ||
-      c.splits > std::min(max_splits, direct_max_splits) || c.splits > p.C)
+      c.splits > std::min(max_splits, direct_max_splits) || c.splits > p.groups || c.cb % p.C_per_group() != 0 ||
+      p.C_per_group() > block::direct_max_group_channels)
     return false;
   if (!c.staged && k.unrolled) return false;
   const block::direct_tiling t = block::make_direct_tiling(p, k.elem_bytes, 16, k.sh, k.sw, k.unrolled, k.stages, c.tx,
@@ -271,7 +303,7 @@ inline bool direct_config_fits(const conv2d_problem& p, const direct_kernel_shap
 
 /// @brief One line for a log: the tile, the strip, the channel groups and the split of a direct tiling,
 /// e.g. "8x56-pixel tiles of 2x4-pixel strips, 8 channel groups, 16 channels per stage (16-byte chunks), 4
-/// blocks per tile (a cluster, 36 channels each)".
+/// blocks per tile (a cluster, 36 channels each)" (whole groups of the problem per block).
 inline std::string describe_direct_config(const conv2d_problem& p, const direct_kernel_shape& k, const direct_config& c) {
   char b[240];
   int n;
@@ -285,7 +317,7 @@ inline std::string describe_direct_config(const conv2d_problem& p, const direct_
   std::string s(b, static_cast<std::size_t>(n > 0 ? n : 0));
   if (c.splits > 1) {
     std::snprintf(b, sizeof b, ", %d blocks per tile (a cluster, %lld channels each)", c.splits,
-                  static_cast<long long>((p.C + c.splits - 1) / c.splits));
+                  static_cast<long long>((p.groups + c.splits - 1) / c.splits * p.C_per_group()));
     s += b;
   }
   return s;

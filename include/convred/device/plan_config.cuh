@@ -18,7 +18,7 @@ enum class kernel_kind {
   simt,      ///< exact CUDA-core FMA kernel (kernel::conv2d_reduce_kernel with a simt_policy): any GPU, any shape
   mma_sync,  ///< tensor-core mma.sync kernel (an mma_sync_policy): sm_80 and newer, any shape and layout
   wgmma,     ///< Hopper packed-filter kernel (a wgmma_policy; conv2d_reduce_packed / _packed_split): sm_90a
-  direct,    ///< exact direct-convolution kernel (conv2d_reduce_direct): C/groups == 1 (depthwise), any GPU
+  direct,    ///< exact direct-convolution kernel (conv2d_reduce_direct): C/groups <= 16 (depthwise, narrow groups), any GPU
   screen,    ///< certified screening (family::screen): a 16-bit tensor-core pass, then exact fp32 on the candidates
   user       ///< a family from outside convred, in a caller's family_list (device/family/family.cuh)
 };

@@ -1,12 +1,14 @@
 /// @file kernel/conv2d_reduce_direct.cuh
-/// @brief Thin __global__ kernel of the tiled direct convolution for C/groups == 1 (depthwise): fused
-/// conv2d -> epilogue -> channel reduction in exact FMA (device::conv2d_reduce_direct launches it).
+/// @brief Thin __global__ kernel of the tiled direct convolution for C/groups <= 16 (depthwise and narrow
+/// grouped convolutions): fused conv2d -> epilogue -> channel reduction in exact FMA
+/// (device::conv2d_reduce_direct launches it).
 #pragma once
 
 #include <cstdint>
 
 #include "../block/conv_direct.cuh"
 #include "../block/conv_params.cuh"
+#include "../block/direct_grouped.cuh"
 #include "../block/direct_patch_stager.cuh"
 #include "../functional.cuh"
 #include "../numeric.cuh"
@@ -21,8 +23,9 @@ inline constexpr int direct_max_threads = 256;
 template <class T>
 inline constexpr int direct_min_blocks = sizeof(compute_t<T>) == 8 ? 1 : 2;
 
-/// @brief Fused conv2d -> epilogue -> channel reduction for problems with C/groups == 1 (depthwise, any
-/// channel multiplier K/groups), tiled direct convolution in exact FMA (device::conv2d_reduce_direct
+/// @brief Fused conv2d -> epilogue -> channel reduction for problems with C/groups <=
+/// block::direct_max_group_channels (depthwise with any channel multiplier K/groups; grouped with C/groups
+/// > 1, any K/groups), tiled direct convolution in exact FMA (device::conv2d_reduce_direct
 /// builds the tiling t and launches it: t.blocks() blocks of t.threads threads, t.smem_bytes of dynamic
 /// shared memory, clusters of t.splits blocks when > 1).
 ///
@@ -32,13 +35,17 @@ inline constexpr int direct_min_blocks = sizeof(compute_t<T>) == 8 ? 1 : 2;
 /// the channels' patches through shared memory, t.cb channels per stage; group g computes the stage's
 /// channels g, g + groups, ...: for each of their K/groups output channels k, its strip of SH x SW pixels
 /// (block::direct_strip::conv: the channel's weights in registers, each input row read once) and folds
-/// bias + epilogue into the pixels' reduction states (direct_strip::fold); the states stay in registers
+/// bias + epilogue into the pixels' reduction states (direct_strip::fold). With C/groups > 1 a stage holds
+/// whole groups and group g takes the stage's work items (group, output channel) g, g + groups, ...: each
+/// sums its group's C/groups staged channels into one strip, then folds it once
+/// (block::direct_grouped_stage; unstaged: block::direct_grouped_unstaged). The states stay in registers
 /// until block::direct_store_tile combines the groups in group order and the tile's splits in rank order
 /// and writes y (and the int64 index) once per pixel. FR, FS: the filter size the taps are unrolled for
 /// (3x3, 5x5, 7x7 with stride and dilation 1), or 0, 0 for any filter, stride and dilation at run time;
 /// that variant also runs unstaged tilings (t.staged == 0: patches too large for shared memory), reading
-/// x directly (block::direct_strip::conv_global).
-template <class T, class Op, class Epilogue, int FR, int FS>
+/// x directly (block::direct_strip::conv_global). Grouped: the variant for C/groups > 1 (its own
+/// instantiation, so that the depthwise variants' registers stay as they were); false for C/groups == 1.
+template <class T, class Op, class Epilogue, int FR, int FS, bool Grouped = false>
 __global__ void __launch_bounds__(direct_max_threads, direct_min_blocks<T>)
     conv2d_reduce_direct_kernel(const __grid_constant__ block::conv_params<T> prm,
                                 const __grid_constant__ block::direct_tiling t, Op op, Epilogue epi, T* y,
@@ -59,14 +66,18 @@ __global__ void __launch_bounds__(direct_max_threads, direct_min_blocks<T>)
   const std::int64_t kg = prm.Kg;
   if constexpr (!strip::unrolled) {
     if (!t.staged) {  // patches too large for any buffer: read x directly
+      if constexpr (Grouped) {
+        block::direct_grouped_unstaged<strip>(t, b, prm, g, ty, tx, op, epi, state);
+      } else {
 #pragma unroll 1
-      for (std::int64_t c = b.c0 + g; c < b.c1; c += t.groups)
+        for (std::int64_t c = b.c0 + g; c < b.c1; c += t.groups)
 #pragma unroll 1
-        for (std::int64_t k = c * kg; k < (c + 1) * kg; ++k) {
-          V acc[strip::SH][strip::SW] = {};
-          strip::conv_global(t, b, prm, ty, tx, k, acc);
-          strip::fold(op, epi, acc, prm.bias, k, state);
-        }
+          for (std::int64_t k = c * kg; k < (c + 1) * kg; ++k) {
+            V acc[strip::SH][strip::SW] = {};
+            strip::conv_global(t, b, prm, ty, tx, k, acc);
+            strip::fold(op, epi, acc, prm.bias, k, state);
+          }
+      }
       block::direct_store_tile<Op, V>(t, b, prm, op, state, g, ty, tx, smem_raw, y, indices);
       return;
     }
@@ -83,14 +94,18 @@ __global__ void __launch_bounds__(direct_max_threads, direct_min_blocks<T>)
     st.issue(s + st.stages - 1);
     const T* buf = st.buffer(s);
     const int first = st.stage_first(s), channels = st.stage_channels(s);
+    if constexpr (Grouped) {  // whole groups per stage, items (group, output channel)
+      block::direct_grouped_stage<strip>(buf, t, prm, first, channels, g, ty, tx, op, epi, state);
+    } else {
 #pragma unroll 1
-    for (int cl = g; cl < channels; cl += t.groups) {
-      const std::int64_t k0 = (first + cl) * kg;
+      for (int cl = g; cl < channels; cl += t.groups) {
+        const std::int64_t k0 = (first + cl) * kg;
 #pragma unroll 1
-      for (std::int64_t k = k0; k < k0 + kg; ++k) {
-        V acc[strip::SH][strip::SW] = {};
-        strip::conv(buf + cl * t.plane, t, prm, ty, tx, k, acc);
-        strip::fold(op, epi, acc, prm.bias, k, state);
+        for (std::int64_t k = k0; k < k0 + kg; ++k) {
+          V acc[strip::SH][strip::SW] = {};
+          strip::conv(buf + cl * t.plane, t, prm, ty, tx, k, acc);
+          strip::fold(op, epi, acc, prm.bias, k, state);
+        }
       }
     }
   }

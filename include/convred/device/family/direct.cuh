@@ -1,10 +1,12 @@
 /// @file device/family/direct.cuh
 /// @brief The direct family: tiled direct convolution in exact FMA (conv2d_reduce_direct) for problems
-/// whose output channels each read one input channel (C/groups == 1: depthwise convolutions). Exact, so
-/// it serves every math; the GEMM families would spend a whole channel tile on each group's K/groups
-/// channels.
+/// whose output channels each read few input channels: C/groups == 1 (depthwise convolutions) under every
+/// math, and grouped convolutions with 1 < C/groups <= 16 (ResNeXt, RegNet) where its time model beats
+/// the tensor-core families'. Exact, so it serves every math; the GEMM families would spend a whole
+/// channel tile on each group's K/groups channels.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <type_traits>
@@ -13,6 +15,9 @@
 #include "../cost_model.cuh"
 #include "../direct_config.cuh"
 #include "family.cuh"
+#include "grouped.cuh"
+#include "mma_sync.cuh"
+#include "wgmma.cuh"
 
 namespace convred::device::family {
 
@@ -26,10 +31,42 @@ struct direct : family_defaults<direct<T, Math>, T> {
 
   /// The device can run the family at all.
   static bool available(const device_info& dev) { return dev.cc_major > 0; }
-  /// nullptr when the family serves p on dev with options o, else why not (a string literal).
-  static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options&) {
+  /// nullptr when the family serves p on dev with options o, else why not (a string literal): C/groups ==
+  /// 1 (depthwise; also C = 1) always; 1 < C/groups <= block::direct_max_group_channels with groups > 1
+  /// under math::ieee, on double data and on devices without tensor cores (compute capability below 8.0),
+  /// and under a tensor-core math where no wgmma choice is forced (plan_options::splits == 0) and its
+  /// time estimate (configure) is below tensor_seconds.
+  static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     if (!available(dev)) return "no CUDA device";
-    return p.C_per_group() == 1 ? nullptr : "C/groups != 1";
+    const std::int64_t cg = p.C_per_group();
+    if (cg == 1) return nullptr;
+    if (p.groups == 1) return "groups == 1 (a dense convolution)";
+    if (cg > block::direct_max_group_channels) return "C/groups > 16";
+    if constexpr (!std::is_same_v<kernel_math_t<T, Math>, math::ieee>) {
+      if (dev.cc_major >= 8) {
+        if (o.splits != 0) return "a wgmma choice is forced (plan_options::splits)";
+        if (!(configure(p, dev, o).seconds < tensor_seconds(p, dev)))
+          return "grouped: estimated slower than the tensor-core kernels";
+      }
+    }
+    return nullptr;
+  }
+  /// @brief The tensor-core families' time on a grouped problem as the direct family compares itself with
+  /// them (a tensor-core math): the mma.sync kernel's (family::grouped::mma_seconds: each group's K/groups
+  /// channels in 128-channel tiles), or family::grouped's (the wgmma kernel one group at a time) where that
+  /// serves p and is faster; an unknown SM count (0) counts as one SM, as choose_direct_config plans it.
+  static double tensor_seconds(const conv2d_problem& p, const device_info& dev) {
+    if constexpr (std::is_same_v<kernel_math_t<T, Math>, math::ieee>) {
+      (void)p, (void)dev;
+      return 0;
+    } else {
+      using G = grouped<wgmma<T, Math>, mma_sync<T, Math>>;
+      device_info d = dev;
+      d.sm_count = std::max(1, dev.sm_count);
+      double s = G::mma_seconds(p, d);
+      if (G::can_implement(p, d, plan_options{}) == nullptr) s = std::min(s, G::configure(p, d, plan_options{}).seconds);
+      return s;
+    }
   }
   /// The tiling choose_direct_config picks for dev (thread-block clusters of up to direct_max_splits
   /// blocks on compute capability 9.0+ devices running sm_90a code); launched as is when it fits the
@@ -44,13 +81,15 @@ struct direct : family_defaults<direct<T, Math>, T> {
     c.seconds = c.direct.cycles / plan_direct_clock_hz;
     return c;
   }
-  /// "direct (exact fp32 FMA, <the tiling>): C/groups == 1 (depthwise)", ", exact for any math" under a
-  /// tensor-core math.
+  /// "direct (exact fp32 FMA, <the tiling>): C/groups == 1 (depthwise)" (or "grouped, C/groups = n" for
+  /// 1 < C/groups <= 16), ", exact for any math" under a tensor-core math.
   static std::string describe(const conv2d_problem& p, const plan_config& c, const device_info&, const std::string&) {
     const char* fma = std::is_same_v<T, double> ? "fp64" : "fp32";
     const bool exact_asked = std::is_same_v<Math, math::ieee> || std::is_same_v<Math, math::accurate>;
     return std::string("direct (exact ") + fma + " FMA, " + describe_direct_config(p, direct_kernel_shape_of<T>(p), c.direct) +
-           "): C/groups == 1 (depthwise)" + (exact_asked ? "" : ", exact for any math");
+           (p.C_per_group() == 1 ? std::string("): C/groups == 1 (depthwise)")
+                                 : "): grouped, C/groups = " + std::to_string(p.C_per_group())) +
+           (exact_asked ? "" : ", exact for any math");
   }
   /// The configured tiling (conv2d_reduce_direct with it forced). conv2d_reduce_direct's own choice for
   /// the current device instead where the configuration did not fit the unrolled variant (direct_fixed
