@@ -119,7 +119,7 @@ TEST_CASE("dilated family: which layers run on the wgmma kernel as undilated sub
   wide.dil_w = wide.pad_w = 18;  // sub-images of 2 output columns: more padding than outputs in the tiles
   stride.stride_h = stride.stride_w = 2;
   nhwc.x_layout = convred::layout::nhwc;
-  groups.groups = 2, groups.K = 32;
+  groups.groups = 2, groups.C = 64, groups.K = 32;  // (C/groups 32: not the direct family's; K/groups 16)
   for (const conv2d_problem& p : {pad, stride, nhwc, groups, wide}) {
     CAPTURE(describe(p));
     conv2d_reduce_plan<float, math::tf32> plan(p, h200);

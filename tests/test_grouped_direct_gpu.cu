@@ -342,11 +342,15 @@ TEST_CASE("family::direct serves grouped layers with C/groups <= 16 and the plan
     const std::string cg = "grouped, C/groups = " + std::to_string(p.C_per_group());
     const dev::conv2d_reduce_plan<float> acc(p, h200);
     CAPTURE(acc.description());
-    CHECK(acc.kernel() == dev::kernel_kind::direct);
-    CHECK(acc.workspace_bytes() == 0u);
-    CHECK(has(acc.description(), "direct (exact fp32 FMA"));
-    CHECK(has(acc.description(), cg.c_str()));
-    if (p.stride_h == 1) {  // (stride 2 runs the run-time variant: the model gives tf32 and bf16 to mma.sync)
+    // stride 2 runs the run-time variant: under a tensor-core math (math::accurate included) the planner
+    // leaves it to mma.sync (measured 2.6x slower there under 3xTF32)
+    const bool unrolled = p.stride_h == 1;
+    CHECK((acc.kernel() == dev::kernel_kind::direct) == unrolled);
+    CHECK((dev::conv2d_reduce_plan<float>(p, a100).kernel() == dev::kernel_kind::direct) == unrolled);
+    if (unrolled) {
+      CHECK(acc.workspace_bytes() == 0u);
+      CHECK(has(acc.description(), "direct (exact fp32 FMA"));
+      CHECK(has(acc.description(), cg.c_str()));
       const dev::conv2d_reduce_plan<float, math::tf32> tf(p, h200);
       CHECK(tf.kernel() == dev::kernel_kind::direct);
       CHECK(has(tf.description(), "exact for any math"));
@@ -354,7 +358,6 @@ TEST_CASE("family::direct serves grouped layers with C/groups <= 16 and the plan
     }
     CHECK(dev::conv2d_reduce_plan<float, math::ieee>(p, h200).kernel() == dev::kernel_kind::direct);
     CHECK(dev::conv2d_reduce_plan<double>(p, a100).kernel() == dev::kernel_kind::direct);
-    CHECK(dev::conv2d_reduce_plan<float>(p, a100).kernel() == dev::kernel_kind::direct);
     CHECK(dev::conv2d_reduce_plan<float>(p, turing).kernel() == dev::kernel_kind::direct);
     MESSAGE(acc.description());
   }

@@ -9,6 +9,8 @@
 /// here, beside these.
 #pragma once
 
+#include <cstdint>
+
 #include <type_traits>
 
 #include "../policy.cuh"
@@ -59,6 +61,12 @@ inline constexpr double plan_mma_split_flops_per_sm = 0.34e12;
 /// fixup. Fitted so that the model's difference to the wgmma kernel's partial mode matches the H200's
 /// (bench/NOTES.md, "Moved from header comments").
 inline constexpr double plan_mma_split_fixed_seconds = 14e-6;
+/// The fewest output pixels (N*P*Q) the planner gives the wgmma kernel; at 32 or fewer it takes the mma.sync
+/// kernel: squeeze-excitation 1x1 convolutions on pooled 1x1 features and 2x2 images, at batch 1 to 32. There the
+/// wgmma kernel's packing pass and persistent launch cost more than the whole of the mma.sync kernel's
+/// work: on the H200 it was 1.02-2.03x slower in TF32 on 6 of 7 such layers (5 % faster on the 7th) and
+/// 1.14-1.39x slower under 3xTF32 on 6 (bench/NOTES.md, "Tiny problems").
+inline constexpr std::int64_t plan_wgmma_min_pixels = 33;
 /// The mma.sync kernel unsplit on a grouped problem (family::grouped's comparison), FLOP/s per SM under
 /// TF32 with each group's channels in whole 128-channel tiles (the tiles' empty columns counted): the
 /// upper end of the rates measured on the H200 over the torchvision sweep's grouped layers at batch 32
