@@ -566,11 +566,15 @@ TEST_CASE("conv2d_reduce_plan: the mma.sync split where the model estimates it f
   conv2d_problem p;  // a 1x1 layer on 1x1 images: one 256-row tile holding one pixel, 2048 -> 1024 channels
   p.N = 1, p.C = 2048, p.H = p.W = 1, p.K = 1024, p.R = p.S = 1;
   {
-    conv2d_reduce_plan<float> plan(p, h200);  // 3xTF32: the wgmma kernel serves it, the model prefers mma.sync
+    // 3xTF32: the wgmma kernel serves it, but one output pixel is below plan_wgmma_min_pixels: mma.sync
+    conv2d_reduce_plan<float> plan(p, h200);
     CAPTURE(plan.description());
     CHECK(plan.kernel() == kernel_kind::mma_sync);
     CHECK(plan.k_splits() > 0);
-    CHECK(has(plan.description(), "the mma.sync split is estimated faster"));
+    CHECK(has(plan.description(), "32 or fewer output pixels"));
+    conv2d_problem q = p;  // 33 pixels: the wgmma kernel again
+    q.N = 33;
+    CHECK(conv2d_reduce_plan<float>(q, h200).kernel() == kernel_kind::wgmma);
   }
   auto forced = [](int z) {  // plan_options with `splits` z
     convred::device::plan_options o;

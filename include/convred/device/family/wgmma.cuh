@@ -169,7 +169,7 @@ struct wgmma : family_defaults<wgmma<T, Math>, T> {
     if (!dev.wgmma_image) return "no sm_90a code for this device in the program";
     if (const char* why = block::conv_mainloop_wgmma<policy>::cannot_implement(p)) return why;
     if (p.gemm_m() < plan_wgmma_min_pixels && o.splits == 0)
-      return "32 or fewer output pixels: the mma.sync kernel's one launch is faster (plan_wgmma_min_pixels)";
+      return "32 or fewer output pixels: the mma.sync kernel is faster there (plan_wgmma_min_pixels)";
     // tiles of image rows, flat tiles over a packed x or direct tiles, as the time model picks them on dev
     block::wgmma_conv_params k;
     std::size_t smem = 0;
