@@ -122,9 +122,32 @@ void channel_epilogues(const conv2d_problem& p, std::uint64_t seed) {
   check_fused<plan_entry<math::tf32>>("lambda with a channel argmax", p, d, op::argmax{}, lam, lam, o);
 }
 
+/// Whether the grouped family hands an extended __device__ lambda reading the channel to the inner family
+/// with its channels moved: never (nvcc's host pass cannot see its signature; both passes must agree), so
+/// it runs the mma.sync kernel. A namespace-scope function: it hosts an extended lambda.
+bool device_lambda_shifts() {
+  auto dl = [] __device__(float v, int k) { return v * static_cast<float>(k); };
+  (void)dl;
+  return fam::detail::channel_shift<decltype(dl), float>::ok;
+}
+
 }  // namespace
 
 TEST_SUITE("host") {
+TEST_CASE("grouped family: device lambdas run on the mma.sync kernel; images of 2 GiB or more are not served") {
+  CHECK_FALSE(device_lambda_shifts());
+  CHECK(fam::detail::channel_shift<epi::per_channel_scale<float>, float>::ok);
+  CHECK(fam::detail::channel_shift<epi::compose<epi::per_channel_scale<float>, epi::scale<float>>, float>::ok);
+  using G = fam::grouped<fam::wgmma<float, math::tf32>, fam::mma_sync<float, math::tf32>>;
+  // C H W x 4 bytes >= 2^31: cudaMemcpy2DAsync's pitch limit
+  const conv2d_problem big = make_problem(2, 64, 2900, 2900, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2);
+  CHECK(std::string(G::can_implement(big, h200, forced())) == "an image of x of 2 GiB or more (the group copy's pitch)");
+  CHECK_FALSE(has(conv2d_reduce_plan<float, math::tf32>(big, h200).description(), "one at a time"));
+  conv2d_problem fits = big;
+  fits.H = fits.W = 2800;  // 2.0e9 bytes per image
+  CHECK(G::can_implement(fits, h200, forced()) == nullptr);
+}
+
 TEST_CASE("grouped family: which layers run on the wgmma kernel one group at a time, and the plan says so") {
   // the sweep's grouped layers at batch 32 that the time model sends to it (RegNet: 2-4 groups of 112-264
   // channels), and their description

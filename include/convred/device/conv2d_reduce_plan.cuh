@@ -54,6 +54,11 @@ namespace convred::device {
 ///   A dilated layer at stride 1 whose padding the dilation divides (DeepLab's) runs on the wgmma kernel
 ///   as an undilated one over sub-images folded into the batch (family::dilated; the description starts
 ///   "dilation ... as ... undilated sub-images per image"; the workspace holds x's copy each run writes).
+///   A grouped layer with 32 or more output channels per group runs on the wgmma kernel one group at a
+///   time where its model estimates that faster than the mma.sync kernel (family::grouped; the description
+///   starts "groups G one at a time"; the prepared bytes hold each group's packed filter, the scratch a copy
+///   of one group of x and every group's reduced outputs, written by each run; k_splits() is a group's).
+///   Problems of 32 or fewer output pixels run on the mma.sync kernel (plan_wgmma_min_pixels).
 ///   When the wgmma kernel's tiles are fewer than the device's SMs, its time model (choose_wgmma_splits:
 ///   waves of work units, plus the partial sums' traffic and the fixup) may run it in partial (split-K)
 ///   mode instead (conv2d_reduce_packed_split: (tile, GEMM_K split, channel pass) units over all SMs, then
@@ -75,7 +80,7 @@ namespace convred::device {
 /// owns, or one the caller lends); then run(x, bias, y, indices, op, epi, stream) as often as needed. The
 /// plan keeps the weight pointer given to prepare (the mma.sync and SIMT kernels read w on every run): w
 /// must stay valid and unchanged until the last run. The runs of any plan with scratch_bytes() > 0 (split,
-/// flat-tile, pass-mode, dilated and screening plans) write its workspace (partial sums, the packed x,
+/// flat-tile, pass-mode, dilated, grouped and screening plans) write its workspace (partial sums, the packed x,
 /// states, x's sub-images): runs of one such plan on different streams must not overlap in time (use one
 /// plan per stream, or bind a scratch per stream).
 /// Not copyable (it may own device memory); movable.
@@ -186,7 +191,9 @@ class conv2d_reduce_plan {
   /// on the device the plan was made for; the split path's partial sums when the mma.sync or SIMT kernel
   /// splits (conv2d_reduce_split_workspace_bytes<T>(p, k_splits())); else 0 (config().workspace_bytes).
   /// A dilated plan (family::dilated, its description starting "dilation") needs its sub-problem's bytes,
-  /// rounded to 16, plus family::dilated::extra_bytes(p) (x's sub-images and the sub-problem's outputs).
+  /// rounded to 16, plus family::dilated::extra_bytes(p) (x's sub-images and the sub-problem's outputs). A
+  /// grouped plan (family::grouped, "groups G one at a time") needs groups slots of one group's prepared
+  /// bytes (rounded to 16), one group's scratch, and family::grouped::extra_bytes(p).
   std::size_t workspace_bytes() const { return config_.workspace_bytes; }
   /// Bytes at the start of the workspace that prepare() fills (the packed filter of a wgmma plan) and
   /// runs only read; the rest of workspace_bytes() is scratch that every run writes (partial sums, the

@@ -15,9 +15,9 @@
 namespace convred::device::family {
 
 /// @brief The families conv2d_reduce_plan<T, Math> considers, best first: the direct family (exact, for
-/// C/groups == 1 under every math, and for grouped layers with C/groups <= 16 where it is the faster);
-/// then, for a tensor-core math (math::accurate on float, half or bf16
-/// data included), the wgmma family (sm_90a) for dilated layers at stride 1 (family::dilated: space to
+/// C/groups == 1 under every math; for grouped layers with C/groups <= 16 always under math::ieee, on
+/// double data and below sm_80, else where it unrolls the filter and its model estimates it faster); then,
+/// for a tensor-core math (math::accurate on float, half or bf16 data included), the wgmma family (sm_90a) for dilated layers at stride 1 (family::dilated: space to
 /// batch) and for grouped layers with wide groups (family::grouped: one group at a time), the wgmma family
 /// itself and the mma.sync family (sm_80+); last the SIMT family (exact FMA: math::ieee, double data,
 /// math::accurate on GPUs older than sm_80).

@@ -29,10 +29,13 @@ namespace detail {
 /// problem's k' + offset: `ok` where that is the same type (identity, scale and callables without a
 /// channel index: unchanged; per_channel_scale: its pointer moved by offset; compose: both parts), so
 /// that the inner family's kernels are the instantiations the plan already has. A user epilogue taking
-/// a channel index is not `ok` (the grouped family then runs the mma.sync kernel on the whole problem).
+/// a channel index, and any extended __device__ lambda, is not `ok` (the grouped family then runs the
+/// mma.sync kernel on the whole problem).
 template <class E, class V>
 struct channel_shift {
-  static constexpr bool ok = !std::is_invocable_v<const E&, V, int>;  ///< the channel is not read
+  /// the channel is not read: a callable without a channel index; never an extended __device__ lambda, whose
+  /// signature nvcc's host pass cannot see (the two passes would disagree)
+  static constexpr bool ok = !convred::detail::is_device_lambda<E>() && !std::is_invocable_v<const E&, V, int>;
   static E apply(const E& e, std::int64_t) { return e; }             ///< e itself
 };
 template <class V>
@@ -69,8 +72,8 @@ inline constexpr bool group_combinable_v =
 }  // namespace detail
 
 /// @brief The grouped family over an inner family (family::wgmma in the default list) and the mma.sync
-/// family `Fallback` of the same math (its policy's fused kernel runs what the groups cannot). Group j of a problem p (groups G, Cg = C/G, Kg = K/G)
-/// is the dense sub-problem (N, Cg, H, W) -> Kg channels (groups 1) on x's channels [j Cg, (j + 1) Cg),
+/// family `Fallback` of the same math (its policy's fused kernel runs what the groups cannot). Group j of
+/// a problem p (groups G, Cg = C/G, Kg = K/G) is the dense sub-problem (N, Cg, H, W) -> Kg channels (groups 1) on x's channels [j Cg, (j + 1) Cg),
 /// the filter rows [j Kg, (j + 1) Kg) of w (KCRS: contiguous) and the bias from b + j Kg. prepare()
 /// prepares each group's filter in its own slot of the prepared bytes; a run copies each group's
 /// channels of x into the scratch (cudaMemcpy2DAsync; not at batch 1, where they are contiguous in x,
@@ -79,7 +82,8 @@ inline constexpr bool group_combinable_v =
 /// indices follow PyTorch's conv2d (groups) and reduction semantics as in every family; the result is
 /// the inner family's per group, so its precision class. Epilogues taking a channel index other than
 /// convred's (per_channel_scale, compose of them) and user ops run Fallback's policy's fused kernel on the
-/// whole problem instead (same results, the mma.sync path's speed).
+/// whole problem instead (same results, the mma.sync path's speed), as do extended __device__ lambdas; the
+/// plan's description does not say so (it is made before the epilogue is known).
 template <class Inner, class Fallback>
 struct grouped : family_defaults<grouped<Inner, Fallback>, typename Inner::element_type> {
   using T = typename Inner::element_type;  ///< the element type of x, w, b, y
@@ -104,9 +108,9 @@ struct grouped : family_defaults<grouped<Inner, Fallback>, typename Inner::eleme
   static bool available(const device_info& dev) { return Inner::available(dev); }
 
   /// nullptr when it serves p: groups > 1 with C/groups > 1 (C/groups == 1 is the direct family's), K/groups
-  /// >= min_k_per_group, NCHW float x, the inner family serving the sub-problem, and (on a device with an
-  /// SM count, unless o.splits is -1: the wgmma kernel wherever it serves) its time model estimating the
-  /// G groups faster than the mma.sync kernel on the whole problem (mma_seconds).
+  /// >= min_k_per_group, NCHW float x with images under 2 GiB, the inner family serving the sub-problem,
+  /// and (on a device with an SM count, unless o.splits is nonzero: a forced wgmma choice) its time model
+  /// estimating the G groups faster than the mma.sync kernel on the whole problem (mma_seconds).
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     if (p.groups <= 1) return "groups == 1";
     if (p.C_per_group() == 1) return "C/groups == 1 (depthwise: the direct family's)";
@@ -114,6 +118,9 @@ struct grouped : family_defaults<grouped<Inner, Fallback>, typename Inner::eleme
     if (!std::is_same_v<T, float>) return "x is not float";
     if (p.x_layout != layout::nchw) return "x is not NCHW";
     if (p.groups >= (std::int64_t(1) << 31)) return "groups at or above 2^31";
+    // (cudaMemcpy2DAsync's pitches: at most 2^31 - 1 bytes on current GPUs, cudaDeviceProp::memPitch)
+    if (p.C * p.H * p.W * static_cast<std::int64_t>(sizeof(T)) >= (std::int64_t(1) << 31))
+      return "an image of x of 2 GiB or more (the group copy's pitch)";
     const conv2d_problem s = sub_problem(p);
     if (const char* why = Inner::can_implement(s, dev, o)) return why;
     if (dev.sm_count > 0 && o.splits == 0 && !(configure(p, dev, o).seconds < mma_seconds(p, dev)))
@@ -139,7 +146,8 @@ struct grouped : family_defaults<grouped<Inner, Fallback>, typename Inner::eleme
     const conv2d_problem s = sub_problem(p);
     return "groups " + std::to_string(p.groups) + " one at a time (" + std::to_string(p.groups) +
            " dense convolutions of " + std::to_string(s.C) + " -> " + std::to_string(s.K) + " channels; " +
-           (copies(p) ? "x's group copied into the workspace on each run" : "each group read in place") +
+           (copies(p) ? "x's group copied into the workspace on each run"
+                      : "each group read in place where 16-byte aligned, else copied") +
            "; their reductions combined per pixel): " + Inner::describe(s, inner_config(p, c), dev, passed_over);
   }
   /// The inner family's.

@@ -23,7 +23,8 @@ namespace convred::device::family {
 /// @brief The wgmma family for element type T under the plan's tensor-core math tag Math. Serves float
 /// NCHW x on a compute capability 9.0 device running sm_90a code where the mainloop implements the
 /// problem (block::conv_mainloop_wgmma::cannot_implement) and its stages fit in shared memory, except
-/// a 1x1 filter with x gathered, and except where its tiles are too few to fill the GPU and the mma.sync
+/// a 1x1 filter with x gathered, problems of 32 or fewer output pixels (plan_wgmma_min_pixels) unless
+/// plan_options::splits forces a choice, and where its tiles are too few to fill the GPU and the mma.sync
 /// split is estimated faster.
 template <class T, class Math>
 struct wgmma : family_defaults<wgmma<T, Math>, T> {
