@@ -41,23 +41,42 @@ std::vector<conv2d_problem> direct_shapes(layout lay) {
 /// The filter variant the entry point runs for p: 3, 5 or 7 (unrolled), 0 (run time).
 int variant_of(const conv2d_problem& p) { return dev::direct_unrolled_filter(p); }
 
+/// Depthwise problems for the unrolled stride-2 variants: 3x3, 5x5 and 7x7 at stride 2 over sizes (H, W)
+/// from {1, 2, 7, 8, 13, 56, 57} (odd and even, tile tails, W % 4 == 0 for chunked staging), padding 0 ...
+/// 3 (raised where the image would have no output), channel multiplier K/groups 1 and 2, C = 3 (N = 2;
+/// N = 1 for the 56 / 57 sizes).
+std::vector<conv2d_problem> s2_shapes(layout lay) {
+  const std::int64_t sizes[][2] = {{1, 2}, {2, 7}, {7, 8}, {8, 13}, {13, 1}, {56, 57}, {57, 56}};
+  std::vector<conv2d_problem> out;
+  int i = 0;
+  for (std::int64_t f : {3, 5, 7})
+    for (const auto& hw : sizes) {
+      std::int64_t pad = i % 4;
+      while (hw[0] + 2 * pad < f || hw[1] + 2 * pad < f) ++pad;
+      const std::int64_t mult = 1 + i % 2, n = hw[0] > 50 ? 1 : 2;
+      out.push_back(make_problem(n, 3, hw[0], hw[1], 3 * mult, f, f, pad, pad, 2, 2, 1, 1, 3, lay));
+      ++i;
+    }
+  return out;
+}
+
 /// What emulate_direct found besides y: structural faults of the staging and the store.
 struct emulation {
   std::size_t staged_twice = 0;    ///< patch elements staged by more than one thread or item (or inside x and not at all)
   std::size_t written_twice = 0;   ///< outputs written more than once, or never
 };
 
-/// Runs the direct kernel's block pieces on the host for tiling c of problem p (variant FR x FS), staging
-/// in chunks when `vector` (block::direct_vector_staging must hold): every tile, split, stage, channel group
-/// and thread in turn, as kernel::conv2d_reduce_direct_kernel and block::direct_store_tile do (zero fill
+/// Runs the direct kernel's block pieces on the host for tiling c of problem p (variant FR x FS at stride
+/// ST), staging in chunks when `vector` (block::direct_vector_staging must hold): every tile, split, stage,
+/// channel group and thread in turn, as kernel::conv2d_reduce_direct_kernel and block::direct_store_tile do (zero fill
 /// once, then only the items inside x; states combined over the groups in group order, then over the
 /// splits in rank order); writes y (N*P*Q) and, for index ops, idx. Buffers are filled with NaN before the
 /// zero fill's region is known to be all the stager relies on: cells of a stage that no item writes must
 /// be outside x (checked), and stale values of an earlier stage's channel would show in y.
-template <int FR, int FS, class T, class Op, class Epi>
+template <int FR, int FS, int ST, class T, class Op, class Epi>
 emulation emulate_direct(const conv2d_problem& p, const host_data<T>& d, bool bias, const dev::direct_config& c, Op op,
                          Epi epi, std::vector<T>& y, std::vector<std::int64_t>& idx, bool vector) {
-  using strip = convred::block::direct_strip<T, FR, FS>;
+  using strip = convred::block::direct_strip<T, FR, FS, ST>;
   using stager = convred::block::direct_patch_stager<T>;
   using V = typename strip::V;
   using A = typename Op::template accum_t<V>;
@@ -170,15 +189,19 @@ emulation emulate_direct(const conv2d_problem& p, const host_data<T>& d, bool bi
   return out;
 }
 
-/// emulate_direct with the variant the entry point picks for p.
+/// emulate_direct with the variant the entry point picks for p (the unrolled filter and stride).
 template <class T, class Op, class Epi>
 emulation emulate(const conv2d_problem& p, const host_data<T>& d, bool bias, const dev::direct_config& c, Op op, Epi epi,
                   std::vector<T>& y, std::vector<std::int64_t>& idx, bool vector) {
+  const bool s2 = dev::direct_unrolled_stride(p) == 2;
   switch (variant_of(p)) {
-    case 3: return emulate_direct<3, 3>(p, d, bias, c, op, epi, y, idx, vector);
-    case 5: return emulate_direct<5, 5>(p, d, bias, c, op, epi, y, idx, vector);
-    case 7: return emulate_direct<7, 7>(p, d, bias, c, op, epi, y, idx, vector);
-    default: return emulate_direct<0, 0>(p, d, bias, c, op, epi, y, idx, vector);
+    case 3: return s2 ? emulate_direct<3, 3, 2>(p, d, bias, c, op, epi, y, idx, vector)
+                      : emulate_direct<3, 3, 1>(p, d, bias, c, op, epi, y, idx, vector);
+    case 5: return s2 ? emulate_direct<5, 5, 2>(p, d, bias, c, op, epi, y, idx, vector)
+                      : emulate_direct<5, 5, 1>(p, d, bias, c, op, epi, y, idx, vector);
+    case 7: return s2 ? emulate_direct<7, 7, 2>(p, d, bias, c, op, epi, y, idx, vector)
+                      : emulate_direct<7, 7, 1>(p, d, bias, c, op, epi, y, idx, vector);
+    default: return emulate_direct<0, 0, 1>(p, d, bias, c, op, epi, y, idx, vector);
   }
 }
 
@@ -429,6 +452,45 @@ TEST_CASE("direct kernel pieces on the host: random depthwise shapes, exact") {
   }
 }
 
+TEST_CASE("direct kernel pieces on the host: the unrolled stride-2 variants (3x3, 5x5, 7x7), sizes, paddings, types, exact") {
+  // s2_shapes: odd and even H, W in {1, 2, 7, 8, 13, 56, 57}, padding 0-3, multipliers 1 and 2, both
+  // layouts (chunked staging where NCHW, W % 4 == 0 and the padding is even); every op over the element
+  // types, integer data: exact
+  std::uint64_t seed = 64000;
+  int tilings = 0, i = 0;
+  for (layout lay : kLayouts)
+    for (const conv2d_problem& p : s2_shapes(lay)) {
+      INFO(describe(p));
+      const auto k = dev::direct_kernel_shape_of<float>(p);
+      REQUIRE(k.unrolled);
+      REQUIRE(k.stride == 2);
+      REQUIRE(k.filter == p.R);
+      const auto df = make_data<float>(p, ++seed, data_kind::integer);
+      const auto dd = make_data<double>(p, ++seed, data_kind::integer);
+      const auto dh = make_data<__half>(p, ++seed, data_kind::integer);
+      const auto db = make_data<__nv_bfloat16>(p, ++seed, data_kind::integer);
+      switch (i++ % 3) {
+        case 0:
+          tilings += check_emulated("s2 argmin", p, df, true, op::argmin{}, epi::scale<float>{2.0f});
+          tilings += check_emulated("s2 max no bias", p, dd, false, op::max{}, epi::scale<float>{-1.5f});
+          tilings += check_emulated("s2 mean", p, dh, true, op::mean{}, epi::identity{});
+          break;
+        case 1:
+          tilings += check_emulated("s2 sum", p, df, true, op::sum{}, epi::identity{});
+          tilings += check_emulated("s2 argmax", p, dh, true, op::argmax{}, epi::scale<float>{-1.5f});
+          tilings += check_emulated("s2 min", p, db, true, op::min{}, epi::scale<float>{2.0f});
+          break;
+        default:
+          tilings += check_emulated("s2 argmax", p, df, false, op::argmax{}, epi::scale<float>{-1.0f});
+          tilings += check_emulated("s2 argmin", p, dd, true, op::argmin{}, epi::identity{});
+          tilings += check_emulated("s2 sum", p, db, true, op::sum{}, epi::scale<float>{2.0f});
+          break;
+      }
+    }
+  MESSAGE(tilings << " stride-2 tilings emulated");
+  CHECK(tilings > 300);
+}
+
 TEST_CASE("direct kernel pieces on the host: infinite and NaN filter values meet the zero padding as 0 * w (NaN)") {
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   for (layout lay : kLayouts) {
@@ -495,7 +557,7 @@ TEST_CASE("direct tiling heuristic: fits, fills the GPU with splits on small bat
       CHECK(again.splits == h200.splits);
     }
   }
-  // 16-bit data: every choice keeps a stage within the registers; the run-time variant for stride 2
+  // 16-bit data and double: every choice fits; unrolled exactly where direct_unrolled_filter says
   picker pick{std::mt19937_64(59000)};
   for (int i = 0; i < 200; ++i) {
     const conv2d_problem p = random_direct_problem(pick, 120);
@@ -516,6 +578,70 @@ TEST_CASE("direct tiling heuristic: fits, fills the GPU with splits on small bat
   CHECK(dev::direct_config_fits(mbv2, k, c, 8));
   c.groups = 32;  // 512 threads
   CHECK_FALSE(dev::direct_config_fits(mbv2, k, c, 8));
+}
+
+TEST_CASE("direct tiling heuristic: 3x3, 5x5 and 7x7 depthwise layers at stride 2 run the unrolled stride-2 variants") {
+  // MNASNet / EfficientNet / MobileNetV2 stride-2 depthwise layers (batch 32 and 1) and s2_shapes
+  std::vector<conv2d_problem> layers = {
+      make_problem(32, 144, 56, 56, 144, 5, 5, 2, 2, 2, 2, 1, 1, 144),     // MNASNet: 0.217 ms generic (H200)
+      make_problem(32, 1200, 33, 33, 1200, 5, 5, 2, 2, 2, 2, 1, 1, 1200),  // 0.536 ms generic
+      make_problem(32, 96, 28, 28, 96, 5, 5, 2, 2, 2, 2, 1, 1, 96),        // 0.047 ms generic
+      make_problem(32, 96, 112, 112, 96, 3, 3, 1, 1, 2, 2, 1, 1, 96),      // MobileNetV2
+      make_problem(32, 240, 28, 28, 240, 3, 3, 1, 1, 2, 2, 1, 1, 240, layout::nhwc),
+      make_problem(8, 64, 64, 64, 128, 7, 7, 3, 3, 2, 2, 1, 1, 64)};
+  for (layout lay : kLayouts)
+    for (const conv2d_problem& p : s2_shapes(lay)) layers.push_back(p);
+  for (conv2d_problem p : layers)
+    for (std::int64_t n : {p.N, std::int64_t(1)}) {
+      p.N = n;
+      INFO(describe(p));
+      CHECK(variant_of(p) == p.R);
+      CHECK(dev::direct_unrolled_stride(p) == 2);
+      const auto k = dev::direct_kernel_shape_of<float>(p);
+      CHECK(k.unrolled);
+      CHECK(k.stride == 2);
+      CHECK(k.sw == 4);
+      CHECK(k.sh == 2);
+      // chunks: NCHW, W a multiple of 4, even padding (the patch then starts on a chunk: shift columns)
+      CHECK(k.vector == (p.x_layout == layout::nchw && p.W % 4 == 0 && p.pad_w % 2 == 0));
+      for (int sms : {132, 108}) {
+        const int splits = sms == 132 ? 8 : 1;
+        const dev::direct_config c = dev::choose_direct_config(p, k, sms, splits);
+        CHECK(c.staged);
+        CHECK(c.cycles > 0);
+        REQUIRE(dev::direct_config_fits(p, k, c, splits));
+        const auto t = convred::block::make_direct_tiling(p, 4, 8, k.sh, k.sw, k.unrolled, k.stages, c.tx, c.ty,
+                                                          c.groups, c.splits, c.cb, true, k.vector);
+        CHECK(t.smem_bytes <= dev::direct_max_smem);
+        CHECK(t.cols == (t.tile_w - 1) * 2 + p.S);  // each strip's run: 2 * SW + S - 2 columns
+        CHECK(t.rows == (t.tile_h - 1) * 2 + p.R);
+        if (t.vec > 1) CHECK((t.shift * 2 + p.pad_w) % t.vec == 0);  // patch column 0 on a chunk boundary
+        // the network layers (batch 8 or 32) on an H200: the model has the unrolled variant faster than the
+        // run-time one (tiny outputs, where its 2 x 4 strips leave too few threads, and the 14 x 14 NHWC
+        // layer on an A100 without clusters, it does not: the entry point still runs the unrolled one)
+        const auto k0 = dev::direct_kernel_shape_of<float>(0, false);
+        if (sms == 132 && p.N > 1 && p.H > 20) CHECK(c.cycles < dev::choose_direct_config(p, k0, sms, splits).cycles);
+        if (sms == 132 && p.N > 1 && p.H > 20)
+          MESSAGE(describe(p) << ": " << dev::describe_direct_config(p, k, c) << "; estimate " << c.cycles
+                              << " cycles (run-time variant: " << dev::choose_direct_config(p, k0, sms, splits).cycles
+                              << ")");
+      }
+      for (const auto& kk : {dev::direct_kernel_shape_of<__half>(p), dev::direct_kernel_shape_of<double>(p)}) {
+        CHECK(kk.stride == 2);
+        CHECK(dev::direct_config_fits(p, kk, dev::choose_direct_config(p, kk, 132, 8), 8));
+      }
+    }
+  // not the stride-2 variants: uneven strides, stride 3, dilation 2 at stride 2, other filters
+  for (const conv2d_problem& p : {make_problem(1, 4, 16, 16, 4, 3, 3, 1, 1, 2, 1, 1, 1, 4),
+                                  make_problem(1, 4, 16, 16, 4, 3, 3, 1, 1, 3, 3, 1, 1, 4),
+                                  make_problem(1, 4, 16, 16, 4, 3, 3, 2, 2, 2, 2, 2, 2, 4),
+                                  make_problem(1, 4, 16, 16, 4, 3, 1, 1, 0, 2, 2, 1, 1, 4),
+                                  make_problem(1, 4, 16, 16, 4, 9, 9, 4, 4, 2, 2, 1, 1, 4)}) {
+    INFO(describe(p));
+    CHECK(variant_of(p) == 0);
+    CHECK_FALSE(dev::direct_kernel_shape_of<float>(p).unrolled);
+    CHECK(dev::direct_kernel_shape_of<float>(p).stride == 1);
+  }
 }
 
 // The chooser's model lays out the patch as the kernel does (make_direct_tiling), so what it picks fits:
@@ -824,6 +950,102 @@ TEST_CASE("conv2d_reduce_direct: argument errors") {
   CHECK(conv2d_reduce_direct(p, craw(x), craw(w), nullptr, const_cast<float*>(craw(x)), nullptr, op::min{}) ==
         status::overlapping_buffers);
   CHECK(cudaDeviceSynchronize() == cudaSuccess);
+}
+
+TEST_CASE("conv2d_reduce_direct: the unrolled stride-2 variants (3x3, 5x5, 7x7), sizes, paddings, every type and op, exact") {
+  require_gpu();
+  // s2_shapes (odd and even H, W in {1, 2, 7, 8, 13, 56, 57}, padding 0-3, multipliers 1 and 2), both
+  // layouts; the six ops in float, half, bf16 and double; integer data: exact values and indices
+  std::uint64_t seed = 65000;
+  opts o;
+  o.exact = true;
+  int i = 0;
+  for (layout lay : kLayouts)
+    for (const conv2d_problem& p : s2_shapes(lay)) {
+      REQUIRE(dev::direct_kernel_shape_of<float>(p).stride == 2);
+      const std::string name = "direct s2 " + describe(p);
+      o.bias = i++ % 4 != 3;
+      const auto d = make_data<float>(p, ++seed, data_kind::integer);
+      check_fused<direct_entry>(name + " min", p, d, op::min{}, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+      check_fused<direct_entry>(name + " argmin", p, d, op::argmin{}, epi::scale<float>{-1.0f}, epi::scale<float>{-1.0f}, o);
+      check_fused<direct_entry>(name + " max", p, d, op::max{}, epi::identity{}, epi::identity{}, o);
+      check_fused<direct_entry>(name + " argmax", p, d, op::argmax{}, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+      check_fused<direct_entry>(name + " sum", p, d, op::sum{}, epi::identity{}, epi::identity{}, o);
+      check_fused<direct_entry>(name + " mean", p, d, op::mean{}, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+      const auto h = make_data<__half>(p, ++seed, data_kind::integer);
+      check_fused<direct_entry>(name + " half argmin", p, h, op::argmin{}, epi::identity{}, epi::identity{}, o);
+      check_fused<direct_entry>(name + " half sum", p, h, op::sum{}, epi::identity{}, epi::identity{}, o);
+      const auto b = make_data<__nv_bfloat16>(p, ++seed, data_kind::integer);
+      check_fused<direct_entry>(name + " bf16 argmax", p, b, op::argmax{}, epi::scale<float>{-1.5f}, epi::scale<float>{-1.5f}, o);
+      check_fused<direct_entry>(name + " bf16 mean", p, b, op::mean{}, epi::identity{}, epi::identity{}, o);
+      const auto g = make_data<double>(p, ++seed, data_kind::integer);
+      check_fused<direct_entry>(name + " double min", p, g, op::min{}, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+      check_fused<direct_entry>(name + " double argmax", p, g, op::argmax{}, epi::identity{}, epi::identity{}, o);
+      // real data, every op within the float64 tolerance
+      for_each_op([&](auto op_) { check_scaled<direct_entry, float>(name + " real", p, ++seed, op_); });
+    }
+}
+
+TEST_CASE("conv2d_reduce_direct: stride-2 variants with per_channel_scale, exact on integer data") {
+  require_gpu();
+  std::uint64_t seed = 66000;
+  opts o;
+  o.exact = true;
+  for (layout lay : kLayouts)
+    for (const conv2d_problem& p : s2_shapes(lay)) {
+      std::vector<float> hs(static_cast<std::size_t>(p.K));
+      for (std::size_t k = 0; k < hs.size(); ++k) hs[k] = static_cast<float>(static_cast<int>(k % 5) - 2);  // -2 ... 2
+      auto ds = test::to_device(hs);
+      const epi::per_channel_scale<float> dev_pcs{craw(ds)}, host_pcs{hs.data()};
+      const auto d = make_data<float>(p, ++seed, data_kind::integer);
+      check_fused<direct_entry>("s2 pcs argmin " + describe(p), p, d, op::argmin{}, dev_pcs, host_pcs, o);
+      check_fused<direct_entry>("s2 pcs sum " + describe(p), p, d, op::sum{}, dev_pcs, host_pcs, o);
+      check_fused<direct_entry>("s2 pcs argmax " + describe(p), p, d, op::argmax{}, dev_pcs, host_pcs, o);
+      const auto h = make_data<__nv_bfloat16>(p, ++seed, data_kind::integer);
+      check_fused<direct_entry>("s2 pcs bf16 max " + describe(p), p, h, op::max{}, dev_pcs, host_pcs, o);
+    }
+}
+
+TEST_CASE("conv2d_reduce_direct: stride-2 variants under forced tilings (splits, stages, strips, copies), exact") {
+  require_gpu();
+  const bool clusters = direct_clusters();
+  std::uint64_t seed = 67000;
+  for (layout lay : kLayouts)
+    for (const conv2d_problem& p : {make_problem(2, 20, 29, 31, 20, 3, 3, 1, 1, 2, 2, 1, 1, 20, lay),
+                                    make_problem(1, 24, 32, 40, 48, 5, 5, 2, 2, 2, 2, 1, 1, 24, lay),  // chunks, shift 1
+                                    make_problem(1, 12, 33, 33, 12, 5, 5, 0, 0, 2, 2, 1, 1, 12, lay),
+                                    make_problem(1, 16, 27, 24, 16, 7, 7, 3, 3, 2, 2, 1, 1, 16, lay)}) {
+      REQUIRE(dev::direct_kernel_shape_of<float>(p).stride == 2);
+      const auto d = make_data<float>(p, ++seed, data_kind::integer);
+      const auto h = make_data<__half>(p, ++seed, data_kind::integer);
+      const auto g = make_data<double>(p, ++seed, data_kind::integer);
+      for (const auto& c : forced_tilings<float>(p, clusters)) {
+        check_forced("s2 forced argmin", p, d, true, c, op::argmin{}, epi::scale<float>{2.0f});
+        check_forced("s2 forced argmin, element copies", p, d, true, c, op::argmin{}, epi::scale<float>{2.0f}, true);
+        check_forced("s2 forced sum", p, d, false, c, op::sum{}, epi::identity{});
+      }
+      for (const auto& c : forced_tilings<__half>(p, clusters))
+        check_forced("s2 forced half argmax", p, h, true, c, op::argmax{}, epi::scale<float>{-1.5f});
+      for (const auto& c : forced_tilings<double>(p, clusters))
+        check_forced("s2 forced double min", p, g, true, c, op::min{}, epi::scale<float>{2.0f});
+    }
+}
+
+TEST_CASE("conv2d_reduce_direct: MNASNet / EfficientNet stride-2 depthwise layers (batch 2), exact") {
+  require_gpu();
+  std::uint64_t seed = 68000;
+  opts o;
+  o.exact = true;
+  for (const conv2d_problem& p : {make_problem(2, 144, 56, 56, 144, 5, 5, 2, 2, 2, 2, 1, 1, 144),
+                                  make_problem(2, 1200, 33, 33, 1200, 5, 5, 2, 2, 2, 2, 1, 1, 1200),
+                                  make_problem(2, 96, 28, 28, 96, 5, 5, 2, 2, 2, 2, 1, 1, 96, layout::nhwc),
+                                  make_problem(2, 96, 112, 112, 96, 3, 3, 1, 1, 2, 2, 1, 1, 96)}) {
+    const auto d = make_data<float>(p, ++seed, data_kind::integer);
+    check_fused<direct_entry>("s2 layer argmin " + describe(p), p, d, op::argmin{}, epi::scale<float>{2.0f},
+                              epi::scale<float>{2.0f}, o);
+    check_fused<direct_entry>("s2 layer sum " + describe(p), p, d, op::sum{}, epi::identity{}, epi::identity{}, o);
+    check_scaled<direct_entry, __nv_bfloat16>("s2 layer bf16 max " + describe(p), p, ++seed, op::max{});
+  }
 }
 
 TEST_CASE("conv2d_reduce_plan picks the direct kernel for C/groups == 1 under every math") {

@@ -80,6 +80,9 @@ __host__ __device__ constexpr int run_chunk() {
   return 2;
 }
 
+/// The number of bits set in v (0 <= v < 16): the 8-, 4-, 2- and 1-byte pieces of a run's tail of v bytes.
+__host__ __device__ constexpr int popcount_small(int v) { return (v & 1) + (v >> 1 & 1) + (v >> 2 & 1) + (v >> 3 & 1); }
+
 /// Copies bytes [Offset, Total) of a run at src (aligned to Align bytes) into dst in chunks of run_chunk.
 template <int Offset, int Total, int Align>
 __host__ __device__ __forceinline__ void copy_run(const unsigned char* src, unsigned char* dst) {
@@ -134,26 +137,44 @@ __device__ __forceinline__ A cluster_load(const A* local, int rank) {
 /// pixel's reduction state; for grouped problems (C/groups > 1) conv_taps adds one input channel's
 /// contribution at a time (block::direct_grouped_stage sums a group's channels, then folds).
 ///
-/// FR x FS > 0 (3x3, 5x5, 7x7 in the kernel): stride and dilation 1, taps unrolled, a strip of SH = 2 rows
-/// x SW = 4 columns; each of the SH + FR - 1 input rows the strip needs is read once from shared memory as
-/// one run of SW + FS - 1 elements (16-byte loads where aligned) and used for every output and tap it feeds
-/// (sliding window); the channel's FR x FS weights sit in registers (read-only loads, the same address for
-/// every thread of a group). FR = FS = 0: any R, S, stride and dilation at run time, SH = 2 rows x SW = 1
-/// column, one shared-memory load per tap and row. Either way the sum runs over taps in the order r, s with
+/// FR x FS > 0 (3x3, 5x5, 7x7 in the kernel): stride ST (1 or 2, both directions) and dilation 1, taps
+/// unrolled, a strip of SH = 2 rows x SW = 4 columns; each of the (SH - 1) * ST + FR input rows the strip
+/// needs is read once from shared memory as one run of (SW - 1) * ST + FS elements (SW + FS - 1 at stride
+/// 1, 2 * SW + FS - 2 at stride 2; 16-byte loads where aligned; at stride 2 the run starts on a 16-byte
+/// boundary, and its tail is read as one 16-byte load, up to 14 bytes past its end within the row's pitch,
+/// where it would take more: load_bytes) and
+/// used for every output and tap it feeds (output column j, tap s: run element ST * j + s); the channel's
+/// FR x FS weights sit in registers (read-only loads, the same address for every thread of a group). FR =
+/// FS = 0 (ST = 1): any R, S, stride and dilation at run time, SH = 2 rows x SW = 1 column, one
+/// shared-memory load per tap and row. Either way the sum runs over taps in the order r, s with
 /// one fma per tap from 0 (padded taps read the zeros the stager wrote: 0 * w, NaN for a non-finite weight,
 /// as PyTorch's padded GEMM paths and the float64 reference), then the bias is added (direct_strip::fold).
 /// Host and device (the host suite runs it on patches staged on the host).
 /// @tparam T  element type (float, double, __half, __nv_bfloat16); sums in compute_t<T>
 /// @tparam FR filter height the taps are unrolled for, or 0 (run time)
 /// @tparam FS filter width the taps are unrolled for, or 0 (run time); 0 exactly when FR is
-template <class T, int FR, int FS>
+/// @tparam ST the stride the taps are unrolled for (1 or 2, both directions; 1 for the run-time variant)
+template <class T, int FR, int FS, int ST = 1>
 struct direct_strip {
   static_assert((FR > 0) == (FS > 0), "direct_strip: FR and FS are both fixed or both 0 (run time)");
+  static_assert(ST == 1 || (ST == 2 && FR > 0), "direct_strip: stride 1, or 2 with the taps unrolled");
   using V = compute_t<T>;  ///< compute type: float, or double for double data
-  static constexpr bool unrolled = FR > 0;  ///< taps unrolled (stride and dilation 1)
+  static constexpr bool unrolled = FR > 0;  ///< taps unrolled (stride ST, dilation 1)
+  static constexpr int stride = ST;            ///< the unrolled stride (1 for the run-time variant)
   static constexpr int SW = unrolled ? 4 : 1;  ///< output columns per thread
   static constexpr int SH = 2;                 ///< output rows per thread
-  static constexpr int run = SW + (FS > 0 ? FS : 1) - 1;  ///< elements of one input row a thread reads (unrolled)
+  /// elements of one input row a thread reads (unrolled): (SW - 1) * ST + FS
+  static constexpr int run = (SW - 1) * ST + (FS > 0 ? FS : 1);
+  /// input rows a strip reads (unrolled): (SH - 1) * ST + FR
+  static constexpr int in_rows = (SH - 1) * ST + (FR > 0 ? FR : 1);
+  /// bytes of a row load: the run's; at stride 2 (runs start on a 16-byte boundary) rounded up to a
+  /// multiple of 16 where the run's tail past its last whole 16 bytes would take more than one load (8-,
+  /// 4- and 2-byte pieces), so that it takes one
+  static constexpr int load_bytes = ST == 2 && detail::popcount_small((run * int(sizeof(T))) % 16) > 1
+                                        ? (run * int(sizeof(T)) + 15) / 16 * 16
+                                        : run * int(sizeof(T));
+  /// alignment of a run's first byte: SW * ST elements apart, at most 16 bytes
+  static constexpr int load_align = SW * ST * int(sizeof(T)) < 16 ? SW * ST * int(sizeof(T)) : 16;
 
   /// acc[i][j] = sum over taps r, s of patch(row, col) * w[k, 0, r, s] for tile pixel (ty * SH + i, tx * SW
   /// + j), where patch(row, col) = plane[row * t.pitch + col], row = (ty * SH + i) * stride_h + r * dil_h,
@@ -182,14 +203,14 @@ struct direct_strip {
 #pragma unroll
 #endif
         for (int s = 0; s < FS; ++s) w[r][s] = static_cast<V>(to_compute(detail::ld_ro(wk + r * FS + s)));
-      const T* base = plane + static_cast<std::int64_t>(ty) * SH * t.pitch + tx * SW;
+      const T* base = plane + static_cast<std::int64_t>(ty) * SH * ST * t.pitch + tx * SW * ST;
 #ifdef __CUDA_ARCH__
 #pragma unroll
 #endif
-      for (int ir = 0; ir < SH + FR - 1; ++ir) {
-        T raw[run];
-        detail::copy_run<0, static_cast<int>(run * sizeof(T)), static_cast<int>(SW * sizeof(T) < 16 ? SW * sizeof(T) : 16)>(
-            reinterpret_cast<const unsigned char*>(base + ir * t.pitch), reinterpret_cast<unsigned char*>(raw));
+      for (int ir = 0; ir < in_rows; ++ir) {
+        T raw[load_bytes / sizeof(T)];
+        detail::copy_run<0, load_bytes, load_align>(reinterpret_cast<const unsigned char*>(base + ir * t.pitch),
+                                                    reinterpret_cast<unsigned char*>(raw));
         V row[run];
 #ifdef __CUDA_ARCH__
 #pragma unroll
@@ -199,7 +220,7 @@ struct direct_strip {
 #pragma unroll
 #endif
         for (int i = 0; i < SH; ++i) {
-          const int r = ir - i;  // the filter row input row ir is for output row i
+          const int r = ir - i * ST;  // the filter row input row ir is for output row i
           if (r < 0 || r >= FR) continue;
 #ifdef __CUDA_ARCH__
 #pragma unroll
@@ -208,7 +229,7 @@ struct direct_strip {
 #ifdef __CUDA_ARCH__
 #pragma unroll
 #endif
-            for (int j = 0; j < SW; ++j) acc[i][j] = detail::fmadd(row[j + s], w[r][s], acc[i][j]);
+            for (int j = 0; j < SW; ++j) acc[i][j] = detail::fmadd(row[j * ST + s], w[r][s], acc[i][j]);
         }
       }
     } else {

@@ -126,16 +126,30 @@ inline int direct_chunk_elements(std::size_t elem_bytes) {
 
 /// @brief True if patches of p may be staged in chunks of direct_chunk_elements (the `vector` argument of
 /// make_direct_tiling), given that x is aligned to a chunk: NCHW, W a multiple of the chunk, and the
-/// unrolled variant (stride 1, so that every tile's patch starts on a chunk boundary).
+/// unrolled variant at stride 1, or at stride 2 with an even pad_w (so that every tile's patch can start on
+/// a chunk boundary: direct_chunk_shift).
 inline bool direct_vector_staging(const conv2d_problem& p, std::size_t elem_bytes, bool unrolled) {
-  return unrolled && p.x_layout == layout::nchw && p.W % direct_chunk_elements(elem_bytes) == 0;
+  return unrolled && p.x_layout == layout::nchw && p.W % direct_chunk_elements(elem_bytes) == 0 &&
+         (p.stride_w == 1 || (p.stride_w == 2 && p.pad_w % 2 == 0));
+}
+
+/// @brief The output columns the first tile column starts left of column 0 (direct_tiling::shift) when
+/// patches are staged in chunks of `vec` elements (vec > 1; 0 otherwise): the least shift >= 0 that puts
+/// the patch's first column, x column -shift * stride_w - pad_w, on a multiple of vec: (vec - pad_w % vec)
+/// % vec at stride 1, half of that at stride 2 (pad_w even: direct_vector_staging). Tile widths are
+/// multiples of 4 columns, so every tile's patch then starts on a chunk boundary.
+inline std::int32_t direct_chunk_shift(const conv2d_problem& p, int vec) {
+  if (vec <= 1) return 0;
+  const std::int64_t s = (vec - p.pad_w % vec) % vec;
+  return static_cast<std::int32_t>(p.stride_w == 2 ? s / 2 : s);
 }
 
 /// @brief Builds the tiling of a validated problem with C/groups <= direct_max_group_channels for strips of sh x sw pixels per
 /// thread, tx x ty pixel threads per channel group, `groups` channel groups, `splits` blocks per tile,
 /// `cb` channels per stage and `stages` buffers (host). The chooser is device::choose_direct_config; this
-/// only derives the geometry. `unrolled`: the strip reads each input row as one run of sw + S - 1 elements
-/// (direct_strip with the filter size unrolled, stride and dilation 1), else one element per tap.
+/// only derives the geometry. `unrolled`: the strip reads each input row as one run of (sw - 1) * stride_w
+/// + S elements (direct_strip with the filter size and stride unrolled: 3x3, 5x5, 7x7 at stride 1 or 2,
+/// dilation 1), else one element per tap.
 /// `vector`: stage in chunks of direct_chunk_elements (only where direct_vector_staging holds and x is
 /// aligned to a chunk; the tiles then start `shift` columns left of the output). The pitch is the 16-byte
 /// multiple >= chunks * vec (among eight candidates) whose first row load has the fewest shared-memory
@@ -155,7 +169,7 @@ inline direct_tiling make_direct_tiling(const conv2d_problem& p, std::size_t ele
   t.sh = sh, t.sw = sw;
   t.tile_h = ty * sh, t.tile_w = tx * sw;
   t.vec = vector && staged ? direct_chunk_elements(elem_bytes) : 1;
-  t.shift = t.vec > 1 ? static_cast<std::int32_t>((t.vec - p.pad_w % t.vec) % t.vec) : 0;
+  t.shift = direct_chunk_shift(p, t.vec);
   const std::int64_t P = p.P(), Q = p.Q();
   t.tiles_h = static_cast<std::int32_t>((P + t.tile_h - 1) / t.tile_h);
   t.tiles_w = static_cast<std::int32_t>((Q + t.shift + t.tile_w - 1) / t.tile_w);
@@ -176,9 +190,12 @@ inline direct_tiling make_direct_tiling(const conv2d_problem& p, std::size_t ele
   t.chunks = nchw ? (t.cols + t.vec - 1) / t.vec : t.cols;
   const int align = static_cast<int>(16 / elem_bytes);  // elements per 16 bytes
   const int base = (t.chunks * t.vec + align - 1) / align * align;
-  const int row_step = unrolled ? sh : sh * static_cast<int>(p.stride_h);
-  const int col_step = unrolled ? sw : static_cast<int>(p.stride_w);
-  const int chunk = unrolled ? static_cast<int>(std::min<std::size_t>(16, sw * elem_bytes)) : static_cast<int>(elem_bytes);
+  // rows and columns between neighbouring strips' first loads, and the strip's load size (unrolled: the
+  // run's first chunk, sw * stride elements apart; run time: one element per tap)
+  const int row_step = sh * static_cast<int>(p.stride_h);
+  const int col_step = unrolled ? sw * static_cast<int>(p.stride_w) : static_cast<int>(p.stride_w);
+  const int chunk = unrolled ? static_cast<int>(std::min<std::size_t>(16, sw * p.stride_w * elem_bytes))
+                             : static_cast<int>(elem_bytes);
   int best = -1;
   for (int m = 0; m < 8; ++m) {
     const int pitch = base + m * align;

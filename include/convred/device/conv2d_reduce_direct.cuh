@@ -78,7 +78,7 @@ inline direct_config cached_direct_config(const conv2d_problem& p, const direct_
   static cache_t cache;
   auto same = [&](const entry& e) {
     return e.sms == sm_count && e.splits == max_splits && e.k.sh == k.sh && e.k.sw == k.sw &&
-           e.k.unrolled == k.unrolled && e.k.filter == k.filter && e.k.elem_bytes == k.elem_bytes &&
+           e.k.unrolled == k.unrolled && e.k.filter == k.filter && e.k.stride == k.stride && e.k.elem_bytes == k.elem_bytes &&
            e.k.stages == k.stages && e.k.vector == k.vector && e.p.N == p.N && e.p.C == p.C && e.p.H == p.H && e.p.W == p.W && e.p.K == p.K &&
            e.p.R == p.R && e.p.S == p.S && e.p.pad_h == p.pad_h && e.p.pad_w == p.pad_w &&
            e.p.stride_h == p.stride_h && e.p.stride_w == p.stride_w && e.p.dil_h == p.dil_h &&
@@ -103,16 +103,16 @@ inline direct_config cached_direct_config(const conv2d_problem& p, const direct_
   return c;
 }
 
-/// Launches the direct kernel variant FR x FS (0: run time) with tiling c (fitting: direct_config_fits)
-/// for a checked problem, staging in chunks when k.vector and x is aligned to a chunk; when a cluster
-/// launch (c.splits > 1) is refused, the same tiling with one split. Grouped: the grouped variant (C/groups
-/// > 1), else the depthwise one.
-template <int FR, int FS, bool Grouped, class T, class Op, class Epilogue>
+/// Launches the direct kernel variant FR x FS (0: run time) at stride ST (1 or 2: the unrolled stride; 1
+/// at run time) with tiling c (fitting: direct_config_fits) for a checked problem, staging in chunks when
+/// k.vector and x is aligned to a chunk; when a cluster launch (c.splits > 1) is refused, the same tiling
+/// with one split. Grouped: the grouped variant (C/groups > 1), else the depthwise one.
+template <int FR, int FS, bool Grouped, int ST, class T, class Op, class Epilogue>
 status launch_direct(const conv2d_problem& p, const direct_kernel_shape& k, const T* x, const T* w, const T* bias, T* y,
                      std::int64_t* indices, Op op, Epilogue epi, cudaStream_t stream, const direct_config& c) {
-  using strip = block::direct_strip<T, FR, FS>;
+  using strip = block::direct_strip<T, FR, FS, ST>;
   using V = typename strip::V;
-  auto kern = kernel::conv2d_reduce_direct_kernel<T, Op, Epilogue, FR, FS, Grouped>;
+  auto kern = kernel::conv2d_reduce_direct_kernel<T, Op, Epilogue, FR, FS, Grouped, ST>;
   const std::size_t chunk = static_cast<std::size_t>(block::direct_chunk_elements(sizeof(T))) * sizeof(T);
   const bool vector = k.vector && reinterpret_cast<std::uintptr_t>(x) % chunk == 0;
   const block::direct_tiling t =
@@ -146,20 +146,28 @@ status launch_direct(const conv2d_problem& p, const direct_kernel_shape& k, cons
     cudaGetLastError();
     direct_config one = c;
     one.splits = 1;
-    return launch_direct<FR, FS, Grouped>(p, k, x, w, bias, y, indices, op, epi, stream, one);
+    return launch_direct<FR, FS, Grouped, ST>(p, k, x, w, bias, y, indices, op, epi, stream, one);
   }
   return launch_status();
 }
 
-/// launch_direct with the filter variant of shape k (3x3, 5x5, 7x7 unrolled; else run time).
+/// launch_direct with the filter variant of shape k (3x3, 5x5, 7x7 unrolled at stride k.stride, 1 or 2;
+/// else run time).
 template <bool Grouped, class T, class Op, class Epilogue>
 status launch_variant(const conv2d_problem& p, const direct_kernel_shape& k, const T* x, const T* w, const T* bias, T* y,
                       std::int64_t* indices, Op op, Epilogue epi, cudaStream_t stream, const direct_config& c) {
+  const bool s2 = k.stride == 2;
   switch (k.filter) {
-    case 3: return launch_direct<3, 3, Grouped>(p, k, x, w, bias, y, indices, op, epi, stream, c);
-    case 5: return launch_direct<5, 5, Grouped>(p, k, x, w, bias, y, indices, op, epi, stream, c);
-    case 7: return launch_direct<7, 7, Grouped>(p, k, x, w, bias, y, indices, op, epi, stream, c);
-    default: return launch_direct<0, 0, Grouped>(p, k, x, w, bias, y, indices, op, epi, stream, c);
+    case 3:
+      return s2 ? launch_direct<3, 3, Grouped, 2>(p, k, x, w, bias, y, indices, op, epi, stream, c)
+                : launch_direct<3, 3, Grouped, 1>(p, k, x, w, bias, y, indices, op, epi, stream, c);
+    case 5:
+      return s2 ? launch_direct<5, 5, Grouped, 2>(p, k, x, w, bias, y, indices, op, epi, stream, c)
+                : launch_direct<5, 5, Grouped, 1>(p, k, x, w, bias, y, indices, op, epi, stream, c);
+    case 7:
+      return s2 ? launch_direct<7, 7, Grouped, 2>(p, k, x, w, bias, y, indices, op, epi, stream, c)
+                : launch_direct<7, 7, Grouped, 1>(p, k, x, w, bias, y, indices, op, epi, stream, c);
+    default: return launch_direct<0, 0, Grouped, 1>(p, k, x, w, bias, y, indices, op, epi, stream, c);
   }
 }
 
@@ -222,8 +230,8 @@ status conv2d_reduce_direct_with(const direct_config* forced, const conv2d_probl
 /// each computing every groups-th staged channel (C/groups > 1: a stage holds whole groups, and the channel
 /// groups share its work items (group, output channel), each the sum over the group's C/groups channels
 /// of a strip, folded once: block::direct_grouped_stage): each thread a strip of 2 x 4 adjacent outputs for every
-/// output channel of the channel (each input row read once; 3x3, 5x5 and 7x7 filters with stride and
-/// dilation 1 unrolled, any other filter, stride and dilation at run time), bias + epilogue folded into the
+/// output channel of the channel (each input row read once; 3x3, 5x5 and 7x7 filters with dilation 1 and
+/// stride 1 or 2 unrolled, any other filter, stride and dilation at run time), bias + epilogue folded into the
 /// pixels' reduction states in registers; the groups' states are combined in group order and y (and the
 /// index) written once per pixel. The tiling comes from choose_direct_config for the current device
 /// (cached); when the tiles are too few to fill the GPU (small batches), up to 8 blocks share a

@@ -25,6 +25,7 @@ struct direct_kernel_shape {
   int sw = 1;                 ///< output columns per thread (block::direct_strip::SW)
   bool unrolled = false;      ///< taps unrolled, each input row read once as a run (block::direct_strip::unrolled)
   int filter = 0;             ///< the unrolled filter size (3, 5, 7), 0 for the run-time variant
+  int stride = 1;             ///< the unrolled stride (1 or 2, both directions; block::direct_strip::stride), 1 at run time
   std::size_t elem_bytes = 4; ///< sizeof(T)
   int stages = 3;             ///< shared-memory buffers (block::direct_patch_stager::stages)
   /// chunked staging (block::direct_vector_staging: NCHW, W a multiple of the chunk, unrolled), assuming x
@@ -32,22 +33,31 @@ struct direct_kernel_shape {
   bool vector = false;
 };
 
-/// @brief The filter sizes the direct kernel unrolls: 3x3, 5x5 and 7x7 with stride and dilation 1 in
-/// both directions; 0 for every other problem (the run-time variant).
+/// @brief The filter sizes the direct kernel unrolls: 3x3, 5x5 and 7x7 with dilation 1 and stride 1 or 2
+/// (the same in both directions); 0 for every other problem (the run-time variant).
 inline int direct_unrolled_filter(const conv2d_problem& p) {
-  const bool unit = p.stride_h == 1 && p.stride_w == 1 && p.dil_h == 1 && p.dil_w == 1;
+  const bool strides = p.stride_h == p.stride_w && (p.stride_h == 1 || p.stride_h == 2);
+  const bool unit = strides && p.dil_h == 1 && p.dil_w == 1;
   return unit && p.R == p.S && (p.R == 3 || p.R == 5 || p.R == 7) ? static_cast<int>(p.R) : 0;
 }
 
+/// @brief The stride of the unrolled variant that serves p: 1 or 2 where direct_unrolled_filter(p) > 0,
+/// else 1 (the run-time variant).
+inline int direct_unrolled_stride(const conv2d_problem& p) {
+  return direct_unrolled_filter(p) > 0 ? static_cast<int>(p.stride_h) : 1;
+}
+
 /// @brief The shape of the direct-kernel variant with the taps unrolled for a `filter` x `filter` filter
-/// (3, 5 or 7), or of the run-time variant (0), for element type T (host); `vector` as given.
+/// (3, 5 or 7) at stride `stride` (1 or 2), or of the run-time variant (filter 0; stride 1), for element
+/// type T (host); `vector` as given.
 template <class T>
-direct_kernel_shape direct_kernel_shape_of(int filter, bool vector) {
+direct_kernel_shape direct_kernel_shape_of(int filter, bool vector, int stride = 1) {
   direct_kernel_shape k;
-  using fixed = block::direct_strip<T, 3, 3>;  // SH, SW are the same for 3x3, 5x5 and 7x7
+  using fixed = block::direct_strip<T, 3, 3>;  // SH, SW are the same for 3x3, 5x5 and 7x7, strides 1 and 2
   using any = block::direct_strip<T, 0, 0>;
   k.unrolled = filter > 0;
   k.filter = k.unrolled ? filter : 0;
+  k.stride = k.unrolled ? stride : 1;
   k.sh = k.unrolled ? fixed::SH : any::SH;
   k.sw = k.unrolled ? fixed::SW : any::SW;
   k.elem_bytes = sizeof(T);
@@ -57,11 +67,12 @@ direct_kernel_shape direct_kernel_shape_of(int filter, bool vector) {
 }
 
 /// @brief The shape of the direct-kernel variant that serves p with element type T (host):
-/// direct_kernel_shape_of<T>(direct_unrolled_filter(p), block::direct_vector_staging(p, ...)).
+/// direct_kernel_shape_of<T>(direct_unrolled_filter(p), block::direct_vector_staging(p, ...),
+/// direct_unrolled_stride(p)).
 template <class T>
 direct_kernel_shape direct_kernel_shape_of(const conv2d_problem& p) {
   const int f = direct_unrolled_filter(p);
-  return direct_kernel_shape_of<T>(f, block::direct_vector_staging(p, sizeof(T), f > 0));
+  return direct_kernel_shape_of<T>(f, block::direct_vector_staging(p, sizeof(T), f > 0), direct_unrolled_stride(p));
 }
 
 /// @brief What choose_direct_config picks: the pixel-thread grid of a tile, the channel groups of a block,
@@ -98,6 +109,34 @@ struct direct_estimate {
   double cycles = 0;       ///< max(throughput, memory, latency) + 5% of (throughput + memory)
 };
 
+/// @brief Registers per thread of the stride-2 unrolled variants for the 3x3, 5x5 and 7x7 filters (fp32,
+/// ptxas -v on sm_90a, op::sum, rounded up to a multiple of 8; the index ops take up to 128 and spill a
+/// little at 5x5 and 7x7); grouped: the grouped instantiation.
+inline double direct_s2_registers(int filter, bool grouped) {
+  if (grouped) return filter == 3 ? 112 : filter == 5 ? 120 : 128;
+  return filter == 3 ? 88 : filter == 5 ? 104 : 128;
+}
+
+/// @brief Input rows a strip of the stride-2 unrolled variant k reads: (sh - 1) * 2 + R.
+inline double direct_s2_rows(const direct_kernel_shape& k, std::int64_t R) { return double((k.sh - 1) * 2 + R); }
+
+/// @brief Elements of one input row a strip of the stride-2 unrolled variant k reads: (sw - 1) * 2 + S.
+inline double direct_s2_run(const direct_kernel_shape& k, std::int64_t S) { return double((k.sw - 1) * 2 + S); }
+
+/// @brief Shared-memory wavefronts of one warp's strip convolution of one channel on the stride-2 unrolled
+/// variant k with tiling t (its pitch and thread grid): per input row, its whole 16-byte loads
+/// (block::direct_strip::load_bytes), each as many wavefronts as the first
+/// (block::detail::direct_smem_wavefronts: every load of a row is the first shifted by 16 bytes for every
+/// lane). Host only.
+inline double direct_s2_wavefronts(const direct_kernel_shape& k, const block::direct_tiling& t, std::int64_t R,
+                                   std::int64_t S) {
+  const double e = static_cast<double>(k.elem_bytes);
+  const double loads = std::ceil(direct_s2_run(k, S) * e / 16);
+  const int wf = block::detail::direct_smem_wavefronts(t.pitch, k.elem_bytes, t.tx, t.pixel_threads, 2 * k.sh,
+                                                       2 * k.sw, 16);
+  return direct_s2_rows(k, R) * loads * wf;
+}
+
 /// @brief The estimate of choose_direct_config for one candidate tiling (tx x ty pixel threads, `groups`
 /// channel groups, `splits` blocks per tile; the channels per stage derived as there) of problem p on
 /// kernel variant k over `sms` SMs (>= 1). See choose_direct_config for the model; host only.
@@ -113,7 +152,7 @@ inline direct_estimate estimate_direct_config(const conv2d_problem& p, const dir
   const std::int64_t cs = units * Cg;                     // channels per split (ceil(C / splits) when Cg == 1)
   if (groups > (grouped ? units * Kg : cs)) return r;  // idle groups
   const int vec = k.vector ? block::direct_chunk_elements(k.elem_bytes) : 1;
-  const std::int64_t shift = vec > 1 ? (vec - p.pad_w % vec) % vec : 0;
+  const std::int64_t shift = block::direct_chunk_shift(p, vec);
   const std::int64_t tile_h = std::int64_t(ty) * sh, tile_w = std::int64_t(tx) * sw;
   const double tiles = double(p.N) * double((P + tile_h - 1) / tile_h) * double((Q + shift + tile_w - 1) / tile_w);
   const bool nchw = p.x_layout == layout::nchw;
@@ -136,14 +175,15 @@ inline direct_estimate estimate_direct_config(const conv2d_problem& p, const dir
   if (buffers > double(direct_max_smem) || park > double(direct_max_smem)) return r;
   // the fit, exactly as the kernel lays the patch out (its pitch may be up to 7 units wider than the
   // model's: the fewest bank wavefronts among 8): a candidate that would not fit is never picked
-  if (block::make_direct_tiling(p, k.elem_bytes, 16, sh, sw, k.unrolled, k.stages, tx, ty, groups, splits,
-                                static_cast<int>(cb), true, k.vector).smem_bytes > direct_max_smem)
-    return r;
+  const block::direct_tiling tiling = block::make_direct_tiling(p, k.elem_bytes, 16, sh, sw, k.unrolled, k.stages, tx,
+                                                                ty, groups, splits, static_cast<int>(cb), true, k.vector);
+  if (tiling.smem_bytes > direct_max_smem) return r;
   const double smem = std::max(buffers, park);
   // registers per thread (ptxas -v, sm_90a, fp32; double about 1.8x), blocks per SM
-  // (the grouped variant: 96 / 110 / 128, its own instantiation)
-  const double regs = (k.unrolled ? (grouped ? (k.filter == 3 ? 96 : k.filter == 5 ? 110 : 128)
-                                             : (k.filter == 3 ? 80 : k.filter == 5 ? 96 : 120))
+  // (the grouped variant: 96 / 110 / 128, its own instantiation; stride 2: direct_s2_registers)
+  const double regs = (k.unrolled ? (k.stride == 2 ? direct_s2_registers(k.filter, grouped)
+                                     : grouped     ? (k.filter == 3 ? 96 : k.filter == 5 ? 110 : 128)
+                                                   : (k.filter == 3 ? 80 : k.filter == 5 ? 96 : 120))
                                   : 128) *
                       (e == 8 ? 1.8 : 1.0);
   const double bps = std::floor(std::min({32.0, 64 / warps, 65536 / (std::min(255.0, regs) * warps * 32),
@@ -152,7 +192,9 @@ inline direct_estimate estimate_direct_config(const conv2d_problem& p, const dir
   r.ok = true, r.cb = static_cast<int>(cb);
   // per thread and output channel: FMAs, shared-memory loads, weight and bias loads, epilogue + fold, loop
   const double run = double(sw + S - 1);
-  const double lds = k.unrolled ? (sh + R - 1) * std::ceil(run * e / std::min(16.0, sw * e)) : double(sh * RS);
+  const double lds = !k.unrolled     ? double(sh * RS)
+                     : k.stride == 1 ? (sh + R - 1) * std::ceil(run * e / std::min(16.0, sw * e))
+                                     : direct_s2_rows(k, R) * std::ceil(direct_s2_run(k, S) * e / 16);
   const double per_k = double(sh * sw * RS) + lds + double(RS + 1) + 3.0 * sh * sw + 8;
   const double nst = std::ceil(double(cs) / double(cb));
   const double per_group = std::ceil(double(cb) / groups);  // channels a group computes per stage
@@ -170,11 +212,17 @@ inline direct_estimate estimate_direct_config(const conv2d_problem& p, const dir
   const double conc = std::min(nb, bps);              // of them resident at once
   const double ipc = std::min(4.0, 0.5 * conc * warps);  // a warp issues about every other cycle
   r.throughput = nb * w_blk / ipc;
+  // stride 2: a warp's row loads (lanes 2 * sw elements apart) conflict in the banks; their wavefronts
+  // (direct_s2_wavefronts: the tiling's real pitch) per strip's convolution of one channel
+  const double s2_conv = k.unrolled && k.stride == 2 ? direct_s2_wavefronts(k, tiling, R, S) : 0;
   if (grouped) {  // and the strips' shared-memory wavefronts (one per 128 bytes a warp loads), at one per cycle
-    const double per_conv = k.unrolled ? double(sh + R - 1) * std::ceil(32 * run * e / 128)
-                                       : double(sh * RS) * std::ceil(32 * e / 128);
+    const double per_conv = s2_conv > 0    ? s2_conv
+                            : k.unrolled ? double(sh + R - 1) * std::ceil(32 * run * e / 128)
+                                         : double(sh * RS) * std::ceil(32 * e / 128);
     const double waves = per_conv * double(Cg) * group_items;
     r.throughput = std::max(r.throughput, nb * warps * nst * waves);
+  } else if (s2_conv > 0) {  // depthwise at stride 2: each output channel's strip, one wavefront per cycle
+    r.throughput = std::max(r.throughput, nb * warps * nst * s2_conv * double(Kg) * per_group);
   }
   const double dram = double(p.x_elements()) * e / (sms * 17);
   const double l2 = nb * double(cs) * rows * chunks * vec * e / 48;
@@ -229,14 +277,16 @@ inline direct_config unstaged_direct_config(const conv2d_problem& p, const direc
 ///    per work item C/groups times the taps, loads and R*S weight loads (+4 for the loop), one fold, and
 ///    at least the strips' shared-memory wavefronts (a warp's row loads, one per 128 bytes, one per
 ///    cycle: an fp32 3x3 strip loads 24 bytes per row and thread for 18 FMAs, so its loads rather than its
-///    FMAs bound it);
+///    FMAs bound it); the stride-2 unrolled variants (rows of 2 * SW + S - 2 elements, whole 16-byte
+///    loads, lanes 2 * SW elements apart: 2-way bank conflicts in fp32) count their row loads as such and
+///    their wavefronts exactly for the tiling's pitch (direct_s2_wavefronts), depthwise or grouped;
 ///  - memory: x once from DRAM (17 bytes per cycle and SM: ~4 TB/s on 132 SMs at 1.75 GHz), or the
 ///    busiest SM's staged bytes from L2 (48 bytes per cycle);
 ///  - latency: one block's serial time (1,500 cycles to start, per stage the longer of its issue and an
 ///    L2/DRAM round trip of 1,400 cycles over the stages in flight, the store, 800 more to combine
 ///    splits) times the waves of blocks on the busiest SM (residency from the registers, 80 / 96 / 120 per
-///    thread for the 3x3 / 5x5 / 7x7 variants, 128 for the run-time one, x1.8 for double, the warps and the
-///    shared memory);
+///    thread for the 3x3 / 5x5 / 7x7 variants, direct_s2_registers at stride 2, 128 for the run-time one,
+///    x1.8 for double, the warps and the shared memory);
 /// plus 5% of the throughput and memory terms, so that among latency-bound candidates the cheaper wins.
 /// The constants are estimates for an H100 / H200 class GPU (bench/NOTES.md, "Depthwise direct kernel
 /// v3"), not measurements. sm_count <= 0 (unknown): planned as for one SM, never split.
@@ -246,7 +296,7 @@ inline direct_config choose_direct_config(const conv2d_problem& p, const direct_
   if (sm_count <= 0) max_splits = 1;
   const std::int64_t P = p.P(), Q = p.Q();
   const int vec = k.vector ? block::direct_chunk_elements(k.elem_bytes) : 1;
-  const std::int64_t shift = vec > 1 ? (vec - p.pad_w % vec) % vec : 0;
+  const std::int64_t shift = block::direct_chunk_shift(p, vec);
   // thread counts along one side: powers of two up to the count covering `strips`, and the counts
   // covering `strips` in one or two tiles, at most `most`
   auto candidates = [](std::int64_t strips, std::int64_t most, int* out) {

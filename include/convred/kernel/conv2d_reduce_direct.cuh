@@ -41,16 +41,18 @@ inline constexpr int direct_min_blocks = sizeof(compute_t<T>) == 8 ? 1 : 2;
 /// (block::direct_grouped_stage; unstaged: block::direct_grouped_unstaged). The states stay in registers
 /// until block::direct_store_tile combines the groups in group order and the tile's splits in rank order
 /// and writes y (and the int64 index) once per pixel. FR, FS: the filter size the taps are unrolled for
-/// (3x3, 5x5, 7x7 with stride and dilation 1), or 0, 0 for any filter, stride and dilation at run time;
+/// (3x3, 5x5, 7x7 with dilation 1 at stride ST), or 0, 0 for any filter, stride and dilation at run time;
 /// that variant also runs unstaged tilings (t.staged == 0: patches too large for shared memory), reading
 /// x directly (block::direct_strip::conv_global). Grouped: the variant for C/groups > 1 (its own
 /// instantiation, so that the depthwise variants' registers stay as they were); false for C/groups == 1.
-template <class T, class Op, class Epilogue, int FR, int FS, bool Grouped = false>
+/// ST: the stride the unrolled variants are built for, 1 or 2 in both directions (its own instantiation,
+/// so that the stride-1 variants' code and registers stay as they were); 1 for the run-time variant.
+template <class T, class Op, class Epilogue, int FR, int FS, bool Grouped = false, int ST = 1>
 __global__ void __launch_bounds__(direct_max_threads, direct_min_blocks<T>)
     conv2d_reduce_direct_kernel(const __grid_constant__ block::conv_params<T> prm,
                                 const __grid_constant__ block::direct_tiling t, Op op, Epilogue epi, T* y,
                                 std::int64_t* indices) {
-  using strip = block::direct_strip<T, FR, FS>;
+  using strip = block::direct_strip<T, FR, FS, ST>;
   using V = typename strip::V;
   using accum_t = typename Op::template accum_t<V>;
   extern __shared__ __align__(16) unsigned char smem_raw[];

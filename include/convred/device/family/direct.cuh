@@ -35,8 +35,9 @@ struct direct : family_defaults<direct<T, Math>, T> {
   /// 1 (depthwise; also C = 1) always; 1 < C/groups <= block::direct_max_group_channels with groups > 1
   /// under math::ieee, on double data and on devices without tensor cores (compute capability below 8.0),
   /// and under a tensor-core math where no wgmma choice is forced (plan_options::splits == 0), the kernel
-  /// unrolls the filter (direct_unrolled_filter: 3x3, 5x5, 7x7 at stride 1) and its time estimate
-  /// (configure) is below tensor_seconds.
+  /// unrolls the filter at stride 1 (direct_unrolled_filter: 3x3, 5x5, 7x7; its stride-2 variants are
+  /// not measured against the tensor-core kernels yet) and its time estimate (configure) is below
+  /// tensor_seconds.
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     if (!available(dev)) return "no CUDA device";
     const std::int64_t cg = p.C_per_group();
@@ -49,7 +50,8 @@ struct direct : family_defaults<direct<T, Math>, T> {
         // the run-time variant (strides, dilations, filters other than 3x3, 5x5, 7x7 at stride 1) on
         // grouped layers measured 2.6x slower than its estimate against mma.sync (H200: c1024 28x28 s2 g64
         // at batch 32 under 3xTF32, 1.12 ms vs 0.43; bench/NOTES.md, "Grouped direct kernel, measured")
-        if (direct_unrolled_filter(p) == 0) return "grouped with a filter the direct kernel does not unroll";
+        if (direct_unrolled_filter(p) == 0 || p.stride_h != 1)
+          return "grouped with a filter the direct kernel does not unroll at stride 1";
         if (!(configure(p, dev, o).seconds < tensor_seconds(p, dev)))
           return "grouped: estimated slower than the tensor-core kernels";
       }
