@@ -63,7 +63,7 @@ double screen_lipschitz(const E& e) {
 /// output pixel), the per-run statistics of w and b and the filter transposed (4 bytes per weight) after it.
 template <class T, class Math, class InnerMath = math::fp16>
 struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
-  using inner = wgmma<T, InnerMath>;  ///< pass 1's family
+  using inner = wgmma<T, InnerMath, false>;  ///< pass 1's family (on any problem size: no tiny-problem rule)
   /// the family's kind (plan_config::kind)
   static constexpr kernel_kind kind = kernel_kind::screen;
   /// its name in descriptions

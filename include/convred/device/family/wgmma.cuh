@@ -24,10 +24,11 @@ namespace convred::device::family {
 /// NCHW x on a compute capability 9.0 device running sm_90a code where the mainloop implements the
 /// problem (block::conv_mainloop_wgmma::cannot_implement) and its stages fit in shared memory, except
 /// a 1x1 filter with x gathered, problems of 32 or fewer output pixels (plan_wgmma_min_pixels) unless
-/// plan_options::splits forces a choice, and where its tiles are too few to fill the GPU and the mma.sync
-/// split is estimated faster.
-template <class T, class Math>
-struct wgmma : family_defaults<wgmma<T, Math>, T> {
+/// plan_options::splits forces a choice or TinyRule is false (family::screen's pass 1, which has no
+/// mma.sync sibling), and where its tiles are too few to fill the GPU and the mma.sync split is estimated
+/// faster.
+template <class T, class Math, bool TinyRule = true>
+struct wgmma : family_defaults<wgmma<T, Math, TinyRule>, T> {
   using kernel_math = kernel_math_t<T, Math>;  ///< Math, or tf32x3 for math::accurate
   static_assert(!std::is_same_v<kernel_math, math::ieee>, "family::wgmma: a tensor-core math");
   using policy = typename default_wgmma_policy<kernel_math>::type;  ///< the cooperative policy
@@ -169,7 +170,7 @@ struct wgmma : family_defaults<wgmma<T, Math>, T> {
     if (dev.cc_major != 9 || dev.cc_minor != 0) return "not a compute capability 9.0 device";
     if (!dev.wgmma_image) return "no sm_90a code for this device in the program";
     if (const char* why = block::conv_mainloop_wgmma<policy>::cannot_implement(p)) return why;
-    if (p.gemm_m() < plan_wgmma_min_pixels && o.splits == 0)
+    if (TinyRule && p.gemm_m() < plan_wgmma_min_pixels && o.splits == 0)
       return "32 or fewer output pixels: the mma.sync kernel is faster there (plan_wgmma_min_pixels)";
     // tiles of image rows, flat tiles over a packed x or direct tiles, as the time model picks them on dev
     block::wgmma_conv_params k;
