@@ -82,6 +82,7 @@
 
 #include "../examples/common/cli.hpp"         // command-line helpers shared with the examples
 #include "../examples/common/cuda_check.hpp"  // shared with the examples
+#include "timing.cuh"                          // the GPU timing, shared with family_bench.cu
 #include <convred/status.cuh>
 
 namespace {
@@ -210,32 +211,8 @@ std::vector<float> uniform_host(std::size_t n, double bound, std::uint64_t seed)
   return v;
 }
 
-/// Keeps the GPU busy for `ns` nanoseconds (one thread, %globaltimer), so that work the host enqueues
-/// behind it is queued before the GPU reaches it: the events then time GPU work, not host enqueue gaps.
-__global__ void spin_kernel(unsigned long long ns) {
-  unsigned long long t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < ns);
-}
-
 /// Does nothing: the timing floor (--floor).
 __global__ void empty_kernel() {}
-
-/// An RAII set of CUDA events.
-struct events {
-  std::vector<cudaEvent_t> e;
-  explicit events(std::size_t n) : e(n, nullptr) {
-    for (auto& ev : e) CHECK_CUDA(cudaEventCreate(&ev));
-  }
-  events(const events&) = delete;
-  events& operator=(const events&) = delete;
-  ~events() {
-    for (auto ev : e)
-      if (ev) cudaEventDestroy(ev);
-  }
-};
 
 // ------------------------------------------------------------------------------------------------------
 // Options, cases, results
@@ -466,41 +443,16 @@ struct case_result {
 // Timing
 // ------------------------------------------------------------------------------------------------------
 
-struct l2_flush {
-  dbuf<unsigned char> buf;
-  int value = 0;
-  /// Overwrites the L2 with a memset, then holds the GPU for 0.5 ms (spin_kernel) so that the timed
-  /// work is fully enqueued before its start event is reached.
-  void flush() {
-    CHECK_CUDA(cudaMemsetAsync(buf.p, (value++) & 0xff, buf.bytes(), nullptr));
-    spin_kernel<<<1, 1>>>(500000ull);
-    CHECK_CUDA(cudaGetLastError());
-  }
-};
+using convred_bench::l2_flush;
 
 struct timing {
   double median = kNaN, min = kNaN;
 };
 
-/// Runs f `warmup` times, then `iters` times each after an L2 flush and between two events (default stream).
+/// The median (the mean of the two middle runs for an even count) and the min of `iters` runs of f after
+/// `warmup` (bench/timing.cuh: each after an L2 flush, between two events on the default stream).
 timing time_fn(const std::function<void()>& f, const options& o, l2_flush& fl) {
-  for (int i = 0; i < o.warmup; ++i) f();
-  CHECK_CUDA(cudaDeviceSynchronize());
-  events ev(2 * static_cast<std::size_t>(o.iters));
-  for (int i = 0; i < o.iters; ++i) {
-    fl.flush();
-    CHECK_CUDA(cudaEventRecord(ev.e[2 * i], nullptr));
-    f();
-    CHECK_CUDA(cudaEventRecord(ev.e[2 * i + 1], nullptr));
-  }
-  CHECK_CUDA(cudaDeviceSynchronize());
-  std::vector<double> t(o.iters);
-  for (int i = 0; i < o.iters; ++i) {
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, ev.e[2 * i], ev.e[2 * i + 1]));
-    t[i] = ms;
-  }
-  std::sort(t.begin(), t.end());
+  const std::vector<double> t = convred_bench::sorted_times(f, o.warmup, o.iters, fl);
   timing r;
   const std::size_t n = t.size();
   r.median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
@@ -1559,8 +1511,7 @@ int main(int argc, char** argv) {
                 o.iters, o.warmup, o.samples);
     if (o.iters < 20) std::printf("note: --iters %d is below the 20 runs the benchmark rules ask for\n", o.iters);
 
-    l2_flush fl;
-    fl.buf.alloc(std::max<std::size_t>(std::size_t(256) << 20, 4 * static_cast<std::size_t>(prop.l2CacheSize)));
+    l2_flush fl(std::max<std::size_t>(std::size_t(256) << 20, 4 * static_cast<std::size_t>(prop.l2CacheSize)));
     runner rn{o, fl};
     if (o.floor) {
       for (int n = 1; n <= 3; ++n) {

@@ -7,9 +7,10 @@
 ///   family_bench                                  # the built-in list (tiny images, small grouped layers)
 ///   family_bench N C H W K R stride pad groups   # one layer (an R x R filter, square stride and padding)
 ///
-/// Timing as bench/conv_reduce_bench.cu: CUDA events around each run on the default stream, the L2 flushed
-/// (a 256 MiB memset) and the GPU held 0.5 ms by a spin kernel before each timed run, 3 warm-up runs, the
-/// median of 30. Prints ms per family (the planner's row names its choice). Exit 0, or 2 without a device.
+/// Timing as bench/conv_reduce_bench.cu (bench/timing.cuh): CUDA events around each run on the default
+/// stream, the L2 flushed (a 256 MiB memset) and the GPU held 0.5 ms by a spin kernel before each timed run,
+/// 3 warm-up runs, the median of 30 (the 16th sorted). Prints ms per family (the planner's row names its
+/// choice). Exit 0, or 2 without a device.
 #include <convred/convred.cuh>
 #include <convred/device/conv2d_reduce_plan.cuh>
 
@@ -17,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -25,19 +27,13 @@
 #include <thrust/transform.h>
 #include <thrust/iterator/counting_iterator.h>
 
+#include "timing.cuh"
+
 namespace fam = convred::device::family;
 using convred::conv2d_problem;
 using convred::status;
 
 namespace {
-
-__global__ void spin(unsigned long long ns) {
-  unsigned long long t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < ns);
-}
 
 /// uniform values in [-a, a] from a seeded hash (thrust's default engine, discarded per index)
 struct uniform {
@@ -64,38 +60,28 @@ struct layer_data {
   }
 };
 
-/// median ms of 30 runs of the plan (L2 flushed, GPU held before each); -1 where the list does not serve p
+/// median ms of 30 runs of the plan (the 16th of 30 sorted; bench/timing.cuh: L2 flushed, GPU held before
+/// each, 3 warm-up runs); -1 where the list does not serve p
 template <class Math, class List>
 double time_plan(const conv2d_problem& p, layer_data& d, std::string* why) {
   convred::device::conv2d_reduce_plan<float, Math, List> plan(p);
   if (plan.state() != status::success) return -1;
   if (why) *why = plan.description();
   if (plan.prepare(thrust::raw_pointer_cast(d.w.data())) != status::success) return -2;
-  static thrust::device_vector<unsigned char> flush(256u << 20);
+  static convred_bench::l2_flush flush(std::size_t(256) << 20);
   const convred::epilogue::scale<float> two{2.0f};
+  bool failed = false;
   auto run = [&] {
-    return plan.run(thrust::raw_pointer_cast(d.x.data()), thrust::raw_pointer_cast(d.b.data()),
-                    thrust::raw_pointer_cast(d.y.data()), nullptr, convred::op::min{}, two);
+    failed |= plan.run(thrust::raw_pointer_cast(d.x.data()), thrust::raw_pointer_cast(d.b.data()),
+                       thrust::raw_pointer_cast(d.y.data()), nullptr, convred::op::min{}, two) != status::success;
   };
-  for (int i = 0; i < 3; ++i)
-    if (run() != status::success) return -3;
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0), cudaEventCreate(&e1);
-  std::vector<float> ms;
-  for (int i = 0; i < 30; ++i) {
-    cudaMemsetAsync(thrust::raw_pointer_cast(flush.data()), i, flush.size());
-    spin<<<1, 1>>>(500000ull);
-    cudaEventRecord(e0);
-    run();
-    cudaEventRecord(e1);
-    cudaEventSynchronize(e1);
-    float t = 0;
-    cudaEventElapsedTime(&t, e0, e1);
-    ms.push_back(t);
+  try {
+    const std::vector<double> ms = convred_bench::sorted_times(run, 3, 30, flush);
+    if (failed) return -3;
+    return cudaGetLastError() == cudaSuccess ? ms[ms.size() / 2] : -4;
+  } catch (const std::runtime_error&) {  // a failed CUDA call (CHECK_CUDA)
+    return -4;
   }
-  cudaEventDestroy(e0), cudaEventDestroy(e1);
-  std::sort(ms.begin(), ms.end());
-  return cudaGetLastError() == cudaSuccess ? ms[ms.size() / 2] : -4;
 }
 
 template <class Math>

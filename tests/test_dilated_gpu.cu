@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "conv2d_reduce_check.cuh"
+#include "adapter_family_check.cuh"
 
 using namespace convred_test_fused;
 namespace math = convred::math;
@@ -24,31 +24,11 @@ const device_info h200{9, 0, true, 132};
 
 bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
-/// check_fused's tag for the planner: conv2d_reduce_plan<T, Math>(p) on the current device, prepared
-/// with a lent workspace poisoned (0xFF) with 256 guard bytes after it, run, synchronised; the guard
-/// bytes must stay untouched.
-template <class Math>
-struct plan_entry {
-  using math = fam::kernel_math_t<float, Math>;  ///< the kernels' math (tolerances)
-  using self_launching = void;  ///< check_fused calls launch
-  template <class T, class Op, class Epi>
-  static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
-                       Op op, Epi epi) {
-    constexpr std::size_t guard = 256;
-    conv2d_reduce_plan<T, Math> plan(p);
-    INFO("plan: " << plan.description());
-    REQUIRE(plan.state() == status::success);
-    const std::size_t bytes = plan.workspace_bytes();
-    thrust::device_vector<unsigned char> ws(bytes + guard, static_cast<unsigned char>(0xFF));
-    REQUIRE(plan.prepare(w, raw(ws), bytes) == status::success);
-    const status s = plan.run(x, bias, y, indices, op, epi);
-    const cudaError_t e = cudaDeviceSynchronize();
-    const std::vector<unsigned char> after = test::to_host(ws);
-    std::size_t touched = 0;
-    for (std::size_t i = bytes; i < after.size(); ++i) touched += after[i] != 0xFF;
-    CHECK(touched == 0);
-    return s == status::success && e != cudaSuccess ? status::cuda_error : s;
-  }
+/// adapter_family_check.cuh's setup: plans with the default options; all_ops without op::mean.
+struct dilated_setup {
+  static convred::device::plan_options options() { return {}; }  ///< the time model's choice
+  static void check_plan(const std::string&) {}                   ///< (the host tests check the plans)
+  static constexpr bool with_mean = false;                        ///< op::mean not checked
 };
 
 /// Dilated layers (NCHW): make_problem(N, C, H, W, K, R, S, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w).
@@ -66,24 +46,6 @@ const dilated_case cases[] = {
     {"d4 pad 8, 5x5", make_problem(1, 8, 21, 22, 16, 5, 5, 8, 8, 1, 1, 4, 4)},
     {"d2 pad 0, 3x1", make_problem(2, 8, 16, 9, 20, 3, 1, 0, 0, 1, 1, 2, 5)},
 };
-
-/// Every op through the plan in Math against float64 (scale 2 epilogue; max with -0.5).
-template <class Math>
-void all_ops(const char* label, const conv2d_problem& p, std::uint64_t seed) {
-  const auto d = make_data<float>(p, seed, data_kind::real);
-  opts o;
-  o.gain = 2;
-  const epi::scale<float> two{2.0f};
-  const std::string l(label);
-  check_fused<plan_entry<Math>>(l + " min", p, d, op::min{}, two, two, o);
-  check_fused<plan_entry<Math>>(l + " argmin", p, d, op::argmin{}, two, two, o);
-  check_fused<plan_entry<Math>>(l + " sum", p, d, op::sum{}, two, two, o);
-  opts h = o;
-  h.gain = 0.5;
-  const epi::scale<float> neg{-0.5f};
-  check_fused<plan_entry<Math>>(l + " max", p, d, op::max{}, neg, neg, h);
-  check_fused<plan_entry<Math>>(l + " argmax", p, d, op::argmax{}, neg, neg, h);
-}
 
 }  // namespace
 
@@ -165,9 +127,9 @@ TEST_CASE("dilated family: every op against float64 in tf32, bf16 and math::accu
 #ifdef CONVRED_TEST_EXPECT_WGMMA
     CHECK(has(conv2d_reduce_plan<float, math::tf32>(c.p).description(), "undilated sub-images"));
 #endif
-    all_ops<math::tf32>(c.name, c.p, ++seed);
-    all_ops<math::bf16>(c.name, c.p, ++seed);
-    all_ops<math::accurate>(c.name, c.p, ++seed);
+    adapter_all_ops<dilated_setup, math::tf32>(c.name, c.p, ++seed);
+    adapter_all_ops<dilated_setup, math::bf16>(c.name, c.p, ++seed);
+    adapter_all_ops<dilated_setup, math::accurate>(c.name, c.p, ++seed);
   }
 }
 
@@ -226,38 +188,7 @@ TEST_CASE("dilated family: the plan equals the wgmma entry point on the space-to
 
 TEST_CASE("dilated family: bind with a separate scratch gives prepare's results; the prepared bytes are read only") {
   require_gpu();
-  const conv2d_problem p = cases[1].p;
-  const auto d = make_data<float>(p, 78, data_kind::real);
-  auto dx = test::to_device(d.x);
-  auto dw = test::to_device(d.w);
-  auto db = test::to_device(d.b);
-  const std::size_t ny = static_cast<std::size_t>(p.y_elements());
-  thrust::device_vector<float> y1(ny), y2(ny);
-  thrust::device_vector<std::int64_t> i1(ny), i2(ny);
-  test::poison(y1), test::poison(y2);
-  conv2d_reduce_plan<float, math::tf32> a(p), b(p);
-  REQUIRE(a.prepare(craw(dw)) == status::success);
-  REQUIRE(a.run(craw(dx), craw(db), raw(y1), raw(i1), op::argmax{}) == status::success);
-  // b: the prepared bytes of a lent workspace, then a scratch of its own
-  thrust::device_vector<unsigned char> ws(b.workspace_bytes());
-  REQUIRE(b.prepare(craw(dw), raw(ws), ws.size()) == status::success);
-  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-  const std::size_t pre = b.prepared_bytes();
-  thrust::device_vector<unsigned char> prepared(ws.begin(), ws.begin() + static_cast<std::ptrdiff_t>(pre));
-  thrust::device_vector<unsigned char> scratch(b.scratch_bytes() + 16, static_cast<unsigned char>(0xFF));
-  REQUIRE(b.bind(craw(dw), pre ? static_cast<const void*>(raw(prepared)) : nullptr, pre, raw(scratch),
-                 b.scratch_bytes()) == status::success);
-  const std::vector<unsigned char> before = test::to_host(prepared);
-  REQUIRE(b.run(craw(dx), craw(db), raw(y2), raw(i2), op::argmax{}) == status::success);
-  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-  CHECK(test::to_host(prepared) == before);
-  const std::vector<unsigned char> sc = test::to_host(scratch);
-  std::size_t past = 0;
-  for (std::size_t i = b.scratch_bytes(); i < sc.size(); ++i) past += sc[i] != 0xFF;
-  CHECK(past == 0);
-  CHECK(bytes_equal(test::to_host(y1), test::to_host(y2)));
-  CHECK(test::to_host(i1) == test::to_host(i2));
-  CHECK(test::count_nan(test::to_host(y1)) == 0);
+  check_bind_with_scratch<dilated_setup>(cases[1].p, 78);
 }
 
 TEST_CASE("dilated family sanitizer: a small dilated layer through the plan") {
@@ -267,6 +198,6 @@ TEST_CASE("dilated family sanitizer: a small dilated layer through the plan") {
   opts o;
   o.gain = 2;
   const epi::scale<float> two{2.0f};
-  check_fused<plan_entry<math::tf32>>("dilated sanitizer", p, d, op::argmin{}, two, two, o);
+  check_fused<adapter_plan_entry<dilated_setup, math::tf32>>("dilated sanitizer", p, d, op::argmin{}, two, two, o);
 }
 }

@@ -12,7 +12,7 @@
 #include <iterator>
 #include <string>
 
-#include "conv2d_reduce_check.cuh"
+#include "adapter_family_check.cuh"
 
 using namespace convred_test_fused;
 namespace math = convred::math;
@@ -34,35 +34,19 @@ plan_options forced() {
   return o;
 }
 
-/// check_fused's tag for the planner with the grouped family forced: conv2d_reduce_plan<T, Math>(p,
-/// forced()) on the current device, prepared with a lent workspace poisoned (0xFF) with 256 guard bytes
-/// after it, run, synchronised; the guard bytes must stay untouched.
-template <class Math>
-struct plan_entry {
-  using math = fam::kernel_math_t<float, Math>;  ///< the kernels' math (tolerances)
-  using self_launching = void;  ///< check_fused calls launch
-  template <class T, class Op, class Epi>
-  static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
-                       Op op, Epi epi) {
-    constexpr std::size_t guard = 256;
-    conv2d_reduce_plan<T, Math> plan(p, forced());
-    INFO("plan: " << plan.description());
-    REQUIRE(plan.state() == status::success);
+/// adapter_family_check.cuh's setup: plans with the grouped family forced, each saying so where the
+/// wgmma kernel is expected; all_ops with op::mean.
+struct grouped_setup {
+  static plan_options options() { return forced(); }  ///< forced()
+  /// the plan runs the groups one at a time (where the build expects the wgmma kernel)
+  static void check_plan([[maybe_unused]] const std::string& description) {
 #ifdef CONVRED_TEST_EXPECT_WGMMA
-    CHECK(has(plan.description(), "one at a time"));
+    CHECK(has(description, "one at a time"));
 #endif
-    const std::size_t bytes = plan.workspace_bytes();
-    thrust::device_vector<unsigned char> ws(bytes + guard, static_cast<unsigned char>(0xFF));
-    REQUIRE(plan.prepare(w, raw(ws), bytes) == status::success);
-    const status s = plan.run(x, bias, y, indices, op, epi);
-    const cudaError_t e = cudaDeviceSynchronize();
-    const std::vector<unsigned char> after = test::to_host(ws);
-    std::size_t touched = 0;
-    for (std::size_t i = bytes; i < after.size(); ++i) touched += after[i] != 0xFF;
-    CHECK(touched == 0);
-    return s == status::success && e != cudaSuccess ? status::cuda_error : s;
   }
+  static constexpr bool with_mean = true;  ///< op::mean checked too
 };
+using tf32_entry = adapter_plan_entry<grouped_setup, math::tf32>;  ///< check_fused's tag for the planner in tf32
 
 /// Grouped layers (NCHW): make_problem(N, C, H, W, K, R, S, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w,
 /// groups).
@@ -81,25 +65,6 @@ const grouped_case cases[] = {
 /// the first cases, which 3xTF32 on the wgmma kernel serves (3x3 and 1x1 filters at stride 1)
 constexpr std::size_t accurate_cases = 4;
 
-/// Every op through the plan in Math against float64 (scale 2 epilogue; max with -0.5).
-template <class Math>
-void all_ops(const char* label, const conv2d_problem& p, std::uint64_t seed) {
-  const auto d = make_data<float>(p, seed, data_kind::real);
-  opts o;
-  o.gain = 2;
-  const epi::scale<float> two{2.0f};
-  const std::string l(label);
-  check_fused<plan_entry<Math>>(l + " min", p, d, op::min{}, two, two, o);
-  check_fused<plan_entry<Math>>(l + " argmin", p, d, op::argmin{}, two, two, o);
-  check_fused<plan_entry<Math>>(l + " sum", p, d, op::sum{}, two, two, o);
-  check_fused<plan_entry<Math>>(l + " mean", p, d, op::mean{}, two, two, o);
-  opts h = o;
-  h.gain = 0.5;
-  const epi::scale<float> neg{-0.5f};
-  check_fused<plan_entry<Math>>(l + " max", p, d, op::max{}, neg, neg, h);
-  check_fused<plan_entry<Math>>(l + " argmax", p, d, op::argmax{}, neg, neg, h);
-}
-
 /// The channel-indexed epilogues: per_channel_scale and its compose (channels moved per group), and a
 /// user lambda reading the channel (the mma.sync kernel on the whole problem). A namespace-scope
 /// function: it hosts an extended lambda.
@@ -113,13 +78,13 @@ void channel_epilogues(const conv2d_problem& p, std::uint64_t seed) {
   const auto d = make_data<float>(p, seed + 1, data_kind::real);
   opts o;
   o.gain = smax;
-  check_fused<plan_entry<math::tf32>>("per-channel scale argmin", p, d, op::argmin{}, dev_pcs, host_pcs, o);
+  check_fused<tf32_entry>("per-channel scale argmin", p, d, op::argmin{}, dev_pcs, host_pcs, o);
   o.gain = 1.5 * smax;
-  check_fused<plan_entry<math::tf32>>("compose(per-channel, scale -1.5) max", p, d, op::max{},
-                                      epi::make_compose(dev_pcs, epi::scale<float>{-1.5f}),
-                                      epi::make_compose(host_pcs, epi::scale<float>{-1.5f}), o);
+  check_fused<tf32_entry>("compose(per-channel, scale -1.5) max", p, d, op::max{},
+                          epi::make_compose(dev_pcs, epi::scale<float>{-1.5f}),
+                          epi::make_compose(host_pcs, epi::scale<float>{-1.5f}), o);
   o.gain = 3;
-  check_fused<plan_entry<math::tf32>>("lambda with a channel argmax", p, d, op::argmax{}, lam, lam, o);
+  check_fused<tf32_entry>("lambda with a channel argmax", p, d, op::argmax{}, lam, lam, o);
 }
 
 /// Whether the grouped family hands an extended __device__ lambda reading the channel to the inner family
@@ -165,7 +130,7 @@ TEST_CASE("grouped family: which layers run on the wgmma kernel one group at a t
     CHECK(plan.kernel() == kernel_kind::wgmma);
     CHECK(has(plan.description(), " one at a time ("));
     CHECK(has(plan.description(), "x's group copied into the workspace on each run"));
-    CHECK(plan.config().seconds < G::mma_seconds(p, h200));
+    CHECK(plan.config().seconds < convred::device::plan_mma_fused_seconds<math::tf32>(p, h200.sm_count));
     // G slots of the wgmma family's packed filter of one group
     const conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32>>> one(
         G::sub_problem(p), h200);
@@ -216,10 +181,11 @@ TEST_CASE("grouped family: every op against float64 in tf32, bf16 and math::accu
   require_gpu();
   std::uint64_t seed = 9300;
   for (const grouped_case& c : cases) {
-    all_ops<math::tf32>(c.name, c.p, ++seed);
-    all_ops<math::bf16>(c.name, c.p, ++seed);
+    adapter_all_ops<grouped_setup, math::tf32>(c.name, c.p, ++seed);
+    adapter_all_ops<grouped_setup, math::bf16>(c.name, c.p, ++seed);
   }
-  for (std::size_t i = 0; i < accurate_cases; ++i) all_ops<math::accurate>(cases[i].name, cases[i].p, ++seed);
+  for (std::size_t i = 0; i < accurate_cases; ++i)
+    adapter_all_ops<grouped_setup, math::accurate>(cases[i].name, cases[i].p, ++seed);
 }
 
 TEST_CASE("grouped family: channel-indexed epilogues (moved per group) and a user one (mma.sync) against float64") {
@@ -282,37 +248,7 @@ TEST_CASE("grouped family: the plan equals the wgmma family's plans on each grou
 
 TEST_CASE("grouped family: bind with a separate scratch gives prepare's results; the prepared bytes are read only") {
   require_gpu();
-  const conv2d_problem p = cases[3].p;
-  const auto d = make_data<float>(p, 82, data_kind::real);
-  auto dx = test::to_device(d.x);
-  auto dw = test::to_device(d.w);
-  auto db = test::to_device(d.b);
-  const std::size_t ny = static_cast<std::size_t>(p.y_elements());
-  thrust::device_vector<float> y1(ny), y2(ny);
-  thrust::device_vector<std::int64_t> i1(ny), i2(ny);
-  test::poison(y1), test::poison(y2);
-  conv2d_reduce_plan<float, math::tf32> a(p, forced()), b(p, forced());
-  REQUIRE(a.prepare(craw(dw)) == status::success);
-  REQUIRE(a.run(craw(dx), craw(db), raw(y1), raw(i1), op::argmax{}) == status::success);
-  thrust::device_vector<unsigned char> ws(b.workspace_bytes());
-  REQUIRE(b.prepare(craw(dw), raw(ws), ws.size()) == status::success);
-  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-  const std::size_t pre = b.prepared_bytes();
-  thrust::device_vector<unsigned char> prepared(ws.begin(), ws.begin() + static_cast<std::ptrdiff_t>(pre));
-  thrust::device_vector<unsigned char> scratch(b.scratch_bytes() + 16, static_cast<unsigned char>(0xFF));
-  REQUIRE(b.bind(craw(dw), pre ? static_cast<const void*>(raw(prepared)) : nullptr, pre, raw(scratch),
-                 b.scratch_bytes()) == status::success);
-  const std::vector<unsigned char> before = test::to_host(prepared);
-  REQUIRE(b.run(craw(dx), craw(db), raw(y2), raw(i2), op::argmax{}) == status::success);
-  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-  CHECK(test::to_host(prepared) == before);
-  const std::vector<unsigned char> sc = test::to_host(scratch);
-  std::size_t past = 0;
-  for (std::size_t i = b.scratch_bytes(); i < sc.size(); ++i) past += sc[i] != 0xFF;
-  CHECK(past == 0);
-  CHECK(bytes_equal(test::to_host(y1), test::to_host(y2)));
-  CHECK(test::to_host(i1) == test::to_host(i2));
-  CHECK(test::count_nan(test::to_host(y1)) == 0);
+  check_bind_with_scratch<grouped_setup>(cases[3].p, 82);
 }
 
 TEST_CASE("grouped family sanitizer: a small grouped layer through the plan, batch 2 and batch 1") {
@@ -323,7 +259,7 @@ TEST_CASE("grouped family sanitizer: a small grouped layer through the plan, bat
   for (const conv2d_problem& p : {make_problem(2, 8, 9, 11, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2),
                                   make_problem(1, 6, 7, 9, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2)}) {
     const auto d = make_data<float>(p, 83, data_kind::real);
-    check_fused<plan_entry<math::tf32>>("grouped sanitizer", p, d, op::argmin{}, two, two, o);
+    check_fused<tf32_entry>("grouped sanitizer", p, d, op::argmin{}, two, two, o);
   }
 }
 }

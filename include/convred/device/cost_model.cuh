@@ -5,8 +5,9 @@
 /// (device/conv2d_reduce_split.cuh: the SIMT and mma.sync split path), choose_wgmma_splits /
 /// choose_wgmma_params (device/wgmma_model.cuh: the wgmma kernel), choose_direct_config
 /// (device/direct_config.cuh: the direct kernel, in SM cycles), family::mma_sync::split_seconds (the
-/// coarser model of the split path the wgmma family compares itself with). A new architecture's rates go
-/// here, beside these.
+/// coarser model of the split path the wgmma family compares itself with); one is here,
+/// plan_mma_fused_seconds (the mma.sync kernel unsplit on a grouped problem), as two families compare
+/// themselves with it (family::grouped, family::direct). A new architecture's rates go here, beside these.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <type_traits>
 
 #include "../policy.cuh"
+#include "../problem.cuh"
 
 namespace convred::device {
 
@@ -94,6 +96,22 @@ constexpr double plan_math_speed() {
 /// for the head's last one (a programmatic dependent launch hides the launch, not that wait) and the chain
 /// has one kernel more (bench/NOTES.md, "Moved from header comments").
 inline constexpr double plan_tail_launch_seconds = 2e-6;
+
+/// @brief The mma.sync kernel's time on a whole (grouped) problem p, unsplit, in seconds, as family::grouped
+/// and family::direct compare themselves with it: each group's K/groups channels in whole 128-channel
+/// tiles (the tiles' zero columns computed too: 2 N P Q x groups x ceil(K/groups / 128) x 128 x GEMM_K
+/// FLOPs) at plan_mma_fused_flops_per_sm (FLOP/s per SM, measured on the H200 over the torchvision sweep's
+/// grouped layers: bench/NOTES.md, "Reach: grouped convolution") scaled by plan_math_speed<KernelMath>(),
+/// over `sm_count` SMs (> 0), plus plan_mma_split_fixed_seconds (fitted on the H200: bench/NOTES.md, "Moved
+/// from header comments"). KernelMath: the kernel's math (tf32x3 for math::accurate).
+template <class KernelMath>
+double plan_mma_fused_seconds(const conv2d_problem& p, int sm_count) {
+  const std::int64_t kg = p.K_per_group(), tiles = (kg + 127) / 128;
+  const double flops = 2.0 * static_cast<double>(p.gemm_m()) * static_cast<double>(p.groups * tiles * 128) *
+                       static_cast<double>(p.gemm_k());
+  return plan_mma_split_fixed_seconds +
+         flops / (plan_mma_fused_flops_per_sm * plan_math_speed<KernelMath>() * sm_count);
+}
 
 // --- the direct kernel ------------------------------------------------------------------------------
 

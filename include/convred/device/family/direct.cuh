@@ -59,7 +59,7 @@ struct direct : family_defaults<direct<T, Math>, T> {
     return nullptr;
   }
   /// @brief The tensor-core families' time on a grouped problem as the direct family compares itself with
-  /// them (a tensor-core math): the mma.sync kernel's (family::grouped::mma_seconds: each group's K/groups
+  /// them (a tensor-core math): the mma.sync kernel's (plan_mma_fused_seconds: each group's K/groups
   /// channels in 128-channel tiles), or family::grouped's (the wgmma kernel one group at a time) where that
   /// serves p and is faster; an unknown SM count (0) counts as one SM, as choose_direct_config plans it.
   static double tensor_seconds(const conv2d_problem& p, const device_info& dev) {
@@ -70,7 +70,7 @@ struct direct : family_defaults<direct<T, Math>, T> {
       using G = grouped<wgmma<T, Math>, mma_sync<T, Math>>;
       device_info d = dev;
       d.sm_count = std::max(1, dev.sm_count);
-      double s = G::mma_seconds(p, d);
+      double s = plan_mma_fused_seconds<kernel_math_t<T, Math>>(p, d.sm_count);
       if (G::can_implement(p, d, plan_options{}) == nullptr) s = std::min(s, G::configure(p, d, plan_options{}).seconds);
       return s;
     }

@@ -110,7 +110,7 @@ struct grouped : family_defaults<grouped<Inner, Fallback>, typename Inner::eleme
   /// nullptr when it serves p: groups > 1 with C/groups > 1 (C/groups == 1 is the direct family's), K/groups
   /// >= min_k_per_group, NCHW float x with images under 2 GiB, the inner family serving the sub-problem,
   /// and (on a device with an SM count, unless o.splits is nonzero: a forced wgmma choice) its time model
-  /// estimating the G groups faster than the mma.sync kernel on the whole problem (mma_seconds).
+  /// estimating the G groups faster than the mma.sync kernel on the whole problem (plan_mma_fused_seconds).
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     if (p.groups <= 1) return "groups == 1";
     if (p.C_per_group() == 1) return "C/groups == 1 (depthwise: the direct family's)";
@@ -123,7 +123,8 @@ struct grouped : family_defaults<grouped<Inner, Fallback>, typename Inner::eleme
       return "an image of x of 2 GiB or more (the group copy's pitch)";
     const conv2d_problem s = sub_problem(p);
     if (const char* why = Inner::can_implement(s, dev, o)) return why;
-    if (dev.sm_count > 0 && o.splits == 0 && !(configure(p, dev, o).seconds < mma_seconds(p, dev)))
+    if (dev.sm_count > 0 && o.splits == 0 &&
+        !(configure(p, dev, o).seconds < plan_mma_fused_seconds<typename Inner::kernel_math>(p, dev.sm_count)))
       return "the groups one at a time are estimated slower than the mma.sync kernel on the whole problem";
     return nullptr;
   }
@@ -232,18 +233,6 @@ struct grouped : family_defaults<grouped<Inner, Fallback>, typename Inner::eleme
   static std::size_t extra_bytes(const conv2d_problem& p) {
     const std::size_t gm = static_cast<std::size_t>(p.groups * p.gemm_m());
     return xs_bytes(p) + round16(gm * sizeof(T)) + round16(gm * sizeof(std::int64_t));
-  }
-
-  /// @brief The mma.sync kernel's time on the whole problem, as this family compares itself with it: each
-  /// group's K/groups channels in 128-channel tiles (the tiles' zero columns computed too) at
-  /// plan_mma_fused_flops_per_sm (scaled by the math's speed) over every SM, plus
-  /// plan_mma_split_fixed_seconds.
-  static double mma_seconds(const conv2d_problem& p, const device_info& dev) {
-    const std::int64_t kg = p.K_per_group(), tiles = (kg + 127) / 128;
-    const double flops = 2.0 * static_cast<double>(p.gemm_m()) * static_cast<double>(p.groups * tiles * 128) *
-                         static_cast<double>(p.gemm_k());
-    return plan_mma_split_fixed_seconds +
-           flops / (plan_mma_fused_flops_per_sm * plan_math_speed<typename Inner::kernel_math>() * dev.sm_count);
   }
 
  private:
