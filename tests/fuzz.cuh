@@ -4,8 +4,11 @@
 ///
 /// A case (`fcase`) names an entry point (fused conv2d_reduce, full-output conv2d, channel_reduce, the
 /// packed path pack_filter + conv2d_reduce_packed or, with `wks` > 0, the wgmma kernel's partial mode
-/// conv2d_reduce_packed_split, the split path conv2d_reduce_split with its GEMM_K split count), an element
-/// type, a math, a reduction op, the problem,
+/// conv2d_reduce_packed_split, the split path conv2d_reduce_split with its GEMM_K split count, or the
+/// planner: device::conv2d_reduce_plan<T, Math> with the library's default family list and the case's
+/// plan_options, prepared with a lent workspace, whichever family it picks: direct (depthwise, grouped),
+/// dilated, grouped, wgmma, mma.sync, simt), an element type, a math (`accurate`: the plan's default
+/// math::accurate, plan entry only), a reduction op, the problem,
 /// the epilogue (scale of either sign or zero, composed with an optional per-channel scale), bias on/off,
 /// element offsets of every pointer from an aligned allocation, the data kind (uniform reals, or small
 /// integers: exact sums and real ties) and how many NaN / +-inf / +-0 / huge values are injected, plus the
@@ -23,9 +26,14 @@
 /// (ieee fp32 1e-5, tf32x3 1e-5, tf32 1e-3, bf16/fp16 1e-2). With `run_opts::determinism` the call is
 /// repeated on the same stream and on two streams at once, and all outputs must be bitwise identical.
 ///
-/// The runners live in four translation units (test_fuzz_simt.cu: SIMT fused and full conv2d;
+/// Plan cases also record the family the plan picked (`result::family`: "direct depthwise", "direct grouped",
+/// "dilated", "grouped", "wgmma", "mma.sync" or "simt"; plan_family gives it without a GPU) and check that
+/// the lent workspace is not written past its end and that runs leave its prepared bytes unchanged; with
+/// `run_opts::determinism` the later launches each bind a scratch of their own (conv2d_reduce_plan::bind).
+///
+/// The runners live in five translation units (test_fuzz_simt.cu: SIMT fused and full conv2d;
 /// test_fuzz_mma_sync.cu: mma.sync fused and the packed path; test_fuzz_channel.cu: channel_reduce;
-/// test_fuzz_split.cu: the split path), each
+/// test_fuzz_split.cu: the split path; test_fuzz_plan.cu: the planner), each
 /// instantiating only the (type, math, op) combinations of `supported()`: few kernels, so they compile fast.
 #pragma once
 
@@ -42,6 +50,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <convred/device/plan_options.cuh>
 #include <convred/functional.cuh>
 #include <convred/numeric.cuh>
 #include <convred/problem.cuh>
@@ -53,16 +62,17 @@
 namespace convred::fuzz {
 
 /// Entry point of a case.
-enum class entry : int { fused, conv2d, channel, packed, split };
+enum class entry : int { fused, conv2d, channel, packed, split, plan };
 /// Element type of a case.
 enum class elem : int { f32, f64, f16, bf16 };
-/// Math of a case (ieee: the SIMT kernels; the others: tensor cores).
-enum class mathk : int { ieee, tf32, tf32x3, bf16, fp16 };
+/// Math of a case (ieee: the SIMT kernels; the others: tensor cores; accurate: math::accurate, the plan's
+/// default, which runs tf32x3's kernels or exact FMA: entry plan only).
+enum class mathk : int { ieee, tf32, tf32x3, bf16, fp16, accurate };
 /// Reduction op of a case (range: the user-written test::range_op).
 enum class opk : int { min, max, sum, mean, argmin, argmax, range };
 
 inline const char* name(entry e) {
-  const char* n[] = {"fused", "conv2d", "channel", "packed", "split"};
+  const char* n[] = {"fused", "conv2d", "channel", "packed", "split", "plan"};
   return n[static_cast<int>(e)];
 }
 inline const char* name(elem e) {
@@ -70,7 +80,7 @@ inline const char* name(elem e) {
   return n[static_cast<int>(e)];
 }
 inline const char* name(mathk e) {
-  const char* n[] = {"ieee", "tf32", "tf32x3", "bf16", "fp16"};
+  const char* n[] = {"ieee", "tf32", "tf32x3", "bf16", "fp16", "accurate"};
   return n[static_cast<int>(e)];
 }
 inline const char* name(opk e) {
@@ -97,13 +107,23 @@ struct fcase {
   /// conv2d_reduce_packed_split with 1 + (w - 1) % max_packed_k_splits GEMM_K splits (at most the
   /// problem's stages per pass where the wgmma kernel serves it)
   int wks = 0;
+  /// entry plan only: the planner's options (default: its own choices); the runner bounds the error with
+  /// the plan's GEMM_K splits (ks set from its configuration)
+  device::plan_options po;
 };
+
+/// True if a case's plan options are the planner's defaults.
+inline bool default_plan_options(const device::plan_options& o) {
+  return o.tiles == device::wgmma_tiling::model && o.pass == device::wgmma_pass_mode::model && o.splits == 0 &&
+         o.tail == 0 && o.tail_splits == 0;
+}
 
 /// True if a case injects NaN or an infinity (outputs may then hold NaN legitimately).
 inline bool nonfinite(const fcase& c) { return c.n_nan > 0 || c.n_inf > 0; }
 
 /// The (entry, type, math, op) combinations the runners instantiate (kept few for compile time).
 inline bool supported(entry e, elem t, mathk m, opk o) {
+  if (m == mathk::accurate && e != entry::plan) return false;
   switch (e) {
     case entry::fused:
       if (m == mathk::ieee) {
@@ -140,6 +160,17 @@ inline bool supported(entry e, elem t, mathk m, opk o) {
         case mathk::bf16: return o == opk::argmax || o == opk::range;
         default: return false;
       }
+    case entry::plan:  // conv2d_reduce_plan<T, Math>: every op on some math, the families' kernels per combination
+      if (t == elem::f16) return m == mathk::fp16 && o == opk::argmin;
+      if (t == elem::bf16) return m == mathk::bf16 && o == opk::argmax;
+      if (t != elem::f32) return false;
+      switch (m) {
+        case mathk::tf32: return o == opk::argmin || o == opk::sum;
+        case mathk::accurate: return o == opk::argmax || o == opk::mean;
+        case mathk::bf16: return o == opk::max;
+        case mathk::ieee: return o == opk::min || o == opk::range;
+        default: return false;
+      }
     case entry::channel:
       if (m != mathk::ieee) return false;
       if (t == elem::f32) return true;
@@ -163,6 +194,9 @@ inline std::string to_string(const fcase& c) {
     << " zero=" << c.n_zero << " huge=" << c.n_huge << " seed=" << c.seed;
   if (c.e == entry::split) s << " ks=" << c.ks;
   if (c.wks > 0) s << " wks=" << c.wks;
+  if (c.e == entry::plan && !default_plan_options(c.po))
+    s << " popt=" << c.po.splits << ',' << static_cast<int>(c.po.tiles) << ',' << static_cast<int>(c.po.pass) << ','
+      << c.po.tail << ',' << c.po.tail_splits;
   return s.str();
 }
 
@@ -189,9 +223,9 @@ inline bool parse(const std::string& line, fcase& c) {
     auto num = [&] { return std::stoll(v); };
     conv2d_problem& p = c.p;
     bool ok = true;
-    if (k == "entry") ok = pick(v, c.e, 5, [](entry x) { return std::string(name(x)); });
+    if (k == "entry") ok = pick(v, c.e, 6, [](entry x) { return std::string(name(x)); });
     else if (k == "T") ok = pick(v, c.t, 4, [](elem x) { return std::string(name(x)); });
-    else if (k == "math") ok = pick(v, c.m, 5, [](mathk x) { return std::string(name(x)); });
+    else if (k == "math") ok = pick(v, c.m, 6, [](mathk x) { return std::string(name(x)); });
     else if (k == "op") ok = pick(v, c.o, 7, [](opk x) { return std::string(name(x)); });
     else if (k == "N") p.N = num();
     else if (k == "C") p.C = num();
@@ -217,7 +251,14 @@ inline bool parse(const std::string& line, fcase& c) {
     else if (k == "seed") c.seed = std::stoull(v);
     else if (k == "ks") c.ks = static_cast<int>(num());
     else if (k == "wks") c.wks = static_cast<int>(num());
-    else return false;
+    else if (k == "popt") {  // splits,tiles,pass,tail,tail_splits (device::plan_options)
+      int tiles = 0, pass = 0;
+      long long tail = 0;
+      ok = std::sscanf(v.c_str(), "%d,%d,%d,%lld,%d", &c.po.splits, &tiles, &pass, &tail, &c.po.tail_splits) == 5 &&
+           tiles >= 0 && tiles <= 3 && pass >= 0 && pass <= 2;
+      c.po.tiles = static_cast<device::wgmma_tiling>(tiles), c.po.pass = static_cast<device::wgmma_pass_mode>(pass);
+      c.po.tail = tail;
+    } else return false;
     if (!ok) return false;
   }
   return true;
@@ -234,6 +275,7 @@ struct result {
   bool ok = true;
   std::string why;
   std::string kernel;
+  std::string family;  ///< entry plan: the family the plan picked (as plan_family names it); else empty
 };
 
 // ---- data ------------------------------------------------------------------------------------------
@@ -439,7 +481,7 @@ err_model error_model(elem t, mathk m) {
   e.eta_T = 2 * tiny<T>();
   const double ieee_rel[] = {test::tol::ieee<float>(), test::tol::ieee<double>(), test::tol::ieee<__half>(),
                              test::tol::ieee<__nv_bfloat16>()};
-  const double mt[] = {0, test::tol::tf32, test::tol::tf32x3, test::tol::bf16, test::tol::fp16};
+  const double mt[] = {0, test::tol::tf32, test::tol::tf32x3, test::tol::bf16, test::tol::fp16, test::tol::tf32x3};
   e.tau = std::max(ieee_rel[static_cast<int>(t)], mt[static_cast<int>(m)]);
   if (m == mathk::ieee) return e;
   // tensor cores: products exact, accumulation in fp32 truncating at alignment and normalization (Fasi et
@@ -459,6 +501,7 @@ err_model error_model(elem t, mathk m) {
     case mathk::fp16:  // fp16 subnormals are kept (spacing 2^-24, so half of it is the largest error)
       e.u_op = u_fp16, e.min_normal_op = 0x1p-14, e.eta_op = 0x1p-25;
       break;
+    case mathk::accurate:  // math::accurate: tf32x3's kernels (or exact FMA, within this bound too)
     case mathk::tf32x3: {  // x = big + small + r, |small| <= u(1+u)|x|, |r| <= u^2 |x|; the dropped
       const double u = u_tf32;  // small*small and the r terms: u^2 (3 + 4u + 2u^2) |x w|
       e.eps_op = u * u * (3 + 4 * u + 2 * u * u);
@@ -642,7 +685,7 @@ struct conv_ref {
   std::vector<double> gain;  ///< |scale * pcs_k| per channel k
   std::vector<double> absb;  ///< |b_k| per channel (zeros without bias)
   double taps = 0;           ///< C/groups * R * S
-  double splits = 0;         ///< GEMM_K splits (split entry: ks; packed partial mode: at most wks)
+  double splits = 0;         ///< GEMM_K splits (split and plan entries: ks; packed partial mode: at most wks)
   /// The chan_ref of full-output element i (channel k).
   chan_ref at(const err_model& em, std::size_t i, std::int64_t k) const {
     const auto uk = static_cast<std::size_t>(k);
@@ -664,7 +707,7 @@ conv_ref conv_reference(const fcase& c, const host_data<T>& d, HostEpi he, const
   for (std::size_t i = 0; i < aw.size(); ++i) aw[i] = std::abs(to_double(d.w[i]));
   reference::conv2d(p, ax.data(), aw.data(), static_cast<const double*>(nullptr), r.axw.data());
   r.taps = double(p.C / p.groups * p.R * p.S);
-  r.splits = double((c.e == entry::split ? c.ks : 0) + c.wks);
+  r.splits = double((c.e == entry::split || c.e == entry::plan ? c.ks : 0) + c.wks);
   r.gain.resize(static_cast<std::size_t>(p.K));
   r.absb.assign(static_cast<std::size_t>(p.K), 0.0);
   for (std::size_t k = 0; k < r.gain.size(); ++k) {
@@ -872,6 +915,21 @@ result run_tc(const fcase& c, const run_opts& ro);
 result run_channel(const fcase& c, const run_opts& ro);
 /// conv2d_reduce_split (SIMT and mma.sync policies): test_fuzz_split.cu.
 result run_split(const fcase& c, const run_opts& ro);
+/// conv2d_reduce_plan<T, Math> (default family list, options c.po) on the current device: test_fuzz_plan.cu.
+result run_plan(const fcase& c, const run_opts& ro);
+
+/// A device as the planner sees it (device::device_info's fields), for plan_family.
+struct plan_device {
+  int cc_major = 9, cc_minor = 0;  ///< compute capability
+  bool wgmma_image = true;         ///< the program runs sm_90a code there
+  int sm_count = 132;              ///< SMs (132: an H200)
+};
+/// The family conv2d_reduce_plan picks for plan case c on device d, host only (no CUDA call: the planner's
+/// choice from a device description): its name in the default list ("dilated", "grouped", "wgmma",
+/// "mma.sync", "simt"; the direct family's "direct depthwise" for C/groups == 1, else "direct grouped"); the
+/// plan's description ("none: <why>") when it cannot plan; "" for a combination not instantiated:
+/// test_fuzz_plan.cu.
+std::string plan_family(const fcase& c, const plan_device& d);
 
 /// Runs any case with its runner.
 inline result run(const fcase& c, const run_opts& ro = {}) {
@@ -883,6 +941,7 @@ inline result run(const fcase& c, const run_opts& ro = {}) {
   }
   if (c.e == entry::channel) return run_channel(c, ro);
   if (c.e == entry::split) return run_split(c, ro);
+  if (c.e == entry::plan) return run_plan(c, ro);
   if (c.e == entry::conv2d || c.m == mathk::ieee) return run_simt_or_conv2d(c, ro);
   return run_tc(c, ro);
 }

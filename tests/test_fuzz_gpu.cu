@@ -3,16 +3,22 @@
 //
 // GPU suite:
 // - "fuzz: fixed seeds ..."          400 cases from fixed seeds (tf32x3 with +-inf has its own case).
+// - "fuzz: plan entry, fixed ..."    300 cases of the plan entry (conv2d_reduce_plan, the default family list;
+//                                    problems aimed at each family: wide and narrow groups, depthwise,
+//                                    dilation 2/3/12, plain shapes); every family must have been picked.
 // - "fuzz: tf32x3 with +-inf ..."    the known 3xTF32 fault class (inf - inf in the big/small split);
 //                                    CONVRED_FUZZ_TF32X3_INF=0 skips it (and excludes it from random runs).
 // - "fuzz random: ..."               CONVRED_FUZZ_N cases from CONVRED_FUZZ_SEED (default: the time); runs
 //                                    nothing unless CONVRED_FUZZ_N is set (bench/fuzz.sh sets it).
-// - "fuzz sanitizer: ..."            >= 100 small cases covering every kernel and path, for compute-sanitizer
-//                                    (bench/sanitize.sh); prints the kernels it covered.
-// - "fuzz determinism: ..."          every path (the wgmma kernel's partial mode too): bitwise-identical y
-//                                    and indices over 4 launches, 2 streams.
+// - "fuzz sanitizer: ..."            >= 100 small cases covering every kernel and path (every family of the
+//                                    plan entry too), for compute-sanitizer (bench/sanitize.sh); prints the
+//                                    kernels it covered.
+// - "fuzz determinism: ..."          every path (the wgmma kernel's partial mode, every family of the plan
+//                                    entry too): bitwise-identical y and indices over 4 launches, 2 streams.
 // - "fuzz repro: ..."                runs CONVRED_FUZZ_REPRO='<line>' (a reproducer printed by a failure).
-// Host suite: the reproducer line round-trips, generated cases are valid and instantiated.
+// Host suite: the reproducer line round-trips, generated cases are valid and instantiated; the plan entry's
+// fixed cases reach every family on a described H200 (plan_family: the planner's choice without a GPU).
+// Plan cases are also an eighth of every random draw (a hash of the seed picks them).
 // CONVRED_FUZZ_THREADS: host threads running cases (default: hardware threads, at most 16).
 #include <doctest/doctest.h>
 
@@ -20,9 +26,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
+#include <iterator>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "fuzz.cuh"
 
@@ -34,6 +44,7 @@ struct gen_opts {
   bool small = false;       ///< tiny problems (sanitizer runs)
   bool tf32x3_inf = false;  ///< allow +-inf inputs with math tf32x3 (the known fault class)
   bool force_combo = false; ///< use entry/t/m/o below instead of drawing them
+  bool force_entry = false; ///< use entry e below, the rest of its combination drawn
   entry e = entry::fused;
   elem t = elem::f32;
   mathk m = mathk::ieee;
@@ -44,9 +55,9 @@ struct gen_opts {
 /// All supported (entry, type, math, op) combinations.
 std::vector<fcase> combos() {
   std::vector<fcase> v;
-  for (int e = 0; e < 5; ++e)
+  for (int e = 0; e < 6; ++e)
     for (int t = 0; t < 4; ++t)
-      for (int m = 0; m < 5; ++m)
+      for (int m = 0; m < 6; ++m)
         for (int o = 0; o < 7; ++o)
           if (supported(static_cast<entry>(e), static_cast<elem>(t), static_cast<mathk>(m), static_cast<opk>(o))) {
             fcase c;
@@ -76,6 +87,88 @@ bool valid(const fcase& c, bool small) {
   return cost <= (small ? 1.5e5 : 4e6) && p.x_elements() <= 2'000'000;
 }
 
+/// The problem of a plan case aimed at the families beside the plain ones (drawn with gen; `small` for the
+/// sanitizer and determinism runs): one of
+/// - wide groups (family::grouped: K/groups >= 32, groups 2, 4 or 32, NCHW mostly, 1x1 or 3x3, stride 1 or 2;
+///   the planner's model or the mma.sync kernel decides, and the direct family where C/groups <= 16);
+/// - narrow groups (the direct family's grouped path: 1 < C/groups <= 16, filters 3x3, 5x5, 7x7 at stride 1
+///   mostly, which it unrolls, sometimes others);
+/// - depthwise (groups == C, K == C or 2C: the direct family; 3x3, 5x5, 7x7, stride 1 or 2);
+/// - dilated (family::dilated: dilation 2, 3 or 12 at stride 1 with a padding the dilation divides, images of
+///   at least three sub-image rows; sometimes stride 2 or another padding: the mma.sync kernel).
+/// The plan's other cases draw the fuzzer's plain shapes (generate).
+void plan_problem(conv2d_problem& p, bool small, std::mt19937_64& gen) {
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen); };
+  auto chance = [&](double q) { return std::uniform_real_distribution<double>(0, 1)(gen) < q; };
+  auto one_of = [&](std::initializer_list<std::int64_t> v) { return v.begin()[pick(0, static_cast<std::int64_t>(v.size()) - 1)]; };
+  const int regime = static_cast<int>(pick(0, 3));
+  p.N = pick(1, small ? 2 : 3);
+  if (regime == 0) {  // wide groups
+    p.groups = small ? one_of({2, 4}) : one_of({2, 2, 4, 4, 32});
+    const std::int64_t kg = p.groups == 32 || small ? one_of({32, 33, 48}) : one_of({32, 33, 48, 64, 96, 128, 130});
+    const std::int64_t cg = p.groups == 32 ? one_of({2, 4}) : small ? one_of({2, 3, 8}) : one_of({2, 3, 4, 8, 16, 17, 32});
+    p.C = cg * p.groups, p.K = kg * p.groups;
+    p.R = chance(0.5) ? 1 : 3, p.S = chance(0.8) ? p.R : 4 - p.R;
+    p.stride_h = p.stride_w = chance(0.75) ? 1 : 2;
+    p.pad_h = p.R / 2, p.pad_w = p.S / 2;
+    p.H = pick(3, small || p.groups == 32 ? 8 : 14);
+    p.W = chance(0.7) ? pick(1, small ? 2 : 4) * 4 : pick(3, 14);
+    if (p.groups == 32) p.N = 1;
+    p.x_layout = chance(0.9) ? layout::nchw : layout::nhwc;
+  } else if (regime == 1) {  // narrow groups: 1 < C/groups <= 16
+    p.groups = one_of({2, 3, 4, 8, 16, 32});
+    if (small && p.groups > 8) p.groups = 8;
+    p.C = pick(2, small ? 8 : 16) * p.groups, p.K = one_of({1, 2, 4, 8, 16}) * p.groups;
+    if (chance(0.8)) p.R = p.S = one_of({3, 5, 7});
+    else p.R = pick(1, 5), p.S = pick(1, 5);
+    p.stride_h = p.stride_w = chance(0.8) ? 1 : 2;
+    p.pad_h = p.R / 2, p.pad_w = p.S / 2;
+    if (chance(0.1)) p.dil_h = p.dil_w = 2, p.pad_h *= 2, p.pad_w *= 2;
+    p.H = pick(3, small ? 8 : 16), p.W = pick(3, small ? 8 : 16);
+    p.x_layout = chance(0.5) ? layout::nchw : layout::nhwc;
+  } else if (regime == 2) {  // depthwise
+    p.C = p.groups = pick(1, small ? 12 : 48);
+    p.K = chance(0.8) ? p.C : 2 * p.C;
+    p.R = p.S = one_of({3, 5, 7});
+    p.stride_h = p.stride_w = chance(0.6) ? 1 : 2;
+    p.pad_h = p.pad_w = chance(0.85) ? p.R / 2 : 0;
+    if (chance(0.1)) p.dil_h = p.dil_w = 2, p.pad_h *= 2, p.pad_w *= 2;
+    p.H = pick(4, small ? 10 : 20), p.W = pick(4, small ? 10 : 20);
+    p.x_layout = chance(0.5) ? layout::nchw : layout::nhwc;
+  } else {  // dilated
+    const std::int64_t d = small ? one_of({2, 3}) : one_of({2, 2, 3, 3, 12});
+    p.dil_h = p.dil_w = d;
+    if (chance(0.8)) p.R = p.S = 3;
+    else if (d < 12 && chance(0.5)) p.R = p.S = 5;
+    else p.R = 1, p.S = 3;
+    p.pad_h = d * (p.R / 2), p.pad_w = d * (p.S / 2);
+    if (chance(0.1) && p.pad_h > 0) p.pad_h -= 1;  // a padding the dilation does not divide
+    p.stride_h = p.stride_w = chance(0.9) ? 1 : 2;
+    p.H = pick(3 * d, (small ? 4 : 5) * d), p.W = chance(0.7) ? (pick(3 * d, 5 * d) + 3) / 4 * 4 : pick(3 * d, 5 * d);
+    if (small) p.W = std::min<std::int64_t>(p.W, 4 * d);
+    p.C = d == 12 ? pick(1, 6) : pick(1, small ? 8 : 16);
+    p.K = d == 12 ? one_of({8, 16}) : one_of({8, 16, 32, 64});
+    if (d == 12) p.N = 1;
+    p.x_layout = chance(0.9) ? layout::nchw : layout::nhwc;
+  }
+}
+
+/// The plan options of a plan case: the planner's own choices mostly; a quarter splits = -1 (the wgmma
+/// kernel and family::grouped wherever they serve); a few a forced partial mode, tiles, pass mode or split-K
+/// tail (documented choices for tests: every one must give correct results).
+convred::device::plan_options plan_opts(std::mt19937_64& gen) {
+  using namespace convred::device;
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen); };
+  const double u = std::uniform_real_distribution<double>(0, 1)(gen);
+  plan_options o;
+  if (u < 0.25) o.splits = -1;
+  else if (u < 0.31) o.splits = static_cast<int>(pick(1, 4));
+  else if (u < 0.36) o.tiles = static_cast<wgmma_tiling>(pick(1, 3));
+  else if (u < 0.40) o.pass = static_cast<wgmma_pass_mode>(pick(1, 2));
+  else if (u < 0.43) o.tail = pick(1, 3), o.tail_splits = static_cast<int>(pick(0, 3));
+  return o;
+}
+
 /// A random case from a seed (deterministic).
 fcase generate(std::uint64_t seed, const gen_opts& g) {
   std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ull + 12345);
@@ -90,6 +183,10 @@ fcase generate(std::uint64_t seed, const gen_opts& g) {
     // a quarter of the fused cases run the split path, chosen by a hash of the seed (not a draw: every
     // other case draws the same numbers as before the split path existed)
     if (e == entry::fused && test::mix64(seed ^ 0x5B117ull) % 4 == 0) e = entry::split;
+    // an eighth of all cases run the planner, chosen by a hash of the seed (not a draw: the other cases draw
+    // the same numbers as before the plan entry existed)
+    if (g.force_entry) e = g.e;
+    else if (test::mix64(seed ^ 0x91A4ull) % 8 == 0) e = entry::plan;
     std::vector<fcase> all;
     for (const fcase& k : combos())
       if (k.e == e) all.push_back(k);
@@ -115,8 +212,10 @@ fcase generate(std::uint64_t seed, const gen_opts& g) {
       }
       p.x_layout = chance(0.5) ? layout::nhwc : layout::nchw;
       p.K = 1;
+    } else if (c.e == entry::plan && chance(0.7)) {
+      plan_problem(p, small, gen);  // grouped, narrow groups, depthwise, dilated (the other 30%: plain)
     } else {
-      const int regime = c.e == entry::packed && chance(0.75) ? 2 : static_cast<int>(pick(0, 1));
+      const int regime = c.e == entry::packed && chance(0.75) ? 2 : static_cast<int>(pick(0, c.e == entry::plan ? 2 : 1));
       if (regime == 0) {  // random small shapes, groups, stride, dilation
         p.N = pick(1, 3);
         p.groups = chance(0.3) ? pick(2, 4) : 1;
@@ -170,12 +269,14 @@ fcase generate(std::uint64_t seed, const gen_opts& g) {
       if (!valid(c, small)) c.p.K = 128;
     }
   }
+  if (c.e == entry::plan) c.po = plan_opts(gen);
   const float scales[] = {1.0f, 2.0f, -1.5f, 0.5f, -1.0f, 0.0f, 3.25f};
   c.scale = scales[pick(0, 6)];
   c.pcs = chance(0.4);
   c.bias = chance(0.75);
   auto off = [&](bool vec_ok) { return chance(0.5) ? 0 : static_cast<int>(vec_ok && chance(0.3) ? 4 : 2 * pick(0, 3) + 1); };
-  c.off_x = c.e == entry::packed && chance(0.6) ? 0 : off(true);
+  // (x 16-byte aligned, mostly: the wgmma kernel reads other x through the mma.sync kernel)
+  c.off_x = (c.e == entry::packed && chance(0.6)) || (c.e == entry::plan && chance(0.7)) ? 0 : off(true);
   c.off_w = off(false), c.off_b = off(false), c.off_y = off(false), c.off_i = off(false);
   c.integer = chance(0.4);
   if (chance(0.35) || g.force_inf) {
@@ -187,7 +288,7 @@ fcase generate(std::uint64_t seed, const gen_opts& g) {
       if (g.force_inf && c.n_inf == 0) c.n_inf = static_cast<int>(pick(1, 3));
     } while (c.n_nan + c.n_inf + c.n_zero + c.n_huge == 0);
   }
-  if (c.m == mathk::tf32x3 && !g.tf32x3_inf) c.n_inf = 0;
+  if ((c.m == mathk::tf32x3 || c.m == mathk::accurate) && !g.tf32x3_inf) c.n_inf = 0;
   c.seed = seed;
   if (c.e == entry::split) {  // 1 to 12 GEMM_K splits, sometimes up to 64 (more than the slices: empty ranges)
     const std::uint64_t h = test::mix64(seed ^ 0x5B117ull) >> 8;
@@ -239,6 +340,7 @@ std::vector<fcase> simpler(const fcase& c) {
   add([](fcase& d) { d.ks = 1; });
   add([](fcase& d) { d.wks = d.wks > 1 ? 1 : d.wks; });
   add([](fcase& d) { d.wks = 0; });
+  add([](fcase& d) { d.po = convred::device::plan_options{}; });
   return v;
 }
 
@@ -275,6 +377,7 @@ int thread_count() {
 struct batch {
   std::size_t failures = 0;
   std::map<std::string, int> kernels;  ///< coverage: kernel label -> cases
+  std::map<std::string, int> families; ///< plan cases: the family the plan picked -> cases
   double seconds = 0;
 };
 
@@ -296,6 +399,7 @@ batch run_batch(const std::vector<fcase>& cases, const run_opts& ro, int shrink_
   int shrunk = 0;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     ++b.kernels[res[i].kernel.empty() ? std::string("(none)") : res[i].kernel];
+    if (!res[i].family.empty()) ++b.families[res[i].family];
     if (res[i].ok) continue;
     ++b.failures;
     std::printf("FUZZ FAIL [%s]: %s\n  repro: CONVRED_FUZZ_REPRO='%s'\n", res[i].kernel.c_str(), res[i].why.c_str(),
@@ -317,6 +421,8 @@ void print_coverage(const char* title, const batch& b, std::size_t n) {
   std::printf("%s: %zu cases, %zu failures, %.1f s, %zu kernels/paths covered:\n", title, n, b.failures, b.seconds,
               b.kernels.size());
   for (const auto& [k, count] : b.kernels) std::printf("  %5d  %s\n", count, k.c_str());
+  if (!b.families.empty()) std::printf("plan families:\n");
+  for (const auto& [f, count] : b.families) std::printf("  %5d  %s\n", count, f.c_str());
   std::fflush(stdout);
 }
 
@@ -343,6 +449,33 @@ std::vector<fcase> packed_split_cases(std::uint64_t& seed) {
       c.bias = k == 0, c.pcs = true, c.scale = -1.5f, c.off_y = 1, c.off_i = 3, c.seed = ++seed, c.integer = m % 2 == 1;
       v.push_back(c);
     }
+  return v;
+}
+
+/// Small plan cases, one per family of the default list and path of the direct family, each with the family
+/// the plan picks on an H200 (plan_family; the host suite checks it), seeds from `seed` on (advanced). For the
+/// sanitizer and determinism runs, whose generated plan cases are too small for the wgmma families.
+std::vector<std::pair<fcase, std::string>> plan_family_cases(std::uint64_t& seed) {
+  std::vector<std::pair<fcase, std::string>> v;
+  auto add = [&](const char* family, elem t, mathk m, opk o, std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W,
+                 std::int64_t K, std::int64_t R, std::int64_t stride, std::int64_t dil, std::int64_t groups, int splits) {
+    fcase c;
+    c.e = entry::plan, c.t = t, c.m = m, c.o = o;
+    c.p.N = N, c.p.C = C, c.p.H = H, c.p.W = W, c.p.K = K, c.p.R = c.p.S = R, c.p.pad_h = c.p.pad_w = dil * (R / 2);
+    c.p.stride_h = c.p.stride_w = stride, c.p.dil_h = c.p.dil_w = dil, c.p.groups = groups;
+    c.po.splits = splits;
+    c.bias = v.size() % 2 == 0, c.pcs = true, c.scale = -1.5f, c.off_y = 1, c.off_i = 3, c.seed = ++seed;
+    c.integer = v.size() % 3 == 1;
+    v.emplace_back(c, family);
+  };
+  add("dilated", elem::f32, mathk::tf32, opk::argmin, 1, 4, 12, 12, 16, 3, 1, 2, 1, 0);
+  add("grouped", elem::f32, mathk::tf32, opk::sum, 2, 16, 6, 8, 64, 1, 1, 1, 2, -1);
+  add("wgmma", elem::f32, mathk::accurate, opk::argmax, 1, 8, 10, 16, 32, 3, 1, 1, 1, 0);
+  add("wgmma", elem::f32, mathk::bf16, opk::max, 1, 8, 8, 8, 40, 3, 1, 1, 1, 0);
+  add("direct depthwise", elem::f32, mathk::accurate, opk::mean, 2, 8, 9, 9, 8, 3, 2, 1, 8, 0);
+  add("direct grouped", elem::f32, mathk::tf32, opk::argmin, 1, 16, 8, 8, 8, 3, 1, 1, 4, 0);
+  add("mma.sync", elem::f32, mathk::tf32, opk::argmin, 1, 8, 4, 4, 16, 3, 1, 1, 1, 0);
+  add("simt", elem::f32, mathk::ieee, opk::range, 1, 3, 6, 6, 5, 3, 1, 1, 1, 0);
   return v;
 }
 
@@ -390,8 +523,28 @@ std::vector<fcase> sanitizer_cases() {
     v.push_back(c);
   }
   for (const fcase& c : packed_split_cases(seed)) v.push_back(c);
+  for (const auto& [c, family] : plan_family_cases(seed)) v.push_back(c);  // every family of the plan entry
   return v;
 }
+
+/// The plan entry's fixed-seed cases: n cases of entry plan (every plan combination drawn).
+std::vector<fcase> plan_fixed_cases(int n) {
+  std::vector<fcase> v;
+  gen_opts g;
+  g.force_entry = true;
+  g.e = entry::plan;
+  for (int s = 1; s <= n; ++s) v.push_back(generate(0x91A40000ull + static_cast<std::uint64_t>(s), g));
+  return v;
+}
+
+/// Cases of plan_fixed_cases.
+constexpr int plan_fixed_count = 300;
+
+/// The families (result::family, plan_family) plan_fixed_cases must reach on an H200 running sm_90a code;
+/// the first four on any device with tensor cores.
+const char* const plan_families[] = {"direct depthwise", "direct grouped", "mma.sync", "simt",
+                                     "wgmma",            "dilated",        "grouped"};
+constexpr int plan_families_any_device = 4;
 
 }  // namespace
 }  // namespace convred::fuzz
@@ -435,7 +588,57 @@ TEST_CASE("fuzz: reproducer lines round-trip; generated cases are valid and inst
   g.tf32x3_inf = false;
   for (std::uint64_t s = 1; s <= 300; ++s) {
     const fcase c = generate(s, g);
-    if (c.m == mathk::tf32x3) CHECK(c.n_inf == 0);
+    if (c.m == mathk::tf32x3 || c.m == mathk::accurate) CHECK(c.n_inf == 0);
+  }
+  // plan options round-trip (popt=splits,tiles,pass,tail,tail_splits)
+  fcase pc;
+  pc.e = entry::plan, pc.m = mathk::accurate, pc.o = opk::argmax;
+  pc.po.splits = -1, pc.po.tiles = convred::device::wgmma_tiling::flat, pc.po.pass = convred::device::wgmma_pass_mode::on;
+  pc.po.tail = 3, pc.po.tail_splits = 2;
+  fcase back;
+  REQUIRE(parse(to_string(pc), back));
+  CHECK(to_string(back) == to_string(pc));
+  CHECK(to_string(back).find(" popt=-1,2,2,3,2") != std::string::npos);
+  CHECK_FALSE(parse("entry=plan popt=0,7,0,0,0", back));
+}
+
+TEST_CASE("fuzz: plan entry, fixed seeds reach every family on an H200 (the planner's choice, no GPU)") {
+  // the cases of the GPU test "fuzz: plan entry, fixed seeds, every family drawn": the family each plan
+  // picks for a described H200 (132 SMs, sm_90a code), as on the GPU
+  std::map<std::string, int> families;
+  for (const fcase& c : plan_fixed_cases(plan_fixed_count)) {
+    const std::string line = to_string(c);
+    CAPTURE(line);
+    CHECK(c.e == entry::plan);
+    CHECK(supported(c.e, c.t, c.m, c.o));
+    CHECK(valid(c, false));
+    fcase back;
+    REQUIRE(parse(line, back));
+    CHECK(to_string(back) == line);
+    const std::string f = plan_family(c, plan_device{});
+    CHECK(f.rfind("none", 0) != 0);
+    ++families[f];
+  }
+  std::string seen;
+  for (const auto& [f, count] : families) seen += f + ": " + std::to_string(count) + "; ";
+  CAPTURE(seen);
+  for (const char* f : plan_families) {
+    CAPTURE(f);
+    CHECK(families[f] > 0);
+  }
+  // the sanitizer and determinism runs' plan cases: one per family
+  std::uint64_t seed = 0;
+  std::map<std::string, int> small;
+  for (const auto& fc : plan_family_cases(seed)) {
+    const std::string line = to_string(fc.first);
+    CAPTURE(line);
+    CHECK(valid(fc.first, false));
+    CHECK(plan_family(fc.first, plan_device{}) == fc.second);
+    ++small[fc.second];
+  }
+  for (const char* f : plan_families) {
+    CAPTURE(f);
+    CHECK(small[f] > 0);
   }
 }
 }
@@ -448,6 +651,22 @@ TEST_CASE("fuzz: fixed seeds, every entry point vs float64 (400 cases)") {
   const batch b = run_batch(cases, {});
   print_coverage("fuzz fixed seeds", b, cases.size());
   CHECK(b.failures == 0);
+}
+
+TEST_CASE("fuzz: plan entry, fixed seeds, every family drawn (300 cases)") {
+  const std::vector<fcase> cases = plan_fixed_cases(plan_fixed_count);
+  const batch b = run_batch(cases, {});
+  print_coverage("fuzz plan fixed seeds", b, cases.size());
+  CHECK(b.failures == 0);
+#ifdef CONVRED_TEST_EXPECT_WGMMA
+  const int required = static_cast<int>(std::size(plan_families));  // an H200 running sm_90a code
+#else
+  const int required = plan_families_any_device;
+#endif
+  for (int i = 0; i < required; ++i) {
+    CAPTURE(plan_families[i]);
+    CHECK(b.families.count(plan_families[i]) == 1);
+  }
 }
 
 TEST_CASE("fuzz: tf32x3 with +-inf inputs (3xTF32 big/small split; CONVRED_FUZZ_TF32X3_INF=0 skips)") {
@@ -516,6 +735,7 @@ TEST_CASE("fuzz determinism: every path gives bitwise-identical y and indices (4
       cases.push_back(generate(++seed, g));
     }
   for (const fcase& c : packed_split_cases(seed)) cases.push_back(c);  // the wgmma kernel's partial mode
+  for (const auto& [c, family] : plan_family_cases(seed)) cases.push_back(c);  // every family of the plan entry
   run_opts ro;
   ro.determinism = true;
   const batch b = run_batch(cases, ro);

@@ -49,6 +49,7 @@ result run_simt_or_conv2d(const fcase& c, const run_opts& ro) {
       case mathk::bf16: return full<dp<math::bf16>, float>(c, ro);
       case mathk::fp16:
         return c.t == elem::f16 ? full<dp<math::fp16>, __half>(c, ro) : full<dp<math::fp16>, float>(c, ro);
+      case mathk::accurate: break;  // the plan entry's only (test_fuzz_plan.cu)
     }
   } else {
     switch (c.t) {
