@@ -254,8 +254,9 @@ inline bool parse(const std::string& line, fcase& c) {
     else if (k == "popt") {  // splits,tiles,pass,tail,tail_splits (device::plan_options)
       int tiles = 0, pass = 0;
       long long tail = 0;
-      ok = std::sscanf(v.c_str(), "%d,%d,%d,%lld,%d", &c.po.splits, &tiles, &pass, &tail, &c.po.tail_splits) == 5 &&
-           tiles >= 0 && tiles <= 3 && pass >= 0 && pass <= 2;
+      int used = -1;  // the whole value must be read: no trailing characters
+      ok = std::sscanf(v.c_str(), "%d,%d,%d,%lld,%d%n", &c.po.splits, &tiles, &pass, &tail, &c.po.tail_splits, &used) == 5 &&
+           used == static_cast<int>(v.size()) && tiles >= 0 && tiles <= 3 && pass >= 0 && pass <= 2;
       c.po.tiles = static_cast<device::wgmma_tiling>(tiles), c.po.pass = static_cast<device::wgmma_pass_mode>(pass);
       c.po.tail = tail;
     } else return false;

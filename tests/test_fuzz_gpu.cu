@@ -600,6 +600,7 @@ TEST_CASE("fuzz: reproducer lines round-trip; generated cases are valid and inst
   CHECK(to_string(back) == to_string(pc));
   CHECK(to_string(back).find(" popt=-1,2,2,3,2") != std::string::npos);
   CHECK_FALSE(parse("entry=plan popt=0,7,0,0,0", back));
+  CHECK_FALSE(parse("entry=plan popt=0,0,0,0,0xyz", back));  // trailing characters
 }
 
 TEST_CASE("fuzz: plan entry, fixed seeds reach every family on an H200 (the planner's choice, no GPU)") {

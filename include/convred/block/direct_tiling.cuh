@@ -168,7 +168,8 @@ inline direct_tiling make_direct_tiling(const conv2d_problem& p, std::size_t ele
   t.tx = tx, t.ty = ty, t.pixel_threads = tx * ty, t.groups = groups, t.threads = groups * tx * ty;
   t.sh = sh, t.sw = sw;
   t.tile_h = ty * sh, t.tile_w = tx * sw;
-  t.vec = vector && staged ? direct_chunk_elements(elem_bytes) : 1;
+  // chunks only where direct_vector_staging holds (a caller's `vector` alone never stages past x's edge)
+  t.vec = vector && staged && direct_vector_staging(p, elem_bytes, unrolled) ? direct_chunk_elements(elem_bytes) : 1;
   t.shift = direct_chunk_shift(p, t.vec);
   const std::int64_t P = p.P(), Q = p.Q();
   t.tiles_h = static_cast<std::int32_t>((P + t.tile_h - 1) / t.tile_h);

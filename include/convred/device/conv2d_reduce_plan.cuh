@@ -58,7 +58,8 @@ namespace convred::device {
 ///   time where its model estimates that faster than the mma.sync kernel (family::grouped; the description
 ///   starts "groups G one at a time"; the prepared bytes hold each group's packed filter, the scratch a copy
 ///   of one group of x and every group's reduced outputs, written by each run; k_splits() is a group's).
-///   Problems of 32 or fewer output pixels run on the mma.sync kernel (plan_wgmma_min_pixels).
+///   Problems of 32 or fewer output pixels run on the mma.sync kernel (plan_wgmma_min_pixels; not the
+///   screening family's pass 1, which has no mma.sync sibling).
 ///   When the wgmma kernel's tiles are fewer than the device's SMs, its time model (choose_wgmma_splits:
 ///   waves of work units, plus the partial sums' traffic and the fixup) may run it in partial (split-K)
 ///   mode instead (conv2d_reduce_packed_split: (tile, GEMM_K split, channel pass) units over all SMs, then

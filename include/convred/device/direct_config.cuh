@@ -28,7 +28,8 @@ struct direct_kernel_shape {
   int stride = 1;             ///< the unrolled stride (1 or 2, both directions; block::direct_strip::stride), 1 at run time
   std::size_t elem_bytes = 4; ///< sizeof(T)
   int stages = 3;             ///< shared-memory buffers (block::direct_patch_stager::stages)
-  /// chunked staging (block::direct_vector_staging: NCHW, W a multiple of the chunk, unrolled), assuming x
+  /// chunked staging (block::direct_vector_staging: NCHW, W a multiple of the chunk, unrolled, stride 1 or
+  /// stride 2 with pad_w even), assuming x
   /// aligned to a chunk (the launch falls back to element copies when it is not)
   bool vector = false;
 };
