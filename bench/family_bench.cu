@@ -5,7 +5,8 @@
 /// against every alternative it has. Job: y = min over channels of 2 (conv2d(x, W) + b), x fp32 NCHW.
 ///
 ///   family_bench                                  # the built-in list (tiny images, small grouped layers)
-///   family_bench N C H W K R stride pad groups   # one layer (an R x R filter, square stride and padding)
+///   family_bench N C H W K R stride pad groups [dilation]   # one layer (an R x R filter, square stride,
+///                                                 # padding and dilation; dilation 1 when left out)
 ///
 /// Timing as bench/conv_reduce_bench.cu (bench/timing.cuh): CUDA events around each run on the default
 /// stream, the L2 flushed (a 256 MiB memset) and the GPU held 0.5 ms by a spin kernel before each timed run,
@@ -99,19 +100,19 @@ void one_math(const char* label, const conv2d_problem& p, layer_data& d) {
 }
 
 void run_layer(const conv2d_problem& p) {
-  std::printf("N%lld C%lld %lldx%lld K%lld %lldx%lld s%lld p%lld g%lld (ms; -1: not served)\n", (long long)p.N,
+  std::printf("N%lld C%lld %lldx%lld K%lld %lldx%lld s%lld p%lld g%lld d%lld (ms; -1: not served)\n", (long long)p.N,
               (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.K, (long long)p.R, (long long)p.S,
-              (long long)p.stride_h, (long long)p.pad_h, (long long)p.groups);
+              (long long)p.stride_h, (long long)p.pad_h, (long long)p.groups, (long long)p.dil_h);
   layer_data d(p);
   one_math<convred::math::tf32>("tf32", p, d);
   one_math<convred::math::accurate>("accurate", p, d);
 }
 
 conv2d_problem layer(long long N, long long C, long long H, long long W, long long K, long long R, long long s,
-                     long long pad, long long g) {
+                     long long pad, long long g, long long dil = 1) {
   conv2d_problem p;
   p.N = N, p.C = C, p.H = H, p.W = W, p.K = K, p.R = p.S = R, p.stride_h = p.stride_w = s, p.pad_h = p.pad_w = pad;
-  p.groups = g;
+  p.groups = g, p.dil_h = p.dil_w = dil;
   return p;
 }
 
@@ -123,10 +124,10 @@ int main(int argc, char** argv) {
     std::printf("family_bench: no CUDA device\n");
     return 2;
   }
-  if (argc == 10) {
-    long long v[9];
-    for (int i = 0; i < 9; ++i) v[i] = std::atoll(argv[i + 1]);
-    run_layer(layer(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]));
+  if (argc == 10 || argc == 11) {
+    long long v[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    for (int i = 0; i + 1 < argc; ++i) v[i] = std::atoll(argv[i + 1]);
+    run_layer(layer(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]));
     return 0;
   }
   // squeeze-excitation 1x1 layers on pooled (1x1) features, tiny images, and grouped layers the grouped
