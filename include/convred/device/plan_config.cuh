@@ -20,10 +20,11 @@ enum class kernel_kind {
   wgmma,     ///< Hopper packed-filter kernel (a wgmma_policy; conv2d_reduce_packed / _packed_split): sm_90a
   direct,    ///< exact direct-convolution kernel (conv2d_reduce_direct): C/groups <= 16 (depthwise, narrow groups), any GPU
   screen,    ///< certified screening (family::screen): a 16-bit tensor-core pass, then exact fp32 on the candidates
+  tiny,      ///< few output pixels (family::tiny): N*P*Q <= 32 in exact FMA, one kernel (and a combine), any GPU
   user       ///< a family from outside convred, in a caller's family_list (device/family/family.cuh)
 };
 
-/// @brief Name of a kernel_kind ("simt", "mma.sync", "wgmma", "direct", "screen", "user").
+/// @brief Name of a kernel_kind ("simt", "mma.sync", "wgmma", "direct", "screen", "tiny", "user").
 inline const char* to_string(kernel_kind k) noexcept {
   switch (k) {
     case kernel_kind::simt: return "simt";
@@ -31,6 +32,7 @@ inline const char* to_string(kernel_kind k) noexcept {
     case kernel_kind::wgmma: return "wgmma";
     case kernel_kind::direct: return "direct";
     case kernel_kind::screen: return "screen";
+    case kernel_kind::tiny: return "tiny";
     case kernel_kind::user: return "user";
   }
   return "unknown";

@@ -11,6 +11,7 @@
 #include "mma_sync.cuh"
 #include "pruned.cuh"
 #include "simt.cuh"
+#include "tiny.cuh"
 #include "wgmma.cuh"
 
 namespace convred::device::family {
@@ -18,7 +19,8 @@ namespace convred::device::family {
 /// @brief The families conv2d_reduce_plan<T, Math> considers, best first: the direct family (exact, for
 /// C/groups == 1 under every math; for grouped layers with C/groups <= 16 always under math::ieee, on
 /// double data and below sm_80, else where it unrolls the filter and its model estimates it faster); then,
-/// for a tensor-core math (math::accurate on float, half or bf16 data included), the wgmma family (sm_90a) for
+/// for a tensor-core math (math::accurate on float, half or bf16 data included), the tiny family for 32 or
+/// fewer output pixels (exact FMA: one kernel sized for them), the wgmma family (sm_90a) for
 /// layers whose outer taps read only padding (family::pruned: the smaller filter of the other taps), for
 /// dilated layers at stride 1 (family::dilated: space to batch) and for grouped layers with wide groups (family::grouped: one group at a time), the wgmma family
 /// itself and the mma.sync family (sm_80+); last the SIMT family (exact FMA: math::ieee, double data,
@@ -26,7 +28,7 @@ namespace convred::device::family {
 template <class T, class Math>
 using default_families_t =
     std::conditional_t<std::is_same_v<kernel_math_t<T, Math>, math::ieee>, family_list<direct<T, Math>, simt<T, Math>>,
-                       family_list<direct<T, Math>, pruned<wgmma<T, Math>>, dilated<wgmma<T, Math>>,
+                       family_list<direct<T, Math>, tiny<T, Math>, pruned<wgmma<T, Math>>, dilated<wgmma<T, Math>>,
                                    grouped<wgmma<T, Math>, mma_sync<T, Math>>, wgmma<T, Math>,
                                    mma_sync<T, Math>, simt<T, Math>>>;
 
