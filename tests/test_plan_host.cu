@@ -566,13 +566,8 @@ TEST_CASE("conv2d_reduce_plan: the mma.sync split where the model estimates it f
   conv2d_problem p;  // a 1x1 layer on 1x1 images: one 256-row tile holding one pixel, 2048 -> 1024 channels
   p.N = 1, p.C = 2048, p.H = p.W = 1, p.K = 1024, p.R = p.S = 1;
   {
-    // one output pixel: the tiny family in the default list
-    CHECK(conv2d_reduce_plan<float>(p, h200).kernel() == kernel_kind::tiny);
-    // 3xTF32 without it: the wgmma kernel serves it, but one output pixel is below plan_wgmma_min_pixels:
-    // mma.sync
-    namespace fam = convred::device::family;
-    using no_tiny = fam::family_list<fam::wgmma<float, math::accurate>, fam::mma_sync<float, math::accurate>>;
-    conv2d_reduce_plan<float, math::accurate, no_tiny> plan(p, h200);
+    // 3xTF32: the wgmma kernel serves it, but one output pixel is below plan_wgmma_min_pixels: mma.sync
+    conv2d_reduce_plan<float> plan(p, h200);
     CAPTURE(plan.description());
     CHECK(plan.kernel() == kernel_kind::mma_sync);
     CHECK(plan.k_splits() > 0);
@@ -606,7 +601,7 @@ TEST_CASE("conv2d_reduce_plan: the mma.sync split where the model estimates it f
     CHECK(moved.options().splits == 100000);
     CHECK(moved.k_splits() == 256);
   }
-  CHECK(conv2d_reduce_plan<float>(p, h200).kernel() == kernel_kind::tiny);  // default options: the planner's
+  CHECK(conv2d_reduce_plan<float>(p, h200).kernel() == kernel_kind::mma_sync);  // default options: the model's
 }
 
 TEST_CASE("conv2d_reduce_plan: errors before any CUDA call") {

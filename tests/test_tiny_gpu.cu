@@ -1,8 +1,8 @@
-// The tiny family (device/family/tiny.cuh): problems of 32 or fewer output pixels run by one exact-FMA kernel
-// sized for them (and a one-block combine where the channels span several blocks). Host: which problems it
-// serves, its threads per channel, blocks and scratch, what the plan says. GPU: every op against float64 under
-// every math for 1x1 images (one block; many blocks and the combine; 256 threads per channel), 2x2 and 3x3
-// images with padding, stride and dilation, NHWC, 16-bit data; integer data with ties, +-inf and NaN in x, w
+// The tiny family (device/family/tiny.cuh): problems of at most 512 im2col values (N*P*Q x GEMM_K) run by one
+// exact-FMA kernel sized for them (and a one-block combine where the channels span several blocks). Host: which
+// problems it serves, its pixel lanes, blocks and scratch, what the plan says. GPU: every op against float64
+// under every math for 1x1 images (one block; many blocks and the combine; 32 pixels), 2x2 and 5x5 images with
+// padding, stride and dilation, NHWC, 16-bit data; integer data with ties, +-inf and NaN in x, w
 // and b (exact: indices and values equal float64's); repeated runs bitwise equal; bind with a separate
 // scratch; a case for compute-sanitizer.
 #include <convred/device/conv2d_reduce_plan.cuh>
@@ -42,11 +42,11 @@ struct tiny_case {
 // make_problem(N, C, H, W, K, R, S, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups, layout)
 const tiny_case cases[] = {
     {"SE 1x1 on a pooled image, C 48, K 8 (one block)", make_problem(1, 48, 1, 1, 8, 1, 1)},
-    {"C 2904, K 264 (256 threads per channel, 264 blocks, the combine)", make_problem(1, 2904, 1, 1, 264, 1, 1)},
-    {"batch 32 of 1x1 images, C 144, K 300 (32 pixels, 38 blocks)", make_problem(32, 144, 1, 1, 300, 1, 1)},
-    {"2x2 image, 3x3 pad 1, C 128, K 256 (128 threads per channel)", make_problem(1, 128, 2, 2, 256, 3, 3, 1, 1)},
-    {"3x3 d2 pad 1 on 5x5, stride 1, C 7, K 33 (27 pixels)", make_problem(3, 7, 5, 5, 33, 3, 3, 1, 1, 1, 1, 2, 2)},
-    {"NHWC, 3x3 stride 2 on 4x5, C 20, K 70", make_problem(2, 20, 4, 5, 70, 3, 3, 0, 0, 2, 2, 1, 1, 1, convred::layout::nhwc)},
+    {"C 400, K 264 (33 blocks, the combine)", make_problem(1, 400, 1, 1, 264, 1, 1)},
+    {"batch 32 of 1x1 images, C 16, K 300 (32 pixels, 38 blocks)", make_problem(32, 16, 1, 1, 300, 1, 1)},
+    {"2x2 image, 3x3 pad 1, C 12, K 40 (4 pixel lanes)", make_problem(1, 12, 2, 2, 40, 3, 3, 1, 1)},
+    {"3x3 d2 pad 1 on 5x5, C 2, K 33 (9 pixels)", make_problem(1, 2, 5, 5, 33, 3, 3, 1, 1, 1, 1, 2, 2)},
+    {"NHWC, 3x3 stride 2 on 4x5, C 12, K 70", make_problem(2, 12, 4, 5, 70, 3, 3, 0, 0, 2, 2, 1, 1, 1, convred::layout::nhwc)},
     {"K 1 (one channel)", make_problem(4, 9, 2, 2, 1, 1, 1)},
 };
 
@@ -63,23 +63,25 @@ TEST_CASE("tiny family: which problems it serves, its shape, and what the plan s
     CHECK(has(plan.description(), "tiny (exact fp32 FMA, "));
   }
   const conv2d_problem se = cases[0].p, wide = cases[1].p, batch = cases[2].p;
-  CHECK(tiny_t::threads_per_channel(se) == 32);
+  CHECK(tiny_t::pixel_lanes(se) == 1);
   CHECK(tiny_t::blocks(se) == 1);
   CHECK(conv2d_reduce_plan<float, math::tf32>(se, h200).workspace_bytes() == 0);  // one block: no combine
-  CHECK(tiny_t::threads_per_channel(wide) == 256);
-  CHECK(tiny_t::blocks(wide) == 264);
-  CHECK(conv2d_reduce_plan<float, math::tf32>(wide, h200).workspace_bytes() == 264u * 32u * 16u);
-  CHECK(tiny_t::threads_per_channel(cases[3].p) == 128);  // GEMM_K 1152
-  CHECK(tiny_t::blocks(batch) == 38);                      // 300 channels, 8 per block
+  CHECK(tiny_t::blocks(wide) == 33);
+  CHECK(conv2d_reduce_plan<float, math::tf32>(wide, h200).workspace_bytes() == 33u * 32u * 16u);
+  CHECK(tiny_t::pixel_lanes(cases[3].p) == 4);
+  CHECK(tiny_t::pixel_lanes(cases[4].p) == 16);
+  CHECK(tiny_t::pixel_lanes(batch) == 32);
+  CHECK(tiny_t::blocks(batch) == 38);  // 300 channels, 8 per block
+  CHECK(tiny_t::row_stride(se) == 49);  // odd
   CHECK(conv2d_reduce_plan<float, math::tf32>(se, h200).description() ==
-        "tiny (exact fp32 FMA, 1 output pixel: its im2col row in shared memory, 32 threads per output channel, 1 "
-        "block): 32 or fewer output pixels, exact for any math");
+        "tiny (exact fp32 FMA, 1 output pixel: its im2col row in shared memory, a warp per output channel, 1 "
+        "block): at most 512 im2col values, exact for any math");
   // every tensor-core math and 16-bit data; math::ieee keeps its list (direct, simt)
   CHECK(conv2d_reduce_plan<float, math::accurate>(se, h200).kernel() == kernel_kind::tiny);
   CHECK(conv2d_reduce_plan<float, math::bf16>(se, h200).kernel() == kernel_kind::tiny);
   CHECK(conv2d_reduce_plan<__half, math::fp16>(se, h200).kernel() == kernel_kind::tiny);
   CHECK(conv2d_reduce_plan<float, math::ieee>(se, h200).kernel() == kernel_kind::simt);
-  // not served: 33 pixels, groups (depthwise: the direct family; grouped: mma.sync), im2col rows above 40 KB,
+  // not served: 33 pixels, groups (depthwise: the direct family; grouped: mma.sync), more than 512 im2col values,
   // forced wgmma options
   conv2d_problem px33 = make_problem(33, 16, 1, 1, 24, 1, 1);
   CHECK(conv2d_reduce_plan<float, math::tf32>(px33, h200).kernel() != kernel_kind::tiny);
@@ -88,9 +90,11 @@ TEST_CASE("tiny family: which problems it serves, its shape, and what the plan s
         kernel_kind::direct);
   CHECK(conv2d_reduce_plan<float, math::tf32>(make_problem(1, 64, 2, 2, 64, 1, 1, 0, 0, 1, 1, 1, 1, 2), h200).kernel() !=
         kernel_kind::tiny);
-  const conv2d_problem big = make_problem(32, 512, 1, 1, 64, 1, 1);  // 32 x 512 x 4 bytes = 64 KB
-  CHECK(std::string(tiny_t::can_implement(big, h200, {})) == "the pixels' im2col rows exceed 40 KB of shared memory");
+  const conv2d_problem big = make_problem(1, 513, 1, 1, 64, 1, 1), edge = make_problem(2, 256, 1, 1, 64, 1, 1);
+  CHECK(std::string(tiny_t::can_implement(big, h200, {})) ==
+        "more than 512 im2col values (N*P*Q x GEMM_K): the tiled kernels are faster there");
   CHECK(conv2d_reduce_plan<float, math::tf32>(big, h200).kernel() == kernel_kind::mma_sync);
+  CHECK(tiny_t::can_implement(edge, h200, {}) == nullptr);  // exactly 512
   convred::device::plan_options forced;
   forced.splits = 2;
   CHECK(tiny_t::can_implement(se, h200, forced) != nullptr);
@@ -113,7 +117,7 @@ TEST_CASE("tiny family: 16-bit data, ties and non-finite values equal float64 ex
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   std::uint64_t seed = 9600;
   {  // __half and bf16 x, w, b: exact FMA in fp32 of integers
-    const conv2d_problem p = make_problem(2, 24, 2, 2, 40, 3, 3, 1, 1);
+    const conv2d_problem p = make_problem(1, 6, 2, 2, 40, 3, 3, 1, 1);
     opts o;
     o.exact = true;
     const auto dh = make_data<__half>(p, ++seed, data_kind::integer);
@@ -188,7 +192,7 @@ TEST_CASE("tiny family sanitizer: one block, and several blocks with the combine
   opts o;
   o.gain = 2;
   const epi::scale<float> two{2.0f};
-  for (const conv2d_problem& p : {make_problem(1, 9, 1, 1, 5, 1, 1), make_problem(3, 6, 2, 2, 70, 3, 3, 1, 1)}) {
+  for (const conv2d_problem& p : {make_problem(1, 9, 1, 1, 5, 1, 1), make_problem(2, 4, 2, 2, 70, 3, 3, 1, 1)}) {
     const auto d = make_data<float>(p, 99, data_kind::real);
     check_fused<adapter_plan_entry<tiny_setup, math::tf32>>("tiny sanitizer", p, d, op::argmin{}, two, two, o);
     check_fused<adapter_plan_entry<tiny_setup, math::tf32>>("tiny sanitizer", p, d, op::mean{}, two, two, o);

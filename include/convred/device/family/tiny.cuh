@@ -1,9 +1,10 @@
 /// @file device/family/tiny.cuh
-/// @brief The tiny family: problems of 32 or fewer output pixels (N*P*Q), squeeze-and-excitation 1x1
-/// convolutions on pooled features and 1x1 or 2x2 images, run by kernel::tiny_conv_reduce_kernel in exact
-/// FMA instead of a tiled kernel whose 128- or 256-pixel tile holds one to 32 of them (the mma.sync kernel
-/// took ~10 us on the H200 for 48 x 8 multiply-adds: bench/NOTES.md, "Tiny problems: one kernel sized for
-/// them").
+/// @brief The tiny family: problems of at most 512 im2col values (N*P*Q output pixels x GEMM_K), the
+/// squeeze-and-excitation 1x1 convolutions on pooled features at batch 1, run by
+/// kernel::tiny_conv_reduce_kernel in exact FMA instead of a tiled kernel whose 256-pixel tile holds one
+/// pixel (the mma.sync kernel took ~10 us on the H200 for 48 x 8 multiply-adds; the tiny kernel 6.4 us).
+/// Above 512 values the tiled kernels measured faster (bench/NOTES.md, "Tiny problems: one kernel sized
+/// for them").
 #pragma once
 
 #include <algorithm>
@@ -25,11 +26,10 @@ namespace convred::device::family {
 
 /// @brief The tiny family for element type T under any math Math: the result is exact FMA in the
 /// compute type (fp32; fp64 for double data), the precision class of math::ieee, whatever Math asks.
-/// Serves groups 1 and N*P*Q <= 32 where the pixels' im2col rows (N*P*Q x GEMM_K compute values) fit in
-/// 40 KB of shared memory, with the planner's default options. One kernel when the output channels fit
-/// one block (256 / tpc of them), else a second one-block kernel combines the blocks' reductions per
-/// pixel (its scratch: 32 states of 16 bytes per block). An op whose state is larger than 16 bytes (a
-/// user's) runs the SIMT kernel instead (the same precision class).
+/// Serves groups 1, N*P*Q <= 32 and N*P*Q x GEMM_K <= max_values, with the planner's default options. One
+/// kernel when the output channels fit one block (8 of them, a warp each), else a second one-block kernel
+/// combines the blocks' reductions per pixel (its scratch: 32 states of 16 bytes per block). An op whose
+/// state is larger than 16 bytes (a user's) runs the SIMT kernel instead (the same precision class).
 template <class T, class Math>
 struct tiny : family_defaults<tiny<T, Math>, T> {
   using V = compute_t<T>;  ///< the compute type
@@ -39,33 +39,35 @@ struct tiny : family_defaults<tiny<T, Math>, T> {
   static constexpr const char* name = "tiny";
   /// bytes of scratch per reduction state (arg_value<double>'s)
   static constexpr std::size_t state_bytes = 16;
-  /// the shared memory the im2col rows may take: with the kernel's static 3 to 6 KB, within the 48 KB a block
-  /// gets without opting in
-  static constexpr std::size_t max_smem = 40 * 1024;
+  /// the most im2col values (N*P*Q x GEMM_K) it serves: on the H200 it was faster than the mma.sync kernel
+  /// up to 192 (1.2-1.6x), even at 348 and slower from 2048 (0.5-0.9x), where each block's im2col copy and
+  /// filter rounds take longer than the tiled kernel (bench/NOTES.md)
+  static constexpr std::int64_t max_values = 512;
 
-  /// @brief Threads per output channel: 32 times the power of two at or above GEMM_K / 512, at most 256
-  /// (each thread loads at most 16 weights of a channel, all in flight at once; a power of two divides
-  /// the block).
-  static int threads_per_channel(const conv2d_problem& p) {
-    int warps = 1;
-    while (warps < kernel::tiny_threads / 32 && std::int64_t(warps) * 512 < p.gemm_k()) warps *= 2;
-    return 32 * warps;
+  /// @brief Pixel lanes of a channel's warp: the power of two at or above N*P*Q (at most 32).
+  static int pixel_lanes(const conv2d_problem& p) {
+    int pm = 1;
+    while (pm < p.gemm_m() && pm < kernel::tiny_max_pixels) pm *= 2;
+    return pm;
   }
-  /// @brief Blocks of the first kernel: one per 256 / tpc channels, at most 2^16 (a grid-stride loop).
+  /// @brief The im2col row stride in shared memory: GEMM_K, made odd (pixel lanes reading one term hit
+  /// distinct banks).
+  static std::int64_t row_stride(const conv2d_problem& p) { return p.gemm_k() % 2 == 0 ? p.gemm_k() + 1 : p.gemm_k(); }
+  /// @brief Blocks of the first kernel: one per 8 channels, at most 2^16 (a grid-stride loop).
   static std::int64_t blocks(const conv2d_problem& p) {
-    const std::int64_t per = kernel::tiny_threads / threads_per_channel(p);
+    constexpr std::int64_t per = kernel::tiny_threads / 32;
     return std::min<std::int64_t>((p.K + per - 1) / per, std::int64_t(1) << 16);
   }
-  /// @brief Dynamic shared memory of the first kernel: N*P*Q x GEMM_K compute values.
+  /// @brief Dynamic shared memory of the first kernel: N*P*Q rows of row_stride compute values.
   static std::size_t smem_bytes(const conv2d_problem& p) {
-    return static_cast<std::size_t>(p.gemm_m() * p.gemm_k()) * sizeof(V);
+    return static_cast<std::size_t>(p.gemm_m() * row_stride(p)) * sizeof(V);
   }
 
   /// Every device with convred's code.
   static bool available(const device_info& dev) { return dev.cc_major > 0; }
 
-  /// nullptr when it serves p: groups 1, 1 to 32 output pixels, the im2col rows in 40 KB, the default
-  /// plan options (options force the wgmma kernel's choices).
+  /// nullptr when it serves p: groups 1, 1 to 32 output pixels, at most max_values im2col values, the
+  /// default plan options (options force the wgmma kernel's choices).
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     if (!available(dev)) return "no CUDA device";
     if (p.groups != 1) return "groups != 1";
@@ -73,8 +75,8 @@ struct tiny : family_defaults<tiny<T, Math>, T> {
     if (o.splits != 0 || o.tiles != wgmma_tiling::model || o.pass != wgmma_pass_mode::model || o.tail != 0 ||
         o.tail_splits != 0)
       return "plan options that force the wgmma kernel's choices";
-    if (p.gemm_k() > std::int64_t(max_smem / sizeof(V)) || smem_bytes(p) > max_smem)
-      return "the pixels' im2col rows exceed 40 KB of shared memory";
+    if (p.gemm_m() * p.gemm_k() > max_values)
+      return "more than 512 im2col values (N*P*Q x GEMM_K): the tiled kernels are faster there";
     return nullptr;
   }
 
@@ -89,16 +91,15 @@ struct tiny : family_defaults<tiny<T, Math>, T> {
     return c;
   }
 
-  /// "tiny (exact fp32 FMA, 3 output pixels: their im2col rows in shared memory, 32 threads per output
-  /// channel, 42 blocks, then one block combines their reductions): 32 or fewer output pixels, exact for any math".
+  /// "tiny (exact fp32 FMA, 1 output pixel: its im2col row in shared memory, a warp per output channel, 42
+  /// blocks, then one block combines their reductions): at most 512 im2col values, exact for any math".
   static std::string describe(const conv2d_problem& p, const plan_config&, const device_info&, const std::string&) {
     const std::int64_t b = blocks(p);
     return std::string("tiny (exact ") + (std::is_same_v<T, double> ? "fp64" : "fp32") + " FMA, " +
            std::to_string(p.gemm_m()) +
            (p.gemm_m() == 1 ? " output pixel: its im2col row" : " output pixels: their im2col rows") +
-           " in shared memory, " + std::to_string(threads_per_channel(p)) +
-           " threads per output channel, " + std::to_string(b) + " block" + (b == 1 ? "" : "s") +
-           (b > 1 ? ", then one block combines their reductions" : "") + "): 32 or fewer output pixels, exact for any math";
+           " in shared memory, a warp per output channel, " + std::to_string(b) + " block" + (b == 1 ? "" : "s") +
+           (b > 1 ? ", then one block combines their reductions" : "") + "): at most 512 im2col values, exact for any math";
   }
 
   /// Runs the kernel(s) on `stream`. The caller's buffers are checked first: indices_not_supported,
@@ -135,7 +136,8 @@ struct tiny : family_defaults<tiny<T, Math>, T> {
       if (status s = device::detail::check_device(kern, smem_bytes(p)); s != status::success) return s;
       A* partial = static_cast<A*>(scratch);
       kern<<<static_cast<unsigned>(b), kernel::tiny_threads, smem_bytes(p), stream>>>(
-          block::make_conv_params(p, a.x, a.w, a.bias), op, epi, threads_per_channel(p), partial, a.y, a.indices);
+          block::make_conv_params(p, a.x, a.w, a.bias), op, epi, pixel_lanes(p),
+          static_cast<int>(row_stride(p)), partial, a.y, a.indices);
       if (b > 1) {
         const int threads = 32 * static_cast<int>(std::min<std::int64_t>(M, 32));
         device::detail::launch_kernel(true, kernel::tiny_combine_kernel<T, Op>, dim3(1), dim3(threads), 0, stream,
