@@ -95,7 +95,9 @@ bool valid(const fcase& c, bool small) {
 ///   mostly, which it unrolls, sometimes others);
 /// - depthwise (groups == C, K == C or 2C: the direct family; 3x3, 5x5, 7x7, stride 1 or 2);
 /// - dilated (family::dilated: dilation 2, 3 or 12 at stride 1 with a padding the dilation divides, images of
-///   at least three sub-image rows; sometimes stride 2 or another padding: the mma.sync kernel).
+///   at least three sub-image rows; sometimes stride 2 or another padding: the mma.sync kernel; at dilation
+///   12, half the time an image smaller than the dilation, where only the centre tap reads it:
+///   family::pruned).
 /// The plan's other cases draw the fuzzer's plain shapes (generate).
 void plan_problem(conv2d_problem& p, bool small, std::mt19937_64& gen) {
   auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen); };
@@ -146,6 +148,7 @@ void plan_problem(conv2d_problem& p, bool small, std::mt19937_64& gen) {
     p.stride_h = p.stride_w = chance(0.9) ? 1 : 2;
     p.H = pick(3 * d, (small ? 4 : 5) * d), p.W = chance(0.7) ? (pick(3 * d, 5 * d) + 3) / 4 * 4 : pick(3 * d, 5 * d);
     if (small) p.W = std::min<std::int64_t>(p.W, 4 * d);
+    if (d == 12 && chance(0.5)) p.H = pick(3, 11), p.W = chance(0.7) ? one_of({4, 8}) : pick(3, 11);  // dead taps
     p.C = d == 12 ? pick(1, 6) : pick(1, small ? 8 : 16);
     p.K = d == 12 ? one_of({8, 16}) : one_of({8, 16, 32, 64});
     if (d == 12) p.N = 1;
@@ -476,6 +479,8 @@ std::vector<std::pair<fcase, std::string>> plan_family_cases(std::uint64_t& seed
   add("direct grouped", elem::f32, mathk::tf32, opk::argmin, 1, 16, 8, 8, 8, 3, 1, 1, 4, 0);
   add("mma.sync", elem::f32, mathk::tf32, opk::argmin, 1, 8, 4, 4, 16, 3, 1, 1, 1, 0);
   add("simt", elem::f32, mathk::ieee, opk::range, 1, 3, 6, 6, 5, 3, 1, 1, 1, 0);
+  add("pruned", elem::f32, mathk::tf32, opk::argmin, 1, 4, 5, 8, 16, 3, 1, 12, 1, 0);  // only the centre tap
+  add("tiny", elem::f32, mathk::accurate, opk::mean, 1, 12, 1, 1, 20, 1, 1, 1, 1, 0);   // 12 im2col values
   return v;
 }
 
@@ -541,10 +546,10 @@ std::vector<fcase> plan_fixed_cases(int n) {
 constexpr int plan_fixed_count = 300;
 
 /// The families (result::family, plan_family) plan_fixed_cases must reach on an H200 running sm_90a code;
-/// the first four on any device with tensor cores.
-const char* const plan_families[] = {"direct depthwise", "direct grouped", "mma.sync", "simt",
-                                     "wgmma",            "dilated",        "grouped"};
-constexpr int plan_families_any_device = 4;
+/// the first five on any device with tensor cores.
+const char* const plan_families[] = {"direct depthwise", "direct grouped", "mma.sync", "simt", "tiny",
+                                     "wgmma",            "dilated",        "grouped",  "pruned"};
+constexpr int plan_families_any_device = 5;
 
 }  // namespace
 }  // namespace convred::fuzz
