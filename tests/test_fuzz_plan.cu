@@ -1,13 +1,13 @@
-// Fuzz runner (see fuzz.cuh): the planner, device::conv2d_reduce_plan<T, Math> with the library's default
-// family list (family::default_families_t<T, Math>: direct, tiny, pruned, dilated, grouped, wgmma, mma.sync,
-// simt) and the case's plan_options, made for the current device: float tf32 argmin/sum, accurate
-// argmax/mean, bf16 max, ieee min/range; fp16 math on half argmin, bf16 math on bf16 argmax. The first
-// launch prepares the plan with a lent workspace (exactly workspace_bytes(), poisoned with 0xFF, 256 guard bytes after it); later
-// launches (the determinism test: two streams at once) each bind a scratch of their own beside the prepared
-// bytes (conv2d_reduce_plan::bind). After the runs: the guard bytes untouched, the prepared bytes as prepare
-// left them. The error bound counts the plan's GEMM_K splits (its partial mode or split-K tail's, or the
-// split path's). plan_family gives the family a plan would pick on a described device, without a GPU. No
-// test cases here: test_fuzz_gpu.cu drives.
+// Fuzz runner (see fuzz.cuh): the planner, device::conv2d_reduce_plan<T, Math> with the library's default family
+// list (family::default_families_t<T, Math>: direct, tiny, pruned, dilated, grouped, wgmma, mma.sync, simt) and
+// the case's plan_options, made for the current device: float tf32 argmin/sum, accurate argmax/mean, bf16 max,
+// ieee min/range; fp16 math on half argmin, bf16 math on bf16 argmax. The first launch prepares the plan with a
+// lent workspace (exactly workspace_bytes(), poisoned with 0xFF, 256 guard bytes after it); later launches (the
+// determinism test: two streams at once) each bind a scratch of their own beside the prepared bytes
+// (conv2d_reduce_plan::bind). After the runs: the guard bytes untouched, the prepared bytes as prepare left
+// them. The error bound counts the plan's GEMM_K splits (its partial mode or split-K tail's, or the split
+// path's). plan_family gives the family a plan would pick on a described device, without a GPU. No test cases
+// here: test_fuzz_gpu.cu drives.
 #include <convred/device/conv2d_reduce_plan.cuh>
 
 #include <algorithm>
