@@ -50,6 +50,9 @@ const pruned_case cases[] = {
     {"5x5 d4 pad 8 on 6x7 (its middle 3x3, still dilated)", make_problem(3, 12, 6, 7, 20, 5, 5, 8, 8, 1, 1, 4, 4), false},
     {"ASPP d36 NHWC", make_problem(1, 16, 33, 33, 24, 3, 3, 36, 36, 1, 1, 36, 36, 1, convred::layout::nhwc), false},
     {"stride 2, d6 pad 6 on 5x5", make_problem(2, 8, 5, 5, 17, 3, 3, 6, 6, 2, 2, 6, 6), false},
+    {"stride 2 on 1-row images: 3x3 -> 1x3", make_problem(4, 16, 1, 32, 40, 3, 3, 1, 1, 2, 2), true},
+    {"5x5 stride 2 on 2-row images (cut on one side: 2x5)", make_problem(2, 16, 2, 64, 40, 5, 5, 2, 2, 2, 2), true},
+    {"rows only at stride 2: d21 pad 21 x d1 pad 1", make_problem(2, 8, 20, 24, 36, 3, 3, 21, 1, 2, 2, 21, 1), true},
 };
 
 }  // namespace
@@ -100,7 +103,12 @@ TEST_CASE("pruned family: which layers run as the smaller filter, and the plan s
   conv2d_reduce_plan<float, math::tf32> aspp(cases[0].p, h200);
   CHECK(aspp.kernel() == kernel_kind::wgmma);
   CHECK(has(aspp.description(), "taps reading only padding pruned (3x3 -> 1x1 filter, padding 36x36 -> 0x0"));
-  CHECK(aspp.prepared_bytes() >= static_cast<std::size_t>(cases[0].p.K * cases[0].p.C) * 4);  // the kept taps
+  {  // the prepared bytes: the kept taps (K x C x 1 x 1 floats, rounded to 16), then the 1x1's packed filter
+    using one_t = conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32>>>;
+    const std::size_t kept = static_cast<std::size_t>(cases[0].p.K * cases[0].p.C) * 4;
+    CHECK(aspp.prepared_bytes() ==
+          (kept + 15) / 16 * 16 + one_t(pruned_t::sub_problem(cases[0].p), h200).prepared_bytes());
+  }
   const conv2d_problem rows = pruned_t::sub_problem(cases[2].p);
   CHECK((rows.R == 1 && rows.S == 3 && rows.pad_h == 0 && rows.pad_w == 1 && rows.dil_h == 1 && rows.dil_w == 1));
   const conv2d_problem big = pruned_t::sub_problem(cases[3].p);

@@ -48,6 +48,7 @@ const tiny_case cases[] = {
     {"3x3 d2 pad 1 on 5x5, C 2, K 33 (9 pixels)", make_problem(1, 2, 5, 5, 33, 3, 3, 1, 1, 1, 1, 2, 2)},
     {"NHWC, 3x3 stride 2 on 4x5, C 12, K 70", make_problem(2, 12, 4, 5, 70, 3, 3, 0, 0, 2, 2, 1, 1, 1, convred::layout::nhwc)},
     {"K 1 (one channel)", make_problem(4, 9, 2, 2, 1, 1, 1)},
+    {"C 4, K 2500 (313 blocks: the combine's lanes take two rounds)", make_problem(1, 4, 1, 1, 2500, 1, 1)},
 };
 
 }  // namespace

@@ -58,8 +58,14 @@ namespace convred::device {
 ///   time where its model estimates that faster than the mma.sync kernel (family::grouped; the description
 ///   starts "groups G one at a time"; the prepared bytes hold each group's packed filter, the scratch a copy
 ///   of one group of x and every group's reduced outputs, written by each run; k_splits() is a group's).
-///   Problems of 32 or fewer output pixels run on the mma.sync kernel (plan_wgmma_min_pixels; not the
-///   screening family's pass 1, which has no mma.sync sibling).
+///   Problems of 32 or fewer output pixels and at most 512 im2col values (N*P*Q x GEMM_K), groups 1, run
+///   on one exact-FMA kernel sized for them under every math (family::tiny; the description starts "tiny";
+///   where the channels span several blocks its scratch holds their reductions, written by each run); the
+///   other problems of 32 or fewer output pixels on the mma.sync kernel (plan_wgmma_min_pixels; not the
+///   screening family's pass 1, which has no mma.sync sibling). Where the outer filter taps read only
+///   padding for every output, the wgmma kernel runs the smaller filter of the others (family::pruned; the
+///   description starts "taps reading only padding pruned"; the prepared bytes hold those taps, copied
+///   from w at prepare, then the wgmma kernel's packed filter).
 ///   When the wgmma kernel's tiles are fewer than the device's SMs, its time model (choose_wgmma_splits:
 ///   waves of work units, plus the partial sums' traffic and the fixup) may run it in partial (split-K)
 ///   mode instead (conv2d_reduce_packed_split: (tile, GEMM_K split, channel pass) units over all SMs, then
@@ -81,7 +87,7 @@ namespace convred::device {
 /// owns, or one the caller lends); then run(x, bias, y, indices, op, epi, stream) as often as needed. The
 /// plan keeps the weight pointer given to prepare (the mma.sync and SIMT kernels read w on every run): w
 /// must stay valid and unchanged until the last run. The runs of any plan with scratch_bytes() > 0 (split,
-/// flat-tile, pass-mode, dilated, grouped and screening plans) write its workspace (partial sums, the packed x,
+/// flat-tile, pass-mode, dilated, grouped, tiny (several blocks) and screening plans) write its workspace (partial sums, the packed x,
 /// states, x's sub-images): runs of one such plan on different streams must not overlap in time (use one
 /// plan per stream, or bind a scratch per stream).
 /// Not copyable (it may own device memory); movable.
@@ -135,7 +141,8 @@ class conv2d_reduce_plan {
   /// Plans p for the device described by `dev` (no CUDA call: plans can be made and inspected without a
   /// GPU): family::select<T, Families>(p, dev, options), once. state() says whether it can run:
   /// validate(p)'s code for an invalid problem, status::no_device for no device or an explicit
-  /// tensor-core math (not math::accurate) on a GPU older than sm_80. `options` as above.
+  /// tensor-core math (not math::accurate) on a GPU older than sm_80 where no exact family (direct, tiny)
+  /// serves the problem. `options` as above.
   conv2d_reduce_plan(const conv2d_problem& p, const device_info& dev, const plan_options& options = {})
       : p_(p), options_(options) {
     family::selection s = family::select<T, Families>(p, dev, options);
@@ -194,7 +201,9 @@ class conv2d_reduce_plan {
   /// A dilated plan (family::dilated, its description starting "dilation") needs its sub-problem's bytes,
   /// rounded to 16, plus family::dilated::extra_bytes(p) (x's sub-images and the sub-problem's outputs). A
   /// grouped plan (family::grouped, "groups G one at a time") needs groups slots of one group's prepared
-  /// bytes (rounded to 16), one group's scratch, and family::grouped::extra_bytes(p).
+  /// bytes (rounded to 16), one group's scratch, and family::grouped::extra_bytes(p). A pruned plan
+  /// (family::pruned) needs the kept taps (rounded to 16) before its sub-problem's bytes; a tiny plan
+  /// (family::tiny) 512 bytes per block of its first kernel when it has more than one, else 0.
   std::size_t workspace_bytes() const { return config_.workspace_bytes; }
   /// Bytes at the start of the workspace that prepare() fills (the packed filter of a wgmma plan) and
   /// runs only read; the rest of workspace_bytes() is scratch that every run writes (partial sums, the

@@ -48,7 +48,8 @@ __global__ void prune_taps_kernel(const T* __restrict__ w, T* __restrict__ wp, c
       const std::int32_t rs = e % taps, r = rs / pp.S, s = rs - r * pp.S;
       const bool dropped = r < pp.r0 || r >= pp.r0 + pp.Rp || s < pp.s0 || s >= pp.s0 + pp.Sp;
       const double v = to_double(wk[e]);
-      if (dropped && !(v - v == 0.0)) bad = 1;  // ±inf or NaN
+      constexpr double most = 1.7976931348623157e308;  // DBL_MAX: beyond it, +-inf
+      if (dropped && (is_nan(v) || v > most || v < -most)) bad = 1;
     }
     bad = __syncthreads_or(bad);
     T* out = wp + k * kept;

@@ -52,7 +52,10 @@ __global__ void __launch_bounds__(tiny_threads)
   using A = typename Op::template accum_t<V>;
   extern __shared__ __align__(16) unsigned char tiny_smem_raw[];
   V* xs = reinterpret_cast<V*>(tiny_smem_raw);  // [M][ld]
-  __shared__ A states[tiny_threads / 32][32];
+  // the warps' states as raw bytes: a user op's state type may have a constructor, which a __shared__
+  // variable cannot run (nvcc #20054-D)
+  __shared__ alignas(16) unsigned char states_raw[(tiny_threads / 32) * 32 * sizeof(A)];
+  A* states = reinterpret_cast<A*>(states_raw);  // [warp][32]
   convred::detail::launch_dependent_grids();  // the combine kernel may launch now (it waits for this grid)
 
   const int M = static_cast<int>(prm.M), G = prm.gemm_k;
@@ -64,7 +67,7 @@ __global__ void __launch_bounds__(tiny_threads)
     const std::int64_t count = (k0 + per_block < prm.K ? per_block : prm.K - k0) * std::int64_t(G) * std::int64_t(sizeof(T));
     const char* span = reinterpret_cast<const char*>(prm.w + k0 * G);
     for (std::int64_t line = threadIdx.x; line * 128 < count; line += tiny_threads)
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(span + line * 128));
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(__cvta_generic_to_global(span + line * 128)));
   }
   // the im2col rows, 4 elements a thread at a time (their loads in flight together)
   for (int e0 = static_cast<int>(threadIdx.x); e0 < M * G; e0 += 4 * tiny_threads) {
@@ -122,12 +125,12 @@ __global__ void __launch_bounds__(tiny_threads)
       st = op(st, Op::template make<V>(apply_epilogue(epi, acc + b, kc), kc));
     }
   }
-  states[warp][lane] = st;
+  states[warp * 32 + lane] = st;
   __syncthreads();
   const int t = static_cast<int>(threadIdx.x);
   if (t < M) {
-    A red = states[0][t];
-    for (int g = 1; g < per_block; ++g) red = op(red, states[g][t]);
+    A red = states[t];
+    for (int g = 1; g < per_block; ++g) red = op(red, states[g * 32 + t]);
     if (gridDim.x == 1) {
       if (y) y[t] = from_compute<T>(Op::template value<V>(red, prm.K));
       if constexpr (Op::has_index) {

@@ -19,8 +19,9 @@ namespace convred::device::family {
 /// @brief The families conv2d_reduce_plan<T, Math> considers, best first: the direct family (exact, for
 /// C/groups == 1 under every math; for grouped layers with C/groups <= 16 always under math::ieee, on
 /// double data and below sm_80, else where it unrolls the filter and its model estimates it faster); then,
-/// for a tensor-core math (math::accurate on float, half or bf16 data included), the tiny family for 32 or
-/// fewer output pixels (exact FMA: one kernel sized for them), the wgmma family (sm_90a) for
+/// for a tensor-core math (math::accurate on float, half or bf16 data included), the tiny family for groups
+/// 1, 32 or fewer output pixels and at most 512 im2col values (exact FMA: one kernel sized for them), the
+/// wgmma family (sm_90a) for
 /// layers whose outer taps read only padding (family::pruned: the smaller filter of the other taps), for
 /// dilated layers at stride 1 (family::dilated: space to batch) and for grouped layers with wide groups (family::grouped: one group at a time), the wgmma family
 /// itself and the mma.sync family (sm_80+); last the SIMT family (exact FMA: math::ieee, double data,

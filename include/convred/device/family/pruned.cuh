@@ -112,8 +112,8 @@ struct pruned : family_defaults<pruned<Inner>, typename Inner::element_type> {
     return c;
   }
 
-  /// "taps reading only padding pruned (3x3 -> 1x1 filter, padding 36x36 -> 0x0): <the inner family's
-  /// description>".
+  /// "taps reading only padding pruned (3x3 -> 1x1 filter, padding 36x36 -> 0x0, the kept taps copied at
+  /// prepare): <the inner family's description>".
   static std::string describe(const conv2d_problem& p, const plan_config& c, const device_info& dev,
                               const std::string& passed_over) {
     const conv2d_problem q = sub_problem(p);
@@ -140,6 +140,7 @@ struct pruned : family_defaults<pruned<Inner>, typename Inner::element_type> {
     const plan_config ic = inner_config(p, c);
     T* kept = static_cast<T*>(workspace);
     const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>(p.K, std::int64_t(1) << 16));
+    if (status st = device::detail::check_device(kernel::prune_taps_kernel<T>); st != status::success) return st;
     kernel::prune_taps_kernel<T><<<blocks, 128, 0, stream>>>(w, kept, pp);
     if (status st = device::detail::launch_status(); st != status::success) return st;
     return Inner::prepare(q, ic, kept, inner_workspace(workspace, p), round16(ic.prepared_bytes), stream);
@@ -156,7 +157,8 @@ struct pruned : family_defaults<pruned<Inner>, typename Inner::element_type> {
     const plan_config ic = inner_config(p, c);
     run_arguments<T> ia = a;
     ia.w = static_cast<const T*>(a.workspace);
-    ia.workspace = inner_workspace(a.workspace, p), ia.workspace_bytes = round16(ic.prepared_bytes);
+    ia.workspace = inner_workspace(a.workspace, p);
+    ia.workspace_bytes = a.workspace_bytes - round16(kept_bytes(p));  // (the plan checked it holds the prepared bytes)
     if (!a.scratch) {  // the inner family's scratch after all the prepared bytes
       const std::size_t off = round16(c.prepared_bytes);
       const bool some = inner_scratch_bytes(ic) > 0;

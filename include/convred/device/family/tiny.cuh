@@ -103,8 +103,8 @@ struct tiny : family_defaults<tiny<T, Math>, T> {
   }
 
   /// Runs the kernel(s) on `stream`. The caller's buffers are checked first: indices_not_supported,
-  /// null_pointer (x or w null, or both y and indices), misaligned_pointer, overlapping_buffers (y or
-  /// indices overlapping x, w, bias, each other or the scratch), workspace_too_small (the scratch), cuda_error
+  /// null_pointer (x or w null, or both y and indices), workspace_too_small (the scratch), misaligned_pointer,
+  /// overlapping_buffers (y or indices overlapping x, w, bias, each other or the scratch), cuda_error
   /// (pending on entry, or a launch error, left pending).
   template <class Op, class Epilogue>
   static status launch(const conv2d_problem& p, const plan_config& c, const run_arguments<T>& a, Op op, Epilogue epi,
