@@ -5,7 +5,9 @@
 // - "fuzz: fixed seeds ..."          400 cases from fixed seeds (tf32x3 with +-inf has its own case).
 // - "fuzz: plan entry, fixed ..."    300 cases of the plan entry (conv2d_reduce_plan, the default family list;
 //                                    problems aimed at each family: wide and narrow groups, depthwise,
-//                                    dilation 2/3/12, plain shapes); every family must have been picked.
+//                                    dilation 2/3/12, outer taps reading only padding (pruned: dilation
+//                                    >= the image, 5x5/7x7 on 1-3 rows), plain shapes; small problems:
+//                                    tiny); every family must have been picked.
 // - "fuzz: tf32x3 with +-inf ..."    the known 3xTF32 fault class (inf - inf in the big/small split);
 //                                    CONVRED_FUZZ_TF32X3_INF=0 skips it (and excludes it from random runs).
 // - "fuzz random: ..."               CONVRED_FUZZ_N cases from CONVRED_FUZZ_SEED (default: the time); runs
@@ -95,9 +97,7 @@ bool valid(const fcase& c, bool small) {
 ///   mostly, which it unrolls, sometimes others);
 /// - depthwise (groups == C, K == C or 2C: the direct family; 3x3, 5x5, 7x7, stride 1 or 2);
 /// - dilated (family::dilated: dilation 2, 3 or 12 at stride 1 with a padding the dilation divides, images of
-///   at least three sub-image rows; sometimes stride 2 or another padding: the mma.sync kernel; at dilation
-///   12, half the time an image smaller than the dilation, where only the centre tap reads it:
-///   family::pruned).
+///   at least three sub-image rows; sometimes stride 2 or another padding: the mma.sync kernel).
 /// The plan's other cases draw the fuzzer's plain shapes (generate).
 void plan_problem(conv2d_problem& p, bool small, std::mt19937_64& gen) {
   auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen); };
@@ -148,11 +148,40 @@ void plan_problem(conv2d_problem& p, bool small, std::mt19937_64& gen) {
     p.stride_h = p.stride_w = chance(0.9) ? 1 : 2;
     p.H = pick(3 * d, (small ? 4 : 5) * d), p.W = chance(0.7) ? (pick(3 * d, 5 * d) + 3) / 4 * 4 : pick(3 * d, 5 * d);
     if (small) p.W = std::min<std::int64_t>(p.W, 4 * d);
-    if (d == 12 && chance(0.5)) p.H = pick(3, 11), p.W = chance(0.7) ? one_of({4, 8}) : pick(3, 11);  // dead taps
     p.C = d == 12 ? pick(1, 6) : pick(1, small ? 8 : 16);
     p.K = d == 12 ? one_of({8, 16}) : one_of({8, 16, 32, 64});
     if (d == 12) p.N = 1;
     p.x_layout = chance(0.9) ? layout::nchw : layout::nhwc;
+  }
+}
+
+/// The problem of a plan case aimed at family::pruned (drawn with gen; `small` as above): outer taps that
+/// read only padding for every output, NCHW mostly, C >= 2 (C == 1: the direct family), one of
+/// - ASPP-like: 3x3 at dilation = padding >= the image (only the centre tap reads it: a 1x1; W a multiple of
+///   4 mostly, which the wgmma kernel needs for a 1x1), sometimes dilated along rows only (dilation 1,
+///   padding 1 along columns: a 1x3), sometimes at stride 2 (a 1x1 there: another family);
+/// - a large filter on a tiny image: 5x5 or 7x7, padding R/2, on 1 to 3 rows (sometimes columns instead):
+///   the taps beyond the image dropped (a 3x7 on 2 rows), sometimes at stride 2.
+void pruned_problem(conv2d_problem& p, bool small, std::mt19937_64& gen) {
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen); };
+  auto chance = [&](double q) { return std::uniform_real_distribution<double>(0, 1)(gen) < q; };
+  auto one_of = [&](std::initializer_list<std::int64_t> v) { return v.begin()[pick(0, static_cast<std::int64_t>(v.size()) - 1)]; };
+  p.N = pick(1, small ? 2 : 3);
+  p.stride_h = p.stride_w = chance(0.85) ? 1 : 2;
+  p.x_layout = chance(0.9) ? layout::nchw : layout::nhwc;
+  if (chance(0.6)) {  // ASPP-like
+    p.H = pick(1, small ? 6 : 12), p.W = chance(0.8) ? pick(1, small ? 2 : 3) * 4 : pick(1, small ? 8 : 12);
+    const std::int64_t d = chance(0.3) ? one_of({12, 24, 36}) : std::max(p.H, p.W) + pick(0, 4);
+    p.R = p.S = 3;
+    p.dil_h = p.dil_w = p.pad_h = p.pad_w = d;
+    if (chance(0.25)) p.dil_w = p.pad_w = 1;  // rows only
+    p.C = pick(2, small ? 8 : 16), p.K = small ? one_of({8, 16, 24}) : one_of({8, 16, 24, 32, 64});
+  } else {  // a large filter on a tiny image
+    p.R = p.S = one_of({5, 7});
+    p.pad_h = p.pad_w = p.R / 2;
+    p.H = pick(1, 3), p.W = chance(0.7) ? pick(3, small ? 4 : 8) * 4 : pick(9, small ? 16 : 30);
+    if (chance(0.3)) std::swap(p.H, p.W);
+    p.C = pick(2, small ? 4 : 8), p.K = small ? one_of({8, 16}) : one_of({8, 16, 32});
   }
 }
 
@@ -197,6 +226,9 @@ fcase generate(std::uint64_t seed, const gen_opts& g) {
     c.e = k.e, c.t = k.t, c.m = k.m, c.o = k.o;
   }
   const bool small = g.small;
+  // a sixth of the plan cases aim at family::pruned, chosen by a hash of the seed (not a draw: the other
+  // cases draw the same numbers as before the pruned family existed)
+  const bool pruned_seed = c.e == entry::plan && test::mix64(seed ^ 0x9D07ull) % 6 == 0;
   for (int attempt = 0;; ++attempt) {
     conv2d_problem& p = c.p;
     p = conv2d_problem{};
@@ -215,6 +247,8 @@ fcase generate(std::uint64_t seed, const gen_opts& g) {
       }
       p.x_layout = chance(0.5) ? layout::nhwc : layout::nchw;
       p.K = 1;
+    } else if (c.e == entry::plan && pruned_seed) {
+      pruned_problem(p, small, gen);  // outer taps reading only padding
     } else if (c.e == entry::plan && chance(0.7)) {
       plan_problem(p, small, gen);  // grouped, narrow groups, depthwise, dilated (the other 30%: plain)
     } else {
