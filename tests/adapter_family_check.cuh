@@ -1,7 +1,7 @@
 /// @file adapter_family_check.cuh
-/// @brief Shared checks of the adapter families' GPU tests (test_dilated_gpu.cu, test_grouped_gpu.cu): a
-/// family that runs another family's kernel on a rewritten problem, tested through the planner. Each
-/// check takes a Setup type of the test file:
+/// @brief Shared checks of the adapter families' GPU tests (test_dilated_gpu.cu, test_grouped_gpu.cu,
+/// test_pruned_gpu.cu; test_tiny_gpu.cu uses them too): a family that runs another family's kernel on a
+/// rewritten problem, tested through the planner. Each check takes a Setup type of the test file:
 /// - `static plan_options options()`: the options every plan of these checks is made with;
 /// - `static void check_plan(const std::string& description)`: the test's own checks of each plan that
 ///   adapter_plan_entry runs (e.g. that the family under test was chosen);
@@ -66,6 +66,17 @@ void adapter_all_ops(const char* label, const conv2d_problem& p, std::uint64_t s
   const epi::scale<float> neg{-0.5f};
   check_fused<entry>(l + " max", p, d, op::max{}, neg, neg, h);
   check_fused<entry>(l + " argmax", p, d, op::argmax{}, neg, neg, h);
+}
+
+/// The compute-sanitizer case of an adapter family's test (`--test-case='*sanitizer*'`): p through the plan in
+/// tf32 with op, real data from `seed`, the scale 2 epilogue, against float64.
+template <class Setup, class Op = op::argmin>
+void adapter_sanitizer_case(const char* label, const conv2d_problem& p, std::uint64_t seed, Op o = {}) {
+  const auto d = make_data<float>(p, seed, data_kind::real);
+  opts opt;
+  opt.gain = 2;
+  const epi::scale<float> two{2.0f};
+  check_fused<adapter_plan_entry<Setup, convred::math::tf32>>(label, p, d, o, two, two, opt);
 }
 
 /// Bind with a separate scratch gives prepare's results and leaves the prepared bytes as they are: plan a

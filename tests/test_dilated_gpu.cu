@@ -193,11 +193,6 @@ TEST_CASE("dilated family: bind with a separate scratch gives prepare's results;
 
 TEST_CASE("dilated family sanitizer: a small dilated layer through the plan") {
   require_gpu();
-  const conv2d_problem p = make_problem(1, 4, 9, 11, 10, 3, 3, 2, 2, 1, 1, 2, 2);
-  const auto d = make_data<float>(p, 79, data_kind::real);
-  opts o;
-  o.gain = 2;
-  const epi::scale<float> two{2.0f};
-  check_fused<adapter_plan_entry<dilated_setup, math::tf32>>("dilated sanitizer", p, d, op::argmin{}, two, two, o);
+  adapter_sanitizer_case<dilated_setup>("dilated sanitizer", make_problem(1, 4, 9, 11, 10, 3, 3, 2, 2, 1, 1, 2, 2), 79);
 }
 }

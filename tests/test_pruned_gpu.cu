@@ -215,11 +215,6 @@ TEST_CASE("pruned family: bind with a separate scratch gives prepare's results; 
 
 TEST_CASE("pruned family sanitizer: a small layer whose off-centre taps read only padding, through the plan") {
   require_gpu();
-  const conv2d_problem p = make_problem(2, 4, 9, 11, 10, 3, 3, 12, 12, 1, 1, 12, 12);
-  const auto d = make_data<float>(p, 97, data_kind::real);
-  opts o;
-  o.gain = 2;
-  const epi::scale<float> two{2.0f};
-  check_fused<adapter_plan_entry<pruned_setup, math::tf32>>("pruned sanitizer", p, d, op::argmin{}, two, two, o);
+  adapter_sanitizer_case<pruned_setup>("pruned sanitizer", make_problem(2, 4, 9, 11, 10, 3, 3, 12, 12, 1, 1, 12, 12), 97);
 }
 }

@@ -190,13 +190,9 @@ TEST_CASE("tiny family: repeated runs are bitwise equal; bind with a separate sc
 
 TEST_CASE("tiny family sanitizer: one block, and several blocks with the combine, through the plan") {
   require_gpu();
-  opts o;
-  o.gain = 2;
-  const epi::scale<float> two{2.0f};
   for (const conv2d_problem& p : {make_problem(1, 9, 1, 1, 5, 1, 1), make_problem(2, 4, 2, 2, 70, 3, 3, 1, 1)}) {
-    const auto d = make_data<float>(p, 99, data_kind::real);
-    check_fused<adapter_plan_entry<tiny_setup, math::tf32>>("tiny sanitizer", p, d, op::argmin{}, two, two, o);
-    check_fused<adapter_plan_entry<tiny_setup, math::tf32>>("tiny sanitizer", p, d, op::mean{}, two, two, o);
+    adapter_sanitizer_case<tiny_setup>("tiny sanitizer", p, 99);
+    adapter_sanitizer_case<tiny_setup>("tiny sanitizer", p, 99, op::mean{});
   }
 }
 }
