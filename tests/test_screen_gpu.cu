@@ -95,7 +95,7 @@ TEST_CASE("screen: the planner takes the family where it serves, the next one wh
   } refused[] = {
       {make_problem(2, 8, 10, 10, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2), "groups != 1"},
       {make_problem(1, 4, 8, 8, 70000, 1, 1), "K above 65535"},
-      {make_problem(1, 64, 16, 16, 4096, 3, 3, 1, 1), "K * R * S above pass 2's filter slices (96 KB of shared memory)"},
+      {make_problem(1, 64, 16, 16, 4096, 3, 3, 1, 1), "R * S * K above pass 2's filter rows (200 KB of shared memory)"},
   };
   for (const auto& r : refused) {
     CAPTURE(describe(r.p));
@@ -205,6 +205,8 @@ TEST_CASE("screen: min, max, argmin, argmax equal the SIMT kernel's results bit 
       make_problem(2, 24, 17, 15, 40, 3, 3, 1, 1, 2, 2),  // stride 2
       make_problem(3, 48, 8, 8, 64, 1, 1),            // 1x1
       make_problem(1, 8, 23, 21, 20, 5, 5, 2, 2),     // 5x5
+      make_problem(1, 16, 37, 130, 40, 3, 3, 1, 1),   // pass 2: 3 x 3 tiles (partial ones), 3 chunks of channels
+      make_problem(2, 24, 40, 150, 40, 3, 3, 1, 1, 2, 2),  // stride 2: wider windows, 2 x 2 tiles per image
   };
   enum class kind {
     random, integer, equal_filters, near_tie, nan_x, inf_w, nan_b, neg_inf_b, huge_x, fp16_overflow, tiny, neg_zero

@@ -123,9 +123,12 @@ inline constexpr double plan_direct_clock_hz = 1.5e9;
 
 /// Bytes per second at which pass 2 reads x once (the patch norms and the taps): memory bandwidth.
 inline constexpr double screen_x_bytes_per_s = 3.0e12;
-/// Filter loads per second and SM of pass 2: one 4-byte shared-memory load per FMA, 32 per clock (128
-/// bytes per clock and SM) at 1.7 GHz. A model, not fitted: the first build measured far slower (bench/NOTES.md,
-/// "Certified screening: the kernel path").
-inline constexpr double screen_filter_loads_per_sm = 32.0 * 1.7e9;
+/// Shared-memory wavefronts per output pixel and GEMM_K tap of pass 2's tiled recompute: one x load (32
+/// consecutive lanes: 1/32) and one filter load gathered by each lane's channel (random channels: about 3.5
+/// of 32 banks' worth of conflicts), plus 15 % for the pixels whose second channel is recomputed too. A
+/// model (bench/NOTES.md, "Certified screening"), one wavefront per clock and SM at 1.7 GHz.
+inline constexpr double screen_wavefronts_per_tap = (1.0 + 3.5) / 32.0 * 1.15;
+/// Shared-memory wavefronts per second and SM (one per clock at 1.7 GHz).
+inline constexpr double screen_wavefronts_per_sm = 1.7e9;
 
 }  // namespace convred::device

@@ -88,7 +88,7 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
     if (p.groups != 1) return "groups != 1";
     if (p.K > kernel::screen_max_channels) return "K above 65535";
     if (p.gemm_k() > kernel::screen_max_gemm_k) return "GEMM_K above 2^20";
-    if (slice_channels(p) == 0) return "K * R * S above pass 2's filter slices (96 KB of shared memory)";
+    if (kernel::screen_tile_of(p).cc == 0) return "R * S * K above pass 2's filter rows (200 KB of shared memory)";
     return inner::can_implement(p, dev, o);
   }
   /// pass 1's configuration, with the workspace grown by extra_bytes and its time estimate plus pass 2's.
@@ -131,12 +131,14 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
     } else {
       const std::int64_t M = p.gemm_m();
       if (M == 0) return status::success;
-      const std::int64_t per_block = std::int64_t{kernel::screen_threads} * kernel::screen_pixels_per_thread;
+      const kernel::screen_tile tl = kernel::screen_tile_of(p);
+      const std::int64_t tiles = p.N * tl.tiles_p * tl.tiles_q;
+      const unsigned grid = static_cast<unsigned>(tiles < 0x7FFFFFFF ? tiles : 0x7FFFFFFF);  // (blocks stride over tiles)
       const plan_config ic = inner_config(p, c);
       run_arguments<T> ia;
       unsigned char* mine = adapter_scratch(a, ic, extra_bytes(p), ia);
       // (this run's scratch: pass 1's outputs, the list, the statistics, the transposed filter)
-      if (status s = adapter_checks<Op>(p, a, ic, mine, extra_bytes(p) - 16, (M + per_block - 1) / per_block);
+      if (status s = adapter_checks<Op>(p, a, ic, mine, extra_bytes(p) - 16, grid);
           s != status::success)
         return s;
       float* gaps = reinterpret_cast<float*>(mine);
@@ -153,15 +155,13 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
       const double lip = detail::screen_lipschitz(epi);
       const kernel::screen_params sp{p,     a.x,  a.w, wt, a.bias, gaps, packed, stats, full, pr,
                                      std::isfinite(lip) ? lip : INFINITY, a.y, a.indices};
-      const int cc = slice_channels(p);
-      const std::size_t smem = kernel::screen_slice_bytes(p, cc);
-      auto recompute = p.R == 3 && p.S == 3 ? kernel::screen_recompute_kernel<Op, Epilogue, 3, 3>
+      auto recompute = p.R == 3 && p.S == 3 && p.dil_h == 1 && p.dil_w == 1 ? kernel::screen_recompute_kernel<Op, Epilogue, 3, 3>
                                             : kernel::screen_recompute_kernel<Op, Epilogue>;
-      if (smem > 48 * 1024 &&
-          cudaFuncSetAttribute(recompute, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) != cudaSuccess)
+      if (tl.smem_bytes > 48 * 1024 &&
+          cudaFuncSetAttribute(recompute, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(tl.smem_bytes)) !=
+              cudaSuccess)
         return status::cuda_error;
-      recompute<<<static_cast<unsigned>((M + per_block - 1) / per_block), kernel::screen_threads, smem, stream>>>(sp, op,
-                                                                                                                  epi, cc);
+      recompute<<<grid, kernel::screen_threads, tl.smem_bytes, stream>>>(sp, op, epi, tl);
       int device = 0, sms = 0;
       if (cudaGetDevice(&device) != cudaSuccess ||
           cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
@@ -172,26 +172,19 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
   }
 
  private:
-  /// Input channels per filter slice of pass 2: the most whose slice fits 24 KB of shared memory (blocks
-  /// of 256 threads, several per SM), else 1 if its slice fits 96 KB, else 0 (not served).
-  static int slice_channels(const conv2d_problem& p) {
-    std::int64_t cc = 1;
-    while (cc < p.C && kernel::screen_slice_bytes(p, cc + 1) <= 24 * 1024) ++cc;
-    return kernel::screen_slice_bytes(p, cc) <= 96 * 1024 ? static_cast<int>(cc) : 0;
-  }
   /// pass 1's own configuration: c without extra_bytes
   static plan_config inner_config(const conv2d_problem& p, const plan_config& c) {
     plan_config ic = c;
     ic.workspace_bytes = c.workspace_bytes - extra_bytes(p);
     return ic;
   }
-  /// Pass 2's time model: x read once from memory, and two dot products per pixel with the filter read
-  /// from shared memory (one 4-byte load per FMA: the shared-memory bandwidth, 128 bytes per clock and SM).
+  /// Pass 2's time model: x read once from memory (the tiles' halos from L2), or the shared-memory
+  /// wavefronts of the tiled recompute (screen_wavefronts_per_tap per pixel and tap), whichever is longer.
   static double recompute_seconds(const conv2d_problem& p, const device_info& dev) {
     const double M = static_cast<double>(p.gemm_m()), L = static_cast<double>(p.gemm_k());
     const double bytes = static_cast<double>(p.x_elements()) * sizeof(float) + M * 16.0;
     const double sms = dev.sm_count > 0 ? dev.sm_count : 132;
-    return bytes / screen_x_bytes_per_s + M * L * 2.0 / (sms * screen_filter_loads_per_sm);
+    return std::max(bytes / screen_x_bytes_per_s, M * L * screen_wavefronts_per_tap / (sms * screen_wavefronts_per_sm));
   }
 };
 
