@@ -207,6 +207,10 @@ TEST_CASE("screen: min, max, argmin, argmax equal the SIMT kernel's results bit 
       make_problem(1, 8, 23, 21, 20, 5, 5, 2, 2),     // 5x5
       make_problem(1, 16, 37, 130, 40, 3, 3, 1, 1),   // pass 2: 3 x 3 tiles (partial ones), 3 chunks of channels
       make_problem(2, 24, 40, 150, 40, 3, 3, 1, 1, 2, 2),  // stride 2: wider windows, 2 x 2 tiles per image
+      make_problem(1, 16, 10, 12, 136, 3, 3, 1, 1),   // two channel tiles, the filter in 16-byte copies
+      // 120,000 pixels: the kinds that list every pixel for the full recompute give it more tiles of 64
+      // than its grid has blocks (8 per SM: 67,584 pixels in the first round on an H200)
+      make_problem(3, 4, 200, 200, 8, 3, 3, 1, 1),
   };
   enum class kind {
     random, integer, equal_filters, near_tie, nan_x, inf_w, nan_b, neg_inf_b, huge_x, fp16_overflow, tiny, neg_zero

@@ -65,6 +65,15 @@ __device__ __forceinline__ void cp_async_or_zero(T* dst, const T* src, bool pred
   }
 }
 
+/// @brief Asynchronous global -> shared copy of 16 bytes (sm_80+ `cp.async.cg`, through L2 only): copies
+/// 16 bytes from src to dst (both 16-byte aligned) if pred, else writes 16 zero bytes to dst (src-size 0:
+/// nothing is read). Completes at `cp_async_wait<N>()` for its commit group.
+__device__ __forceinline__ void cp_async16_or_zero(void* dst, const void* src, bool pred) {
+  const auto d = static_cast<std::uint32_t>(__cvta_generic_to_shared(dst));
+  const int n = pred ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(n) : "memory");
+}
+
 /// @brief Closes the group of this thread's cp.async copies issued since the last commit.
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 

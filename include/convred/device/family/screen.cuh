@@ -166,7 +166,10 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
       if (cudaGetDevice(&device) != cudaSuccess ||
           cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
         return status::cuda_error;
-      kernel::screen_full_kernel<Op, Epilogue, 256><<<static_cast<unsigned>(sms * 8), 256, 0, stream>>>(sp, op, epi);
+      // the list's length is known on the device only: a grid of 8 blocks per SM (2 resident per SM, 4 each
+      // per slot) strides over its tiles of 64 pixels; static shared memory (under 48 KB)
+      kernel::screen_full_kernel<Op, Epilogue>
+          <<<static_cast<unsigned>(sms * 8), kernel::screen_full_threads, 0, stream>>>(sp, op, epi);
       return device::detail::launch_status();  // (a launch error left pending, as every entry point's)
     }
   }
