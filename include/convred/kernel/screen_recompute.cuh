@@ -88,6 +88,9 @@ struct screen_tile {
   int tw = 0;                   ///< output columns per tile
   int wr = 0;                   ///< x window rows: (th - 1) * stride_h + (R - 1) * dil_h + 1
   int wc = 0;                   ///< x window columns: (tw - 1) * stride_w + (S - 1) * dil_w + 1
+  int wcs = 0;                  ///< a window row's floats in shared memory: wc + 3 rounded up to 4 (16-byte rows)
+  bool vec_x = false;           ///< x copied in 16-byte pieces (set at launch: NCHW, W % 4 == 0, x 16-byte aligned)
+  bool vec_w = false;           ///< the filter copied in 16-byte pieces (set at launch: K % 4 == 0, wt 16-byte aligned)
   int cc = 0;                   ///< input channels per chunk (0: not served)
   std::int64_t tiles_p = 0;     ///< tiles along P: ceil(P / th)
   std::int64_t tiles_q = 0;     ///< tiles along Q: ceil(Q / tw)
@@ -109,14 +112,16 @@ inline screen_tile screen_tile_of(const conv2d_problem& p) {
   const std::size_t fixed = static_cast<std::size_t>(screen_tile_pixels) * 8 + 16;  // list and second sums
   for (;;) {
     const std::int64_t wr = (th - 1) * p.stride_h + (p.R - 1) * p.dil_h + 1, wc = (tw - 1) * p.stride_w + (p.S - 1) * p.dil_w + 1;
-    // both buffers of cc channels: the x window and K filter rows of (cc * R * S) | 1 weights
+    const std::int64_t wcs = (wc + 3 + 3) / 4 * 4;
+    // both buffers of cc channels (each a multiple of 4 floats): the x window and cc * R * S filter rows of K weights
     auto bytes = [&](std::int64_t cc) {
-      return fixed + 2 * static_cast<std::size_t>(cc * wr * wc + p.K * ((cc * p.R * p.S) | 1)) * sizeof(float);
+      return fixed + 2 * static_cast<std::size_t>((cc * wr * wcs + cc * p.R * p.S * p.K + 3) / 4 * 4) * sizeof(float);
     };
     if (bytes(1) <= screen_max_smem) {
       std::int64_t cc = 1;
       while (cc < p.C && bytes(cc + 1) <= 96 * 1024) ++cc;
       t.th = static_cast<int>(th), t.tw = static_cast<int>(tw), t.wr = static_cast<int>(wr), t.wc = static_cast<int>(wc);
+      t.wcs = static_cast<int>(wcs);
       t.cc = static_cast<int>(cc);
       t.tiles_p = (P + th - 1) / th, t.tiles_q = (Q + tw - 1) / tw;
       t.smem_bytes = bytes(cc);
@@ -158,9 +163,8 @@ __global__ void __launch_bounds__(screen_threads, 2) screen_recompute_kernel(scr
   const int sh = static_cast<int>(p.stride_h), sw = static_cast<int>(p.stride_w);
   // (FR x FS > 0: dilation 1, so that the taps' offsets are immediates)
   const int dh = FR > 0 ? 1 : static_cast<int>(p.dil_h), dw = FS > 0 ? 1 : static_cast<int>(p.dil_w);
-  const int wr = tl.wr, wc = tl.wc, win = wr * wc, cc = tl.cc;
-  const int row = (cc * RS) | 1;  // a filter row in shared memory: odd, so that random channels spread over the banks
-  const int xs_floats = cc * win, buf_floats = xs_floats + K * row;
+  const int wr = tl.wr, wc = tl.wc, wcs = tl.wcs, win = wr * wcs, cc = tl.cc;
+  const int xs_floats = cc * win, buf_floats = (xs_floats + cc * RS * K + 3) / 4 * 4;
   unsigned* const list = reinterpret_cast<unsigned*>(screen_smem + 2 * buf_floats);  // tile pixel | k2 << 10
   float* const acc2s = screen_smem + 2 * buf_floats + TP;                            // sweep 2's sums, by tile pixel
   const bool nhwc = p.x_layout == layout::nhwc;
@@ -174,37 +178,45 @@ __global__ void __launch_bounds__(screen_threads, 2) screen_recompute_kernel(scr
     const std::int64_t p0 = (tr / tl.tiles_q) * tl.th, q0 = (tr % tl.tiles_q) * tl.tw;
     const std::int64_t h0 = p0 * sh - p.pad_h, w0 = q0 * sw - p.pad_w;  // the window's first input row, column
     const float* const xn = a.x + n * p.C * HW;
-    // Copies chunk ch's x window ([c][wr][wc]) and filter rows ([k][row]: channel k's cn * R * S weights of
-    // the chunk, KCRS order) into the buffer at screen_smem + bo (cp.async; zeros outside the image). Warps
-    // over rows, lanes over columns.
+    // The window's columns in shared memory: input column w0 - shift + v at v (shift = w0 mod 4, so that
+    // 16-byte pieces of x land 16-byte aligned).
+    const int shift = static_cast<int>(((w0 % 4) + 4) % 4);
+    // Copies chunk ch's x window ([c][wr][wcs]) and filter rows ([tap][K]: the rows c0 * R * S ... of the
+    // transposed filter, contiguous) into the buffer at screen_smem + bo (cp.async; zeros outside the image).
     auto stage = [&](int ch, int bo) {
       float* const b = screen_smem + bo;
       const int c0 = ch * cc, cn = C - c0 < cc ? C - c0 : cc, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-      if (nhwc) {
-        for (int e = threadIdx.x; e < cn * win; e += T) {  // channels fastest: consecutive in memory
-          const int c = e % cn, rest = e / cn, rr = rest / wc, cl = rest - rr * wc;
-          const std::int64_t h = h0 + rr, w = w0 + cl;
-          const bool in = h >= 0 && h < H && w >= 0 && w < W;
-          convred::detail::cp_async_or_zero(b + c * win + rest, in ? xn + (h * W + w) * p.C + c0 + c : a.x, in);
-        }
-      } else {
-        for (int rw = warp; rw < cn * wr; rw += T / 32) {
+      if (tl.vec_x) {  // NCHW rows in 16-byte pieces, fully inside or fully outside the image (W % 4 == 0)
+        const int nq = wcs / 4, rpi = 32 / nq > 0 ? 32 / nq : 1, sub = lane / nq, qi = lane - sub * nq;
+        const std::int64_t wa = w0 - shift;  // a multiple of 4
+        for (int rw = warp * rpi + sub; rw < cn * wr; rw += (T / 32) * rpi) {
           const int c = rw / wr, rr = rw - c * wr;
           const std::int64_t h = h0 + rr;
-          const bool hin = h >= 0 && h < H;
-          const float* src = xn + (c0 + c) * HW + h * W + w0;
-          float* dst = b + rw * wc;
-          for (int cl = lane; cl < wc; cl += 32) {
-            const bool in = hin && w0 + cl >= 0 && w0 + cl < W;
-            convred::detail::cp_async_or_zero(dst + cl, in ? src + cl : a.x, in);
+          for (int q = qi; q < nq && sub < rpi; q += 32) {
+            const std::int64_t w = wa + 4 * q;
+            const bool in = h >= 0 && h < H && w >= 0 && w < W;
+            convred::detail::cp_async16_or_zero(b + rw * wcs + 4 * q, in ? xn + (c0 + c) * HW + h * W + w : a.x, in);
           }
+        }
+      } else {
+        for (int e = threadIdx.x; e < cn * wr * wc; e += T) {
+          int c, rest;
+          if (nhwc) c = e % cn, rest = e / cn;  // channels fastest: consecutive in memory
+          else c = e / (wr * wc), rest = e - c * (wr * wc);
+          const int rr = rest / wc, cl = rest - rr * wc;
+          const std::int64_t h = h0 + rr, w = w0 + cl;
+          const bool in = h >= 0 && h < H && w >= 0 && w < W;
+          const float* src = nhwc ? xn + (h * W + w) * p.C + c0 + c : xn + (c0 + c) * HW + h * W + w;
+          convred::detail::cp_async_or_zero(b + c * win + rr * wcs + shift + cl, in ? src : a.x, in);
         }
       }
       float* ws = b + xs_floats;
-      const int len = cn * RS;
-      for (int k = warp; k < K; k += T / 32) {
-        const float* src = a.w + static_cast<std::int64_t>(k) * L + static_cast<std::int64_t>(c0) * RS;
-        for (int e = lane; e < len; e += 32) convred::detail::cp_async_or_zero(ws + k * row + e, src + e, true);
+      const float* wsrc = a.wt + static_cast<std::int64_t>(c0) * RS * K;
+      const int len = cn * RS * K;
+      if (tl.vec_w) {
+        for (int e = 4 * static_cast<int>(threadIdx.x); e < len; e += 4 * T) convred::detail::cp_async16_or_zero(ws + e, wsrc + e, true);
+      } else {
+        for (int e = threadIdx.x; e < len; e += T) convred::detail::cp_async_or_zero(ws + e, wsrc + e, true);
       }
     };
     // Runs f(ch, bo) over the chunks (bo: the chunk's buffer, a float offset in screen_smem: shared-memory
@@ -236,10 +248,10 @@ __global__ void __launch_bounds__(screen_threads, 2) screen_recompute_kernel(scr
 #pragma unroll
     for (int i = 0; i < PPT; ++i) {
       const int j = static_cast<int>(threadIdx.x) + i * T, tr1 = j / tl.tw, col = j - tr1 * tl.tw;
-      xo[i] = j < tl.th * tl.tw ? tr1 * sh * wc + col * sw : 0;
+      xo[i] = shift + (j < tl.th * tl.tw ? tr1 * sh * wcs + col * sw : 0);
       const std::int64_t m = pixel(i);
       const int k1 = m >= 0 ? static_cast<int>(static_cast<std::uint64_t>(a.packed[m]) & 0xFFFF) : 0;
-      wo[i] = xs_floats + (k1 < K ? k1 : 0) * row;  // an empty slot loads channel 0's weights (not used)
+      wo[i] = xs_floats + (k1 < K ? k1 : 0);  // an empty slot loads channel 0's weights (not used)
       acc1[i] = sumsq[i] = 0.0f;
     }
     if (threadIdx.x == 0) list_count = 0;
@@ -250,14 +262,14 @@ __global__ void __launch_bounds__(screen_threads, 2) screen_recompute_kernel(scr
       for (int c = 0; c < cn; ++c) {
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-          const int xt = bo + c * win + r * dh * wc, wt = bo + c * RS + r * S;
+          const int xt = bo + c * win + r * dh * wcs, wt = bo + (c * RS + r * S) * K;
 #pragma unroll
           for (int s = 0; s < S; ++s) {
 #pragma unroll
             for (int i = 0; i < PPT; ++i) {
               const float xv = screen_smem[xo[i] + xt + s * dw];
               sumsq[i] = fmaf(xv, xv, sumsq[i]);
-              acc1[i] = fmaf(xv, screen_smem[wo[i] + wt + s], acc1[i]);
+              acc1[i] = fmaf(xv, screen_smem[wo[i] + wt + s * K], acc1[i]);
             }
           }
         }
@@ -304,8 +316,8 @@ __global__ void __launch_bounds__(screen_threads, 2) screen_recompute_kernel(scr
         const int e = static_cast<int>(threadIdx.x) + q * T;
         const unsigned entry = e < count ? list[e] : 0u;
         const int j = static_cast<int>(entry & 0x3FFu), tr2 = j / tl.tw, col = j - tr2 * tl.tw;
-        xo2[q] = tr2 * sh * wc + col * sw;
-        wo2[q] = xs_floats + static_cast<int>(entry >> 10) * row;
+        xo2[q] = shift + tr2 * sh * wcs + col * sw;
+        wo2[q] = xs_floats + static_cast<int>(entry >> 10);
         acc2[q] = 0.0f;
       }
       const int rounds = (count + T - 1) / T;  // (block-uniform)
@@ -314,12 +326,13 @@ __global__ void __launch_bounds__(screen_threads, 2) screen_recompute_kernel(scr
         for (int c = 0; c < cn; ++c) {
 #pragma unroll
           for (int r = 0; r < R; ++r) {
-            const int xt = bo + c * win + r * dh * wc, wt = bo + c * RS + r * S;
+            const int xt = bo + c * win + r * dh * wcs, wt = bo + (c * RS + r * S) * K;
 #pragma unroll
             for (int s = 0; s < S; ++s) {
 #pragma unroll
               for (int q = 0; q < PPT; ++q)
-                if (q < rounds) acc2[q] = fmaf(screen_smem[xo2[q] + xt + s * dw], screen_smem[wo2[q] + wt + s], acc2[q]);
+                if (q < rounds)
+                  acc2[q] = fmaf(screen_smem[xo2[q] + xt + s * dw], screen_smem[wo2[q] + wt + s * K], acc2[q]);
             }
           }
         }

@@ -131,7 +131,7 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
     } else {
       const std::int64_t M = p.gemm_m();
       if (M == 0) return status::success;
-      const kernel::screen_tile tl = kernel::screen_tile_of(p);
+      kernel::screen_tile tl = kernel::screen_tile_of(p);
       const std::int64_t tiles = p.N * tl.tiles_p * tl.tiles_q;
       const unsigned grid = static_cast<unsigned>(tiles < 0x7FFFFFFF ? tiles : 0x7FFFFFFF);  // (blocks stride over tiles)
       const plan_config ic = inner_config(p, c);
@@ -155,6 +155,8 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
       const double lip = detail::screen_lipschitz(epi);
       const kernel::screen_params sp{p,     a.x,  a.w, wt, a.bias, gaps, packed, stats, full, pr,
                                      std::isfinite(lip) ? lip : INFINITY, a.y, a.indices};
+      tl.vec_x = p.x_layout == layout::nchw && p.W % 4 == 0 && reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0;
+      tl.vec_w = p.K % 4 == 0 && reinterpret_cast<std::uintptr_t>(wt) % 16 == 0;
       auto recompute = p.R == 3 && p.S == 3 && p.dil_h == 1 && p.dil_w == 1 ? kernel::screen_recompute_kernel<Op, Epilogue, 3, 3>
                                             : kernel::screen_recompute_kernel<Op, Epilogue>;
       if (tl.smem_bytes > 48 * 1024 &&
