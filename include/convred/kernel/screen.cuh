@@ -46,21 +46,51 @@ inline constexpr std::int64_t screen_max_channels = 0xFFFF;
 /// The largest GEMM_K screening serves (the bound's gamma_n needs n * 2^-23 well below 1).
 inline constexpr std::int64_t screen_max_gemm_k = std::int64_t{1} << 20;
 
-/// @brief Pass 1's running state: the two best channels of yhat (v[0] best; ties to the lower channel)
-/// and the 3rd best value. 16 bytes for float: the fused kernels keep one per accumulator row and thread
-/// in registers (24 bytes, a top-3, spilled 676 bytes in the fp16 wgmma kernel).
+/// @brief Pass 1's running state: the best channel k1 of yhat with its value, a second channel k2 with
+/// its value, and the best value of all the other channels. For Min (Max mirrors it):
+/// - v1 = yhat[k1], the smallest value, ties to the lower channel (-0 == +0); a NaN never takes slot 1;
+/// - v2 = yhat[k2] >= v1, the smallest value of the channels other than k1 (ties: any of them); a NaN
+///   only while v3 is NaN too;
+/// - v3 = the smallest value of the channels other than k1 and k2 (the exact 3rd best value); NaN once
+///   any channel was NaN (the pixel is then recomputed in full: screen_op::value);
+/// - an empty slot (fewer channels) holds the op's worst value (+inf for Min) and channel screen_empty,
+///   which sorts after every real channel of that value.
+/// 20 bytes for float: the fused kernels keep one per accumulator row and thread in registers, across the
+/// conv mainloop. The channels in words of their own, not two 16-bit halves of one: the fold's insert is
+/// then 10 instructions on sm_90a instead of 12 (no shifts and masks), and ptxas spills a little less in
+/// the fp16 wgmma kernel (docs/screening.md, "Pass 1's state").
 template <class V>
 struct screen_state {
-  V v[2];              ///< the best two values, best first
-  V v3;                ///< the 3rd best value
-  std::uint16_t k[2];  ///< their channels (screen_empty: none)
+  V v1;              ///< the best value: channel k1's
+  V v2;              ///< channel k2's value: the best of the channels other than k1
+  V v3;              ///< the best value of the channels other than k1 and k2 (NaN: a NaN channel seen)
+  std::uint32_t k1;  ///< the best channel (screen_empty: none)
+  std::uint32_t k2;  ///< the second channel (screen_empty: none)
 };
 
-/// @brief Reduction op of pass 1 (functional.cuh's reduction-op requirements): keeps the two best
-/// channels (Max: largest, else smallest) and the 3rd best value, and packs them for pass 2: value() =
-/// the bits of bf16(gap2) | bf16(gap3) << 16 as a float, index() = k1 | k2 << 16, each gap = |v_i - v_1|
-/// rounded down (towards zero), a NaN gap stays NaN. Only for screen_recompute_kernel: the outputs are
-/// not a min or an index.
+/// @brief One channel (value v, channel k < screen_empty), as screen_op::make gives it: the fold's
+/// op(state, make(v, k)) inserts it into the state directly (screen_op::insert, no empty slots to skip),
+/// and it converts to the screen_state of that one channel.
+template <class V, bool Max>
+struct screen_entry {
+  V v;              ///< the value
+  std::uint32_t k;  ///< the channel
+  /// the state of this channel alone (a NaN: slot 1 stays empty, see screen_state)
+  __host__ __device__ operator screen_state<V>() const;
+};
+
+/// @brief Reduction op of pass 1 (functional.cuh's reduction-op requirements, make returning a
+/// screen_entry that converts to the state): keeps per pixel the best channel (Max: largest, else
+/// smallest; ties to the lower channel), a second channel with the best value among the others, and the
+/// 3rd best value (screen_state), and packs them for pass 2: value() = the bits of bf16(gap2) |
+/// bf16(gap3) << 16 as a float, index() = k1 | k2 << 16, each gap = |v_i - v_1| rounded down (towards
+/// zero), a NaN gap stays NaN. The contract pass 2 relies on: k1 the best channel; gap2 <= |yhat[k2] -
+/// yhat[k1]| and gap3 <= |yhat[c] - yhat[k1]| for every other channel c, or NaN (recompute); k2 =
+/// screen_empty only with fewer than two channels (or a NaN channel: gap3 NaN). Only for
+/// screen_recompute_kernel: the outputs are not a min or an index.
+///
+/// The fold's hot path, one insert per element, is branch-free: 10 instructions on sm_90a (three for the
+/// tie-aware compare with slot 1, one for slot 2, two NaN-propagating min / max for v3, four selects).
 template <bool Max>
 struct screen_op {
   static constexpr bool has_index = true;  ///< the packed channels travel in the index output
@@ -68,77 +98,82 @@ struct screen_op {
   template <class V>
   using accum_t = screen_state<V>;
 
-  /// a strictly better than b: the better value, ties to the lower channel
-  template <class V>
-  __host__ __device__ static bool better(V a, std::int32_t ka, V b, std::int32_t kb) {
-    return Max ? (a > b || (a == b && ka < kb)) : (a < b || (a == b && ka < kb));
-  }
-  /// the better of two values (for the 3rd best)
-  template <class V>
-  __host__ __device__ static V best_of(V a, V b) {
-    return (Max ? b > a : b < a) ? b : a;
-  }
-  /// the worst value (the identity's)
+  /// the worst value (the empty slots')
   template <class V>
   __host__ __device__ static V worst() {
     return Max ? lower_identity<V>() : upper_identity<V>();
   }
-  /// Inserts (v, k) into s, the evicted value going to s.v3.
+  /// Inserts channel k (< screen_empty) of value v into s when `ok` (the invariants: screen_state).
+  /// Branch-free: b1 = (v, k) strictly better than slot 1 (exact value compare, ties to the lower
+  /// channel), b2 = v not worse than v2 (or NaN: it takes slot 2, and poisons v3); the value that leaves
+  /// the two slots (the worse of v and v2) goes to v3, NaN-propagating.
   template <class V>
-  __host__ __device__ static void insert(screen_state<V>& s, V v, std::uint16_t k) {
-    if (!better(v, k, s.v[1], s.k[1])) {
-      s.v3 = best_of(s.v3, v);
-      return;
-    }
-    s.v3 = best_of(s.v3, s.v[1]);
-    if (better(v, k, s.v[0], s.k[0])) {
-      s.v[1] = s.v[0], s.k[1] = s.k[0];
-      s.v[0] = v, s.k[0] = k;
-    } else {
-      s.v[1] = v, s.k[1] = k;
-    }
+  __host__ __device__ static void insert(screen_state<V>& s, V v, std::uint32_t k, bool ok = true) {
+    // (& and |, not && and ||: a short circuit compiled to a branch around the tie's compares)
+    const bool b1 = ok & ((Max ? v > s.v1 : v < s.v1) | ((v == s.v1) & (k < s.k1)));
+    const bool b2 = ok & !(Max ? v < s.v2 : v > s.v2);
+    const V out = op::detail::nan_extreme<!Max>(v, s.v2);  // the worse of v and v2, a NaN if either is
+    s.v3 = ok ? op::detail::nan_extreme<Max>(s.v3, out) : s.v3;
+    s.v2 = b1 ? s.v1 : b2 ? v : s.v2;
+    s.k2 = b1 ? s.k1 : b2 ? k : s.k2;
+    s.v1 = b1 ? v : s.v1;
+    s.k1 = b1 ? k : s.k1;
   }
 
   /// no channel yet
   template <class V>
   __host__ __device__ static screen_state<V> identity() {
-    return {{worst<V>(), worst<V>()}, worst<V>(), {screen_empty, screen_empty}};
+    return {worst<V>(), worst<V>(), worst<V>(), screen_empty, screen_empty};
   }
-  /// one channel
+  /// one channel (k < screen_empty)
   template <class V>
-  __host__ __device__ static screen_state<V> make(V v, int k) {
-    return {{v, worst<V>()}, worst<V>(), {static_cast<std::uint16_t>(k), screen_empty}};
+  __host__ __device__ static screen_entry<V, Max> make(V v, int k) {
+    return {v, static_cast<std::uint32_t>(k)};
   }
-  /// the best two of a and b, and the 3rd best value
+  /// a with channel b inserted (the fold's hot path)
+  template <class V>
+  __host__ __device__ screen_state<V> operator()(screen_state<V> a, const screen_entry<V, Max>& b) const {
+    insert(a, b.v, b.k);
+    return a;
+  }
+  /// the union of a and b (of disjoint channels): b's two channels inserted, v3 the better of the two v3s
   template <class V>
   __host__ __device__ screen_state<V> operator()(screen_state<V> a, const screen_state<V>& b) const {
-    if (b.k[0] != screen_empty) insert(a, b.v[0], b.k[0]);
-    if (b.k[1] != screen_empty) insert(a, b.v[1], b.k[1]);
-    a.v3 = best_of(a.v3, b.v3);
+    insert(a, b.v1, b.k1, b.k1 != screen_empty);
+    insert(a, b.v2, b.k2, b.k2 != screen_empty);
+    a.v3 = op::detail::nan_extreme<Max>(a.v3, b.v3);
     return a;
   }
 
+  /// a - b rounded towards -inf, as the device's __fsub_rd (on the host: the difference in double, its
+  /// exact error by TwoSum, then the float at or below it; an overflow gives the largest float, not inf)
+  __host__ __device__ static float sub_rd(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return __fsub_rd(a, b);
+#else
+    const double x = a, y = -static_cast<double>(b), d = x + y;
+    if (!std::isfinite(d)) return static_cast<float>(d);  // an infinite or NaN operand: exact
+    const double bb = d - x, err = (x - (d - bb)) + (y - bb);  // x + y == d + err exactly
+    float f = static_cast<float>(d);
+    if (static_cast<double>(f) - d > err) f = std::nextafter(f, -INFINITY);  // (f - d: exact, Sterbenz)
+    return f;
+#endif
+  }
   /// bf16 bits of |a - b| rounded towards zero (NaN stays NaN, inf stays inf)
   template <class V>
   __host__ __device__ static std::uint32_t gap_bits(V best, V other) {
-    float g;
-#if defined(__CUDA_ARCH__)
-    g = Max ? __fsub_rd(static_cast<float>(best), static_cast<float>(other))
-            : __fsub_rd(static_cast<float>(other), static_cast<float>(best));
-#else
-    g = Max ? static_cast<float>(best) - static_cast<float>(other) : static_cast<float>(other) - static_cast<float>(best);
-    if (g > 0.0f && !std::isinf(g)) g = std::nextafter(g, 0.0f);  // round-to-nearest then one step down
-#endif
+    float g = Max ? sub_rd(static_cast<float>(best), static_cast<float>(other))
+                  : sub_rd(static_cast<float>(other), static_cast<float>(best));
     if (g != g) return 0x7FC0u;
-    if (g < 0.0f) g = 0.0f;  // never: v is sorted
+    if (g < 0.0f) g = 0.0f;  // never: v1 is the best
     std::uint32_t u;
     std::memcpy(&u, &g, sizeof u);
     return u >> 16;  // truncation: towards zero for a non-negative value
   }
-  /// bf16(gap2) | bf16(gap3) << 16, as the bits of a float
+  /// bf16(gap2) | bf16(gap3) << 16, as the bits of a float; gap3 NaN when any channel was NaN
   template <class V>
   __host__ __device__ static V value(const screen_state<V>& s, std::int64_t) {
-    const std::uint32_t u = gap_bits(s.v[0], s.v[1]) | (gap_bits(s.v[0], s.v3) << 16);
+    const std::uint32_t u = gap_bits(s.v1, s.v2) | (gap_bits(s.v1, s.v3) << 16);
     float f;
     std::memcpy(&f, &u, sizeof f);
     return static_cast<V>(f);
@@ -146,9 +181,16 @@ struct screen_op {
   /// k1 | k2 << 16
   template <class V>
   __host__ __device__ static std::int64_t index(const screen_state<V>& s) {
-    return static_cast<std::int64_t>(s.k[0]) | (static_cast<std::int64_t>(s.k[1]) << 16);
+    return static_cast<std::int64_t>(s.k1 | (s.k2 << 16));
   }
 };
+
+template <class V, bool Max>
+__host__ __device__ screen_entry<V, Max>::operator screen_state<V>() const {
+  screen_state<V> s = screen_op<Max>::template identity<V>();
+  screen_op<Max>::insert(s, v, k);
+  return s;
+}
 
 /// @brief Operand rounding of a pass-1 precision: unit roundoff u, the largest error of a subnormal
 /// (half its spacing) eta, and the largest |value| that converts without overflow.
