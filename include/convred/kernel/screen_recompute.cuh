@@ -188,14 +188,21 @@ __global__ void __launch_bounds__(screen_threads, 2) screen_recompute_kernel(scr
       const int c0 = ch * cc, cn = C - c0 < cc ? C - c0 : cc, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
       if (tl.vec_x) {  // NCHW rows in 16-byte pieces, fully inside or fully outside the image (W % 4 == 0)
         const int nq = wcs / 4, rpi = 32 / nq > 0 ? 32 / nq : 1, sub = lane / nq, qi = lane - sub * nq;
-        const std::int64_t wa = w0 - shift;  // a multiple of 4
-        for (int rw = warp * rpi + sub; rw < cn * wr; rw += (T / 32) * rpi) {
-          const int c = rw / wr, rr = rw - c * wr;
-          const std::int64_t h = h0 + rr;
-          for (int q = qi; q < nq && sub < rpi; q += 32) {
-            const std::int64_t w = wa + 4 * q;
-            const bool in = h >= 0 && h < H && w >= 0 && w < W;
-            convred::detail::cp_async16_or_zero(b + rw * wcs + 4 * q, in ? xn + (c0 + c) * HW + h * W + w : a.x, in);
+        if (sub < rpi) {
+          const int wa = static_cast<int>(w0) - shift, hb = static_cast<int>(h0);  // (wa: a multiple of 4)
+          for (int c = 0; c < cn; ++c) {
+            const float* plane = xn + (c0 + c) * HW;
+            float* dst = b + c * win;
+            for (int rr = warp * rpi + sub; rr < wr; rr += (T / 32) * rpi) {
+              const int h = hb + rr;
+              const bool hin = h >= 0 && h < H;
+              const float* src = plane + static_cast<std::int64_t>(hin ? h : 0) * W;
+              for (int q = qi; q < nq; q += 32) {
+                const int w = wa + 4 * q;
+                const bool in = hin && w >= 0 && w < W;
+                convred::detail::cp_async16_or_zero(dst + rr * wcs + 4 * q, in ? src + w : a.x, in);
+              }
+            }
           }
         }
       } else {
@@ -320,19 +327,21 @@ __global__ void __launch_bounds__(screen_threads, 2) screen_recompute_kernel(scr
         wo2[q] = xs_floats + static_cast<int>(entry >> 10);
         acc2[q] = 0.0f;
       }
-      const int rounds = (count + T - 1) / T;  // (block-uniform)
+      // entries of this warp: q < rounds (warp-uniform; the warps past the list only stage)
+      const int first = static_cast<int>(threadIdx.x) & ~31,
+                rounds = first < count ? (count - first + T - 1) / T : 0;
       stream([&](int ch, int bo) {
         const int cn = C - ch * cc < cc ? C - ch * cc : cc;
-        for (int c = 0; c < cn; ++c) {
 #pragma unroll
-          for (int r = 0; r < R; ++r) {
-            const int xt = bo + c * win + r * dh * wcs, wt = bo + (c * RS + r * S) * K;
+        for (int q = 0; q < PPT; ++q) {
+          if (q >= rounds) break;  // (warp-uniform)
+          for (int c = 0; c < cn; ++c) {
 #pragma unroll
-            for (int s = 0; s < S; ++s) {
+            for (int r = 0; r < R; ++r) {
+              const int xt = bo + c * win + r * dh * wcs, wt = bo + (c * RS + r * S) * K;
 #pragma unroll
-              for (int q = 0; q < PPT; ++q)
-                if (q < rounds)
-                  acc2[q] = fmaf(screen_smem[xo2[q] + xt + s * dw], screen_smem[wo2[q] + wt + s * K], acc2[q]);
+              for (int s = 0; s < S; ++s)
+                acc2[q] = fmaf(screen_smem[xo2[q] + xt + s * dw], screen_smem[wo2[q] + wt + s * K], acc2[q]);
             }
           }
         }
