@@ -3,7 +3,9 @@
 // (math::ieee) bit for bit, and pass 2's work: channels recomputed per pixel and pixels recomputed in
 // full, from pass 1's outputs and the bound (on the host).
 //
-//   screen_bench [--n N] [--iters I] [--rand]     (default: the seed, N = 64, x ~ N(0,1); --rand: x ~ U[0,1))
+//   screen_bench [--n N] [--iters I] [--rand] [--equal]   (default: the seed, N = 64, x ~ N(0,1); --rand: x ~ U[0,1);
+//                                                         --equal: every filter and bias equal, the worst case:
+//                                                         every pixel recomputed in full)
 #include <convred/device/conv2d_reduce_plan.cuh>
 #include <convred/device/family/screen.cuh>
 
@@ -44,22 +46,23 @@ double median_ms(int iters, F&& f) {
 
 int main(int argc, char** argv) {
   int n = 64, iters = 20;
-  bool rand01 = false;
+  bool rand01 = false, equal = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--n" && i + 1 < argc) n = std::atoi(argv[++i]);
     else if (a == "--iters" && i + 1 < argc) iters = std::atoi(argv[++i]);
     else if (a == "--rand") rand01 = true;
+    else if (a == "--equal") equal = true;
     else {
-      std::printf("usage: screen_bench [--n N] [--iters I] [--rand]\n");
+      std::printf("usage: screen_bench [--n N] [--iters I] [--rand] [--equal]\n");
       return 2;
     }
   }
   cr::conv2d_problem p;
   p.N = n, p.C = 64, p.H = 256, p.W = 256, p.K = 128, p.R = 3, p.S = 3;
   const std::int64_t M = p.gemm_m(), L = p.gemm_k();
-  std::printf("seed problem N=%d C=64 256x256 K=128 3x3, x ~ %s, W, b ~ U(+-1/sqrt(576)); y = min_k 2 * conv\n", n,
-              rand01 ? "U[0,1)" : "N(0,1)");
+  std::printf("seed problem N=%d C=64 256x256 K=128 3x3, x ~ %s, W, b ~ U(+-1/sqrt(576))%s; y = min_k 2 * conv\n", n,
+              rand01 ? "U[0,1)" : "N(0,1)", equal ? ", every channel equal" : "");
   std::vector<float> x(static_cast<std::size_t>(p.x_elements())), w(static_cast<std::size_t>(p.w_elements())),
       b(static_cast<std::size_t>(p.K));
   {
@@ -69,6 +72,10 @@ int main(int argc, char** argv) {
     for (float& v : x) v = rand01 ? ud(rng) : nd(rng);
     for (float& v : w) v = wd(rng);
     for (float& v : b) v = wd(rng);
+    if (equal) {  // every channel the same: exact ties everywhere, no channel ruled out
+      for (std::int64_t k = 1; k < p.K; ++k) std::copy(w.begin(), w.begin() + L, w.begin() + k * L);
+      std::fill(b.begin(), b.end(), b[0]);
+    }
   }
   thrust::device_vector<float> dx(x), dw(w), db(b), y(M), y_ref(M), gaps(M);
   thrust::device_vector<std::int64_t> idx(M), idx_ref(M), packed(M);

@@ -101,7 +101,7 @@ struct screen_tile {
 inline constexpr std::size_t screen_max_smem = 200 * 1024;
 
 /// @brief The tiling of screen_recompute_kernel for p (host): tiles of up to 64 output columns and 1,024
-/// pixels, the most input channels per chunk whose two buffers fit 96 KB (two blocks per SM), else one
+/// pixels, the most input channels per chunk whose two buffers fit 72 KB (three blocks per SM), else one
 /// channel within screen_max_smem, halving the tile's rows (then columns) until one channel fits. cc == 0:
 /// not served (the filter rows of one channel, R * S * K weights, do not fit).
 inline screen_tile screen_tile_of(const conv2d_problem& p) {
@@ -119,7 +119,7 @@ inline screen_tile screen_tile_of(const conv2d_problem& p) {
     };
     if (bytes(1) <= screen_max_smem) {
       std::int64_t cc = 1;
-      while (cc < p.C && bytes(cc + 1) <= 96 * 1024) ++cc;
+      while (cc < p.C && bytes(cc + 1) <= 72 * 1024) ++cc;
       t.th = static_cast<int>(th), t.tw = static_cast<int>(tw), t.wr = static_cast<int>(wr), t.wc = static_cast<int>(wc);
       t.wcs = static_cast<int>(wcs);
       t.cc = static_cast<int>(cc);
@@ -136,9 +136,9 @@ inline screen_tile screen_tile_of(const conv2d_problem& p) {
 /// @brief Pass 2 (groups 1; screen_threads threads, any grid: blocks stride over the tiles; dynamic shared
 /// memory tl.smem_bytes). A block takes a tile of tl.th x tl.tw output pixels of one image, thread t its
 /// pixels t + i * 256 (i < 4: consecutive lanes, consecutive pixels), and streams the input channels in
-/// chunks of tl.cc through two shared-memory buffers (cp.async; the next chunk's copy overlaps this one's
-/// FMAs): the x window of the chunk's channels (zeros in the padding) and the chunk's rows of the
-/// transposed filter (wt, GEMM_K x K). Sweep 1: per pixel ||x_patch||^2 and the dot product of its best
+/// chunks of tl.cc through two shared-memory buffers (cp.async, in 16-byte pieces where x's rows and the
+/// filter allow; the next chunk's copy overlaps this one's FMAs): the x window of the chunk's channels
+/// ([c][wr][wcs], zeros in the padding) and the chunk's rows of the transposed filter ([tap][K], from wt). Sweep 1: per pixel ||x_patch||^2 and the dot product of its best
 /// channel k1 in exact fp32 FMA in the SIMT kernel's order (GEMM_K index kk = (c * R + r) * S + s ascending,
 /// a padding tap an FMA with x = 0); then the bound E (screen_bound). A pixel whose 3rd best lies within
 /// 2E, or whose bound is not finite (a NaN, inf or huge value, x or w outside the pass-1 precision's
@@ -146,12 +146,15 @@ inline screen_tile screen_tile_of(const conv2d_problem& p) {
 /// list, and sweep 2 (only when that list is not empty) streams the chunks again and computes those
 /// pixels' second channel, in the same order. Then Op over the kept channels into y and indices.
 ///
-/// Cost (the seed: K = 128, 3x3, cc = 4, tiles of 16 x 64): per pixel and tap one x load (consecutive
-/// lanes, no bank conflict) and one filter load gathered by k1 (random lanes' channels: about 3.5-way bank
-/// conflicts), so about one shared-memory wavefront per pixel, input channel and 9 taps; the filter is
-/// staged once per tile. FR x FS > 0: the filter size known at compile time (the taps unrolled), dilation 1.
+/// Cost (the seed: K = 128, 3x3, cc = 3, tiles of 16 x 64; bench/NOTES.md, "Certified screening: pass 2
+/// tiled"): per pixel and tap one x load (consecutive lanes: no bank conflict) and one filter load gathered
+/// by the lane's channel (random channels: about 3.5-way bank conflicts), about 4.5 / 32 shared-memory
+/// wavefronts per pixel and tap, 343 M on the seed (1.3 ms of an H200's shared-memory pipes at one
+/// wavefront per clock): the floor of this design; measured 2.8 ms (ncu). Three blocks of 256 threads per
+/// SM (80 registers, a few spilled: faster than two blocks without spills). FR x FS > 0: the filter size
+/// known at compile time (the taps unrolled), dilation 1.
 template <class Op, class Epilogue, int FR = 0, int FS = 0>
-__global__ void __launch_bounds__(screen_threads, 2) screen_recompute_kernel(screen_params a, Op op, Epilogue epi, screen_tile tl) {
+__global__ void __launch_bounds__(screen_threads, 3) screen_recompute_kernel(screen_params a, Op op, Epilogue epi, screen_tile tl) {
   constexpr int T = screen_threads, PPT = screen_pixels_per_thread, TP = screen_tile_pixels;
   extern __shared__ __align__(16) float screen_smem[];
   __shared__ int list_count;
