@@ -5,7 +5,16 @@
 /// - `static plan_options options()`: the options every plan of these checks is made with;
 /// - `static void check_plan(const std::string& description)`: the test's own checks of each plan that
 ///   adapter_plan_entry runs (e.g. that the family under test was chosen);
-/// - `static constexpr bool with_mean`: whether adapter_all_ops checks op::mean too.
+/// - `static constexpr bool with_mean`: whether adapter_all_ops checks op::mean too (needed by
+///   adapter_all_ops only);
+/// - optionally `template <class T, class Math> using families = family::family_list<...>`: the kernel
+///   families every plan of these checks chooses from, in place of the planner's default list
+///   (family::default_families_t). A plan's run compiles the launch of every family in its list for each
+///   op, epilogue, element type and math it is called with: a test of one family names that family and
+///   the families the default planner takes instead of it for the test's other problems, and compiles
+///   only their kernels. Each such plan must then make the default planner's choice (check_default_choice:
+///   the same description, kernel and workspace as conv2d_reduce_plan<T, Math> on the same device), so
+///   that the check still runs what the default planner runs. Without the member: the default list.
 #pragma once
 
 #include <convred/device/conv2d_reduce_plan.cuh>
@@ -13,15 +22,59 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "conv2d_reduce_check.cuh"
 
 namespace convred_test_fused {
 
-/// check_fused's tag for the planner: conv2d_reduce_plan<T, Math>(p, Setup::options()) on the current
-/// device, Setup::check_plan on its description, prepared with a lent workspace poisoned (0xFF) with 256
-/// guard bytes after it, run, synchronised; the guard bytes must stay untouched.
+/// The kernel families of Setup's plans for element type T and math Math: Setup::families<T, Math> where
+/// Setup names them, else the planner's default list.
+template <class Setup, class T, class Math, class = void>
+struct setup_families {
+  using type = convred::device::family::default_families_t<T, Math>;  ///< the default list
+};
+template <class Setup, class T, class Math>
+struct setup_families<Setup, T, Math, std::void_t<typename Setup::template families<T, Math>>> {
+  using type = typename Setup::template families<T, Math>;  ///< the test's own list
+};
+/// The plan type of Setup's checks: conv2d_reduce_plan<T, Math> over setup_families.
+template <class Setup, class T, class Math>
+using setup_plan_t = convred::device::conv2d_reduce_plan<T, Math, typename setup_families<Setup, T, Math>::type>;
+
+/// Two plans made the same choice: the same state, kernel, description (the family, its tiles, mode and
+/// splits, and why a family before it was passed over), workspace, prepared and scratch bytes, splits and
+/// ping-pong policy.
+template <class PlanA, class PlanB>
+void check_same_choice(const PlanA& a, const PlanB& b) {
+  CHECK(a.state() == b.state());
+  CHECK(a.kernel() == b.kernel());
+  CHECK(a.description() == b.description());
+  CHECK(a.workspace_bytes() == b.workspace_bytes());
+  CHECK(a.prepared_bytes() == b.prepared_bytes());
+  CHECK(a.scratch_bytes() == b.scratch_bytes());
+  CHECK(a.k_splits() == b.k_splits());
+  CHECK(a.config().pingpong == b.config().pingpong);
+}
+
+/// A plan over a list other than the default one (a Setup's families): the default planner's plan for the
+/// same problem and options on the current device, conv2d_reduce_plan<T, Math> (made only: the default
+/// list's kernels are not compiled), made the same choice (check_same_choice). Nothing for a plan over
+/// the default list.
+template <class T, class Math, class Families>
+void check_default_choice(const convred::device::conv2d_reduce_plan<T, Math, Families>& plan) {
+  if constexpr (!std::is_same_v<Families, convred::device::family::default_families_t<T, Math>>) {
+    INFO("the default planner's choice, against the plan of the test's family list: " << plan.description());
+    const convred::device::conv2d_reduce_plan<T, Math> def(plan.problem(), plan.options());
+    check_same_choice(def, plan);
+  }
+}
+
+/// check_fused's tag for the planner: setup_plan_t<Setup, T, Math>(p, Setup::options()) on the current
+/// device (with a Setup's own families: the default planner's choice, check_default_choice),
+/// Setup::check_plan on its description, prepared with a lent workspace poisoned (0xFF) with 256 guard
+/// bytes after it, run, synchronised; the guard bytes must stay untouched.
 template <class Setup, class Math>
 struct adapter_plan_entry {
   using math = convred::device::family::kernel_math_t<float, Math>;  ///< the kernels' math (tolerances)
@@ -30,9 +83,10 @@ struct adapter_plan_entry {
   static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
                        Op op, Epi epi) {
     constexpr std::size_t guard = 256;
-    convred::device::conv2d_reduce_plan<T, Math> plan(p, Setup::options());
+    setup_plan_t<Setup, T, Math> plan(p, Setup::options());
     INFO("plan: " << plan.description());
     REQUIRE(plan.state() == status::success);
+    check_default_choice(plan);
     Setup::check_plan(plan.description());
     const std::size_t bytes = plan.workspace_bytes();
     thrust::device_vector<unsigned char> ws(bytes + guard, static_cast<unsigned char>(0xFF));
@@ -47,25 +101,39 @@ struct adapter_plan_entry {
   }
 };
 
+/// One op of adapter_all_ops: "<label> <op>" through the plan in Math (adapter_plan_entry) against
+/// float64 on the data d, with the scale 2 epilogue, or -0.5 for max and argmax.
+template <class Setup, class Math, class Op>
+void adapter_op_check(const std::string& label, const conv2d_problem& p, const host_data<float>& d, Op o) {
+  constexpr bool negative = std::is_same_v<Op, op::max> || std::is_same_v<Op, op::argmax>;
+  opts opt;
+  opt.gain = negative ? 0.5 : 2;
+  const epi::scale<float> s{negative ? -0.5f : 2.0f};
+  check_fused<adapter_plan_entry<Setup, Math>>(label + " " + test::op_name<Op>(), p, d, o, s, s, opt);
+}
+
 /// Every op through the plan in Math against float64 (scale 2 epilogue; max with -0.5); op::mean only
 /// where Setup::with_mean.
 template <class Setup, class Math>
 void adapter_all_ops(const char* label, const conv2d_problem& p, std::uint64_t seed) {
-  using entry = adapter_plan_entry<Setup, Math>;
   const auto d = make_data<float>(p, seed, data_kind::real);
-  opts o;
-  o.gain = 2;
-  const epi::scale<float> two{2.0f};
   const std::string l(label);
-  check_fused<entry>(l + " min", p, d, op::min{}, two, two, o);
-  check_fused<entry>(l + " argmin", p, d, op::argmin{}, two, two, o);
-  check_fused<entry>(l + " sum", p, d, op::sum{}, two, two, o);
-  if constexpr (Setup::with_mean) check_fused<entry>(l + " mean", p, d, op::mean{}, two, two, o);
-  opts h = o;
-  h.gain = 0.5;
-  const epi::scale<float> neg{-0.5f};
-  check_fused<entry>(l + " max", p, d, op::max{}, neg, neg, h);
-  check_fused<entry>(l + " argmax", p, d, op::argmax{}, neg, neg, h);
+  adapter_op_check<Setup, Math>(l, p, d, op::min{});
+  adapter_op_check<Setup, Math>(l, p, d, op::argmin{});
+  adapter_op_check<Setup, Math>(l, p, d, op::sum{});
+  if constexpr (Setup::with_mean) adapter_op_check<Setup, Math>(l, p, d, op::mean{});
+  adapter_op_check<Setup, Math>(l, p, d, op::max{});
+  adapter_op_check<Setup, Math>(l, p, d, op::argmax{});
+}
+
+/// adapter_all_ops for the ops Ops only (in that order): the same data from `seed`, epilogues and
+/// tolerances. For a test whose family's own code does not depend on the op beyond what these ops
+/// cover: each op and math compiled adds the kernels of every family in the plan's list.
+template <class Setup, class Math, class... Ops>
+void adapter_some_ops(const char* label, const conv2d_problem& p, std::uint64_t seed) {
+  const auto d = make_data<float>(p, seed, data_kind::real);
+  const std::string l(label);
+  (adapter_op_check<Setup, Math>(l, p, d, Ops{}), ...);
 }
 
 /// The compute-sanitizer case of an adapter family's test (`--test-case='*sanitizer*'`): p through the plan in
@@ -79,10 +147,11 @@ void adapter_sanitizer_case(const char* label, const conv2d_problem& p, std::uin
   check_fused<adapter_plan_entry<Setup, convred::math::tf32>>(label, p, d, o, two, two, opt);
 }
 
-/// Bind with a separate scratch gives prepare's results and leaves the prepared bytes as they are: plan a
-/// prepares and runs argmax; plan b prepares into a lent workspace, its prepared bytes are copied to their
-/// own buffer and bound with a scratch of its own (poisoned, 16 bytes past its end), then runs argmax. The
-/// prepared bytes unchanged, nothing written past the scratch, b's values and indices equal a's, no NaN.
+/// Bind with a separate scratch gives prepare's results and leaves the prepared bytes as they are (plans
+/// of setup_plan_t in tf32, the default planner's choice): plan a prepares and runs argmax; plan b
+/// prepares into a lent workspace, its prepared bytes are copied to their own buffer and bound with a
+/// scratch of its own (poisoned, 16 bytes past its end), then runs argmax. The prepared bytes unchanged,
+/// nothing written past the scratch, b's values and indices equal a's, no NaN.
 template <class Setup>
 void check_bind_with_scratch(const conv2d_problem& p, std::uint64_t seed) {
   const auto d = make_data<float>(p, seed, data_kind::real);
@@ -93,7 +162,8 @@ void check_bind_with_scratch(const conv2d_problem& p, std::uint64_t seed) {
   thrust::device_vector<float> y1(ny), y2(ny);
   thrust::device_vector<std::int64_t> i1(ny), i2(ny);
   test::poison(y1), test::poison(y2);
-  convred::device::conv2d_reduce_plan<float, convred::math::tf32> a(p, Setup::options()), b(p, Setup::options());
+  setup_plan_t<Setup, float, convred::math::tf32> a(p, Setup::options()), b(p, Setup::options());
+  check_default_choice(a);
   REQUIRE(a.prepare(craw(dw)) == status::success);
   REQUIRE(a.run(craw(dx), craw(db), raw(y1), raw(i1), op::argmax{}) == status::success);
   // b: the prepared bytes of a lent workspace, then a scratch of its own

@@ -1,11 +1,14 @@
 // The pruned family (device/family/pruned.cuh): a layer whose outer filter taps read only padding for every
 // output runs on the wgmma kernel as the smaller convolution of the other taps. Host: the live-tap range
 // against a brute-force count over every small geometry; which layers it serves and what the plan says.
-// GPU: the plan against float64 for every op and the tensor-core maths (DeepLab's ASPP at dilation >= the
-// image: a 1x1; rows only; a 7x7 filter on a 3x3 image: a 5x5; NHWC, stride 2 and tiny problems, which
-// other families serve); non-finite weights on a dropped tap (NaN for that channel everywhere, as PyTorch);
-// the plan equals the wgmma family's plan on the 1x1 of the centre weights, bitwise; bind with a separate
-// scratch; a case for compute-sanitizer.
+// GPU: the plan against float64 under tf32, bf16 and math::accurate, each with an index op and a value op
+// and every op under some math (DeepLab's ASPP at dilation >= the image: a 1x1; rows only; a 7x7 filter on
+// a 3x3 image: a 5x5; NHWC, stride 2 and tiny problems, which other families serve); non-finite weights on
+// a dropped tap (NaN for that channel everywhere, as PyTorch); the plan equals the wgmma family's plan on
+// the 1x1 of the centre weights, bitwise; bind with a separate scratch; a case for compute-sanitizer. The
+// GPU checks' plans choose from the pruned family and the families the default planner takes for the
+// other problems here (pruned_setup: only their kernels are compiled), each checked to be the default
+// planner's choice.
 #include <convred/device/conv2d_reduce_plan.cuh>
 
 #include <limits>
@@ -29,11 +32,26 @@ bool has(const std::string& s, const char* part) { return s.find(part) != std::s
 
 using pruned_t = fam::pruned<fam::wgmma<float, math::tf32>>;
 
-/// adapter_family_check.cuh's setup: plans with the default options; all_ops with op::mean.
+/// adapter_family_check.cuh's setup: plans with the default options (no with_mean: adapter_all_ops is not
+/// used here, adapter_some_ops names its ops).
 struct pruned_setup {
   static convred::device::plan_options options() { return {}; }  ///< the time model's choice
   static void check_plan(const std::string&) {}                   ///< (the host tests check the plans)
-  static constexpr bool with_mean = true;                         ///< op::mean checked too
+  /// The plans choose from the default list less the families that serve none of the problems here
+  /// (direct: C/groups == 1 or grouped; tiny: at most 32 pixels and 512 im2col values; grouped; SIMT:
+  /// math::ieee, or math::accurate below sm_80): the pruned family, then what the default planner takes
+  /// where it does not serve (dilated for the 5x5 d4 case in bf16, mma.sync for the others; wgmma ahead
+  /// of mma.sync so that its rejection is named as in the default plan's description), in the default
+  /// order. Each plan is checked to be the default planner's choice (check_default_choice, and the host
+  /// test "... the GPU checks' family list makes the default planner's choice" for every problem and
+  /// math below). A run of a default-list plan would compile the launch of all eight default families for
+  /// each op and math (the direct family's alone: about 150 kernels in this file). The wgmma family's
+  /// launch already holds the mma.sync kernels (its fallback), so mma.sync costs nothing more, and the
+  /// dilated family adds two copy kernels. (The wgmma kernels, up to six per op and math, are most of the
+  /// rest of the compile time: hence the ops per math of the GPU checks below.)
+  template <class T, class Math>
+  using families = fam::family_list<fam::pruned<fam::wgmma<T, Math>>, fam::dilated<fam::wgmma<T, Math>>,
+                                    fam::wgmma<T, Math>, fam::mma_sync<T, Math>>;
 };
 
 struct pruned_case {
@@ -54,6 +72,19 @@ const pruned_case cases[] = {
     {"5x5 stride 2 on 2-row images (cut on one side: 2x5)", make_problem(2, 16, 2, 64, 40, 5, 5, 2, 2, 2, 2), true},
     {"rows only at stride 2: d21 pad 21 x d1 pad 1", make_problem(2, 8, 20, 24, 36, 3, 3, 21, 1, 2, 2, 21, 1), true},
 };
+/// the sanitizer case's problem
+const conv2d_problem sanitizer_problem = make_problem(2, 4, 9, 11, 10, 3, 3, 12, 12, 1, 1, 12, 12);
+
+/// The plan of the GPU checks (over pruned_setup's families) and the default planner's on `dev`: the same
+/// choice.
+template <class Math>
+void check_list_choice(const conv2d_problem& p, const device_info& dev) {
+  const setup_plan_t<pruned_setup, float, Math> mine(p, dev, pruned_setup::options());
+  const conv2d_reduce_plan<float, Math> def(p, dev, pruned_setup::options());
+  CAPTURE(def.description());
+  CHECK(def.state() == status::success);
+  check_same_choice(def, mine);
+}
 
 }  // namespace
 
@@ -130,19 +161,42 @@ TEST_CASE("pruned family: which layers run as the smaller filter, and the plan s
   CHECK(std::string(pruned_t::can_implement(d24, h200, {})) == "no tap reads only padding for every output");
   CHECK(pruned_t::can_implement(cases[0].p, h200, {}) == nullptr);
 }
+
+TEST_CASE("pruned family: the GPU checks' family list makes the default planner's choice") {
+  // every problem and math of the GPU checks, on an H200 and on a GPU without sm_90a code (mma.sync)
+  for (const device_info& dev : {h200, device_info{8, 0, false, 108}}) {
+    CAPTURE(dev.cc_major);
+    for (const pruned_case& c : cases) {
+      INFO(c.name);
+      check_list_choice<math::tf32>(c.p, dev);
+      check_list_choice<math::bf16>(c.p, dev);
+      check_list_choice<math::accurate>(c.p, dev);
+    }
+    check_list_choice<math::tf32>(sanitizer_problem, dev);
+  }
+}
 }
 
 TEST_SUITE("gpu") {
-TEST_CASE("pruned family: every op against float64 in tf32, bf16 and math::accurate") {
+// Which ops under which math. The pruned family's own code depends on the op only through adapter_checks
+// (an index op may take indices, another may not); on the math not at all (prepare copies the kept taps,
+// launch hands the inner family the sub-problem, its workspace and the caller's op and epilogue as they
+// are). What the math changes is the inner family's configuration of the sub-problem (flat tiles over a
+// packed x, row tiles, x gathered, channel passes), whose prepared bytes and scratch the pruned family lays
+// out: so every math runs every case, each with an index op (argmin or argmax: the index and value of the
+// extreme channel) and a value op (sum, mean, min or max), and each of the six ops runs under some math.
+// Every op under every math (the reductions and epilogues themselves) is the wgmma kernel's test
+// (test_conv2d_reduce_wgmma_gpu.cu); here each op and math compiled adds up to six wgmma kernels.
+TEST_CASE("pruned family: every op and each of tf32, bf16 and math::accurate against float64") {
   require_gpu();
   std::uint64_t seed = 9300;
   for (const pruned_case& c : cases) {
 #ifdef CONVRED_TEST_EXPECT_WGMMA
     CHECK(has(conv2d_reduce_plan<float, math::tf32>(c.p).description(), "taps reading only padding pruned") == c.wgmma);
 #endif
-    adapter_all_ops<pruned_setup, math::tf32>(c.name, c.p, ++seed);
-    adapter_all_ops<pruned_setup, math::bf16>(c.name, c.p, ++seed);
-    adapter_all_ops<pruned_setup, math::accurate>(c.name, c.p, ++seed);
+    adapter_some_ops<pruned_setup, math::tf32, op::argmin, op::sum>(c.name, c.p, ++seed);
+    adapter_some_ops<pruned_setup, math::bf16, op::mean, op::argmax>(c.name, c.p, ++seed);
+    adapter_some_ops<pruned_setup, math::accurate, op::min, op::argmin, op::max>(c.name, c.p, ++seed);
   }
 }
 
@@ -166,11 +220,13 @@ TEST_CASE("pruned family: a non-finite weight on a dropped tap makes its channel
     }
     opts o;
     o.exact = true, o.nan_expected = true;
-    check_fused<entry>(label + " min", p, d, op::min{}, epi::identity{}, epi::identity{}, o);
-    check_fused<entry>(label + " argmin", p, d, op::argmin{}, epi::identity{}, epi::identity{}, o);
-    check_fused<entry>(label + " max", p, d, op::max{}, epi::identity{}, epi::identity{}, o);
+    // argmax (exact): at every pixel the value NaN and the index of the first NaN channel, the one with
+    // the non-finite weight (or channel 11 where its kept +inf meets a zero of x): its channel NaN
+    // everywhere. What the pruned family does here (prepare makes that channel's kept taps NaN) does not
+    // depend on the op; how min, argmin, max and sum reduce NaN is the wgmma kernel's test
+    // (check_nonfinite in test_conv2d_reduce_wgmma_gpu.cu); each further op would compile six more wgmma
+    // kernels here.
     check_fused<entry>(label + " argmax", p, d, op::argmax{}, epi::identity{}, epi::identity{}, o);
-    check_fused<entry>(label + " sum", p, d, op::sum{}, epi::identity{}, epi::identity{}, o);
   }
 }
 
@@ -194,7 +250,8 @@ TEST_CASE("pruned family: the plan equals the wgmma family's plan on the 1x1 of 
   thrust::device_vector<std::int64_t> idx(ny), idx1(ny);
   test::poison(y), test::poison(y1), test::poison(idx), test::poison(idx1);
   const epi::scale<float> two{2.0f};
-  conv2d_reduce_plan<float, math::tf32> plan(p);
+  setup_plan_t<pruned_setup, float, math::tf32> plan(p);
+  check_default_choice(plan);
   REQUIRE(has(plan.description(), "pruned"));
   REQUIRE(plan.prepare(craw(dw)) == status::success);
   REQUIRE(plan.run(craw(dx), craw(db), raw(y), raw(idx), op::argmin{}, two) == status::success);
@@ -215,6 +272,6 @@ TEST_CASE("pruned family: bind with a separate scratch gives prepare's results; 
 
 TEST_CASE("pruned family sanitizer: a small layer whose off-centre taps read only padding, through the plan") {
   require_gpu();
-  adapter_sanitizer_case<pruned_setup>("pruned sanitizer", make_problem(2, 4, 9, 11, 10, 3, 3, 12, 12, 1, 1, 12, 12), 97);
+  adapter_sanitizer_case<pruned_setup>("pruned sanitizer", sanitizer_problem, 97);
 }
 }

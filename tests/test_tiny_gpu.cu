@@ -4,7 +4,8 @@
 // under every math for 1x1 images (one block; many blocks and the combine; 32 pixels), 2x2 and 5x5 images with
 // padding, stride and dilation, NHWC, 16-bit data; integer data with ties, +-inf and NaN in x, w
 // and b (exact: indices and values equal float64's); repeated runs bitwise equal; bind with a separate
-// scratch; a case for compute-sanitizer.
+// scratch; a case for compute-sanitizer. The GPU checks' plans choose from the tiny family alone (tiny_setup:
+// only its kernels are compiled), each checked to be the default planner's choice.
 #include <convred/device/conv2d_reduce_plan.cuh>
 
 #include <limits>
@@ -33,6 +34,16 @@ struct tiny_setup {
   static convred::device::plan_options options() { return {}; }  ///< the planner's choice
   static void check_plan(const std::string& d) { CHECK(has(d, "tiny (exact")); }
   static constexpr bool with_mean = true;  ///< op::mean checked too
+  /// The plans choose from the tiny family alone: every GPU check here requires the tiny family's plan
+  /// (check_plan), and the default planner makes the same choice (check_default_choice; the host test
+  /// "... the GPU checks' family list makes the default planner's choice" for every problem and math
+  /// below). A run of a default-list plan would compile the launch of all eight default families for each
+  /// op and math (the direct family's many kernel variants, wgmma, mma.sync, SIMT); the tiny family's
+  /// kernels take neither the math nor a fallback family (the SIMT kernel it calls for an op whose state
+  /// exceeds 16 bytes is never compiled for the built-in ops), so this list compiles exactly the kernels
+  /// the default plan runs here.
+  template <class T, class Math>
+  using families = fam::family_list<fam::tiny<T, Math>>;
 };
 
 struct tiny_case {
@@ -50,6 +61,21 @@ const tiny_case cases[] = {
     {"K 1 (one channel)", make_problem(4, 9, 2, 2, 1, 1, 1)},
     {"C 4, K 2500 (313 blocks: the combine's lanes take two rounds)", make_problem(1, 4, 1, 1, 2500, 1, 1)},
 };
+/// the 16-bit data's problem (__half, bf16) and the sanitizer case's problems
+const conv2d_problem sixteen_bit = make_problem(1, 6, 2, 2, 40, 3, 3, 1, 1);
+const conv2d_problem sanitizer_problems[] = {make_problem(1, 9, 1, 1, 5, 1, 1),
+                                             make_problem(2, 4, 2, 2, 70, 3, 3, 1, 1)};
+
+/// The plan of the GPU checks (over tiny_setup's families) and the default planner's on `dev`: the same
+/// choice, the tiny family's.
+template <class T, class Math>
+void check_list_choice(const conv2d_problem& p, const device_info& dev) {
+  const setup_plan_t<tiny_setup, T, Math> mine(p, dev, tiny_setup::options());
+  const conv2d_reduce_plan<T, Math> def(p, dev, tiny_setup::options());
+  CAPTURE(def.description());
+  check_same_choice(def, mine);
+  CHECK(mine.kernel() == kernel_kind::tiny);
+}
 
 }  // namespace
 
@@ -100,6 +126,22 @@ TEST_CASE("tiny family: which problems it serves, its shape, and what the plan s
   forced.splits = 2;
   CHECK(tiny_t::can_implement(se, h200, forced) != nullptr);
 }
+
+TEST_CASE("tiny family: the GPU checks' family list makes the default planner's choice") {
+  // every problem and math of the GPU checks, on an H200 and on a GPU without sm_90a code
+  for (const device_info& dev : {h200, device_info{8, 0, false, 108}}) {
+    CAPTURE(dev.cc_major);
+    for (const tiny_case& c : cases) {
+      INFO(c.name);
+      check_list_choice<float, math::tf32>(c.p, dev);
+      check_list_choice<float, math::bf16>(c.p, dev);
+      check_list_choice<float, math::accurate>(c.p, dev);
+    }
+    check_list_choice<__half, math::fp16>(sixteen_bit, dev);
+    check_list_choice<__nv_bfloat16, math::bf16>(sixteen_bit, dev);
+    for (const conv2d_problem& p : sanitizer_problems) check_list_choice<float, math::tf32>(p, dev);
+  }
+}
 }
 
 TEST_SUITE("gpu") {
@@ -118,7 +160,7 @@ TEST_CASE("tiny family: 16-bit data, ties and non-finite values equal float64 ex
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   std::uint64_t seed = 9600;
   {  // __half and bf16 x, w, b: exact FMA in fp32 of integers
-    const conv2d_problem p = make_problem(1, 6, 2, 2, 40, 3, 3, 1, 1);
+    const conv2d_problem p = sixteen_bit;
     opts o;
     o.exact = true;
     const auto dh = make_data<__half>(p, ++seed, data_kind::integer);
@@ -168,7 +210,8 @@ TEST_CASE("tiny family: repeated runs are bitwise equal; bind with a separate sc
   auto dw = test::to_device(d.w);
   auto db = test::to_device(d.b);
   const std::size_t ny = static_cast<std::size_t>(p.y_elements());
-  conv2d_reduce_plan<float, math::tf32> plan(p);
+  setup_plan_t<tiny_setup, float, math::tf32> plan(p);
+  check_default_choice(plan);
   REQUIRE(plan.prepare(craw(dw)) == status::success);
   std::vector<float> first;
   std::vector<std::int64_t> first_i;
@@ -190,7 +233,7 @@ TEST_CASE("tiny family: repeated runs are bitwise equal; bind with a separate sc
 
 TEST_CASE("tiny family sanitizer: one block, and several blocks with the combine, through the plan") {
   require_gpu();
-  for (const conv2d_problem& p : {make_problem(1, 9, 1, 1, 5, 1, 1), make_problem(2, 4, 2, 2, 70, 3, 3, 1, 1)}) {
+  for (const conv2d_problem& p : sanitizer_problems) {
     adapter_sanitizer_case<tiny_setup>("tiny sanitizer", p, 99);
     adapter_sanitizer_case<tiny_setup>("tiny sanitizer", p, 99, op::mean{});
   }
