@@ -38,13 +38,6 @@ struct screen_params {
   std::int64_t* indices;           ///< N*P*Q, or nullptr
 };
 
-/// x at (n, c, h, w), 0 in the padding.
-__device__ inline float screen_x(const screen_params& a, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
-  const conv2d_problem& p = a.p;
-  if (h < 0 || h >= p.H || w < 0 || w >= p.W) return 0.0f;
-  return p.x_layout == layout::nhwc ? a.x[((n * p.H + h) * p.W + w) * p.C + c] : a.x[((n * p.C + c) * p.H + h) * p.W + w];
-}
-
 /// The SIMT kernel's last GEMM_K slice is padded with FMAs of 0 x 0 when GEMM_K is not a multiple of its
 /// slice (default_simt_policy<float>::block_k): they turn an accumulator of -0 into +0. Pass 2 does the
 /// same, so that its values equal the SIMT kernel's bit for bit, the sign of a zero included.
