@@ -6,7 +6,8 @@
 ///
 ///   family_bench                                  # the built-in list (tiny images, small grouped layers)
 ///   family_bench N C H W K R stride pad groups [dilation]   # one layer (an R x R filter, square stride,
-///                                                 # padding and dilation; dilation 1 when left out)
+///                                                 # padding and dilation; dilation 1 when left out;
+///                                                 # R and pad may be RxS and PHxPW: 1x7 with 0x3)
 ///
 /// Timing as bench/conv_reduce_bench.cu (bench/timing.cuh): CUDA events around each run on the default
 /// stream, the L2 flushed (a 256 MiB memset) and the GPU held 0.5 ms by a spin kernel before each timed run,
@@ -19,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -127,7 +129,11 @@ int main(int argc, char** argv) {
   if (argc == 10 || argc == 11) {
     long long v[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
     for (int i = 0; i + 1 < argc; ++i) v[i] = std::atoll(argv[i + 1]);
-    run_layer(layer(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]));
+    conv2d_problem p = layer(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]);
+    // "RxS" filter and "PHxPW" padding (1x7 with padding 0x3): the second number after the 'x'
+    if (const char* x = std::strchr(argv[6], 'x')) p.S = std::atoll(x + 1);
+    if (const char* x = std::strchr(argv[8], 'x')) p.pad_w = std::atoll(x + 1);
+    run_layer(p);
     return 0;
   }
   // squeeze-excitation 1x1 layers on pooled (1x1) features, tiny images, and grouped layers the grouped

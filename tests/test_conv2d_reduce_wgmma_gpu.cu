@@ -43,6 +43,11 @@ TEST_CASE("conv2d_reduce_packed wgmma sanitizer: every math, padding, K tail, pa
   check_scaled<wg<math::tf32x3>, float>("sanitizer wgmma tf32x3", p, 10, op::argmin{});
   check_scaled<wg<math::tf32x3>, float>("sanitizer wgmma tf32x3 1x1", make_problem(2, 9, 5, 12, 17, 1, 1), 11,
                                         op::sum{});
+  // 3xTF32's tap-loop variant (each tap promoted): a 7x1 filter and a 2x2 filter at stride 2
+  check_scaled<wg<math::tf32x3>, float>("sanitizer wgmma tf32x3 7x1", make_problem(1, 6, 10, 12, 24, 7, 1, 3, 0), 12,
+                                        op::argmax{});
+  check_scaled<wg<math::tf32x3>, float>("sanitizer wgmma tf32x3 2x2/2", make_problem(1, 9, 10, 10, 16, 2, 2, 0, 0, 2, 2),
+                                        13, op::min{});
   // K > 128: channel passes (tf32 filter streamed, bf16 resident)
   const conv2d_problem q = make_problem(1, 5, 6, 16, 260, 3, 3, 1, 1);  // narrow (pitch 32)
   check_scaled<wg<math::tf32>, float>("sanitizer wgmma tf32 wide", make_problem(1, 5, 6, 70, 40, 3, 3, 1, 1), 14,

@@ -336,6 +336,14 @@ TEST_CASE("math::accurate (the planner's default) holds the error vs float64 to 
         test::tol::accurate);
   CHECK(seed_like_error<math::accurate>(make_problem(1, 24, 20, 20, 96, 5, 5, 2, 2), "plan 5x5") <=
         test::tol::accurate);
+  // the wgmma 3xTF32 kernel's tap loop (any filter, stride 2): Inception's 7x1, a 1x1 and a 2x2 at stride 2
+  using wg3 = convred::default_wgmma_policy<math::tf32x3>::type;
+  CHECK(seed_like_error<math::tf32x3, wg3>(make_problem(1, 96, 17, 17, 96, 7, 1, 3, 0), "wgmma tf32x3 7x1") <=
+        test::tol::accurate);
+  CHECK(seed_like_error<math::tf32x3, wg3>(make_problem(1, 256, 14, 14, 128, 1, 1, 0, 0, 2, 2), "wgmma tf32x3 1x1 s2") <=
+        test::tol::accurate);
+  CHECK(seed_like_error<math::tf32x3, wg3>(make_problem(2, 128, 28, 28, 128, 2, 2, 0, 0, 2, 2), "wgmma tf32x3 2x2 s2") <=
+        test::tol::accurate);
   // the split path (3xTF32 on mma.sync) on deep, small layers: ResNet-50 layer4 and layer3 at batch 1, 1 to
   // 36 GEMM_K splits, and through the plan (which splits them on this GPU)
   const conv2d_problem layer4 = make_problem(1, 512, 7, 7, 512, 3, 3, 1, 1);

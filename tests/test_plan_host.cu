@@ -168,11 +168,12 @@ TEST_CASE("conv2d_reduce_plan: shapes the wgmma kernel does not serve name the r
     CHECK(plan.workspace_bytes() == 0u);
     CHECK(has(plan.description(), r.why));
   }
-  // stride 2 and W % 4 != 0: served by the gathering producer (tf32), not by the 3xTF32 promotion at stride 2
+  // stride 2 and W % 4 != 0: served by the gathering producer or flat tiles (tf32, and 3xTF32 too)
   CHECK(conv2d_reduce_plan<float, math::tf32>(stride2, h100).kernel() == kernel_kind::wgmma);
   CHECK(conv2d_reduce_plan<float, math::bf16>(w_odd, h100).kernel() == kernel_kind::wgmma);
   CHECK(conv2d_reduce_plan<float, math::tf32x3>(w_odd, h100).kernel() == kernel_kind::wgmma);
-  CHECK(has(conv2d_reduce_plan<float, math::tf32x3>(stride2, h100).description(), "3xTF32 with stride 2"));
+  // 3xTF32 at stride 2: a 3x3 filter's two operand stages (twice tf32's) do not fit in shared memory
+  CHECK(has(conv2d_reduce_plan<float, math::tf32x3>(stride2, h100).description(), "operand stages do not fit"));
   conv2d_problem proj2 = stride2;  // a 1x1 stride-2 projection: one tap per stage, the gather cannot keep up
   proj2.R = proj2.S = 1;
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(proj2, h100).description(), "1x1 filter with x gathered"));
@@ -282,12 +283,12 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
       // passes x 4 = 128 units
       {"ResNet-50 layer4 3x3 n32", layer(32, 512, 7, 512, 3, 1, 1), 4, 4, 4},
       // ResNet-50 layer3.0 projection, 1x1 stride 2: flat tiles over the packed stride-2 samples, pass mode
-      // (tf32, bf16); 3xTF32 has no stride 2: the mma.sync split
-      {"ResNet-50 layer3.0 1x1/2 n32", layer(32, 512, 28, 1024, 1, 0, 2), 0, 0, -1},
+      // (tf32, bf16); 3xTF32 (no pass mode) partial mode: 25 tiles x 8 passes x 1 = 200 units
+      {"ResNet-50 layer3.0 1x1/2 n32", layer(32, 512, 28, 1024, 1, 0, 2), 0, 0, 1},
       // ... at batch 1: tf32 direct tiles at stride 2 (their boxes carry the odd columns, counted 2.5x
       // slower; no packing pass): 1 tile of 14 x 14 x 8 passes x 8 GEMM_K ranges = 64 units; bf16 flat
-      // tiles, 1 x 8 x 4 = 32 units
-      {"ResNet-50 layer3.0 1x1/2 n1", layer(1, 512, 28, 1024, 1, 0, 2), 8, 4, -1},
+      // tiles, 1 x 8 x 4 = 32 units; 3xTF32 flat tiles, 1 x 8 x 8 = 64 units
+      {"ResNet-50 layer3.0 1x1/2 n1", layer(1, 512, 28, 1024, 1, 0, 2), 8, 4, 8},
       // ResNet-50 layer3 3x3 at batch 1: 1 tile x 2 passes x up to kt (32 tf32 / 16 bf16) ranges
       {"ResNet-50 layer3 3x3 n1", layer(1, 256, 14, 256, 3, 1, 1), 32, 16, 32},
       // the seed: 16,384 tiles of image rows, unsplit, fused (packing its 1 GB x would cost ~0.5 ms)

@@ -91,6 +91,8 @@ inline std::vector<conv2d_problem> wgmma_shapes() {
       make_problem(2, 17, 14, 14, 200, 1, 1, 0, 0, 2, 2),      // 1x1 stride 2, 2 channel passes
       make_problem(1, 4, 11, 13, 9, 3, 2, 1, 0, 2, 2),         // 3x2 stride 2: run-time taps, phases 2 x 2
       make_problem(1, 3, 10, 10, 16, 2, 2, 0, 0, 2, 2),        // 2x2 stride 2: each tap its own phase
+      make_problem(2, 5, 12, 14, 20, 5, 5, 2, 2),              // 5x5 (Inception)
+      make_problem(1, 6, 10, 12, 24, 7, 1, 3, 0),              // 7x1 (Inception)
   };
 }
 
@@ -101,9 +103,10 @@ void sweep(const char* label, std::uint64_t seed) {
   for (const conv2d_problem& p : wgmma_shapes()) {
     const std::string name = std::string(label) + " " + describe(p);
     INFO("case: " << name);
-    // the wgmma kernel serves it (3xTF32: 3x3 and 1x1 filters at stride 1 only; the others run the
-    // mma.sync fallback)
-    const bool served = Policy::parts == 1 || (p.R == p.S && (p.R == 3 || p.R == 1) && p.stride_h == 1);
+    // the wgmma kernel serves every one, 3xTF32 those whose two operand stages fit in shared memory (up
+    // to 9 taps at stride 1, fewer than 9 at stride 2; the others run the mma.sync fallback)
+    const int taps = static_cast<int>(p.R * p.S);
+    const bool served = Policy::parts == 1 || taps < 9 || (taps == 9 && p.stride_h == 1);
     if (hopper) CHECK((convred::device::packed_filter_bytes<Policy, float>(p) > 0) == served);
     check_scaled<Policy, float>(name + " min", p, ++seed, op::min{});
     check_scaled<Policy, float>(name + " argmax", p, ++seed, op::argmax{}, -1.5f);

@@ -45,11 +45,12 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy> {
   static constexpr int lanes_per_pixel = 4;            ///< lanes 4g..4g+3 hold the same pixels
   static constexpr int warps_per_pixel = 1;            ///< one warp holds all 128 channels of its pixels
   static constexpr bool x3 = Policy::parts == 2;       ///< 3xTF32: big and small parts
-  /// 3xTF32: run_stage accumulates each row of the stage in a fresh register tile, waits for it and adds
-  /// it to d with IEEE adds (promotion), so the stage is complete (its slot free) when run_stage returns.
-  /// The tensor cores' own fp32 accumulation is not IEEE-rounded (bench/NOTES.md: 3.6e-6 vs float64 on
-  /// the seed problem with all 1,728 products of a pixel in one accumulator); chains of one stage (216
-  /// products) bring it under 1e-6, as the mma.sync 3xTF32 kernels do.
+  /// 3xTF32: run_stage accumulates each row of the stage (the TapLoop variant: each tap of a row) in a
+  /// fresh register tile, waits for it and adds it to d with IEEE adds (promotion), so
+  /// the stage is complete (its slot free) when run_stage returns. The tensor cores' own fp32 accumulation
+  /// is not IEEE-rounded (bench/NOTES.md: 3.6e-6 vs float64 on the seed problem with all 1,728 products of
+  /// a pixel in one accumulator); chains of one stage (216 products) bring it under 1e-6, as the mma.sync
+  /// 3xTF32 kernels do.
   static constexpr bool promotes = x3;
   /// wgmma kind of warpgroup::mma_ss_m64n128: 0 tf32, 1 bf16, 2 fp16
   static constexpr int kind = Policy::is_tf32 ? 0 : (std::is_same_v<math_t, math::bf16> ? 1 : 2);
@@ -235,13 +236,33 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy> {
   /// packed filter slice (b_bytes), `planes` its input planes (parts x part_bytes). `first`: the first
   /// stage of a tile, whose first wgmma per row overwrites d (scale-d = 0) instead of adding.
   /// 3x3 and 1x1 filters run a fully unrolled tap loop (no loop-carried accumulators for ptxas to fence).
-  /// 3xTF32 (`promotes`): one group per row into a fresh tile, waited for and added to d (see promotes).
+  /// 3xTF32 (`promotes`): one group per row into a fresh tile, waited for and added to d (see promotes),
+  /// for 3x3 and 1x1 filters at stride 1; any other filter or stride 2 in the TapLoop variant: for each
+  /// tap (a run-time loop) and row, its three wgmmas into a fresh tile (issue_tap), waited for and added to
+  /// d. (The two in one kernel made ptxas spill ~2.5 KB in the 3xTF32 consumers, each alone nothing; groups
+  /// of two or three taps per wait spilled 150-1,200 bytes: sm_90a, nvcc 13.0. On the H200 the tap loop runs
+  /// the seed's 3x3 layer at half the stage-row rate: bench/NOTES.md.)
   /// Gather: the kernel variant of the gathering producer, whose planes may hold stride-2 phases (the
   /// TMA variant is compiled without those tap loops).
-  template <bool Gather>
+  template <bool Gather, bool TapLoop = false>
   __device__ static void run_stage(const unsigned char* filter, const unsigned char* planes, float (&d)[2][64],
                                    bool first, const wgmma_conv_params& p) {
-    if constexpr (promotes) {
+    if constexpr (promotes && TapLoop) {  // a group per tap and row (a run-time loop: nothing loop-carried)
+#pragma unroll 1
+      for (int tap = 0; tap < p.R * p.S; ++tap) {
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+          float part[64];
+          issue_tap(filter, planes, part, mt, tap, p);
+          warpgroup::wait<0>();
+#pragma unroll
+          for (int i = 0; i < 64; ++i) {
+            fence_operand(part[i]);
+            d[mt][i] = first && tap == 0 ? part[i] : d[mt][i] + part[i];
+          }
+        }
+      }
+    } else if constexpr (promotes) {  // 3x3 and 1x1 at stride 1: a group per stage row
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) {
         float part[1][64];
@@ -294,25 +315,47 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy> {
     warpgroup::wait<0>();
   }
 
-  /// issue for the filter size: 3x3 and 1x1 unrolled, others a run-time tap loop (not with promotes:
-  /// ptxas then serialises every wgmma of the kernel, warning C7520; cannot_implement turns them away).
+  /// issue for the filter size: 3x3 and 1x1 unrolled, others a run-time tap loop (not under 3xTF32, 3x3
+  /// and 1x1 at stride 1 only: a tap loop around its promoted stage rows made ptxas serialise every wgmma
+  /// of the kernel, warning C7520; the TapLoop variant serves the others).
   template <bool Gather, int Rows>
   __device__ static void dispatch(const unsigned char* filter, const unsigned char* planes, float (&d)[Rows][64],
                                   int row, bool first, const wgmma_conv_params& p) {
-    if (Gather && !promotes && p.stride == 2) {  // taps read the stride phases (3xTF32: stride 1 only)
+    if (Gather && !promotes && p.stride == 2) {  // taps read the stride phases (3xTF32: the TapLoop variant)
       if (p.R == 3 && p.S == 3)
         issue<3, 3, Rows, 2>(filter, planes, d, row, first, p);
-      else if (promotes || (p.R == 1 && p.S == 1))
+      else if (p.R == 1 && p.S == 1)
         issue<1, 1, Rows, 2>(filter, planes, d, row, first, p);
       else
         issue<0, 0, Rows, 2>(filter, planes, d, row, first, p);
     } else if (p.R == 3 && p.S == 3) {
       issue<3, 3, Rows, 1>(filter, planes, d, row, first, p);
-    } else if (promotes || (p.R == 1 && p.S == 1)) {  // promotes: 1x1 here (cannot_implement)
+    } else if (promotes || (p.R == 1 && p.S == 1)) {  // promotes: 1x1 here (the TapLoop variant serves others)
       issue<1, 1, Rows, 1>(filter, planes, d, row, first, p);
     } else {
       issue<0, 0, Rows, 1>(filter, planes, d, row, first, p);
     }
+  }
+
+  /// 3xTF32's TapLoop variant (any filter, stride 1 or 2): one commit group of tap `tap`'s three wgmmas
+  /// (small x big, big x small, big x big) for the warpgroup's m64 row `row` into a fresh tile d (its first
+  /// wgmma overwrites it); the tap's phase and shift at run time, as in issue.
+  __device__ static void issue_tap(const unsigned char* filter, const unsigned char* planes, float (&d)[64], int row,
+                                   int tap, const wgmma_conv_params& p) {
+    const int r = tap / p.S, s = tap - r * p.S, st = p.stride;
+    const int phase = (r % st) * p.phases_w + s % st;
+    const std::uint64_t a = warpgroup::make_smem_desc(planes + (wg_row0() + row) * p.mrow_step * 16, p.plane_bytes, 128) +
+                            static_cast<std::uint64_t>(phase) * static_cast<std::uint64_t>(p.phase_pixels) +
+                            static_cast<std::uint64_t>(r / st) * static_cast<std::uint64_t>(p.pw) +
+                            static_cast<std::uint64_t>(s / st);
+    const std::uint64_t b = warpgroup::make_smem_desc(filter, 128, 256) + ((static_cast<std::uint64_t>(tap) * tap_bytes) >> 4);
+    const std::uint64_t a_small = static_cast<std::uint64_t>(p.part_bytes) >> 4;
+    const std::uint64_t b_small = (static_cast<std::uint64_t>(p.R * p.S) * tap_bytes) >> 4;
+    warpgroup::fence();
+    warpgroup::mma_ss_m64n128<kind>(d, a + a_small, b, false);
+    warpgroup::mma_ss_m64n128<kind>(d, a, b + b_small);
+    warpgroup::mma_ss_m64n128<kind>(d, a, b);
+    warpgroup::commit();
   }
 
   /// One commit group of the stage's wgmmas for an R x S filter known at compile time (FR, FS > 0) or at
@@ -342,7 +385,7 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy> {
         const int phase = (r % ST) * p.phases_w + s % ST;  // 0 for stride 1
         const std::uint64_t a = a0 + static_cast<std::uint64_t>(phase) * static_cast<std::uint64_t>(p.phase_pixels) +
                                 static_cast<std::uint64_t>(r / ST) * row_step + static_cast<std::uint64_t>(s / ST);
-            // 1x1 filters: the stage's `group` slices of block_c channels, slice g's planes g * J planes on
+        // 1x1 filters: the stage's `group` slices of block_c channels, slice g's planes g * J planes on
         // and its filter slice g * parts * tap_bytes on (wgmma_conv_params::group)
         // (not 3xTF32: its promoted stages spilled ~370 bytes with this loop; make_params keeps it at 1)
         const int group = FR == 1 && FS == 1 && !x3 ? p.group : 1;

@@ -171,7 +171,8 @@ std::size_t packed_bytes(const wgmma_plan_t& plan) {
 /// work units: first, when `pack_tiles` > 0 (flat tiles), kernel::pack_x_kernel for that many tiles into
 /// k.xpack; then the persistent kernel, one block per SM (at most one per unit), in the variant the
 /// parameters need (the gathering one also for flat tiles at stride 2, whose taps read stride phases; the
-/// direct one for direct tiles), as
+/// direct one for direct tiles; under 3xTF32 the tap-loop one for filters other than 3x3 and 1x1 and for
+/// stride 2), as
 /// a programmatic dependent launch of the kernel before it when `dependent` (after the packing pass, or a
 /// split-K tail after the head's launch). `refused` is set (and success returned, nothing launched) when
 /// the driver refuses x's tensor map: the caller runs its fallback. `Direct` = false (conv2d_reduce_packed,
@@ -186,9 +187,14 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
     refused = true;
     return status::success;
   }
-  const bool phased = k.gather || (k.flat && k.stride != 1);
+  // 3xTF32 promotes a stage row at a time for 3x3 and 1x1 filters at stride 1, groups of taps otherwise
+  const bool taps = Policy::parts == 2 && !(k.stride == 1 && ((k.R == 3 && k.S == 3) || (k.R == 1 && k.S == 1)));
+  const bool phased = k.gather || (k.flat && k.stride != 1) || taps;
   auto kern = phased ? kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, true>
                      : kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, false>;
+  if constexpr (Policy::parts == 2) {
+    if (taps) kern = kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, true, false, true>;
+  }
   if constexpr (Direct && Policy::is_tf32 && Policy::parts == 1) {  // (only tf32 makes direct parameters)
     if (k.direct) kern = kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, false, true>;
   }

@@ -133,7 +133,7 @@ void choose_wgmma_tail(const conv2d_problem& p, const block::wgmma_conv_params& 
 /// ceil(units / sm_count) waves, plus the fixup: 2 x Z * N*P*Q * K * 4 bytes of partial sums written and
 /// read at split_workspace_bytes_per_s, and split_fixed_seconds. The split is considered only when the
 /// fused kernel has fewer tiles than SMs and for Z whose partial sums fit `max_workspace_bytes` (64 MiB
-/// by default, as choose_k_splits); the Z with the least estimate (the smallest on ties) is chosen when
+/// by default, as choose_k_splits; under 3xTF32, which has no pass mode, x's size where that is larger); the Z with the least estimate (the smallest on ties) is chosen when
 /// it is below the fused estimate. Example (132 SMs, tf32): ResNet-50 layer3 3x3 at batch 32 (x (32,
 /// 256, 14, 14), K = 256: 32 tiles of 16 x 16, 2 passes of 32 stages, x gathered (W % 4 != 0), so at
 /// plan_wgmma_gather_slowdown): fused 201 us; 2 splits: 128 units in one wave of 50 us, 12.8 MB of partial
@@ -195,8 +195,13 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
     return e;
   }
   const double unsplit = e.pass_mode ? e.pass_mode_s : e.fused_s;
+  // 3xTF32 has no pass mode (its consumers would spill): where a layer's few tiles hold many channel passes
+  // (K = 7392 on 12 x 12 images: 18 tiles of 58 passes), partial mode is its only way to fill the GPU, so
+  // its partial sums may take up to x's size when that is above max_workspace_bytes
+  const double cap = Policy::parts == 2 ? std::max(static_cast<double>(max_workspace_bytes), 4.0 * p.x_elements())
+                                        : static_cast<double>(max_workspace_bytes);
   for (int z = 1; z <= k.kt; ++z) {
-    if (static_cast<double>(z) * plane > static_cast<double>(max_workspace_bytes)) break;
+    if (static_cast<double>(z) * plane > cap) break;
     const double t = split_time(z);
     if (t < unsplit && (e.splits == 0 || t < e.split_s)) e.splits = z, e.split_s = t, e.units = k.tiles * k.npass * z;
   }

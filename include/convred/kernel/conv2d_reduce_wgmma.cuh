@@ -43,11 +43,13 @@ namespace convred::kernel {
 /// loading the A fragments into registers; produce's and consume's Direct code, compiled out of the others).
 /// Gather: the variant for parameters with `gather` set (stride 2, W % 4 != 0; the producer threads load x
 /// themselves) and for flat tiles at stride 2 (their taps read stride phases); the TMA variant (Gather =
-/// false) is compiled without that code, which would cost its 72-register producer spills. Flat tiles
+/// false) is compiled without that code, which would cost its 72-register producer spills. TapLoop
+/// (3xTF32 only, with Gather): the variant for filters other than 3x3 and 1x1 and for stride 2, whose
+/// consumers promote each tap (block::conv_mainloop_wgmma::run_stage). Flat tiles
 /// (prm.flat) run in either variant with one producer thread issuing bulk copies of the packed x
 /// (conv_patch_loader::copy_flat). Pass mode (prm.states): y and indices unused; each unit's reduction
 /// states go to prm.states for kernel::conv2d_reduce_pass_combine_kernel.
-template <class Policy, class Op, class Epilogue, bool Gather = false, bool Direct = false>
+template <class Policy, class Op, class Epilogue, bool Gather = false, bool Direct = false, bool TapLoop = false>
 __global__ void __launch_bounds__(wgmma_block<Policy, Gather>::threads, 1)
     conv2d_reduce_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const block::wgmma_conv_params prm, Op op,
                                Epilogue epi, float* y, std::int64_t* indices) {
@@ -75,7 +77,7 @@ __global__ void __launch_bounds__(wgmma_block<Policy, Gather>::threads, 1)
     return;
   }
   warpgroup::set_max_registers<blk::consumer_registers, true>();
-  consume<Policy, Op, Epilogue, Gather, Direct>(prm, sm, sched, op, epi, y, indices);
+  consume<Policy, Op, Epilogue, Gather, Direct, TapLoop>(prm, sm, sched, op, epi, y, indices);
 #else
   (void)x_map, (void)prm, (void)op, (void)epi, (void)y, (void)indices;
 #endif

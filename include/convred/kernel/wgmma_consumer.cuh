@@ -28,7 +28,7 @@ namespace convred::kernel {
 /// skipped), the two taking turns at issuing their mainloops (order[]): a warpgroup starts unit i's
 /// mainloop once the other has issued unit i - 1's, so it never waits on a stage barrier more than one
 /// phase ahead (the parity waits would alias) and its epilogue runs under the other's wgmmas.
-template <class Policy, class Op, class Epilogue, bool Gather, bool Direct = false>
+template <class Policy, class Op, class Epilogue, bool Gather, bool Direct = false, bool TapLoop = false>
 __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, const wgmma_smem<Policy, Op>& sm,
                                         const tile_scheduler& sched, Op op, Epilogue epi, float* y,
                                         std::int64_t* indices) {
@@ -89,7 +89,7 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
         if constexpr (Direct)
           mainloop::run_stage_direct(filter, stage + prm.a_offset, d, s == sl, prm, off);
         else
-          mainloop::template run_stage<Gather>(filter, stage + prm.a_offset, d, s == sl, prm);
+          mainloop::template run_stage<Gather, TapLoop>(filter, stage + prm.a_offset, d, s == sl, prm);
         if constexpr (mainloop::promotes) {  // the stage has completed: release it now
           convred::detail::mbarrier_arrive(&tail.empty[st.slot]);
           continue;

@@ -36,9 +36,6 @@ struct wgmma_params {
     if (p.stride_h != p.stride_w || p.stride_h > 2) return "stride other than 1 or 2 (the same in both dimensions)";
     // (a dilation along a 1-wide filter dimension moves no tap: the kernel, which never reads it, serves it)
     if ((p.dil_h != 1 && p.R > 1) || (p.dil_w != 1 && p.S > 1)) return "dilation != 1";
-    if (promotes && !((p.R == 3 && p.S == 3) || (p.R == 1 && p.S == 1))) return "3xTF32 with a filter other than 3x3 or 1x1";
-    // (the stride-2 tap loops next to the promoted stages pushed ptxas into spilling ~250 bytes)
-    if (promotes && p.stride_h != 1) return "3xTF32 with stride 2";
     if (p.P() <= 0 || p.Q() <= 0) return "empty output";
     if (p.N > 0x7fffffff || p.C * p.H * p.W * 4 >= (std::int64_t(1) << 40)) return "N >= 2^31 or an image of 2^40 bytes or more";
     return nullptr;

@@ -21,6 +21,7 @@
 
 #include "../../functional.cuh"
 #include "../../kernel/screen.cuh"
+#include "../../kernel/screen_full.cuh"
 #include "../../kernel/screen_recompute.cuh"
 #include "../../problem.cuh"
 #include "../../status.cuh"
