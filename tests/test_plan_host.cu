@@ -287,8 +287,9 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
       {"ResNet-50 layer3.0 1x1/2 n32", layer(32, 512, 28, 1024, 1, 0, 2), 0, 0, 1},
       // ... at batch 1: tf32 direct tiles at stride 2 (their boxes carry the odd columns, counted 2.5x
       // slower; no packing pass): 1 tile of 14 x 14 x 8 passes x 8 GEMM_K ranges = 64 units; bf16 flat
-      // tiles, 1 x 8 x 4 = 32 units; 3xTF32 flat tiles, 1 x 8 x 8 = 64 units
-      {"ResNet-50 layer3.0 1x1/2 n1", layer(1, 512, 28, 1024, 1, 0, 2), 8, 4, 8},
+      // tiles, 1 x 8 x 4 = 32 units; 3xTF32 the mma.sync split (the wgmma tap loop, estimated
+      // plan_wgmma_tap_loop_slowdown times its model, is slower at batch 1)
+      {"ResNet-50 layer3.0 1x1/2 n1", layer(1, 512, 28, 1024, 1, 0, 2), 8, 4, -1},
       // ResNet-50 layer3 3x3 at batch 1: 1 tile x 2 passes x up to kt (32 tf32 / 16 bf16) ranges
       {"ResNet-50 layer3 3x3 n1", layer(1, 256, 14, 256, 3, 1, 1), 32, 16, 32},
       // the seed: 16,384 tiles of image rows, unsplit, fused (packing its 1 GB x would cost ~0.5 ms)

@@ -50,6 +50,12 @@ inline constexpr double plan_wgmma_flops_per_sm = 3.0e12;
 /// loads are slower than TMA, counted as this factor on the time (with a 1x1 filter, one tap per stage, the
 /// producer cannot keep up at all: the planner then takes the mma.sync kernel).
 inline constexpr double plan_wgmma_gather_slowdown = 2.0;
+/// The planner's wgmma kernel under 3xTF32 in its tap-loop variant (filters other than 3x3 and 1x1, or
+/// stride 2: each tap's three wgmmas waited for and promoted on their own), counted as this factor on the
+/// family's whole estimate (its split and mode chosen first): measured 1.5-1.9x the model's estimate on the
+/// H200 over 32 layers (Inception's 1x7 / 7x1 at batch 32: 134 us against 74 us modelled), where it is
+/// also weighed against the mma.sync split (bench/NOTES.md, "3xTF32 on the Hopper kernel for any filter").
+inline constexpr double plan_wgmma_tap_loop_slowdown = 1.8;
 /// The planner's wgmma kernel on direct tiles at stride 2 (wgmma_conv_params::direct), counted as this
 /// factor on the time: TMA cannot skip columns in a box's innermost dimension, so each box carries the odd
 /// input columns too (twice the bytes of the pixels used, in a row pitch padded from 2Q - 1 to 8 mod 16

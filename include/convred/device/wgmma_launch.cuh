@@ -187,8 +187,7 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
     refused = true;
     return status::success;
   }
-  // 3xTF32 promotes a stage row at a time for 3x3 and 1x1 filters at stride 1, groups of taps otherwise
-  const bool taps = Policy::parts == 2 && !(k.stride == 1 && ((k.R == 3 && k.S == 3) || (k.R == 1 && k.S == 1)));
+  const bool taps = plan::wgmma_params<Policy>::tap_loop(k);  // 3xTF32: a promoted group per tap
   const bool phased = k.gather || (k.flat && k.stride != 1) || taps;
   auto kern = phased ? kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, true>
                      : kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, false>;

@@ -27,6 +27,12 @@ struct wgmma_params {
   static constexpr bool promotes = x3;            ///< 3xTF32's promoted stages (conv_mainloop_wgmma::promotes)
 
  public:
+  /// @brief Whether a problem of parameters k runs the kernel's TapLoop variant: 3xTF32 with a filter
+  /// other than 3x3 and 1x1, or at stride 2 (block::conv_mainloop_wgmma::run_stage).
+  static constexpr bool tap_loop(const wgmma_conv_params& k) {
+    return x3 && !(k.stride == 1 && ((k.R == 3 && k.S == 3) || (k.R == 1 && k.S == 1)));
+  }
+
   /// @brief The shape rules of the can-implement check (host): nullptr when the mainloop implements p's
   /// layout and shape, else why not (a static string naming the rule, for conv2d_reduce_plan's reason).
   /// Shared-memory fit is checked by make_params. p must be valid (convred::validate).

@@ -188,11 +188,14 @@ struct wgmma : family_defaults<wgmma<T, Math, TinyRule>, T> {
     const double speed = plan_math_speed<kernel_math>();
     wgmma_split_estimate est =
         choose_wgmma_splits<policy>(p, k, dev.sm_count, speed, default_split_workspace_limit, o);
-    const double t_wgmma = est.splits > 0      ? est.split_s
-                           : est.tail_tiles > 0 ? est.tail_s
-                           : est.pass_mode      ? est.pass_mode_s
-                                                : est.fused_s;
-    if ((k.npass > 1 || k.gather) && dev.sm_count > 0 && o.splits == 0) {
+    // (3xTF32's tap loop: the whole estimate times plan_wgmma_tap_loop_slowdown, as measured)
+    const bool taps = plan::wgmma_params<policy>::tap_loop(k);
+    const double t_wgmma = (est.splits > 0      ? est.split_s
+                            : est.tail_tiles > 0 ? est.tail_s
+                            : est.pass_mode      ? est.pass_mode_s
+                                                 : est.fused_s) *
+                           (taps ? plan_wgmma_tap_loop_slowdown : 1.0);
+    if ((k.npass > 1 || k.gather || taps) && dev.sm_count > 0 && o.splits == 0) {
       // (only when the mma.sync path would split: without a split it would not fill the GPU either)
       using mma = mma_sync<T, Math>;
       if (mma::split_seconds(p, dev) < t_wgmma && choose_k_splits<typename mma::policy, T>(p, dev.sm_count) > 0)
