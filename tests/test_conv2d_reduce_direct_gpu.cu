@@ -388,7 +388,7 @@ void check_forced(const std::string& name, const conv2d_problem& p, const host_d
   CHECK(exact_mismatches<T, Op>(y, idx, yref, iref) == 0);
 }
 
-/// The forced tilings of the GPU tests for p and T: every split count 1 ... 8 (when clusters launch),
+/// The forced tilings of the GPU tests for p and T: every split count 1 ... 8 and 16 (when clusters launch),
 /// channels per stage 1 ... 3, channel groups, a thread grid wider than the output, and the
 /// unstaged mode (run-time variant), those that fit.
 template <class T>
@@ -404,6 +404,9 @@ std::vector<dev::direct_config> forced_tilings(const conv2d_problem& p, bool clu
   dev::direct_config wide;
   wide.tx = 32, wide.ty = 8, wide.cb = 2;
   all.push_back(wide);
+  dev::direct_config c16;  // a 16-block cluster (the non-portable size; dev::direct_max_splits_sm90)
+  c16.tx = 2, c16.ty = 2, c16.groups = 2, c16.cb = 1, c16.splits = 16;
+  all.push_back(c16);
   if (!k.unrolled) {
     dev::direct_config u;
     u.tx = 5, u.ty = 3, u.groups = 3, u.staged = false, u.splits = clusters ? 3 : 1;
@@ -411,7 +414,7 @@ std::vector<dev::direct_config> forced_tilings(const conv2d_problem& p, bool clu
   }
   std::vector<dev::direct_config> fit;
   for (const auto& c : all)
-    if (dev::direct_config_fits(p, k, c, clusters ? 8 : 1)) fit.push_back(c);
+    if (dev::direct_config_fits(p, k, c, clusters ? dev::direct_max_splits_sm90 : 1)) fit.push_back(c);
   return fit;
 }
 
@@ -556,6 +559,21 @@ TEST_CASE("direct tiling heuristic: fits, fills the GPU with splits on small bat
       CHECK(again.ty == h200.ty);
       CHECK(again.splits == h200.splits);
     }
+  }
+  // depthwise on 7 x 7 images at batch 1 (EfficientNet-B7's 7x7 and 5x5 layers): 16-block clusters where
+  // the device allows them, never at batch 32 (the tiles fill the GPU), at most 8 with a portable limit
+  for (const conv2d_problem& q : {make_problem(1, 1536, 7, 7, 1536, 7, 7, 3, 3, 1, 1, 1, 1, 1536),
+                                  make_problem(1, 1152, 7, 7, 1152, 5, 5, 2, 2, 1, 1, 1, 1, 1152)}) {
+    INFO(describe(q));
+    const auto k = dev::direct_kernel_shape_of<float>(q);
+    const dev::direct_config c = dev::choose_direct_config(q, k, 132, dev::direct_max_splits_sm90);
+    CHECK(c.splits == 16);
+    CHECK(dev::direct_config_fits(q, k, c, dev::direct_max_splits_sm90));
+    CHECK_FALSE(dev::direct_config_fits(q, k, c, dev::direct_max_splits));
+    CHECK(dev::choose_direct_config(q, k, 132, dev::direct_max_splits).splits == 8);
+    conv2d_problem b32 = q;
+    b32.N = 32;
+    CHECK(dev::choose_direct_config(b32, k, 132, dev::direct_max_splits_sm90).splits <= 8);
   }
   // 16-bit data and double: every choice fits; unrolled exactly where direct_unrolled_filter says
   picker pick{std::mt19937_64(59000)};

@@ -106,7 +106,7 @@ inline direct_config cached_direct_config(const conv2d_problem& p, const direct_
 /// Launches the direct kernel variant FR x FS (0: run time) at stride ST (1 or 2: the unrolled stride; 1
 /// at run time) with tiling c (fitting: direct_config_fits) for a checked problem, staging in chunks when
 /// k.vector and x is aligned to a chunk; when a cluster launch (c.splits > 1) is refused, the same tiling
-/// with one split. Grouped: the grouped variant (C/groups > 1), else the depthwise one.
+/// with 8 splits (from 16), else with one. Grouped: the grouped variant (C/groups > 1), else the depthwise one.
 template <int FR, int FS, bool Grouped, int ST, class T, class Op, class Epilogue>
 status launch_direct(const conv2d_problem& p, const direct_kernel_shape& k, const T* x, const T* w, const T* bias, T* y,
                      std::int64_t* indices, Op op, Epilogue epi, cudaStream_t stream, const direct_config& c) {
@@ -140,13 +140,16 @@ status launch_direct(const conv2d_problem& p, const direct_kernel_shape& k, cons
   attr[0].val.clusterDim.z = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  if (cudaLaunchKernelEx(&cfg, kern, prm, t, op, epi, y, indices) != cudaSuccess) {
+  // 16-block clusters (direct_max_splits_sm90) are a non-portable size the kernel must opt in to
+  const bool wide = t.splits > direct_max_splits;
+  if ((wide && cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) ||
+      cudaLaunchKernelEx(&cfg, kern, prm, t, op, epi, y, indices) != cudaSuccess) {
     // the cluster could not be placed (resources): that error is ours (check_device found none pending);
-    // the same tiling without splits instead
+    // the same tiling with 8 splits (from 16), else without splits, instead
     cudaGetLastError();
-    direct_config one = c;
-    one.splits = 1;
-    return launch_direct<FR, FS, Grouped, ST>(p, k, x, w, bias, y, indices, op, epi, stream, one);
+    direct_config fewer = c;
+    fewer.splits = wide ? direct_max_splits : 1;
+    return launch_direct<FR, FS, Grouped, ST>(p, k, x, w, bias, y, indices, op, epi, stream, fewer);
   }
   return launch_status();
 }
@@ -199,7 +202,7 @@ status conv2d_reduce_direct_with(const direct_config* forced, const conv2d_probl
   int sms = 0;
   bool clusters = false;
   if (!direct_device_facts(any, sms, clusters)) return status::cuda_error;
-  const int max_splits = clusters ? direct_max_splits : 1;
+  const int max_splits = clusters ? direct_max_splits_sm90 : 1;
   direct_kernel_shape shape = direct_kernel_shape_of<T>(p);
   if (element_copies) shape.vector = false;
   direct_config c = forced ? *forced : cached_direct_config(p, shape, sms, max_splits);

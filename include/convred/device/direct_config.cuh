@@ -93,6 +93,11 @@ struct direct_config {
 
 /// Most blocks per tile (the portable cluster size limit).
 inline constexpr int direct_max_splits = 8;
+/// Most blocks per tile on devices whose clusters may hold 16 blocks (compute capability 9.0: a
+/// non-portable cluster size, cudaFuncAttributeNonPortableClusterSizeAllowed). choose_direct_config takes
+/// more than direct_max_splits only for so few tiles that 8 blocks each would leave at least three quarters
+/// of the SMs idle (tiles x 8 x 4 <= SMs: depthwise layers on 7 x 7 images at batch 1).
+inline constexpr int direct_max_splits_sm90 = 16;
 /// Most dynamic shared memory a direct tiling uses: 96 KiB, within every sm_80+ GPU's per-block limit
 /// (99 KiB on sm_86 / sm_89).
 inline constexpr std::size_t direct_max_smem = 96 * 1024;
@@ -269,7 +274,8 @@ inline direct_config unstaged_direct_config(const conv2d_problem& p, const direc
 /// shift) in one or two tiles (at most 32); ty alike for the height (at most 64); channel groups in {1, 2,
 /// 4, ..., 32} up to the split's channels (C/groups > 1: its groups * K/groups work items); at most
 /// kernel::direct_max_threads threads; splits in {1, 2, 4, 8} up to the problem's groups (C for
-/// depthwise) and `max_splits` (1 when clusters cannot be launched). Channels per stage: groups * J for
+/// depthwise) and `max_splits` (1 when clusters cannot be launched; 16 only where the tiles are few, see
+/// direct_max_splits_sm90). Channels per stage: groups * J for
 /// the largest J in {4, 2, 1} whose buffers fit direct_stage_smem (C/groups > 1: the whole groups holding
 /// groups * J items, else one group). The estimate, in SM cycles, is the largest of
 ///  - throughput: the busiest SM's blocks' warp instructions (per thread and output channel SH*SW*R*S
@@ -312,7 +318,7 @@ inline direct_config choose_direct_config(const conv2d_problem& p, const direct_
     add(strips), add((strips + 1) / 2);
     return n;
   };
-  const int most_splits = static_cast<int>(std::min<std::int64_t>(std::min(max_splits, direct_max_splits), p.groups));
+  const int most_splits = static_cast<int>(std::min<std::int64_t>(std::min(max_splits, direct_max_splits_sm90), p.groups));
   int txs[16], tys[16];
   const int ntx = candidates((Q + shift + k.sw - 1) / k.sw, 32, txs);
   const int nty = candidates((P + k.sh - 1) / k.sh, 64, tys);
@@ -323,6 +329,11 @@ inline direct_config choose_direct_config(const conv2d_problem& p, const direct_
       for (int groups = 1; groups <= 32; groups *= 2) {
         if (txs[a] * tys[b] * groups > kernel::direct_max_threads) continue;
         for (int splits = 1; splits <= most_splits; splits *= 2) {
+          if (splits > direct_max_splits) {  // 16-block clusters: only where 8 per tile leave most SMs idle
+            const std::int64_t th = std::int64_t(tys[b]) * k.sh, tw = std::int64_t(txs[a]) * k.sw;
+            const double tiles = double(p.N) * double((P + th - 1) / th) * double((Q + shift + tw - 1) / tw);
+            if (tiles * direct_max_splits * 4 > sms) continue;
+          }
           const direct_estimate r = estimate_direct_config(p, k, sms, txs[a], tys[b], groups, splits);
           if (r.ok && (best.cycles < 0 || r.cycles < best.cycles)) {
             best.tx = txs[a], best.ty = tys[b], best.groups = groups, best.splits = splits, best.cb = r.cb;
@@ -330,20 +341,20 @@ inline direct_config choose_direct_config(const conv2d_problem& p, const direct_
           }
         }
       }
-  if (best.cycles < 0) best = unstaged_direct_config(p, k, sms, most_splits);  // no patch fits
+  if (best.cycles < 0) best = unstaged_direct_config(p, k, sms, std::min(most_splits, direct_max_splits));  // no patch fits
   return best;
 }
 
 /// @brief True if config c can run problem p on the kernel variant k with at most max_splits blocks per
 /// tile: C/groups <= block::direct_max_group_channels; 1 <= tx, ty, groups with groups * tx * ty <=
-/// kernel::direct_max_threads; 1 <= splits <= min(the problem's groups, max_splits, direct_max_splits); 1
+/// kernel::direct_max_threads; 1 <= splits <= min(the problem's groups, max_splits, direct_max_splits_sm90); 1
 /// <= cb, a multiple of C/groups; staged: the stage buffers (and 16-byte parked states) within
 /// direct_max_smem; unstaged: the run-time variant only.
 inline bool direct_config_fits(const conv2d_problem& p, const direct_kernel_shape& k, const direct_config& c,
                                int max_splits) {
   if (c.tx < 1 || c.ty < 1 || c.groups < 1 || c.tx * c.ty > kernel::direct_max_threads ||
       c.groups * c.tx * c.ty > kernel::direct_max_threads || c.cb < 1 || c.splits < 1 ||
-      c.splits > std::min(max_splits, direct_max_splits) || c.splits > p.groups || c.cb % p.C_per_group() != 0 ||
+      c.splits > std::min(max_splits, direct_max_splits_sm90) || c.splits > p.groups || c.cb % p.C_per_group() != 0 ||
       p.C_per_group() > block::direct_max_group_channels)
     return false;
   if (!c.staged && k.unrolled) return false;

@@ -75,14 +75,14 @@ struct direct : family_defaults<direct<T, Math>, T> {
       return s;
     }
   }
-  /// The tiling choose_direct_config picks for dev (thread-block clusters of up to direct_max_splits
+  /// The tiling choose_direct_config picks for dev (thread-block clusters of up to direct_max_splits_sm90
   /// blocks on compute capability 9.0+ devices running sm_90a code); launched as is when it fits the
   /// problem's kernel variant (direct_fixed). seconds: the model's cycles at plan_direct_clock_hz (an
   /// estimate for comparisons only).
   static plan_config configure(const conv2d_problem& p, const device_info& dev, const plan_options&) {
     plan_config c;
     const direct_kernel_shape shape = direct_kernel_shape_of<T>(p);
-    const int max_splits = clusters(dev) ? direct_max_splits : 1;
+    const int max_splits = clusters(dev) ? direct_max_splits_sm90 : 1;
     c.direct = choose_direct_config(p, shape, dev.sm_count, max_splits);
     c.direct_fixed = direct_config_fits(p, shape, c.direct, max_splits);
     c.seconds = c.direct.cycles / plan_direct_clock_hz;
