@@ -15,7 +15,8 @@ namespace {
 struct split_shape {
   conv2d_problem p;
   bool tf32;    ///< served under tf32 and bf16
-  bool tf32x3;  ///< served under 3xTF32 (3x3 or 1x1 at stride 1)
+  bool tf32x3;  ///< served under 3xTF32 (where its two-part stages fit; filters other than 3x3 and 1x1, and
+                ///< stride 2, in its tap-loop variant)
 };
 
 /// Shapes of the partial mode: C and K from {7, 33, 65, 130, 257} (channel tails in a stage, 1 to 3
@@ -33,7 +34,7 @@ std::vector<split_shape> split_shapes() {
       {make_problem(2, 33, 7, 7, 257, 3, 3, 1, 1), true, true},            // 7 x 7 (ResNet layer4-like), gathered
       {make_problem(2, 33, 15, 18, 130, 3, 3, 1, 1, 2, 2), true, false},   // stride 2, narrow (Q = 9)
       {make_problem(1, 65, 9, 140, 33, 3, 3, 1, 1, 2, 2), true, false},    // stride 2, wide (Q = 70)
-      {make_problem(1, 130, 10, 12, 33, 1, 1, 0, 0, 2, 2), true, false},   // 1x1 stride 2 (gathered)
+      {make_problem(1, 130, 10, 12, 33, 1, 1, 0, 0, 2, 2), true, true},    // 1x1 stride 2 (gathered; 3xTF32: tap loop)
       {make_problem(1, 7, 9, 16, 65, 5, 5, 2, 2), true, false},            // 5x5 (C <= 8: fits, kt = 1)
       {make_problem(1, 33, 9, 16, 65, 5, 5, 2, 2), true, false},           // 5x5, C = 33: only flat tiles fit
       {make_problem(8, 33, 30, 28, 130, 3, 3, 1, 1), true, true},          // 32 tiles x 2 passes x splits > 132 units
@@ -250,9 +251,9 @@ std::vector<conv2d_problem> flat_shapes() {
       make_problem(2, 9, 30, 32, 7, 3, 3, 1, 1),           // Q = 32: pitch 34, small K
       make_problem(5, 3, 5, 6, 1, 3, 3, 2, 2),             // K = 1, padding 2, tiny images
       // stride 1 shares min(pad, halo) zero rows / columns between neighbours (wgmma_conv_params::flat_rows):
-      make_problem(3, 11, 9, 10, 20, 3, 5, 0, 2),          // 3x5, pad (0, 2): columns shared, rows not (not 3xTF32)
+      make_problem(3, 11, 9, 10, 20, 3, 5, 0, 2),          // 3x5, pad (0, 2): columns shared, rows not
       make_problem(2, 5, 6, 7, 9, 3, 3, 3, 3),             // padding 3 > halo 2: two shared, one computed
-      make_problem(4, 6, 8, 5, 12, 2, 2, 1, 1),            // 2x2 (even filter), padding 1 (not 3xTF32)
+      make_problem(4, 6, 8, 5, 12, 2, 2, 1, 1),            // 2x2 (even filter), padding 1
       make_problem(2, 9, 8, 12, 20, 3, 3, 2, 0),           // 3x3, pad (2, 0): rows shared, columns not
   };
 }
@@ -267,9 +268,9 @@ void flat_sweep(const char* label, std::uint64_t seed, bool stride2) {
   int which = 0;
   for (const conv2d_problem& p : flat_shapes()) {
     if (p.stride_h != 1 && !stride2) continue;
-    // 3xTF32 serves 3x3 and 1x1 filters only (conv_mainloop_wgmma::cannot_implement)
-    if (Policy::parts == 2 && !(p.R == p.S && (p.R == 3 || p.R == 1))) continue;
     const std::size_t packed = convred::device::packed_filter_bytes<Policy, float>(p);
+    // 3xTF32 where its two-part stages fit (filters other than 3x3 and 1x1, and stride 2: the tap loop)
+    if (Policy::parts == 2 && packed == 0) continue;
     int kt = static_cast<int>((p.C + Policy::block_c - 1) / Policy::block_c);  // slices of block_c channels
     if (on_hopper()) {  // stages per pass of the flat tiles (1x1: group slices per stage)
       const force_choice forced(2, 1);
@@ -310,8 +311,8 @@ TEST_CASE("conv2d_reduce_packed_split wgmma flat tiles: tf32 and bf16 vs float64
   flat_sweep<wg<math::tf32>>("wgmma tf32", 46000, true);
   flat_sweep<wg<math::bf16>>("wgmma bf16", 46100, true);
 }
-TEST_CASE("conv2d_reduce_packed_split wgmma flat tiles: tf32x3 (stride 1) and ping-pong vs float64") {
-  flat_sweep<wg<math::tf32x3>>("wgmma tf32x3", 46300, false);
+TEST_CASE("conv2d_reduce_packed_split wgmma flat tiles: tf32x3 and ping-pong vs float64") {
+  flat_sweep<wg<math::tf32x3>>("wgmma tf32x3", 46300, true);
   flat_sweep<wgmma_policy<math::tf32, 4, 2, true>>("wgmma tf32 pp", 46400, true);
 }
 // Pass mode on tiles of image rows (forced): K > 128, wide and narrow tiles, the TMA and gathering variants.

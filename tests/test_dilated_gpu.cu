@@ -71,7 +71,7 @@ TEST_CASE("dilated family: which layers run on the wgmma kernel as undilated sub
     CHECK(has(plan.description(), "dilation 6x6 at stride 1 as 36 undilated sub-images per image (space to batch: "
                                   "batch 72, 5x5 pixels, padding 1x1"));
   }
-  // math::accurate (3xTF32 on the wgmma kernel: 3x3 and 1x1 filters) and bf16
+  // math::accurate (3xTF32 on the wgmma kernel) and bf16
   CHECK(conv2d_reduce_plan<float, math::accurate>(aspp, h200).kernel() == kernel_kind::wgmma);
   CHECK(conv2d_reduce_plan<float, math::bf16>(aspp, h200).kernel() == kernel_kind::wgmma);
   // not served: a padding the dilation does not divide, a stride above 1, NHWC x, 16-bit x, groups, no

@@ -479,7 +479,7 @@ std::vector<fcase> packed_split_cases(std::uint64_t& seed) {
       if (k == 0) {  // narrow (pitch 16), 2 passes, kt 3 (tf32) / 2 (16-bit), 2 splits
         c.p.N = 1, c.p.C = 20, c.p.H = 6, c.p.W = 8, c.p.K = 130, c.p.R = 3, c.p.S = 3, c.p.pad_h = c.p.pad_w = 1;
         c.wks = 2;
-      } else {  // wide (Q = 66: two column tiles), W % 4 != 0 (gathered), 1x1 (tf32x3: no stride 2), 3 passes
+      } else {  // wide (Q = 66: two column tiles), W % 4 != 0 (gathered), 1x1 at stride 1, 3 passes
         c.p.N = 1, c.p.C = 17, c.p.H = 3, c.p.W = 66, c.p.K = 257, c.p.R = 1, c.p.S = 1;
         c.wks = 5;  // 1 + 4 % kt splits: 2 for tf32 and tf32x3 (kt 3), 1 for bf16 and fp16 (kt 2)
       }

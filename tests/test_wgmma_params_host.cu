@@ -132,7 +132,9 @@ void check_layout(const conv2d_problem& p, const convred::block::wgmma_conv_para
   const std::int64_t span = p.Q() + halo_w;
   const bool narrow = span <= 32;
   CHECK(k.stride == st);
-  CHECK(k.gather == (st != 1 || p.W % 4 != 0 ? 1 : 0));  // no TMA box for these
+  // no TMA box for these (nor for 3xTF32's tap loop: any filter but 3x3 and 1x1)
+  const bool taps = Policy::parts == 2 && !((p.R == 3 && p.S == 3) || (p.R == 1 && p.S == 1));
+  CHECK(k.gather == (st != 1 || p.W % 4 != 0 || taps ? 1 : 0));
   CHECK(k.phases_h == std::min<std::int64_t>(st, p.R));
   CHECK(k.phases_w == std::min<std::int64_t>(st, p.S));
   CHECK(k.phase_pixels == k.ph * k.pw);
@@ -232,7 +234,7 @@ void sweep(std::uint64_t seed) {
       // only shared memory may refuse it: the streamed layout must not fit
       const std::int64_t st = p.stride_h, hh = (p.R - 1) / st, hw = (p.S - 1) / st;
       const std::int64_t phases = std::min<std::int64_t>(st, p.R) * std::min<std::int64_t>(st, p.S);
-      const bool gather = st != 1 || p.W % 4 != 0;
+      const bool gather = st != 1 || p.W % 4 != 0 || (Policy::parts == 2 && !((p.R == 3 && p.S == 3) || (p.R == 1 && p.S == 1)));
       const std::int64_t span = p.Q() + hw;
       const std::int64_t pw = span <= 16 ? 16 : span <= 32 ? 32 : 64 + hw;
       const std::int64_t ph = (pw <= 32 ? Policy::tile_h * 64 / pw : Policy::tile_h) + hh;

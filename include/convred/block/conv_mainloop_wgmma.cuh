@@ -24,8 +24,9 @@ namespace convred::block {
 /// issues, for every filter tap (r, s) and both rows, one m64n128 wgmma whose A descriptor starts in the
 /// stage's planes (block::conv_patch_loader) at pixel ((row + r) * pw + s): the 64 pixels of an output row
 /// segment read with the tap's shift, no data moved. GEMM_K is ordered (r, s, c) within a stage. All of
-/// a stage's wgmmas (2 R S, or 6 R S for 3xTF32: small terms first, as CUTLASS orders them) form one
-/// commit group, so the tensor pipe sees one long queue per stage instead of a round trip per tap.
+/// a stage's wgmmas (2 R S) form one commit group, so the tensor pipe sees one long queue per stage
+/// instead of a round trip per tap; under 3xTF32 (3 R S per row, small terms first, as CUTLASS orders
+/// them) one group per row, or in the tap-loop variant one per tap and row (see run_stage).
 ///
 /// Accumulator shape for block::reduce_epilogue: acc[i][j] with i = 2 * row + half (TM = 4 pixels per
 /// thread: columns 16w + g and 16w + g + 8 of rows 2g and 2g+1) and j = 2 * n8 + e (TN = 32 channels:

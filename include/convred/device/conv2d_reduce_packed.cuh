@@ -35,7 +35,8 @@ namespace convred::device {
 /// The wgmma kernel serves: T = float, NCHW x, groups 1, stride 1 or 2 (the same in both dimensions),
 /// dilation 1, N < 2^31, any K (K > 128 runs ceil(K/128) channel passes per tile), and R, S, padding and
 /// output width whose operand stages fit in shared memory (every 3x3, 3x1, 1x3 and 1x1 filter with the
-/// default policies, 3xTF32 included), on a compute capability 9.0 device running
+/// default policies; under 3xTF32, whose stages hold two parts, 1x7, 7x1, 2x2 and 1x1 at stride 2 too, but
+/// not most 3x3 at stride 2, nor 5x5), on a compute capability 9.0 device running
 /// an sm_90a image. The answer does not depend on N or on the reduction op. Size: ceil(K/128) *
 /// ceil(C/block_c) * parts * R*S * 128 * block_c * (4 bytes for tf32/tf32x3, 2 for bf16/fp16); the seed
 /// problem (C = 64, K = 128, 3x3): 294,912 bytes for tf32, 589,824 for tf32x3, 147,456 for bf16/fp16.

@@ -93,8 +93,9 @@ struct direct_config {
 
 /// Most blocks per tile (the portable cluster size limit).
 inline constexpr int direct_max_splits = 8;
-/// Most blocks per tile on devices whose clusters may hold 16 blocks (compute capability 9.0: a
-/// non-portable cluster size, cudaFuncAttributeNonPortableClusterSizeAllowed). choose_direct_config takes
+/// Most blocks per tile on devices whose clusters may hold 16 blocks (compute capability 9.0, the H100 and
+/// H200: a non-portable cluster size, cudaFuncAttributeNonPortableClusterSizeAllowed; the plan offers it on
+/// any device that launches clusters, and a launch refused at 16 runs with 8). choose_direct_config takes
 /// more than direct_max_splits only for so few tiles that 8 blocks each would leave at least three quarters
 /// of the SMs idle (tiles x 8 x 4 <= SMs: depthwise layers on 7 x 7 images at batch 1).
 inline constexpr int direct_max_splits_sm90 = 16;
@@ -273,7 +274,7 @@ inline direct_config unstaged_direct_config(const conv2d_problem& p, const direc
 /// Candidates: tx in {1, 2, 4, 8, 16, 32} and the counts that cover the output's width (plus the chunk
 /// shift) in one or two tiles (at most 32); ty alike for the height (at most 64); channel groups in {1, 2,
 /// 4, ..., 32} up to the split's channels (C/groups > 1: its groups * K/groups work items); at most
-/// kernel::direct_max_threads threads; splits in {1, 2, 4, 8} up to the problem's groups (C for
+/// kernel::direct_max_threads threads; splits in {1, 2, 4, 8, 16} up to the problem's groups (C for
 /// depthwise) and `max_splits` (1 when clusters cannot be launched; 16 only where the tiles are few, see
 /// direct_max_splits_sm90). Channels per stage: groups * J for
 /// the largest J in {4, 2, 1} whose buffers fit direct_stage_smem (C/groups > 1: the whole groups holding
