@@ -102,7 +102,7 @@ struct wgmma_params {
       // rows of the whole width; otherwise rows of 64 output pixels, patch rows of 64 + S - 1
       // stride 2 (or W % 4 != 0: TMA rows are 16-byte multiples): the producer threads gather x themselves
       // (3xTF32's tap-loop variant too: it runs the gathering producer, whatever the stride)
-      k.gather = (k.stride != 1 || p.W % 4 != 0 || (x3 && !((p.R == 3 && p.S == 3) || (p.R == 1 && p.S == 1)))) ? 1 : 0;
+      k.gather = (k.stride != 1 || p.W % 4 != 0 || tap_loop(k)) ? 1 : 0;
       const std::int64_t span = p.Q() + halo_w;
       pw = span <= 16 ? 16 : span <= 32 ? 32 : TW + halo_w;
       const bool narrow = pw <= 32;
