@@ -11,8 +11,8 @@
 ///
 /// Timing as bench/conv_reduce_bench.cu (bench/timing.cuh): CUDA events around each run on the default
 /// stream, the L2 flushed (a 256 MiB memset) and the GPU held 0.5 ms by a spin kernel before each timed run,
-/// 3 warm-up runs, the median of 30 (the 16th sorted). Prints ms per family (the planner's row names its
-/// choice). Exit 0, or 2 without a device.
+/// 3 warm-up runs, the median of 30 (the 16th sorted). Prints ms per family and, in brackets, the family's
+/// time model in ms (the planner's row names its choice). Exit 0, or 2 without a device.
 #include <convred/convred.cuh>
 #include <convred/device/conv2d_reduce_plan.cuh>
 
@@ -64,12 +64,14 @@ struct layer_data {
 };
 
 /// median ms of 30 runs of the plan (the 16th of 30 sorted; bench/timing.cuh: L2 flushed, GPU held before
-/// each, 3 warm-up runs); -1 where the list does not serve p
+/// each, 3 warm-up runs); -1 where the list does not serve p; `est`: the chosen family's time model in ms
+/// (plan_config::seconds; 0 without a model)
 template <class Math, class List>
-double time_plan(const conv2d_problem& p, layer_data& d, std::string* why) {
+double time_plan(const conv2d_problem& p, layer_data& d, std::string* why, double* est = nullptr) {
   convred::device::conv2d_reduce_plan<float, Math, List> plan(p);
   if (plan.state() != status::success) return -1;
   if (why) *why = plan.description();
+  if (est) *est = plan.config().seconds * 1e3;
   if (plan.prepare(thrust::raw_pointer_cast(d.w.data())) != status::success) return -2;
   static convred_bench::l2_flush flush(std::size_t(256) << 20);
   const convred::epilogue::scale<float> two{2.0f};
@@ -87,18 +89,25 @@ double time_plan(const conv2d_problem& p, layer_data& d, std::string* why) {
   }
 }
 
+/// One math's row: the planner, then each family on its own (the wgmma family not Standalone, so that it
+/// is timed where the planner weighs it against the mma.sync family and passes it over), each with its
+/// time model's estimate in brackets (ms).
 template <class Math>
 void one_math(const char* label, const conv2d_problem& p, layer_data& d) {
   std::string plan;
-  const double t_plan = time_plan<Math, fam::default_families_t<float, Math>>(p, d, &plan);
-  const double t_direct = time_plan<Math, fam::family_list<fam::direct<float, Math>>>(p, d, nullptr);
-  const double t_grouped =
-      time_plan<Math, fam::family_list<fam::grouped<fam::wgmma<float, Math>, fam::mma_sync<float, Math>>>>(p, d, nullptr);
-  const double t_wgmma = time_plan<Math, fam::family_list<fam::wgmma<float, Math>>>(p, d, nullptr);
-  const double t_mma = time_plan<Math, fam::family_list<fam::mma_sync<float, Math>>>(p, d, nullptr);
+  double e_plan = 0, e_direct = 0, e_grouped = 0, e_wgmma = 0, e_mma = 0;
+  const double t_plan = time_plan<Math, fam::default_families_t<float, Math>>(p, d, &plan, &e_plan);
+  const double t_direct = time_plan<Math, fam::family_list<fam::direct<float, Math>>>(p, d, nullptr, &e_direct);
+  const double t_grouped = time_plan<Math, fam::family_list<fam::grouped<fam::wgmma<float, Math, false>,
+                                                                         fam::mma_sync<float, Math>>>>(p, d, nullptr,
+                                                                                                        &e_grouped);
+  const double t_wgmma = time_plan<Math, fam::family_list<fam::wgmma<float, Math, false>>>(p, d, nullptr, &e_wgmma);
+  const double t_mma = time_plan<Math, fam::family_list<fam::mma_sync<float, Math>>>(p, d, nullptr, &e_mma);
   const double t_simt = time_plan<Math, fam::family_list<fam::simt<float, Math>>>(p, d, nullptr);
-  std::printf("  %-8s plan %8.4f | direct %8.4f grouped %8.4f wgmma %8.4f mma.sync %8.4f simt %8.4f | %.110s\n", label,
-              t_plan, t_direct, t_grouped, t_wgmma, t_mma, t_simt, plan.c_str());
+  std::printf("  %-8s plan %8.4f [%7.4f] | direct %8.4f [%7.4f] grouped %8.4f [%7.4f] wgmma %8.4f [%7.4f] "
+              "mma.sync %8.4f [%7.4f] simt %8.4f | %.110s\n",
+              label, t_plan, e_plan, t_direct, e_direct, t_grouped, e_grouped, t_wgmma, e_wgmma, t_mma, e_mma, t_simt,
+              plan.c_str());
 }
 
 void run_layer(const conv2d_problem& p) {

@@ -129,7 +129,7 @@ TEST_CASE("grouped family: which layers run on the wgmma kernel one group at a t
     CHECK(plan.kernel() == kernel_kind::wgmma);
     CHECK(has(plan.description(), " one at a time ("));
     CHECK(has(plan.description(), "x's group copied into the workspace on each run"));
-    CHECK(plan.config().seconds < convred::device::plan_mma_fused_seconds<math::tf32>(p, h200.sm_count));
+    CHECK(plan.config().seconds < fam::mma_sync<float, math::tf32>::cost(p, h200, convred::device::plan_options{}));
     // G slots of the wgmma family's packed filter of one group
     const conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32>>> one(
         G::sub_problem(p), h200);

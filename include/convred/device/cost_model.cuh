@@ -4,10 +4,9 @@
 /// each comes from). The estimates themselves stay with the kernels they describe: choose_k_splits
 /// (device/conv2d_reduce_split.cuh: the SIMT and mma.sync split path), choose_wgmma_splits /
 /// choose_wgmma_params (device/wgmma_model.cuh: the wgmma kernel), choose_direct_config
-/// (device/direct_config.cuh: the direct kernel, in SM cycles), family::mma_sync::split_seconds (the
-/// coarser model of the split path the wgmma family compares itself with); one is here,
-/// plan_mma_fused_seconds (the mma.sync kernel unsplit on a grouped problem), as two families compare
-/// themselves with it (family::grouped, family::direct). A new architecture's rates go here, beside these.
+/// (device/direct_config.cuh: the direct kernel, in SM cycles); one is here, plan_mma_seconds (the
+/// mma.sync kernel, fused or split: family::mma_sync's estimate), as three families compare themselves
+/// with it (family::wgmma, family::grouped, family::direct). A new architecture's rates go here, beside these.
 #pragma once
 
 #include <cstdint>
@@ -39,56 +38,51 @@ inline constexpr double split_workspace_bytes_per_s = 3.0e12;
 /// and its tail.
 inline constexpr double split_fixed_seconds = 5e-6;
 
-// --- the wgmma kernel (choose_wgmma_splits, choose_wgmma_params, choose_wgmma_tail) and the comparison
-// with the mma.sync split path (family::wgmma, family::mma_sync::split_seconds) -------------------------
+// --- the wgmma kernel (choose_wgmma_splits, choose_wgmma_params, choose_wgmma_tail) ------------------
 
 /// The planner's wgmma kernel, FLOP/s per SM under TF32, every computed pixel counted (a tile's tile_h x 64
 /// pixels, the dropped columns of narrow tiles and rows past P included): about the seed problem's
 /// sustained rate on the H200 (bench/NOTES.md, "Moved from header comments").
 inline constexpr double plan_wgmma_flops_per_sm = 3.0e12;
+/// The planner's wgmma family, fixed cost per run (seconds) beyond its time model: the launches (the
+/// filter's packing is done at prepare; x's packing pass has its own plan_xpack_fixed_seconds) and the
+/// persistent kernel's start, as a PyTorch op call sees them: the median of measured minus modelled time
+/// over the 215 runs under 30 us among 392 of the wgmma family on the H200 through the PyTorch op (TF32 5.8
+/// us, bf16 5.1, 3xTF32 6.5), where the mma.sync family's estimate, fixed cost included, is weighed against
+/// it (bench/NOTES.md, "One model of the mma.sync kernel").
+inline constexpr double plan_wgmma_fixed_seconds = 5.5e-6;
 /// The planner's wgmma kernel with x gathered by the producer threads (stride 2, W % 4 != 0): its plain
 /// loads are slower than TMA, counted as this factor on the time (with a 1x1 filter, one tap per stage, the
 /// producer cannot keep up at all: the planner then takes the mma.sync kernel).
 inline constexpr double plan_wgmma_gather_slowdown = 2.0;
 /// The planner's wgmma kernel under 3xTF32 in its tap-loop variant (filters other than 3x3 and 1x1, or
 /// stride 2: each tap's three wgmmas waited for and promoted on their own), counted as this factor on the
-/// family's whole estimate (its split and mode chosen first): measured 1.5-1.9x the model's estimate on the
-/// H200 over 32 layers (Inception's 1x7 / 7x1 at batch 32: 134 us against 74 us modelled), where it is
-/// also weighed against the mma.sync split (bench/NOTES.md, "3xTF32 on the Hopper kernel for any filter").
-inline constexpr double plan_wgmma_tap_loop_slowdown = 1.8;
+/// family's whole estimate (its split and mode chosen first; plan_wgmma_fixed_seconds added after): fitted
+/// on the H200 over the 17 tap-loop layers measured (error rms 0.12 in log; Inception's 1x7 / 7x1 at batch
+/// 32: 134 us against 74 us modelled), where it is also weighed against the mma.sync family (bench/NOTES.md,
+/// "3xTF32 on the Hopper kernel for any filter" and "One model of the mma.sync kernel").
+inline constexpr double plan_wgmma_tap_loop_slowdown = 1.6;
 /// The planner's wgmma kernel on direct tiles at stride 2 (wgmma_conv_params::direct), counted as this
 /// factor on the time: TMA cannot skip columns in a box's innermost dimension, so each box carries the odd
 /// input columns too (twice the bytes of the pixels used, in a row pitch padded from 2Q - 1 to 8 mod 16
 /// floats), and the A fragments' loads of every other column meet 2-way bank conflicts. Fitted on the
 /// H200 (bench/NOTES.md, "Moved from header comments").
 inline constexpr double plan_wgmma_direct_s2_slowdown = 2.5;
-/// The planner's mma.sync split path (conv2d_reduce_split), FLOP/s per SM on the useful work, measured on
-/// the H200 (bench/NOTES.md, "Moved from header comments").
-inline constexpr double plan_mma_split_flops_per_sm = 0.34e12;
-/// The planner's mma.sync split path, fixed cost beyond its mainloop (seconds): pipeline fills, stores, the
-/// fixup. Fitted so that the model's difference to the wgmma kernel's partial mode matches the H200's
-/// (bench/NOTES.md, "Moved from header comments").
-inline constexpr double plan_mma_split_fixed_seconds = 14e-6;
 /// The fewest output pixels (N*P*Q) the planner gives the wgmma kernel; at 32 or fewer it takes the mma.sync
 /// kernel: squeeze-excitation 1x1 convolutions on pooled 1x1 features and 2x2 images, at batch 1 to 32. There the
 /// wgmma kernel's packing pass and persistent launch cost more than the whole of the mma.sync kernel's
 /// work: on the H200 it was 1.02-2.03x slower in TF32 on 6 of 7 such layers (5 % faster on the 7th) and
 /// 1.14-1.39x slower under 3xTF32 on 6 (bench/NOTES.md, "Tiny problems").
 inline constexpr std::int64_t plan_wgmma_min_pixels = 33;
-/// The mma.sync kernel unsplit on a grouped problem (family::grouped's comparison), FLOP/s per SM under
-/// TF32 with each group's channels in whole 128-channel tiles (the tiles' empty columns counted): the
-/// upper end of the rates measured on the H200 over the torchvision sweep's grouped layers at batch 32
-/// (0.62e12 to 0.88e12; bench/NOTES.md, "Reach: grouped convolution").
-inline constexpr double plan_mma_fused_flops_per_sm = 0.85e12;
-
 /// The planner's packing pass of flat tiles (kernel::pack_x_kernel), bytes per second over x read and the
 /// packed planes written: about two thirds of the H200's copy bandwidth (4.2 TB/s), for its strided reads.
 inline constexpr double plan_xpack_bytes_per_s = 3.0e12;
 /// The packing pass's fixed cost (seconds): its launch and tail.
 inline constexpr double plan_xpack_fixed_seconds = 3e-6;
 
-/// @brief Speed of a tensor-core math relative to TF32 in the planner's time model (both the wgmma and the
-/// mma.sync rates are scaled by it; the partial sums' traffic is not): bf16 and fp16 1.5, tf32x3 0.36 (three
+/// @brief Speed of a tensor-core math relative to TF32 in the wgmma kernel's time model (its rates are
+/// scaled by it; the partial sums' traffic is not; the mma.sync kernel has its own rates,
+/// plan_mma_flops_per_sm): bf16 and fp16 1.5, tf32x3 0.36 (three
 /// products per term), from the seed problem's times on the H200 (bench/NOTES.md, "Moved from header
 /// comments").
 template <class Math>
@@ -103,20 +97,57 @@ constexpr double plan_math_speed() {
 /// has one kernel more (bench/NOTES.md, "Moved from header comments").
 inline constexpr double plan_tail_launch_seconds = 2e-6;
 
-/// @brief The mma.sync kernel's time on a whole (grouped) problem p, unsplit, in seconds, as family::grouped
-/// and family::direct compare themselves with it: each group's K/groups channels in whole 128-channel
-/// tiles (the tiles' zero columns computed too: 2 N P Q x groups x ceil(K/groups / 128) x 128 x GEMM_K
-/// FLOPs) at plan_mma_fused_flops_per_sm (FLOP/s per SM, measured on the H200 over the torchvision sweep's
-/// grouped layers: bench/NOTES.md, "Reach: grouped convolution") scaled by plan_math_speed<KernelMath>(),
-/// over `sm_count` SMs (> 0), plus plan_mma_split_fixed_seconds (fitted on the H200: bench/NOTES.md, "Moved
-/// from header comments"). KernelMath: the kernel's math (tf32x3 for math::accurate).
+// --- the mma.sync kernel, fused or split (family::mma_sync's estimate, the one other families compare
+// themselves with: family::wgmma, family::grouped, family::direct) --------------------------------------
+
+/// The mma.sync kernel's fixed cost per run (seconds): the launch and the pipeline's fill, as a PyTorch
+/// op call sees it. Fitted with the constants below to 240 runs of the mma.sync kernel on the H200 (fused
+/// and split; TF32, bf16 and 3xTF32; batch 1 and 32; 9 us to 30 ms) measured through the PyTorch op by
+/// bench/fit_mma_model.py: error rms 0.14 in log (bench/NOTES.md, "One model of the mma.sync kernel").
+inline constexpr double plan_mma_fixed_seconds = 4.1e-6;
+/// The split path's cost beyond the fused kernel's fixed one (seconds): the fixup kernel's launch and tail.
+inline constexpr double plan_mma_split_fixed_seconds = 3.0e-6;
+/// A block's cost beyond its GEMM_K slices, in slice times: the epilogue (fused) or the store of the
+/// partial tile (split).
+inline constexpr double plan_mma_overhead_slices = 0.55;
+/// The rate (bytes/s) at which the split path's partial sums are written and read back by the fixup (each
+/// byte counted twice).
+inline constexpr double plan_mma_partial_bytes_per_s = 1.5e12;
+/// @brief The mma.sync mainloop's rate per SM (FLOP/s, one resident block: a slice of BlockM x BlockN x
+/// BlockK multiply-adds, the tile's empty rows and columns counted) under the kernel math KernelMath: TF32
+/// 0.78e12, bf16 and fp16 0.90e12, 3xTF32 0.34e12 (fitted as plan_mma_fixed_seconds says).
 template <class KernelMath>
-double plan_mma_fused_seconds(const conv2d_problem& p, int sm_count) {
-  const std::int64_t kg = p.K_per_group(), tiles = (kg + 127) / 128;
-  const double flops = 2.0 * static_cast<double>(p.gemm_m()) * static_cast<double>(p.groups * tiles * 128) *
-                       static_cast<double>(p.gemm_k());
-  return plan_mma_split_fixed_seconds +
-         flops / (plan_mma_fused_flops_per_sm * plan_math_speed<KernelMath>() * sm_count);
+constexpr double plan_mma_flops_per_sm() {
+  if constexpr (std::is_same_v<KernelMath, math::bf16> || std::is_same_v<KernelMath, math::fp16>) return 0.90e12;
+  else if constexpr (std::is_same_v<KernelMath, math::tf32x3>) return 0.34e12;
+  else return 0.78e12;
+}
+
+/// @brief The mma.sync kernel's time on problem p in seconds with mma_sync_policy Policy, fused (`splits`
+/// = 0) or split into `splits` GEMM_K ranges (conv2d_reduce_split), on `sm_count` SMs (at least 1): a wave
+/// model with one resident block per SM. Fused: ceil(m_tiles / SMs) waves of a block's channel_tiles x
+/// slices (+ plan_mma_overhead_slices) slice times; split: ceil(m_tiles x channel_tiles x splits / SMs)
+/// waves of ceil(slices / splits) (+ overhead) slice times, plus the partial sums written and read
+/// (splits x N*P*Q x K floats, twice, at plan_mma_partial_bytes_per_s) and plan_mma_split_fixed_seconds;
+/// m_tiles = ceil(N*P*Q / BlockM), channel_tiles = groups x ceil((K/groups) / BlockN) (split_channel_tiles),
+/// slices = ceil(GEMM_K / BlockK), a slice time 2 BlockM BlockN BlockK FLOP at plan_mma_flops_per_sm;
+/// plus plan_mma_fixed_seconds. Fitted on the H200 (plan_mma_fixed_seconds says how).
+template <class Policy>
+double plan_mma_seconds(const conv2d_problem& p, int sm_count, int splits) {
+  using math_t = typename Policy::math;
+  const std::int64_t sms = sm_count > 1 ? sm_count : 1;
+  const std::int64_t m_tiles = (p.gemm_m() + Policy::block_m - 1) / Policy::block_m;
+  const std::int64_t ctiles = p.groups * ((p.K_per_group() + Policy::block_n - 1) / Policy::block_n);
+  const std::int64_t slices = (p.gemm_k() + Policy::block_k - 1) / Policy::block_k;
+  const double slice_s = 2.0 * Policy::block_m * Policy::block_n * Policy::block_k / plan_mma_flops_per_sm<math_t>();
+  if (splits <= 0)
+    return plan_mma_fixed_seconds + static_cast<double>((m_tiles + sms - 1) / sms) *
+                                        (static_cast<double>(ctiles * slices) + plan_mma_overhead_slices) * slice_s;
+  const double partial_bytes = static_cast<double>(splits) * static_cast<double>(p.gemm_m()) * static_cast<double>(p.K) * 4.0;
+  return plan_mma_fixed_seconds + plan_mma_split_fixed_seconds +
+         static_cast<double>((m_tiles * ctiles * splits + sms - 1) / sms) *
+             (static_cast<double>((slices + splits - 1) / splits) + plan_mma_overhead_slices) * slice_s +
+         2.0 * partial_bytes / plan_mma_partial_bytes_per_s;
 }
 
 // --- the direct kernel ------------------------------------------------------------------------------

@@ -28,9 +28,11 @@ namespace convred::device::family {
 /// which computes each output from the same products in the same order as on an undilated layer
 /// (values and indices follow PyTorch's conv2d and reduction semantics as in every family). Costs per
 /// run: x read once and its copy written and read (the workspace holds the copy, and the sub-problem's
-/// outputs: 12 bytes per output pixel), then the inner family's own run.
-template <class Inner>
-struct dilated : family_defaults<dilated<Inner>, typename Inner::element_type> {
+/// outputs: 12 bytes per output pixel), then the inner family's own run. `Rival`: the family that would
+/// run p dilated (family::mma_sync in the default list, whose inner wgmma family does not weigh itself
+/// against it), or void: p is served only where this estimate is below Rival's on p (rival_not_slower).
+template <class Inner, class Rival = void>
+struct dilated : family_defaults<dilated<Inner, Rival>, typename Inner::element_type> {
   using T = typename Inner::element_type;  ///< the element type of x, w, b, y
   /// the inner family's kind: its kernels run (plan::kernel())
   static constexpr kernel_kind kind = Inner::kind;
@@ -64,7 +66,8 @@ struct dilated : family_defaults<dilated<Inner>, typename Inner::element_type> {
   /// nullptr when it serves p: a dilation above 1 in a dimension with a filter size above 1; there
   /// stride 1 and a padding the dilation divides; every extent of the split below 2^31 and the batch
   /// N f_h f_w below 2^40; sub-images of at least 3 output rows (columns) in each split dimension unless
-  /// the inner math is 16-bit; and the inner family serves the sub-problem.
+  /// the inner math is 16-bit; the inner family serves the sub-problem; and Rival is not estimated as
+  /// fast on p.
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     const std::int64_t fh = factor_h(p), fw = factor_w(p);
     if (fh == 1 && fw == 1) return "no dilation (or a 1-wide filter in each dilated dimension)";
@@ -83,7 +86,10 @@ struct dilated : family_defaults<dilated<Inner>, typename Inner::element_type> {
     // 16-bit inner math (bench/NOTES.md, "Reach: dilation on the Hopper kernel").
     if (!sixteen_bit() && ((fh > 1 && s.P() < 3) || (fw > 1 && s.Q() < 3)))
       return "sub-images of fewer than 3 output rows or columns (TF32 and 3xTF32)";
-    return Inner::can_implement(s, dev, o);
+    if (const char* why = Inner::can_implement(s, dev, o)) return why;
+    if (rival_not_slower<Rival>(p, dev, o, configure(p, dev, o).seconds))
+      return "space to batch is estimated slower than the mma.sync kernel on the dilated problem";
+    return nullptr;
   }
 
   /// The inner family's configuration of the sub-problem, its workspace grown by extra_bytes and its

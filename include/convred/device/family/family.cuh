@@ -62,6 +62,21 @@ struct family_defaults {
   }
 };
 
+/// @brief Whether family Rival's estimate on the whole problem p (Rival::cost) is not above `seconds`, the
+/// estimate of a family that would serve p instead (the wgmma family against the mma.sync family; an
+/// adapter family, whose inner family sees only its sub-problem, against the family that would run p
+/// unchanged). Weighed only on a device with an SM count (the estimates are per SM) and when o.splits does
+/// not force a wgmma choice; always false for Rival = void (no rival).
+template <class Rival>
+bool rival_not_slower(const conv2d_problem& p, const device_info& dev, const plan_options& o, double seconds) {
+  if constexpr (std::is_void_v<Rival>) {
+    (void)p, (void)dev, (void)o, (void)seconds;
+    return false;
+  } else {
+    return dev.sm_count > 0 && o.splits == 0 && Rival::cost(p, dev, o) <= seconds;
+  }
+}
+
 /// @brief The families a planner considers, best first (a plain type list).
 template <class... Families>
 struct family_list {

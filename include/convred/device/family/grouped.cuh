@@ -110,7 +110,8 @@ struct grouped : family_defaults<grouped<Inner, Fallback>, typename Inner::eleme
   /// nullptr when it serves p: groups > 1 with C/groups > 1 (C/groups == 1 is the direct family's), K/groups
   /// >= min_k_per_group, NCHW float x with images under 2 GiB, the inner family serving the sub-problem,
   /// and (on a device with an SM count, unless o.splits is nonzero: a forced wgmma choice) its time model
-  /// estimating the G groups faster than the mma.sync kernel on the whole problem (plan_mma_fused_seconds).
+  /// estimating the G groups faster than Fallback on the whole problem (Fallback::cost: the mma.sync
+/// family's plan_mma_seconds, fused or split).
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     if (p.groups <= 1) return "groups == 1";
     if (p.C_per_group() == 1) return "C/groups == 1 (depthwise: the direct family's)";
@@ -123,8 +124,7 @@ struct grouped : family_defaults<grouped<Inner, Fallback>, typename Inner::eleme
       return "an image of x of 2 GiB or more (the group copy's pitch)";
     const conv2d_problem s = sub_problem(p);
     if (const char* why = Inner::can_implement(s, dev, o)) return why;
-    if (dev.sm_count > 0 && o.splits == 0 &&
-        !(configure(p, dev, o).seconds < plan_mma_fused_seconds<typename Inner::kernel_math>(p, dev.sm_count)))
+    if (rival_not_slower<Fallback>(p, dev, o, configure(p, dev, o).seconds))
       return "the groups one at a time are estimated slower than the mma.sync kernel on the whole problem";
     return nullptr;
   }

@@ -5,12 +5,11 @@
 /// problem and layout on sm_80 and newer.
 #pragma once
 
-#include <cstddef>
 #include <string>
 #include <type_traits>
 
 #include "../../policy.cuh"
-#include "../wgmma_model.cuh"
+#include "../cost_model.cuh"
 #include "family.cuh"
 #include "simt.cuh"
 
@@ -33,21 +32,12 @@ struct mma_sync : family_defaults<mma_sync<T, Math>, T> {
   static const char* can_implement(const conv2d_problem&, const device_info& dev, const plan_options&) {
     return available(dev) ? nullptr : "mma.sync needs sm_80 or newer";
   }
-  /// The split heuristic's choice (choose_k_splits) and its workspace; seconds: split_seconds when it
-  /// splits, else 0 (no model of the fused kernel).
+  /// The split heuristic's choice (choose_k_splits) and its workspace; seconds: plan_mma_seconds for that
+  /// choice (fused or split) on dev's SMs.
   static plan_config configure(const conv2d_problem& p, const device_info& dev, const plan_options&) {
     plan_config c = detail::split_config<policy, T>(p, dev);
-    if (c.splits > 0) c.seconds = split_seconds(p, dev);
+    c.seconds = plan_mma_seconds<policy>(p, dev.sm_count, c.splits);
     return c;
-  }
-  /// The split path's time as the wgmma family compares it (device/wgmma_model.cuh): the useful FLOPs at
-  /// plan_mma_split_flops_per_sm (scaled by the math's speed) over every SM, plus
-  /// plan_mma_split_fixed_seconds. Not choose_k_splits's own wave model (conv2d_reduce_split.cuh), which
-  /// picks the split count: two models of one path, each fitted for its own comparison.
-  static double split_seconds(const conv2d_problem& p, const device_info& dev) {
-    return plan_mma_split_fixed_seconds + 2.0 * static_cast<double>(p.gemm_m()) * static_cast<double>(p.K) *
-                                              static_cast<double>(p.gemm_k()) /
-                                              (plan_mma_split_flops_per_sm * plan_math_speed<kernel_math>() * dev.sm_count);
   }
   /// "mma.sync tf32 (64-pixel x 64-channel tiles)" or with the split, then why the wgmma family was passed
   /// over, then the math::accurate note.

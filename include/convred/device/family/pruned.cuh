@@ -53,9 +53,11 @@ struct live_taps {
 /// non-finite weight there, whose 0 x inf = NaN makes the channel NaN at every pixel in PyTorch's conv2d:
 /// prepare() then makes that channel's kept taps NaN, which gives the same. Results are the inner
 /// family's on the sub-problem (its precision class; the tensor cores may group the products into
-/// different partial sums than on the full filter).
-template <class Inner>
-struct pruned : family_defaults<pruned<Inner>, typename Inner::element_type> {
+/// different partial sums than on the full filter). `Rival`: the family that would run p unpruned
+/// (family::mma_sync in the default list, whose inner wgmma family does not weigh itself against it), or
+/// void: p is served only where the pruned estimate is below Rival's on p (rival_not_slower).
+template <class Inner, class Rival = void>
+struct pruned : family_defaults<pruned<Inner, Rival>, typename Inner::element_type> {
   using T = typename Inner::element_type;  ///< the element type of x, w, b, y
   /// the inner family's kind: its kernels run (plan::kernel())
   static constexpr kernel_kind kind = Inner::kind;
@@ -91,7 +93,8 @@ struct pruned : family_defaults<pruned<Inner>, typename Inner::element_type> {
 
   /// nullptr when it serves p: some tap reads only padding for every output and at least one tap does
   /// not, the sub-problem keeps p's outputs (its padding at least 0 and its P x Q equal to p's, which a
-  /// symmetric padding cut on one side only may miss), and the inner family serves the sub-problem.
+  /// symmetric padding cut on one side only may miss), the inner family serves the sub-problem, and
+  /// Rival is not estimated as fast on p.
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     const live_taps r = rows(p), s = cols(p);
     if (r.count() == 0 || s.count() == 0) return "every tap reads only padding";
@@ -100,7 +103,10 @@ struct pruned : family_defaults<pruned<Inner>, typename Inner::element_type> {
     if (q.pad_h < 0 || q.pad_w < 0 || q.P() != p.P() || q.Q() != p.Q())
       return "the kept taps need a padding other than the problem's, cut on one side";
     if (validate(q, sizeof(T)) != status::success) return "the sub-problem is not valid";
-    return Inner::can_implement(q, dev, o);
+    if (const char* why = Inner::can_implement(q, dev, o)) return why;
+    if (rival_not_slower<Rival>(p, dev, o, configure(p, dev, o).seconds))
+      return "the pruned filter is estimated slower than the mma.sync kernel on the whole filter";
+    return nullptr;
   }
 
   /// The inner family's configuration of the sub-problem, the kept taps before its prepared bytes.
