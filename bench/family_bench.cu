@@ -89,7 +89,7 @@ double time_plan(const conv2d_problem& p, layer_data& d, std::string* why, doubl
   }
 }
 
-/// One math's row: the planner, then each family on its own (the wgmma family not Standalone, so that it
+/// One math's row: the planner, then each family on its own (the wgmma family as an adapter's inner family, so that it
 /// is timed where the planner weighs it against the mma.sync family and passes it over), each with its
 /// time model's estimate in brackets (ms).
 template <class Math>
@@ -98,10 +98,10 @@ void one_math(const char* label, const conv2d_problem& p, layer_data& d) {
   double e_plan = 0, e_direct = 0, e_grouped = 0, e_wgmma = 0, e_mma = 0;
   const double t_plan = time_plan<Math, fam::default_families_t<float, Math>>(p, d, &plan, &e_plan);
   const double t_direct = time_plan<Math, fam::family_list<fam::direct<float, Math>>>(p, d, nullptr, &e_direct);
-  const double t_grouped = time_plan<Math, fam::family_list<fam::grouped<fam::wgmma<float, Math, false>,
+  const double t_grouped = time_plan<Math, fam::family_list<fam::grouped<fam::wgmma<float, Math, fam::wgmma_role::adapter>,
                                                                          fam::mma_sync<float, Math>>>>(p, d, nullptr,
                                                                                                         &e_grouped);
-  const double t_wgmma = time_plan<Math, fam::family_list<fam::wgmma<float, Math, false>>>(p, d, nullptr, &e_wgmma);
+  const double t_wgmma = time_plan<Math, fam::family_list<fam::wgmma<float, Math, fam::wgmma_role::adapter>>>(p, d, nullptr, &e_wgmma);
   const double t_mma = time_plan<Math, fam::family_list<fam::mma_sync<float, Math>>>(p, d, nullptr, &e_mma);
   const double t_simt = time_plan<Math, fam::family_list<fam::simt<float, Math>>>(p, d, nullptr);
   std::printf("  %-8s plan %8.4f [%7.4f] | direct %8.4f [%7.4f] grouped %8.4f [%7.4f] wgmma %8.4f [%7.4f] "

@@ -24,9 +24,19 @@ const device_info h200{9, 0, true, 132};
 
 bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
-/// adapter_family_check.cuh's setup: plans with the default options; all_ops without op::mean.
+/// plan_options with `splits` -1: the wgmma kernel and its adapters wherever they serve, not weighed against
+/// the mma.sync kernel (which the time model prefers on most of these small layers: the space-to-batch
+/// copies and the wgmma kernel's launch cost more than their whole work)
+convred::device::plan_options served() {
+  convred::device::plan_options o;
+  o.splits = -1;
+  return o;
+}
+
+/// adapter_family_check.cuh's setup: plans with served(), so that the dilated family runs; all_ops without
+/// op::mean.
 struct dilated_setup {
-  static convred::device::plan_options options() { return {}; }  ///< the time model's choice
+  static convred::device::plan_options options() { return served(); }  ///< the dilated family where it serves
   static void check_plan(const std::string&) {}                   ///< (the host tests check the plans)
   static constexpr bool with_mean = false;                        ///< op::mean not checked
 };
@@ -53,7 +63,7 @@ TEST_SUITE("host") {
 TEST_CASE("dilated family: which layers run on the wgmma kernel as undilated sub-images, and the plan says so") {
   for (const dilated_case& c : cases) {
     CAPTURE(c.name);
-    conv2d_reduce_plan<float, math::tf32> plan(c.p, h200);
+    conv2d_reduce_plan<float, math::tf32> plan(c.p, h200, served());
     CAPTURE(plan.description());
     REQUIRE(plan.state() == status::success);
     CHECK(plan.kernel() == kernel_kind::wgmma);
@@ -67,13 +77,19 @@ TEST_CASE("dilated family: which layers run on the wgmma kernel as undilated sub
   }
   const conv2d_problem aspp = cases[0].p;
   {
-    conv2d_reduce_plan<float, math::tf32> plan(aspp, h200);
+    conv2d_reduce_plan<float, math::tf32> plan(aspp, h200, served());
     CHECK(has(plan.description(), "dilation 6x6 at stride 1 as 36 undilated sub-images per image (space to batch: "
                                   "batch 72, 5x5 pixels, padding 1x1"));
   }
   // math::accurate (3xTF32 on the wgmma kernel) and bf16
-  CHECK(conv2d_reduce_plan<float, math::accurate>(aspp, h200).kernel() == kernel_kind::wgmma);
-  CHECK(conv2d_reduce_plan<float, math::bf16>(aspp, h200).kernel() == kernel_kind::wgmma);
+  CHECK(conv2d_reduce_plan<float, math::accurate>(aspp, h200, served()).kernel() == kernel_kind::wgmma);
+  CHECK(conv2d_reduce_plan<float, math::bf16>(aspp, h200, served()).kernel() == kernel_kind::wgmma);
+  // the time model: on this small layer the copies and the wgmma kernel's launch cost more than the
+  // mma.sync kernel's whole run; on DeepLab's ASPP at batch 32 (2048 -> 256 channels, 65x65, dilation 12)
+  // the space-to-batch plan is estimated faster
+  CHECK(conv2d_reduce_plan<float, math::tf32>(aspp, h200).kernel() == kernel_kind::mma_sync);
+  const conv2d_problem deeplab = make_problem(32, 2048, 65, 65, 256, 3, 3, 12, 12, 1, 1, 12, 12);
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(deeplab, h200).description(), "undilated sub-images"));
   // not served: a padding the dilation does not divide, a stride above 1, NHWC x, 16-bit x, groups, no
   // sm_90a code; the mma.sync kernel then, and the wgmma family's reason
   conv2d_problem pad = aspp, stride = aspp, nhwc = aspp, groups = aspp, wide = aspp;
@@ -84,22 +100,23 @@ TEST_CASE("dilated family: which layers run on the wgmma kernel as undilated sub
   groups.groups = 2, groups.C = 64, groups.K = 32;  // (C/groups 32: not the direct family's; K/groups 16)
   for (const conv2d_problem& p : {pad, stride, nhwc, groups, wide}) {
     CAPTURE(describe(p));
-    conv2d_reduce_plan<float, math::tf32> plan(p, h200);
+    conv2d_reduce_plan<float, math::tf32> plan(p, h200, served());
     CAPTURE(plan.description());
     CHECK(plan.kernel() == kernel_kind::mma_sync);
     CHECK_FALSE(has(plan.description(), "sub-images"));
   }
-  CHECK(has(conv2d_reduce_plan<float, math::tf32>(pad, h200).description(), "dilation != 1"));
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(pad, h200, served()).description(), "dilation != 1"));
   // sub-images of 2 output columns: left to mma.sync in tf32 and 3xTF32, served under bf16 (measured faster)
-  CHECK(conv2d_reduce_plan<float, math::accurate>(wide, h200).kernel() == kernel_kind::mma_sync);
-  CHECK(has(conv2d_reduce_plan<float, math::bf16>(wide, h200).description(), "undilated sub-images"));
-  CHECK(conv2d_reduce_plan<__half, math::fp16>(aspp, h200).kernel() == kernel_kind::mma_sync);
-  CHECK(conv2d_reduce_plan<float, math::tf32>(aspp, device_info{9, 0, false, 132}).kernel() == kernel_kind::mma_sync);
+  CHECK(conv2d_reduce_plan<float, math::accurate>(wide, h200, served()).kernel() == kernel_kind::mma_sync);
+  CHECK(has(conv2d_reduce_plan<float, math::bf16>(wide, h200, served()).description(), "undilated sub-images"));
+  CHECK(conv2d_reduce_plan<__half, math::fp16>(aspp, h200, served()).kernel() == kernel_kind::mma_sync);
+  CHECK(conv2d_reduce_plan<float, math::tf32>(aspp, device_info{9, 0, false, 132}, served()).kernel() ==
+        kernel_kind::mma_sync);
   CHECK(conv2d_reduce_plan<float, math::ieee>(aspp, h200).kernel() == kernel_kind::simt);
   // a dilation along a 1-wide filter dimension moves no tap: the wgmma kernel serves it as it is (3x1
   // dilated down the rows: the dilated family; 1x3 with a dilation down the rows only: wgmma itself)
   conv2d_problem col = make_problem(2, 16, 20, 24, 32, 1, 3, 0, 1, 1, 1, 5, 1);
-  conv2d_reduce_plan<float, math::tf32> pc(col, h200);
+  conv2d_reduce_plan<float, math::tf32> pc(col, h200, served());
   CHECK(pc.kernel() == kernel_kind::wgmma);
   CHECK_FALSE(has(pc.description(), "sub-images"));
   CHECK(convred::plan::wgmma_params<conv2d_reduce_plan<float, math::tf32>::wgmma_policy_t>::cannot_implement(col) ==
@@ -110,7 +127,7 @@ TEST_CASE("dilated family: which layers run on the wgmma kernel as undilated sub
   // a 1x1 filter's dilation moves no tap: the wgmma kernel serves it as it is
   conv2d_problem one = aspp;
   one.R = one.S = 1, one.pad_h = one.pad_w = 0;
-  conv2d_reduce_plan<float, math::tf32> p1(one, h200);
+  conv2d_reduce_plan<float, math::tf32> p1(one, h200, served());
   CHECK(p1.kernel() == kernel_kind::wgmma);
   CHECK_FALSE(has(p1.description(), "sub-images"));
   // a depthwise dilated layer stays with the direct family
@@ -125,7 +142,7 @@ TEST_CASE("dilated family: every op against float64 in tf32, bf16 and math::accu
   std::uint64_t seed = 9100;
   for (const dilated_case& c : cases) {
 #ifdef CONVRED_TEST_EXPECT_WGMMA
-    CHECK(has(conv2d_reduce_plan<float, math::tf32>(c.p).description(), "undilated sub-images"));
+    CHECK(has(conv2d_reduce_plan<float, math::tf32>(c.p, served()).description(), "undilated sub-images"));
 #endif
     adapter_all_ops<dilated_setup, math::tf32>(c.name, c.p, ++seed);
     adapter_all_ops<dilated_setup, math::bf16>(c.name, c.p, ++seed);
@@ -163,11 +180,12 @@ TEST_CASE("dilated family: the plan equals the wgmma entry point on the space-to
   thrust::device_vector<std::int64_t> idx(ny), idxs(nys);
   test::poison(y), test::poison(idx);
   const epi::scale<float> two{2.0f};
-  plan_t plan(p);
+  plan_t plan(p, served());
   REQUIRE(plan.prepare(craw(dw)) == status::success);
   REQUIRE(plan.run(craw(dx), craw(db), raw(y), raw(idx), op::argmin{}, two) == status::success);
   // the sub-problem through the wgmma family's own plan (its launch as the dilated family runs it)
-  conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32>>> sub(s);
+  conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>>> sub(
+      s, served());
   REQUIRE(sub.state() == status::success);
   REQUIRE(sub.prepare(craw(dw)) == status::success);
   REQUIRE(sub.run(craw(dxs), craw(db), raw(ys), raw(idxs), op::argmin{}, two) == status::success);

@@ -102,7 +102,7 @@ TEST_CASE("grouped family: device lambdas run on the mma.sync kernel; images of 
   CHECK_FALSE(device_lambda_shifts());
   CHECK(fam::detail::channel_shift<epi::per_channel_scale<float>, float>::ok);
   CHECK(fam::detail::channel_shift<epi::compose<epi::per_channel_scale<float>, epi::scale<float>>, float>::ok);
-  using G = fam::grouped<fam::wgmma<float, math::tf32>, fam::mma_sync<float, math::tf32>>;
+  using G = fam::grouped<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>, fam::mma_sync<float, math::tf32>>;
   // C H W x 4 bytes >= 2^31: cudaMemcpy2DAsync's pitch limit
   const conv2d_problem big = make_problem(2, 64, 2900, 2900, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2);
   CHECK(std::string(G::can_implement(big, h200, forced())) == "an image of x of 2 GiB or more (the group copy's pitch)");
@@ -121,7 +121,7 @@ TEST_CASE("grouped family: which layers run on the wgmma kernel one group at a t
       make_problem(32, 224, 56, 56, 224, 3, 3, 1, 1, 1, 1, 1, 1, 2),
       make_problem(32, 240, 28, 28, 240, 3, 3, 1, 1, 1, 1, 1, 1, 2),
   };
-  using G = fam::grouped<fam::wgmma<float, math::tf32>, fam::mma_sync<float, math::tf32>>;
+  using G = fam::grouped<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>, fam::mma_sync<float, math::tf32>>;
   for (const conv2d_problem& p : served) {
     CAPTURE(describe(p));
     conv2d_reduce_plan<float, math::tf32> plan(p, h200);
@@ -131,7 +131,7 @@ TEST_CASE("grouped family: which layers run on the wgmma kernel one group at a t
     CHECK(has(plan.description(), "x's group copied into the workspace on each run"));
     CHECK(plan.config().seconds < fam::mma_sync<float, math::tf32>::cost(p, h200, convred::device::plan_options{}));
     // G slots of the wgmma family's packed filter of one group
-    const conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32>>> one(
+    const conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>>> one(
         G::sub_problem(p), h200);
     CHECK(plan.prepared_bytes() == static_cast<std::size_t>(p.groups) * ((one.prepared_bytes() + 15) / 16 * 16));
     CHECK(plan.workspace_bytes() >= plan.prepared_bytes() + G::extra_bytes(p));
@@ -196,7 +196,7 @@ TEST_CASE("grouped family: channel-indexed epilogues (moved per group) and a use
 TEST_CASE("grouped family: the plan equals the wgmma family's plans on each group, combined on the host, bitwise") {
   require_gpu();
   if (!convred::device::detail::wgmma_available()) return;  // (a GPU without the wgmma kernel: nothing to compare)
-  using G = fam::grouped<fam::wgmma<float, math::tf32>, fam::mma_sync<float, math::tf32>>;
+  using G = fam::grouped<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>, fam::mma_sync<float, math::tf32>>;
   for (const grouped_case& c : {cases[0], cases[3]}) {
     const std::string name = c.name;
     CAPTURE(name);
@@ -229,7 +229,7 @@ TEST_CASE("grouped family: the plan equals the wgmma family's plans on each grou
       auto dbj = test::to_device(bj);
       thrust::device_vector<float> ys(ny);
       thrust::device_vector<std::int64_t> is(ny);
-      conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32>>> sub(s, forced());
+      conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>>> sub(s, forced());
       REQUIRE(sub.state() == status::success);
       REQUIRE(sub.prepare(craw(dwj)) == status::success);
       REQUIRE(sub.run(craw(dxs), craw(dbj), raw(ys), raw(is), op::argmin{}, two) == status::success);

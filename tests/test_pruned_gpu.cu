@@ -32,10 +32,18 @@ bool has(const std::string& s, const char* part) { return s.find(part) != std::s
 
 using pruned_t = fam::pruned<fam::wgmma<float, math::tf32>>;
 
-/// adapter_family_check.cuh's setup: plans with the default options (no with_mean: adapter_all_ops is not
-/// used here, adapter_some_ops names its ops).
+/// plan_options with `splits` -1: the wgmma kernel and its adapters wherever they serve, not weighed against
+/// the mma.sync kernel (which the time model prefers on some of these small layers)
+convred::device::plan_options served() {
+  convred::device::plan_options o;
+  o.splits = -1;
+  return o;
+}
+
+/// adapter_family_check.cuh's setup: plans with served(), so that the pruned family runs wherever it serves
+/// (no with_mean: adapter_all_ops is not used here, adapter_some_ops names its ops).
 struct pruned_setup {
-  static convred::device::plan_options options() { return {}; }  ///< the time model's choice
+  static convred::device::plan_options options() { return served(); }  ///< the pruned family where it serves
   static void check_plan(const std::string&) {}                   ///< (the host tests check the plans)
   /// The plans choose from the default list less the families that serve none of the problems here
   /// (direct: C/groups == 1 or grouped; tiny: at most 32 pixels and 512 im2col values; grouped; SIMT:
@@ -50,14 +58,15 @@ struct pruned_setup {
   /// dilated family adds two copy kernels. (The wgmma kernels, up to six per op and math, are most of the
   /// rest of the compile time: hence the ops per math of the GPU checks below.)
   template <class T, class Math>
-  using families = fam::family_list<fam::pruned<fam::wgmma<T, Math>>, fam::dilated<fam::wgmma<T, Math>>,
+  using families = fam::family_list<fam::pruned<fam::wgmma<T, Math, fam::wgmma_role::adapter>, fam::mma_sync<T, Math>>,
+                                    fam::dilated<fam::wgmma<T, Math, fam::wgmma_role::adapter>, fam::mma_sync<T, Math>>,
                                     fam::wgmma<T, Math>, fam::mma_sync<T, Math>>;
 };
 
 struct pruned_case {
   const char* name;
   conv2d_problem p;
-  bool wgmma;  ///< the pruned family serves it on an H200 (else another family runs the whole filter)
+  bool wgmma;  ///< the pruned family serves it on an H200 in TF32 with served() (else another family runs the whole filter)
 };
 // make_problem(N, C, H, W, K, R, S, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups, layout)
 const pruned_case cases[] = {
@@ -67,7 +76,7 @@ const pruned_case cases[] = {
     {"7x7 pad 3 on 3x3 images (a 5x5)", make_problem(8, 8, 3, 3, 33, 7, 7, 3, 3), true},
     {"5x5 d4 pad 8 on 6x7 (its middle 3x3, still dilated)", make_problem(3, 12, 6, 7, 20, 5, 5, 8, 8, 1, 1, 4, 4), false},
     {"ASPP d36 NHWC", make_problem(1, 16, 33, 33, 24, 3, 3, 36, 36, 1, 1, 36, 36, 1, convred::layout::nhwc), false},
-    {"stride 2, d6 pad 6 on 5x5", make_problem(2, 8, 5, 5, 17, 3, 3, 6, 6, 2, 2, 6, 6), false},
+    {"stride 2, d6 pad 6 on 5x5 (an 18-pixel 1x1)", make_problem(2, 8, 5, 5, 17, 3, 3, 6, 6, 2, 2, 6, 6), true},
     {"stride 2 on 1-row images: 3x3 -> 1x3", make_problem(4, 16, 1, 32, 40, 3, 3, 1, 1, 2, 2), true},
     {"5x5 stride 2 on 2-row images (cut on one side: 2x5)", make_problem(2, 16, 2, 64, 40, 5, 5, 2, 2, 2, 2), true},
     {"rows only at stride 2: d21 pad 21 x d1 pad 1", make_problem(2, 8, 20, 24, 36, 3, 3, 21, 1, 2, 2, 21, 1), true},
@@ -126,16 +135,21 @@ TEST_CASE("pruned family: the live-tap range against a brute-force count over sm
 TEST_CASE("pruned family: which layers run as the smaller filter, and the plan says so") {
   for (const pruned_case& c : cases) {
     INFO(c.name);
-    conv2d_reduce_plan<float, math::tf32> plan(c.p, h200);
+    conv2d_reduce_plan<float, math::tf32> plan(c.p, h200, served());
     CAPTURE(plan.description());
     REQUIRE(plan.state() == status::success);
     CHECK(has(plan.description(), "taps reading only padding pruned") == c.wgmma);
   }
+  // the time model (default options): the ASPP layer still pruned; on the 7x7 over 3x3 images the mma.sync
+  // kernel on the whole filter is estimated faster than the 5x5 on the wgmma kernel (its launch cost)
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(cases[0].p, h200).description(), "taps reading only padding pruned"));
+  CHECK(conv2d_reduce_plan<float, math::tf32>(cases[3].p, h200).kernel() == kernel_kind::mma_sync);
   conv2d_reduce_plan<float, math::tf32> aspp(cases[0].p, h200);
   CHECK(aspp.kernel() == kernel_kind::wgmma);
   CHECK(has(aspp.description(), "taps reading only padding pruned (3x3 -> 1x1 filter, padding 36x36 -> 0x0"));
   {  // the prepared bytes: the kept taps (K x C x 1 x 1 floats, rounded to 16), then the 1x1's packed filter
-    using one_t = conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32>>>;
+    using one_t =
+        conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>>>;
     const std::size_t kept = static_cast<std::size_t>(cases[0].p.K * cases[0].p.C) * 4;
     CHECK(aspp.prepared_bytes() ==
           (kept + 15) / 16 * 16 + one_t(pruned_t::sub_problem(cases[0].p), h200).prepared_bytes());
@@ -192,7 +206,8 @@ TEST_CASE("pruned family: every op and each of tf32, bf16 and math::accurate aga
   std::uint64_t seed = 9300;
   for (const pruned_case& c : cases) {
 #ifdef CONVRED_TEST_EXPECT_WGMMA
-    CHECK(has(conv2d_reduce_plan<float, math::tf32>(c.p).description(), "taps reading only padding pruned") == c.wgmma);
+    CHECK(has(conv2d_reduce_plan<float, math::tf32>(c.p, served()).description(), "taps reading only padding pruned") ==
+          c.wgmma);
 #endif
     adapter_some_ops<pruned_setup, math::tf32, op::argmin, op::sum>(c.name, c.p, ++seed);
     adapter_some_ops<pruned_setup, math::bf16, op::mean, op::argmax>(c.name, c.p, ++seed);
@@ -250,12 +265,14 @@ TEST_CASE("pruned family: the plan equals the wgmma family's plan on the 1x1 of 
   thrust::device_vector<std::int64_t> idx(ny), idx1(ny);
   test::poison(y), test::poison(y1), test::poison(idx), test::poison(idx1);
   const epi::scale<float> two{2.0f};
-  setup_plan_t<pruned_setup, float, math::tf32> plan(p);
+  setup_plan_t<pruned_setup, float, math::tf32> plan(p, pruned_setup::options());
   check_default_choice(plan);
   REQUIRE(has(plan.description(), "pruned"));
   REQUIRE(plan.prepare(craw(dw)) == status::success);
   REQUIRE(plan.run(craw(dx), craw(db), raw(y), raw(idx), op::argmin{}, two) == status::success);
-  conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32>>> one(s);
+  // (the wgmma family as the pruned family runs it: as an adapter's inner family, with the same options)
+  conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>>> one(
+      s, pruned_setup::options());
   REQUIRE(one.state() == status::success);
   REQUIRE(one.prepare(craw(dwc)) == status::success);
   REQUIRE(one.run(craw(dx), craw(db), raw(y1), raw(idx1), op::argmin{}, two) == status::success);

@@ -73,9 +73,9 @@ namespace convred::device {
 ///   when they fill the GPU but leave the last wave short, the same model may split only that wave's tiles
 ///   (a split-K tail after a fused or pass-mode head: k_splits() stays 0, the description says "with a
 ///   split-K tail (...)"; the workspace holds the tail's partial sums);
-///   with K > 128, x gathered or 3xTF32's tap loop, the mma.sync kernel below (fused or split) is taken
-///   when its model (plan_mma_seconds) estimates it faster than the wgmma kernel's (the description: "the
-///   mma.sync kernel is estimated faster than the wgmma kernel's fused and split modes").
+///   the mma.sync kernel below (fused or split) is taken wherever its model (plan_mma_seconds) estimates
+///   it at least as fast as the wgmma kernel's, fixed costs included (the description: "the mma.sync
+///   kernel is estimated faster than the wgmma kernel's fused and split modes").
 /// The mma.sync and SIMT kernels give each block BlockM output pixels and loop it over every channel and
 /// all of GEMM_K; when their pixel tiles are fewer than half the device's SMs (device_info::sm_count: small
 /// batches, deep layers), the plan may split instead (choose_k_splits: channel tiles x GEMM_K splits, the

@@ -5,10 +5,11 @@
 /// (device/conv2d_reduce_split.cuh: the SIMT and mma.sync split path), choose_wgmma_splits /
 /// choose_wgmma_params (device/wgmma_model.cuh: the wgmma kernel), choose_direct_config
 /// (device/direct_config.cuh: the direct kernel, in SM cycles); one is here, plan_mma_seconds (the
-/// mma.sync kernel, fused or split: family::mma_sync's estimate), as three families compare themselves
-/// with it (family::wgmma, family::grouped, family::direct). A new architecture's rates go here, beside these.
+/// mma.sync kernel, fused or split: family::mma_sync's estimate), as five families compare themselves
+/// with it (family::wgmma, family::pruned, family::dilated, family::grouped, family::direct). A new architecture's rates go here, beside these.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include <type_traits>
@@ -98,7 +99,7 @@ constexpr double plan_math_speed() {
 inline constexpr double plan_tail_launch_seconds = 2e-6;
 
 // --- the mma.sync kernel, fused or split (family::mma_sync's estimate, the one other families compare
-// themselves with: family::wgmma, family::grouped, family::direct) --------------------------------------
+// themselves with: family::wgmma, the adapters, family::direct) ------------------------------------------
 
 /// The mma.sync kernel's fixed cost per run (seconds): the launch and the pipeline's fill, as a PyTorch
 /// op call sees it. Fitted with the constants below to 240 runs of the mma.sync kernel on the H200 (fused
@@ -135,18 +136,18 @@ constexpr double plan_mma_flops_per_sm() {
 template <class Policy>
 double plan_mma_seconds(const conv2d_problem& p, int sm_count, int splits) {
   using math_t = typename Policy::math;
-  const std::int64_t sms = sm_count > 1 ? sm_count : 1;
-  const std::int64_t m_tiles = (p.gemm_m() + Policy::block_m - 1) / Policy::block_m;
-  const std::int64_t ctiles = p.groups * ((p.K_per_group() + Policy::block_n - 1) / Policy::block_n);
-  const std::int64_t slices = (p.gemm_k() + Policy::block_k - 1) / Policy::block_k;
+  // (in double: the tile counts' products may pass 2^63 on problems no GPU holds)
+  const auto ceil_div = [](double a, double b) { return std::ceil(a / b); };
+  const double sms = sm_count > 1 ? sm_count : 1;
+  const double m_tiles = ceil_div(static_cast<double>(p.gemm_m()), Policy::block_m);
+  const double ctiles = static_cast<double>(p.groups) * ceil_div(static_cast<double>(p.K_per_group()), Policy::block_n);
+  const double slices = ceil_div(static_cast<double>(p.gemm_k()), Policy::block_k);
   const double slice_s = 2.0 * Policy::block_m * Policy::block_n * Policy::block_k / plan_mma_flops_per_sm<math_t>();
   if (splits <= 0)
-    return plan_mma_fixed_seconds + static_cast<double>((m_tiles + sms - 1) / sms) *
-                                        (static_cast<double>(ctiles * slices) + plan_mma_overhead_slices) * slice_s;
-  const double partial_bytes = static_cast<double>(splits) * static_cast<double>(p.gemm_m()) * static_cast<double>(p.K) * 4.0;
+    return plan_mma_fixed_seconds + ceil_div(m_tiles, sms) * (ctiles * slices + plan_mma_overhead_slices) * slice_s;
+  const double partial_bytes = splits * static_cast<double>(p.gemm_m()) * static_cast<double>(p.K) * 4.0;
   return plan_mma_fixed_seconds + plan_mma_split_fixed_seconds +
-         static_cast<double>((m_tiles * ctiles * splits + sms - 1) / sms) *
-             (static_cast<double>((slices + splits - 1) / splits) + plan_mma_overhead_slices) * slice_s +
+         ceil_div(m_tiles * ctiles * splits, sms) * (ceil_div(slices, splits) + plan_mma_overhead_slices) * slice_s +
          2.0 * partial_bytes / plan_mma_partial_bytes_per_s;
 }
 

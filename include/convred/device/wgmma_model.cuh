@@ -22,8 +22,9 @@
 namespace convred::device {
 
 // The planner's time model of the wgmma kernel (conv2d_reduce_plan), for choosing between the wgmma
-// kernel fused, the wgmma kernel in partial (split-K) mode (choose_wgmma_splits) and the mma.sync split
-// path on problems whose tiles are too few to fill the GPU. Times are estimates for comparisons, not
+// kernel's modes (fused, pass mode, partial (split-K) mode: choose_wgmma_splits, a split-K tail) and, with
+// plan_wgmma_fixed_seconds added (family::wgmma), against the mma.sync kernel's model (plan_mma_seconds).
+// Times are estimates for comparisons, not
 // predictions to the microsecond. Its rates (plan_wgmma_*, plan_xpack_*, plan_math_speed, ...) and the
 // split path's (split_workspace_bytes_per_s, split_fixed_seconds) are in cost_model.cuh.
 

@@ -67,7 +67,7 @@ struct direct : family_defaults<direct<T, Math>, T> {
       (void)p, (void)dev;
       return 0;
     } else {
-      using G = grouped<wgmma<T, Math, false>, mma_sync<T, Math>>;
+      using G = grouped<wgmma<T, Math, wgmma_role::adapter>, mma_sync<T, Math>>;
       device_info d = dev;
       d.sm_count = std::max(1, dev.sm_count);
       double s = mma_sync<T, Math>::cost(p, d, plan_options{});

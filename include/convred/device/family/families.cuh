@@ -24,15 +24,15 @@ namespace convred::device::family {
 /// wgmma family (sm_90a) for layers whose outer taps read only padding (family::pruned: the smaller filter
 /// of the other taps), for dilated layers at stride 1 (family::dilated: space to batch) and for grouped
 /// layers with wide groups (family::grouped: one group at a time), each where its estimate beats the
-/// mma.sync family's on the whole problem (their inner wgmma family is not Standalone); the wgmma family
+/// mma.sync family's on the whole problem (their inner wgmma family: wgmma_role::adapter); the wgmma family
 /// itself and the mma.sync family (sm_80+); last the SIMT family (exact FMA: math::ieee, double data,
 /// math::accurate on GPUs older than sm_80).
 template <class T, class Math>
 using default_families_t =
     std::conditional_t<std::is_same_v<kernel_math_t<T, Math>, math::ieee>, family_list<direct<T, Math>, simt<T, Math>>,
-                       family_list<direct<T, Math>, tiny<T, Math>, pruned<wgmma<T, Math, false>, mma_sync<T, Math>>,
-                                   dilated<wgmma<T, Math, false>, mma_sync<T, Math>>,
-                                   grouped<wgmma<T, Math, false>, mma_sync<T, Math>>, wgmma<T, Math>,
+                       family_list<direct<T, Math>, tiny<T, Math>, pruned<wgmma<T, Math, wgmma_role::adapter>, mma_sync<T, Math>>,
+                                   dilated<wgmma<T, Math, wgmma_role::adapter>, mma_sync<T, Math>>,
+                                   grouped<wgmma<T, Math, wgmma_role::adapter>, mma_sync<T, Math>>, wgmma<T, Math>,
                                    mma_sync<T, Math>, simt<T, Math>>>;
 
 }  // namespace convred::device::family

@@ -64,7 +64,9 @@ double screen_lipschitz(const E& e) {
 /// output pixel), the per-run statistics of w and b and the filter transposed (4 bytes per weight) after it.
 template <class T, class Math, class InnerMath = math::fp16>
 struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
-  using inner = wgmma<T, InnerMath, false>;  ///< pass 1's family (on any problem size: no tiny-problem rule)
+  /// pass 1's family (wgmma_role::pass1: on any problem size, not weighed against the mma.sync kernel, which
+  /// has no pass 1)
+  using inner = wgmma<T, InnerMath, wgmma_role::pass1>;
   /// the family's kind (plan_config::kind)
   static constexpr kernel_kind kind = kernel_kind::screen;
   /// its name in descriptions

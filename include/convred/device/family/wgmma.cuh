@@ -20,17 +20,27 @@
 
 namespace convred::device::family {
 
+/// @brief How an entry of the wgmma family weighs itself against the mma.sync kernel (family::wgmma's third
+/// template parameter).
+enum class wgmma_role {
+  /// an entry of a family list (the default list's own): the tiny-problem rule (plan_wgmma_min_pixels) and
+  /// the comparison with the mma.sync family on the problem (rival_not_slower)
+  standalone,
+  /// the inner family of an adapter (pruned, dilated, grouped), which compares its own whole estimate with
+  /// the mma.sync family on the whole problem: the tiny-problem rule on the sub-problem only
+  adapter,
+  /// family::screen's pass 1, which has no mma.sync sibling: neither
+  pass1,
+};
+
 /// @brief The wgmma family for element type T under the plan's tensor-core math tag Math. Serves float
 /// NCHW x on a compute capability 9.0 device running sm_90a code where the mainloop implements the
 /// problem (block::conv_mainloop_wgmma::cannot_implement) and its stages fit in shared memory, except
-/// a 1x1 filter with x gathered; and, when `Standalone` (the family on its own in the default list),
-/// problems of 32 or fewer output pixels (plan_wgmma_min_pixels) and those where it runs several channel
-/// passes, gathers x or loops over 3xTF32's taps and the mma.sync family is estimated at least as fast
-/// (rival_not_slower), unless plan_options::splits forces a choice. Standalone = false: the inner family of
-/// an adapter (pruned, dilated, grouped), which weighs its own whole estimate against the mma.sync family
-/// on the whole problem, and family::screen's pass 1, which has no mma.sync sibling.
-template <class T, class Math, bool Standalone = true>
-struct wgmma : family_defaults<wgmma<T, Math, Standalone>, T> {
+/// a 1x1 filter with x gathered; unless plan_options::splits forces a choice, also except problems of 32
+/// or fewer output pixels (plan_wgmma_min_pixels; Role standalone or adapter) and problems where the
+/// mma.sync family is estimated at least as fast (rival_not_slower; Role standalone): see wgmma_role.
+template <class T, class Math, wgmma_role Role = wgmma_role::standalone>
+struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
   using kernel_math = kernel_math_t<T, Math>;  ///< Math, or tf32x3 for math::accurate
   static_assert(!std::is_same_v<kernel_math, math::ieee>, "family::wgmma: a tensor-core math");
   using policy = typename default_wgmma_policy<kernel_math>::type;  ///< the cooperative policy
@@ -172,7 +182,7 @@ struct wgmma : family_defaults<wgmma<T, Math, Standalone>, T> {
     if (dev.cc_major != 9 || dev.cc_minor != 0) return "not a compute capability 9.0 device";
     if (!dev.wgmma_image) return "no sm_90a code for this device in the program";
     if (const char* why = block::conv_mainloop_wgmma<policy>::cannot_implement(p)) return why;
-    if (Standalone && p.gemm_m() < plan_wgmma_min_pixels && o.splits == 0)
+    if (Role != wgmma_role::pass1 && p.gemm_m() < plan_wgmma_min_pixels && o.splits == 0)
       return "32 or fewer output pixels: the mma.sync kernel is faster there (plan_wgmma_min_pixels)";
     // tiles of image rows, flat tiles over a packed x or direct tiles, as the time model picks them on dev
     block::wgmma_conv_params k;
@@ -185,8 +195,9 @@ struct wgmma : family_defaults<wgmma<T, Math, Standalone>, T> {
     if (k.gather && p.R * p.S == 1) return "1x1 filter with x gathered (stride 2 or W % 4 != 0)";
     // Few tiles (small batches, deep layers): each tile runs its npass channel passes on one SM and most
     // SMs idle. The partial mode spreads (tile, GEMM_K split, pass) units over the SMs
-    // (choose_wgmma_splits); the mma.sync kernel, slower per SM but never wasting a tile's pixels, may
-    // still win where the tiles are mostly empty (1x1 images), x is gathered or 3xTF32 loops over taps.
+    // (choose_wgmma_splits); the mma.sync kernel, slower per SM but never wasting a tile's pixels and
+    // cheaper to launch, may still win where the tiles are mostly empty (1x1 images, few output channels),
+    // x is gathered, 3xTF32 loops over taps or the whole layer takes a few microseconds.
     const double speed = plan_math_speed<kernel_math>();
     wgmma_split_estimate est =
         choose_wgmma_splits<policy>(p, k, dev.sm_count, speed, default_split_workspace_limit, o);
@@ -198,8 +209,8 @@ struct wgmma : family_defaults<wgmma<T, Math, Standalone>, T> {
                                                        : est.pass_mode      ? est.pass_mode_s
                                                                             : est.fused_s) *
                                                           (taps ? plan_wgmma_tap_loop_slowdown : 1.0);
-    if constexpr (Standalone) {
-      if ((k.npass > 1 || k.gather || taps) && rival_not_slower<mma_sync<T, Math>>(p, dev, o, t_wgmma))
+    if constexpr (Role == wgmma_role::standalone) {
+      if (rival_not_slower<mma_sync<T, Math>>(p, dev, o, t_wgmma))
         return "the mma.sync kernel is estimated faster than the wgmma kernel's fused and split modes";
     }
     c.pingpong = choose_pingpong(p, dev, o, k, smem, est);
