@@ -52,6 +52,12 @@ inline constexpr double plan_wgmma_flops_per_sm = 3.0e12;
 /// us, bf16 5.1, 3xTF32 6.5), where the mma.sync family's estimate, fixed cost included, is weighed against
 /// it (bench/NOTES.md, "One model of the mma.sync kernel").
 inline constexpr double plan_wgmma_fixed_seconds = 5.5e-6;
+/// The planner's wgmma kernel on row tiles: the rate (bytes per second and SM) at which the producer warps
+/// convert a pass's raw patch of x (fp32, as TMA loaded it) into the operand planes; a pass takes at least
+/// its patch's bytes at this rate. Fitted on the H200 to the 1x1 layers the sample ran on bf16 row tiles
+/// (their conversion, not the tensor cores, bounds them: measured 1.8-4.2x the compute-only model; 11-15
+/// GB/s per SM on the four with the largest patches) (bench/NOTES.md, "One model of the mma.sync kernel").
+inline constexpr double plan_wgmma_convert_bytes_per_sm = 13e9;
 /// The planner's wgmma kernel with x gathered by the producer threads (stride 2, W % 4 != 0): its plain
 /// loads are slower than TMA, counted as this factor on the time (with a 1x1 filter, one tap per stage, the
 /// producer cannot keep up at all: the planner then takes the mma.sync kernel).
