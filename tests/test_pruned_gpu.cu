@@ -30,7 +30,7 @@ const device_info h200{9, 0, true, 132};
 
 bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
-using pruned_t = fam::pruned<fam::wgmma<float, math::tf32>>;
+using pruned_t = fam::pruned<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>, fam::mma_sync<float, math::tf32>>;
 
 /// plan_options with `splits` -1: the wgmma kernel and its adapters wherever they serve, not weighed against
 /// the mma.sync kernel (which the time model prefers on some of these small layers)
