@@ -89,8 +89,8 @@ double time_plan(const conv2d_problem& p, layer_data& d, std::string* why, doubl
   }
 }
 
-/// One math's row: the planner, then each family on its own (the wgmma family as an adapter's inner family, so that it
-/// is timed where the planner weighs it against the mma.sync family and passes it over), each with its
+/// One math's row: the planner, then each family on its own (the wgmma family in its pass1 role, so that it
+/// is timed where the planner weighs it against the mma.sync family or the tiny-problem rule passes it over), each with its
 /// time model's estimate in brackets (ms).
 template <class Math>
 void one_math(const char* label, const conv2d_problem& p, layer_data& d) {
@@ -101,7 +101,7 @@ void one_math(const char* label, const conv2d_problem& p, layer_data& d) {
   const double t_grouped = time_plan<Math, fam::family_list<fam::grouped<fam::wgmma<float, Math, fam::wgmma_role::adapter>,
                                                                          fam::mma_sync<float, Math>>>>(p, d, nullptr,
                                                                                                         &e_grouped);
-  const double t_wgmma = time_plan<Math, fam::family_list<fam::wgmma<float, Math, fam::wgmma_role::adapter>>>(p, d, nullptr, &e_wgmma);
+  const double t_wgmma = time_plan<Math, fam::family_list<fam::wgmma<float, Math, fam::wgmma_role::pass1>>>(p, d, nullptr, &e_wgmma);
   const double t_mma = time_plan<Math, fam::family_list<fam::mma_sync<float, Math>>>(p, d, nullptr, &e_mma);
   const double t_simt = time_plan<Math, fam::family_list<fam::simt<float, Math>>>(p, d, nullptr);
   std::printf("  %-8s plan %8.4f [%7.4f] | direct %8.4f [%7.4f] grouped %8.4f [%7.4f] wgmma %8.4f [%7.4f] "

@@ -70,10 +70,10 @@ TEST_CASE("dilated family: which layers run on the wgmma kernel as undilated sub
     CHECK(has(plan.description(), "undilated sub-images per image"));
     // the workspace holds the sub-images (x's copy) and the sub-problem's outputs after the wgmma
     // kernel's own
-    const auto s = fam::dilated<fam::wgmma<float, math::tf32>>::sub_problem(c.p);
+    const auto s = fam::dilated<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>>::sub_problem(c.p);
     CHECK(plan.workspace_bytes() >= static_cast<std::size_t>(s.x_elements() + 3 * s.gemm_m()) * 4);
-    CHECK(s.P() * fam::dilated<fam::wgmma<float, math::tf32>>::factor_h(c.p) >= c.p.P());
-    CHECK(s.Q() * fam::dilated<fam::wgmma<float, math::tf32>>::factor_w(c.p) >= c.p.Q());
+    CHECK(s.P() * fam::dilated<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>>::factor_h(c.p) >= c.p.P());
+    CHECK(s.Q() * fam::dilated<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>>::factor_w(c.p) >= c.p.Q());
   }
   const conv2d_problem aspp = cases[0].p;
   {
@@ -154,7 +154,7 @@ TEST_CASE("dilated family: the plan equals the wgmma entry point on the space-to
   require_gpu();
   if (!convred::device::detail::wgmma_available()) return;  // (a GPU without the wgmma kernel: nothing to compare)
   using plan_t = conv2d_reduce_plan<float, math::tf32>;
-  using fam_t = fam::dilated<fam::wgmma<float, math::tf32>>;
+  using fam_t = fam::dilated<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>>;
   const conv2d_problem p = cases[0].p, s = fam_t::sub_problem(p);
   const auto d = make_data<float>(p, 77, data_kind::real);
   // the sub-images built on the host from the definition

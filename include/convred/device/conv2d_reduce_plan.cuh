@@ -52,7 +52,8 @@ namespace convred::device {
 ///   device running sm_90a code when it serves the problem (float NCHW x, stride 1 or 2, groups 1, any K, ...:
 ///   packed_filter_bytes), else the mma.sync kernel (default_mma_sync_policy<Math>) on sm_80 and newer.
 ///   A dilated layer at stride 1 whose padding the dilation divides (DeepLab's) runs on the wgmma kernel
-///   as an undilated one over sub-images folded into the batch (family::dilated; the description starts
+///   as an undilated one over sub-images folded into the batch where that is estimated faster than the
+///   mma.sync kernel on the dilated layer (family::dilated; the description starts
 ///   "dilation ... as ... undilated sub-images per image"; the workspace holds x's copy each run writes).
 ///   A grouped layer with 32 or more output channels per group runs on the wgmma kernel one group at a
 ///   time where its model estimates that faster than the mma.sync kernel (family::grouped; the description
@@ -63,7 +64,8 @@ namespace convred::device {
 ///   where the channels span several blocks its scratch holds their reductions, written by each run); the
 ///   other problems of 32 or fewer output pixels on the mma.sync kernel (plan_wgmma_min_pixels; not the
 ///   screening family's pass 1, which has no mma.sync sibling). Where the outer filter taps read only
-///   padding for every output, the wgmma kernel runs the smaller filter of the others (family::pruned; the
+///   padding for every output, the wgmma kernel runs the smaller filter of the others where that is
+///   estimated faster than the mma.sync kernel on the whole filter (family::pruned; the
 ///   description starts "taps reading only padding pruned"; the prepared bytes hold those taps, copied
 ///   from w at prepare, then the wgmma kernel's packed filter).
 ///   When the wgmma kernel's tiles are fewer than the device's SMs, its time model (choose_wgmma_splits:

@@ -57,6 +57,8 @@ inline constexpr double plan_wgmma_fixed_seconds = 5.5e-6;
 /// its patch's bytes at this rate. Fitted on the H200 to the 1x1 layers the sample ran on bf16 row tiles
 /// (their conversion, not the tensor cores, bounds them: measured 1.8-4.2x the compute-only model; 11-15
 /// GB/s per SM on the four with the largest patches) (bench/NOTES.md, "One model of the mma.sync kernel").
+/// Applied to every math: not yet measured for TF32 and 3xTF32 row tiles of 1x1 filters (rarely chosen:
+/// direct or flat tiles serve those), whose producers have fewer converting threads than bf16's.
 inline constexpr double plan_wgmma_convert_bytes_per_sm = 13e9;
 /// The planner's wgmma kernel with x gathered by the producer threads (stride 2, W % 4 != 0): its plain
 /// loads are slower than TMA, counted as this factor on the time (with a 1x1 filter, one tap per stage, the

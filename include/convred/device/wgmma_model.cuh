@@ -127,10 +127,10 @@ void choose_wgmma_tail(const conv2d_problem& p, const block::wgmma_conv_params& 
 /// SMs, at `speed` times the TF32 rate (plan_math_speed).
 ///
 /// Both run one persistent block per SM over their work units, in waves of sm_count units. A pass of a
-/// tile (block_m computed pixels x 128 channels x GEMM_K = C*R*S) takes 2 * block_m * 128 * GEMM_K FLOP
-/// at plan_wgmma_flops_per_sm * speed (times plan_wgmma_gather_slowdown when x is gathered), or on row
-/// tiles the producer's conversion of the pass's raw patch (ph x pw pixels x C x 4 bytes at
-/// plan_wgmma_convert_bytes_per_sm) where that is longer. Fused: one
+/// tile (block_m computed pixels x 128 channels x GEMM_K = C'*R*S, C' = C rounded up to whole stages:
+/// kt x group x block_c) takes 2 * block_m * 128 * GEMM_K FLOP at plan_wgmma_flops_per_sm * speed (times
+/// plan_wgmma_gather_slowdown when x is gathered), or on row tiles the producer's conversion of the pass's
+/// raw patch (ph x pw pixels x C' x 4 bytes at plan_wgmma_convert_bytes_per_sm) where that is longer. Fused: one
 /// unit per tile of npass passes: ceil(tiles / sm_count) waves of npass pass times. Partial mode with Z
 /// splits (1 <= Z <= kt): tiles x npass x Z units of ceil(kt / Z) of the pass's kt stages, in
 /// ceil(units / sm_count) waves, plus the fixup: 2 x Z * N*P*Q * K * 4 bytes of partial sums written and
@@ -158,14 +158,16 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
   wgmma_split_estimate e;
   const double rate = plan_wgmma_flops_per_sm * speed / (k.gather ? plan_wgmma_gather_slowdown : 1.0) /
                       (k.direct && k.stride == 2 ? plan_wgmma_direct_s2_slowdown : 1.0);
-  // row tiles (not gathered): the producer converts each pass's raw patch of x, ph x pw pixels of every
-  // input channel in fp32, at plan_wgmma_convert_bytes_per_sm, while the consumers multiply: a pass takes
-  // the longer of the two (1x1 filters at 16-bit speed are bound by it)
-  const double convert_s = !k.flat && !k.direct && !k.gather ? 4.0 * k.ph * k.pw * static_cast<double>(p.C_per_group()) /
-                                                                   plan_wgmma_convert_bytes_per_sm
-                                                             : 0.0;
+  // a pass computes and converts C rounded up to whole stages: kt stages of group x block_c channels (a
+  // C = 3 stem computes 8 channels in TF32, 16 in bf16)
+  const double channels = static_cast<double>(k.kt) * k.group * Policy::block_c;
+  // row tiles (not gathered): the producer converts each pass's raw patch of x, ph x pw pixels of those
+  // channels in fp32, at plan_wgmma_convert_bytes_per_sm, while the consumers multiply: a pass takes the
+  // longer of the two (1x1 filters at 16-bit speed are bound by it)
+  const double convert_s =
+      !k.flat && !k.direct && !k.gather ? 4.0 * k.ph * k.pw * channels / plan_wgmma_convert_bytes_per_sm : 0.0;
   const double pass_s =
-      std::max(2.0 * Policy::block_m * Policy::block_n * static_cast<double>(p.gemm_k()) / rate, convert_s);
+      std::max(2.0 * Policy::block_m * Policy::block_n * channels * static_cast<double>(p.R * p.S) / rate, convert_s);
   const double sms = sm_count > 0 ? sm_count : 1;
   // flat tiles: the packing pass first (x read, the packed planes written)
   const double pre = k.flat ? plan_xpack_fixed_seconds +
