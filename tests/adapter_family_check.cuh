@@ -29,6 +29,15 @@
 
 namespace convred_test_fused {
 
+/// plan_options with `splits` -1: the wgmma kernel and its adapters (pruned, dilated, grouped) wherever they
+/// serve, not weighed against the mma.sync kernel, which the time model prefers on many of the tests' small
+/// layers (the adapters' copies and the wgmma kernel's launch cost more than their whole work)
+inline convred::device::plan_options served() {
+  convred::device::plan_options o;
+  o.splits = -1;
+  return o;
+}
+
 /// The kernel families of Setup's plans for element type T and math Math: Setup::families<T, Math> where
 /// Setup names them, else the planner's default list.
 template <class Setup, class T, class Math, class = void>

@@ -24,15 +24,6 @@ const device_info h200{9, 0, true, 132};
 
 bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
-/// plan_options with `splits` -1: the wgmma kernel and its adapters wherever they serve, not weighed against
-/// the mma.sync kernel (which the time model prefers on most of these small layers: the space-to-batch
-/// copies and the wgmma kernel's launch cost more than their whole work)
-convred::device::plan_options served() {
-  convred::device::plan_options o;
-  o.splits = -1;
-  return o;
-}
-
 /// adapter_family_check.cuh's setup: plans with served(), so that the dilated family runs; all_ops without
 /// op::mean.
 struct dilated_setup {

@@ -28,16 +28,10 @@ const device_info h200{9, 0, true, 132};
 
 bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
-plan_options forced() {
-  plan_options o;
-  o.splits = -1;  // the wgmma kernel (and family::grouped) wherever it serves
-  return o;
-}
-
 /// adapter_family_check.cuh's setup: plans with the grouped family forced, each saying so where the
 /// wgmma kernel is expected; all_ops with op::mean.
 struct grouped_setup {
-  static plan_options options() { return forced(); }  ///< forced()
+  static plan_options options() { return served(); }  ///< served()
   /// the plan runs the groups one at a time (where the build expects the wgmma kernel)
   static void check_plan([[maybe_unused]] const std::string& description) {
 #ifdef CONVRED_TEST_EXPECT_WGMMA
@@ -105,11 +99,11 @@ TEST_CASE("grouped family: device lambdas run on the mma.sync kernel; images of 
   using G = fam::grouped<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>, fam::mma_sync<float, math::tf32>>;
   // C H W x 4 bytes >= 2^31: cudaMemcpy2DAsync's pitch limit
   const conv2d_problem big = make_problem(2, 64, 2900, 2900, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2);
-  CHECK(std::string(G::can_implement(big, h200, forced())) == "an image of x of 2 GiB or more (the group copy's pitch)");
+  CHECK(std::string(G::can_implement(big, h200, served())) == "an image of x of 2 GiB or more (the group copy's pitch)");
   CHECK_FALSE(has(conv2d_reduce_plan<float, math::tf32>(big, h200).description(), "one at a time"));
   conv2d_problem fits = big;
   fits.H = fits.W = 2800;  // 2.0e9 bytes per image
-  CHECK(G::can_implement(fits, h200, forced()) == nullptr);
+  CHECK(G::can_implement(fits, h200, served()) == nullptr);
 }
 
 TEST_CASE("grouped family: which layers run on the wgmma kernel one group at a time, and the plan says so") {
@@ -155,7 +149,7 @@ TEST_CASE("grouped family: which layers run on the wgmma kernel one group at a t
     CHECK_FALSE(has(d, "one at a time"));
   }
   CHECK(G::can_implement(s2, h200, {}) != nullptr);
-  CHECK(G::can_implement(s2, h200, forced()) == nullptr);  // served where forced
+  CHECK(G::can_implement(s2, h200, convred_test_fused::served()) == nullptr);  // served where forced
   CHECK(conv2d_reduce_plan<__half, math::fp16>(served[0], h200).kernel() == kernel_kind::mma_sync);
   CHECK(conv2d_reduce_plan<float, math::tf32>(served[0], device_info{9, 0, false, 132}).kernel() ==
         kernel_kind::mma_sync);
@@ -167,9 +161,9 @@ TEST_CASE("grouped family: which layers run on the wgmma kernel one group at a t
     const std::string name = cases[i].name;
     CAPTURE(name);
     const conv2d_problem& p = cases[i].p;
-    CHECK(has(conv2d_reduce_plan<float, math::tf32>(p, h200, forced()).description(), "one at a time"));
-    CHECK(has(conv2d_reduce_plan<float, math::bf16>(p, h200, forced()).description(), "one at a time"));
-    CHECK(has(conv2d_reduce_plan<float, math::accurate>(p, h200, forced()).description(), "one at a time") ==
+    CHECK(has(conv2d_reduce_plan<float, math::tf32>(p, h200, convred_test_fused::served()).description(), "one at a time"));
+    CHECK(has(conv2d_reduce_plan<float, math::bf16>(p, h200, convred_test_fused::served()).description(), "one at a time"));
+    CHECK(has(conv2d_reduce_plan<float, math::accurate>(p, h200, convred_test_fused::served()).description(), "one at a time") ==
           cases[i].accurate);
   }
 }
@@ -210,7 +204,7 @@ TEST_CASE("grouped family: the plan equals the wgmma family's plans on each grou
     thrust::device_vector<std::int64_t> idx(ny);
     test::poison(y), test::poison(idx);
     const epi::scale<float> two{2.0f};
-    conv2d_reduce_plan<float, math::tf32> plan(p, forced());
+    conv2d_reduce_plan<float, math::tf32> plan(p, served());
     REQUIRE(plan.prepare(craw(dw)) == status::success);
     REQUIRE(plan.run(craw(dx), craw(db), raw(y), raw(idx), op::argmin{}, two) == status::success);
     // each group through the wgmma family's own plan, on its channels of x copied on the host
@@ -229,7 +223,7 @@ TEST_CASE("grouped family: the plan equals the wgmma family's plans on each grou
       auto dbj = test::to_device(bj);
       thrust::device_vector<float> ys(ny);
       thrust::device_vector<std::int64_t> is(ny);
-      conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>>> sub(s, forced());
+      conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>>> sub(s, served());
       REQUIRE(sub.state() == status::success);
       REQUIRE(sub.prepare(craw(dwj)) == status::success);
       REQUIRE(sub.run(craw(dxs), craw(dbj), raw(ys), raw(is), op::argmin{}, two) == status::success);

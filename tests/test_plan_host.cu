@@ -577,7 +577,13 @@ TEST_CASE("conv2d_reduce_plan: the mma.sync split where the model estimates it f
     conv2d_problem q = p;  // 33 pixels: past the rule (the wgmma family serves it where it is not weighed
     q.N = 33;              // against the mma.sync kernel, whose estimate the planner then compares)
     namespace fam = convred::device::family;
-    CHECK(fam::wgmma<float, math::accurate, fam::wgmma_role::adapter>::can_implement(q, h200, {}) == nullptr);
+    using inner = fam::wgmma<float, math::accurate, fam::wgmma_role::adapter>;  // (an adapter's: the rule too)
+    CHECK(inner::can_implement(q, h200, {}) == nullptr);
+    const char* why = inner::can_implement(p, h200, {});
+    REQUIRE(why != nullptr);
+    CHECK(has(why, "32 or fewer output pixels"));
+    // (screening's pass 1, which has no mma.sync sibling: no rule)
+    CHECK(fam::wgmma<float, math::fp16, fam::wgmma_role::pass1>::can_implement(p, h200, {}) == nullptr);
     CHECK(!has(conv2d_reduce_plan<float>(q, h200).description(), "32 or fewer output pixels"));
   }
   auto forced = [](int z) {  // plan_options with `splits` z

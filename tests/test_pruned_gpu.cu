@@ -32,14 +32,6 @@ bool has(const std::string& s, const char* part) { return s.find(part) != std::s
 
 using pruned_t = fam::pruned<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>, fam::mma_sync<float, math::tf32>>;
 
-/// plan_options with `splits` -1: the wgmma kernel and its adapters wherever they serve, not weighed against
-/// the mma.sync kernel (which the time model prefers on some of these small layers)
-convred::device::plan_options served() {
-  convred::device::plan_options o;
-  o.splits = -1;
-  return o;
-}
-
 /// adapter_family_check.cuh's setup: plans with served(), so that the pruned family runs wherever it serves
 /// (no with_mean: adapter_all_ops is not used here, adapter_some_ops names its ops).
 struct pruned_setup {

@@ -6,7 +6,8 @@
 /// choose_wgmma_params (device/wgmma_model.cuh: the wgmma kernel), choose_direct_config
 /// (device/direct_config.cuh: the direct kernel, in SM cycles); one is here, plan_mma_seconds (the
 /// mma.sync kernel, fused or split: family::mma_sync's estimate), as five families compare themselves
-/// with it (family::wgmma, family::pruned, family::dilated, family::grouped, family::direct). A new architecture's rates go here, beside these.
+/// with it (family::wgmma, family::pruned, family::dilated, family::grouped, family::direct). A new
+/// architecture's rates go here, beside these.
 #pragma once
 
 #include <cmath>

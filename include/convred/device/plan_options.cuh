@@ -36,7 +36,8 @@ struct plan_options {
   wgmma_tiling tiles = wgmma_tiling::model;  ///< the wgmma kernel's tiles
   wgmma_pass_mode pass = wgmma_pass_mode::model;  ///< the wgmma kernel's pass mode
   /// GEMM_K splits: 0 the time model; -1 the wgmma kernel wherever it serves (the mma.sync kernel not
-  /// weighed against it, and family::pruned, family::dilated and family::grouped taken wherever they serve); z > 0 that, in partial mode with min(z, stages per pass) GEMM_K ranges, whatever the
+  /// weighed against it, and family::pruned, family::dilated and family::grouped taken wherever they
+  /// serve); z > 0 that, in partial mode with min(z, stages per pass) GEMM_K ranges, whatever the
   /// workspace (max_workspace_bytes is not applied)
   int splits = 0;
   /// split-K tail (applied by choose_wgmma_splits where the tiles allow one and no split is forced): 0 the

@@ -30,7 +30,8 @@ namespace convred::device::family {
 template <class T, class Math>
 using default_families_t =
     std::conditional_t<std::is_same_v<kernel_math_t<T, Math>, math::ieee>, family_list<direct<T, Math>, simt<T, Math>>,
-                       family_list<direct<T, Math>, tiny<T, Math>, pruned<wgmma<T, Math, wgmma_role::adapter>, mma_sync<T, Math>>,
+                       family_list<direct<T, Math>, tiny<T, Math>,
+                                   pruned<wgmma<T, Math, wgmma_role::adapter>, mma_sync<T, Math>>,
                                    dilated<wgmma<T, Math, wgmma_role::adapter>, mma_sync<T, Math>>,
                                    grouped<wgmma<T, Math, wgmma_role::adapter>, mma_sync<T, Math>>, wgmma<T, Math>,
                                    mma_sync<T, Math>, simt<T, Math>>>;
