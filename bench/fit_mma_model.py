@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Fits the planner's model of the mma.sync kernel (device/cost_model.cuh: plan_mma_seconds and its
+"""Fits the planner's model of the mma.sync kernel (device/cost_model.cuh: plan_conv2d_reduce_seconds and its
 constants) to the mma.sync rows of torchvision_sweep.py result files.
 
     python3 bench/fit_mma_model.py bench/results/h200_2026-12-04_*sweep.json
 
 Each convred row whose kernel description starts with "mma.sync" is a run of the mma.sync kernel, fused
 ("mma.sync tf32 (256-pixel x 128-channel tiles)") or split ("mma.sync tf32 split A channel tiles x S GEMM_K
-splits ..."). A layer seen in several files keeps its fastest time. The model, as plan_mma_seconds computes
+splits ..."). A layer seen in several files keeps its fastest time. The model, as plan_conv2d_reduce_seconds computes
 it (one resident block per SM on 132 SMs; tf32, bf16: 256 x 128 x 32 tiles, tf32x3: 128 x 128 x 32):
 
     slice_s = 2 * BM * BN * BK / rate[math]

@@ -98,8 +98,9 @@ TEST_CASE("split: choose_k_splits, whole waves of resident blocks, bounded works
   // U-Net bottleneck: 4 x 8 tiles x 4 = 128 blocks on 132 SMs; x 3 = 96 on 108
   CHECK(choose_k_splits<tf32_policy, float>(unet, 132) == 4);
   CHECK(choose_k_splits<tf32_policy, float>(unet, 108) == 3);
-  // ResNet layer3 at batch 1: 1 x 2 tiles x 36 = 72 blocks of 2 slices (the 200 KB planes cost little)
-  CHECK(choose_k_splits<tf32_policy, float>(layer3_b1, 132) == 36);
+  // ResNet layer3 at batch 1: 1 x 2 tiles x 24 = 48 blocks of 3 slices; 36 splits (72 blocks of 2 slices)
+  // save 1 slice time (2.7 us) but move 2.4 MB more partial sums (3.2 us at plan_mma_partial_bytes_per_s)
+  CHECK(choose_k_splits<tf32_policy, float>(layer3_b1, 132) == 24);
   // 1x1 stride 2: GEMM_K = 512 is 16 slices: 8 channel tiles x 8 splits of 2
   CHECK(choose_k_splits<tf32_policy, float>(proj_s2, 132) == 8);
   // 3xTF32's 128-pixel tiles: layer4 at batch 32 is 13 x 4 tiles: 5 splits, two rounds of 29 slices beat
@@ -120,9 +121,13 @@ TEST_CASE("split: choose_k_splits, whole waves of resident blocks, bounded works
   CHECK(choose_k_splits<tf32_policy, float>(seed, 132) == 0);
   CHECK(choose_k_splits<tf32_policy, float>(conv(1, 256, 132 * 16, 16, 256, 1, 0), 132) == 0);  // 132 pixel tiles
   CHECK(choose_k_splits<tf32_policy, float>(conv(1, 256, 66 * 16, 16, 256, 1, 0), 132) == 0);  // 66: half the SMs
-  // 65 pixel tiles, 2 channel tiles: one split (130 blocks, one round of 8 slices) beats the fused kernel
-  // (65 blocks, 2 x 8 slices each) and 2 splits (260 blocks: two rounds)
-  CHECK(choose_k_splits<tf32_policy, float>(conv(1, 256, 65 * 16, 16, 256, 1, 0), 132) == 1);
+  // 65 pixel tiles, 2 channel tiles: one split (130 blocks, one round of 8 slices) saves 8 slice times
+  // (22 us) over the fused kernel (65 blocks, 2 x 8 slices each), but its 17 MB of partial sums, written
+  // and read, and the fixup cost more (26 us): the fused kernel
+  CHECK(choose_k_splits<tf32_policy, float>(conv(1, 256, 65 * 16, 16, 256, 1, 0), 132) == 0);
+  // the same with 512 input channels (16 slices): the split saves 16 slice times (43 us) for the same
+  // partial sums: one split
+  CHECK(choose_k_splits<tf32_policy, float>(conv(1, 512, 65 * 16, 16, 256, 1, 0), 132) == 1);
   // 1 tile, 2 slices: 2 splits would save one slice time, less than the fixup's launch
   CHECK(choose_k_splits<tf32_policy, float>(conv(1, 4, 8, 8, 8, 3, 1), 132) == 0);
   conv2d_problem empty = layer4_b1, bad = layer4_b1;
@@ -200,8 +205,8 @@ TEST_CASE("conv2d_reduce_plan: small-M layers split on the mma.sync and SIMT ker
     CHECK(s2_ampere.k_splits() == 8);
     CHECK(has(s2_ampere.description(), "split 8 channel tiles x 8 GEMM_K splits"));
     conv2d_reduce_plan<float, math::tf32> l3(layer3_b1, h200_no_image);
-    CHECK(l3.k_splits() == 36);
-    CHECK(l3.workspace_bytes() == 36u * 196u * 256u * 4u);
+    CHECK(l3.k_splits() == 24);
+    CHECK(l3.workspace_bytes() == 24u * 196u * 256u * 4u);
   }
   {
     // the SIMT kernel splits too: math::ieee, and double data under math::accurate

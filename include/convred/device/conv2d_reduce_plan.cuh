@@ -75,15 +75,16 @@ namespace convred::device {
 ///   when they fill the GPU but leave the last wave short, the same model may split only that wave's tiles
 ///   (a split-K tail after a fused or pass-mode head: k_splits() stays 0, the description says "with a
 ///   split-K tail (...)"; the workspace holds the tail's partial sums);
-///   the mma.sync kernel below (fused or split) is taken wherever its model (plan_mma_seconds) estimates
-///   it at least as fast as the wgmma kernel's, fixed costs included (the description: "the mma.sync
-///   kernel is estimated faster than the wgmma kernel's fused and split modes").
+///   the mma.sync kernel below (fused or split) is taken wherever its model (plan_conv2d_reduce_seconds)
+///   estimates it at least as fast as the wgmma kernel's, fixed costs included (the description: "the
+///   mma.sync kernel is estimated faster than the wgmma kernel's fused and split modes").
 /// The mma.sync and SIMT kernels give each block BlockM output pixels and loop it over every channel and
 /// all of GEMM_K; when their pixel tiles are fewer than half the device's SMs (device_info::sm_count: small
 /// batches, deep layers), the plan may split instead (choose_k_splits: channel tiles x GEMM_K splits, the
-/// count whose estimate over waves of resident blocks, sm_count x the policy's min_blocks_per_sm at a
-/// time, is least, with at most 64 MiB of partial sums; the fused kernel stays when its own estimate is
-/// not slower) and then runs conv2d_reduce_split with the same policy and math (k_splits() > 0).
+/// count whose estimate (plan_conv2d_reduce_seconds: waves of resident blocks, sm_count x the policy's
+/// min_blocks_per_sm at a time, the partial sums, the fixup) is least, with at most 64 MiB of partial
+/// sums; the fused kernel stays when its own estimate is not slower) and then runs conv2d_reduce_split
+/// with the same policy and math (k_splits() > 0).
 /// Use: construct; query workspace_bytes(); prepare(w) (binds the workspace: packs the filter into it once
 /// when the wgmma kernel was picked, and keeps it for the split's partial sums, after the packed filter in
 /// the wgmma kernel's partial mode; one the plan allocates and

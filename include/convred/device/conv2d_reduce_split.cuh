@@ -88,23 +88,16 @@ std::int64_t split_channel_tiles(const conv2d_problem& p) {
 /// and all of GEMM_K: with fewer pixel tiles than SMs most of the GPU idles whatever the batch. Split
 /// only below sm_count / 2 pixel tiles: above that the partial sums' traffic costs more than the idle
 /// SMs (measured on the H200, ResNet-50 layer2.0 3x3 stride 2 at batch 32, 98 tiles: fused 0.124 ms,
-/// split 3 ways 0.175 ms). The split path runs blocks = m_tiles x channel_tiles x k_splits
-/// (split_channel_tiles), of which sm_count x Policy::min_blocks_per_sm are resident at once (the launch
-/// bounds' residency: the default policies' registers allow no more), so it takes waves =
-/// ceil(blocks / resident) rounds of ceil(slices / k_splits) + split_block_overhead_slices slice times
-/// (slices = ceil(GEMM_K / BlockK); a slice time is 2 * BlockM * BlockN * BlockK FLOP at
-/// split_tensor_flops_per_sm or split_simt_flops_per_sm), and the fixup moves k_splits planes of partial
-/// sums twice at split_workspace_bytes_per_s. k_splits is the count in [1, min(slices, max_k_splits)]
-/// whose workspace (conv2d_reduce_split_workspace_bytes) fits `max_workspace_bytes` and whose estimate
-/// is least (the smallest on ties); the fused kernel is kept (0) when its own estimate, ceil(m_tiles /
-/// resident) rounds of channel_tiles * slices + split_block_overhead_slices slice times, is not above the
-/// split's plus split_fixed_seconds. The waves count resident blocks: a rule of about two blocks per SM,
-/// whatever the residency, made three rounds on most of the H200's split layers (bench/NOTES.md, "Split
-/// path v2").
+/// split 3 ways 0.175 ms). Below it, the count is the one the planner's time model of this kernel
+/// (plan_conv2d_reduce_seconds, device/cost_model.cuh: waves of resident blocks, the partial sums'
+/// traffic, the fixup's fixed cost) estimates fastest: k_splits in [1, min(slices, max_k_splits)] (slices
+/// = ceil(GEMM_K / BlockK)) with channel_tiles * k_splits >= 2 and a workspace
+/// (conv2d_reduce_split_workspace_bytes) within `max_workspace_bytes`, the smallest on ties; the fused
+/// kernel (0) when its own estimate is not above the best split's.
 /// @return 0 (run the fused kernel) when sm_count <= 0 (unknown), p is invalid or empty, 2 * m_tiles >=
-///   sm_count (the fused grid keeps half the GPU or more busy), channel_tiles > max_k_splits, one split's workspace is
-///   already above max_workspace_bytes, channel_tiles * k_splits < 2 (nothing to spread), or the fused
-///   kernel's estimate is not above the split's; else k_splits >= 1.
+///   sm_count (the fused grid keeps half the GPU or more busy), channel_tiles > max_k_splits, one split's
+///   workspace is already above max_workspace_bytes, no count has channel_tiles * k_splits >= 2 (nothing
+///   to spread), or the fused kernel's estimate is not above the best split's; else k_splits >= 1.
 /// @tparam Policy a simt_policy or mma_sync_policy (or default_policy / default_policy_for<Math>)
 /// @tparam T      element type
 template <class Policy, class T>
@@ -122,23 +115,13 @@ int choose_k_splits(const conv2d_problem& p, int sm_count,
   std::int64_t ks_max = static_cast<std::int64_t>(max_workspace_bytes / plane);
   if (ks_max > slices) ks_max = slices;
   if (ks_max > max_k_splits) ks_max = max_k_splits;
-  const std::int64_t resident = std::int64_t(sm_count) * (policy::min_blocks_per_sm > 1 ? policy::min_blocks_per_sm : 1);
-  const double slice_s = 2.0 * policy::block_m * policy::block_n * policy::block_k /
-                         (policy::tensor_core ? split_tensor_flops_per_sm : split_simt_flops_per_sm);
-  const double plane_s = 2.0 * static_cast<double>(plane) / split_workspace_bytes_per_s;
-  std::int64_t ks = 0;
-  double best = 0.0;
-  for (std::int64_t k = 1; k <= ks_max; ++k) {
-    const std::int64_t waves = (m_tiles * ctiles * k + resident - 1) / resident;
-    const double t = static_cast<double>(waves) * static_cast<double>((slices + k - 1) / k + split_block_overhead_slices) *
-                         slice_s + static_cast<double>(k) * plane_s;
-    if (ks == 0 || t < best) ks = k, best = t;
+  int ks = 0;
+  double best = plan_conv2d_reduce_seconds<policy>(p, sm_count, 0);
+  for (std::int64_t k = ctiles >= 2 ? 1 : 2; k <= ks_max; ++k) {
+    const double t = plan_conv2d_reduce_seconds<policy>(p, sm_count, static_cast<int>(k));
+    if (t < best) ks = static_cast<int>(k), best = t;
   }
-  if (ks < 1 || ctiles * ks < 2) return 0;
-  const double fused = static_cast<double>((m_tiles + resident - 1) / resident) *
-                       static_cast<double>(ctiles * slices + split_block_overhead_slices) * slice_s;
-  if (fused <= best + split_fixed_seconds) return 0;
-  return static_cast<int>(ks);
+  return ks;
 }
 
 /// @brief conv2d_reduce split over channel tiles and over GEMM_K, for problems with few output pixels:

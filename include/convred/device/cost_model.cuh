@@ -1,13 +1,13 @@
 /// @file device/cost_model.cuh
 /// @brief The planner's cost model in one place: every rate and fixed cost the kernel families' time
 /// estimates use (host only, plain constants), measured or fitted on the H200 (bench/NOTES.md says where
-/// each comes from). The estimates themselves stay with the kernels they describe: choose_k_splits
-/// (device/conv2d_reduce_split.cuh: the SIMT and mma.sync split path), choose_wgmma_splits /
+/// each comes from). The estimates themselves stay with the kernels they describe: choose_wgmma_splits /
 /// choose_wgmma_params (device/wgmma_model.cuh: the wgmma kernel), choose_direct_config
-/// (device/direct_config.cuh: the direct kernel, in SM cycles); one is here, plan_mma_seconds (the
-/// mma.sync kernel, fused or split: family::mma_sync's estimate), as five families compare themselves
-/// with it (family::wgmma, family::pruned, family::dilated, family::grouped, family::direct). A new
-/// architecture's rates go here, beside these.
+/// (device/direct_config.cuh: the direct kernel, in SM cycles); one is here, plan_conv2d_reduce_seconds
+/// (the mma.sync and SIMT kernels, fused or split: the estimate of family::mma_sync and family::simt and
+/// the criterion of choose_k_splits), as five families compare themselves with it (family::wgmma,
+/// family::pruned, family::dilated, family::grouped, family::direct). A new architecture's rates go here,
+/// beside these.
 #pragma once
 
 #include <cmath>
@@ -20,23 +20,15 @@
 
 namespace convred::device {
 
-// --- the SIMT and mma.sync split path (choose_k_splits) -----------------------------------------------
+// --- the wgmma kernel's partial sums and fixup (device/wgmma_model.cuh) ------------------------------
 
-/// choose_k_splits' cost of a block beyond its slices, in slices: the pipeline's fill (Stages - 1 slices
-/// loaded before the first is multiplied) and the store of its partial tile.
-inline constexpr int split_block_overhead_slices = 2;
-
-/// choose_k_splits' mainloop rate per SM (FLOP/s) of the tensor-core (mma.sync) policies: the default
-/// tf32 policy's 256 x 128 x 32 slice in ~2.8 us on an H200, an estimate (bench/NOTES.md, "Split path v2"
-/// and "Moved from header comments").
-inline constexpr double split_tensor_flops_per_sm = 0.75e12;
-/// choose_k_splits' mainloop rate per SM (FLOP/s) of the SIMT (math::ieee) policies (H200 seed: 36 TFLOP/s
-/// on 132 SMs).
-inline constexpr double split_simt_flops_per_sm = 0.27e12;
-/// choose_k_splits' rate (bytes/s) at which the partial sums are written by the first kernel and read by
-/// the fixup (each byte counted twice; most of the H200's 4.2 TB/s copy rate, the planes partly in L2).
+/// The rate (bytes/s) at which the wgmma kernel's partial sums (partial mode, a split-K tail) and pass
+/// mode's states are written and read back (each byte counted twice; most of the H200's 4.2 TB/s copy
+/// rate, the planes partly in L2). The mma.sync and SIMT split path has its own, fitted rate
+/// (plan_mma_partial_bytes_per_s: 1.5e12); the two were fitted on different kernels' runs and not yet
+/// reconciled (bench/NOTES.md, "One model of the split path").
 inline constexpr double split_workspace_bytes_per_s = 3.0e12;
-/// choose_k_splits' fixed cost of the split path over the fused kernel (seconds): the fixup kernel's launch
+/// The wgmma kernel's fixed cost of a fixup (or combine) after it (seconds): the second kernel's launch
 /// and its tail.
 inline constexpr double split_fixed_seconds = 5e-6;
 
@@ -107,13 +99,15 @@ constexpr double plan_math_speed() {
 /// has one kernel more (bench/NOTES.md, "Moved from header comments").
 inline constexpr double plan_tail_launch_seconds = 2e-6;
 
-// --- the mma.sync kernel, fused or split (family::mma_sync's estimate, the one other families compare
-// themselves with: family::wgmma, the adapters, family::direct) ------------------------------------------
+// --- the conv2d_reduce kernel (mma.sync and SIMT policies), fused or split: family::mma_sync's and
+// family::simt's estimate, choose_k_splits' criterion, and the one other families compare themselves
+// with (family::wgmma, the adapters, family::direct) ---------------------------------------------------
 
-/// The mma.sync kernel's fixed cost per run (seconds): the launch and the pipeline's fill, as a PyTorch
-/// op call sees it. Fitted with the constants below to 240 runs of the mma.sync kernel on the H200 (fused
-/// and split; TF32, bf16 and 3xTF32; batch 1 and 32; 9 us to 30 ms) measured through the PyTorch op by
-/// bench/fit_mma_model.py: error rms 0.14 in log (bench/NOTES.md, "One model of the mma.sync kernel").
+/// The conv2d_reduce kernel's fixed cost per run (seconds): the launch and the pipeline's fill, as a
+/// PyTorch op call sees it. Fitted with the constants below to 240 runs of the mma.sync kernel on the H200
+/// (fused and split; TF32, bf16 and 3xTF32; batch 1 and 32; 9 us to 30 ms) measured through the PyTorch
+/// op by bench/fit_mma_model.py: error rms 0.14 in log (bench/NOTES.md, "One model of the mma.sync
+/// kernel"). The SIMT policies take the same fixed costs (same launch, same fixup; not fitted on them).
 inline constexpr double plan_mma_fixed_seconds = 4.1e-6;
 /// The split path's cost beyond the fused kernel's fixed one (seconds): the fixup kernel's launch and tail.
 inline constexpr double plan_mma_split_fixed_seconds = 3.0e-6;
@@ -132,31 +126,37 @@ constexpr double plan_mma_flops_per_sm() {
   else if constexpr (std::is_same_v<KernelMath, math::tf32x3>) return 0.34e12;
   else return 0.78e12;
 }
+/// The SIMT (math::ieee) mainloop's rate per SM (FLOP/s): the default float policy's on the H200 seed
+/// problem (36 TFLOP/s on 132 SMs; bench/NOTES.md, "Split path v2").
+inline constexpr double plan_simt_flops_per_sm = 0.27e12;
 
-/// @brief The mma.sync kernel's time on problem p in seconds with mma_sync_policy Policy, fused (`splits`
-/// = 0) or split into `splits` GEMM_K ranges (conv2d_reduce_split), on `sm_count` SMs (at least 1): a wave
-/// model with one resident block per SM. Fused: ceil(m_tiles / SMs) waves of a block's channel_tiles x
-/// slices (+ plan_mma_overhead_slices) slice times; split: ceil(m_tiles x channel_tiles x splits / SMs)
-/// waves of ceil(slices / splits) (+ overhead) slice times, plus the partial sums written and read
-/// (splits x N*P*Q x K floats, twice, at plan_mma_partial_bytes_per_s) and plan_mma_split_fixed_seconds;
-/// m_tiles = ceil(N*P*Q / BlockM), channel_tiles = groups x ceil((K/groups) / BlockN) (split_channel_tiles),
-/// slices = ceil(GEMM_K / BlockK), a slice time 2 BlockM BlockN BlockK FLOP at plan_mma_flops_per_sm;
-/// plus plan_mma_fixed_seconds. Fitted on the H200 (plan_mma_fixed_seconds says how).
+/// @brief The conv2d_reduce kernel's time on problem p in seconds with Policy (an mma_sync_policy or a
+/// simt_policy), fused (`splits` = 0) or split into `splits` GEMM_K ranges (conv2d_reduce_split), on
+/// `sm_count` SMs (at least 1): a wave model with resident = SMs x max(1, Policy::min_blocks_per_sm)
+/// blocks at a time. Fused: ceil(m_tiles / resident) waves of a block's channel_tiles x slices (+
+/// plan_mma_overhead_slices) slice times; split: ceil(m_tiles x channel_tiles x splits / resident) waves of
+/// ceil(slices / splits) (+ overhead) slice times, plus the partial sums written and read (splits x N*P*Q
+/// x K floats, twice, at plan_mma_partial_bytes_per_s) and plan_mma_split_fixed_seconds; m_tiles =
+/// ceil(N*P*Q / BlockM), channel_tiles = groups x ceil((K/groups) / BlockN) (split_channel_tiles), slices =
+/// ceil(GEMM_K / BlockK), a slice time 2 BlockM BlockN BlockK FLOP at plan_mma_flops_per_sm (tensor-core
+/// policies) or plan_simt_flops_per_sm; plus plan_mma_fixed_seconds. Fitted on the H200 (plan_mma_fixed_seconds
+/// says how).
 template <class Policy>
-double plan_mma_seconds(const conv2d_problem& p, int sm_count, int splits) {
-  using math_t = typename Policy::math;
+double plan_conv2d_reduce_seconds(const conv2d_problem& p, int sm_count, int splits) {
   // (in double: the tile counts' products may pass 2^63 on problems no GPU holds)
   const auto ceil_div = [](double a, double b) { return std::ceil(a / b); };
-  const double sms = sm_count > 1 ? sm_count : 1;
+  const double resident = (sm_count > 1 ? sm_count : 1) * (Policy::min_blocks_per_sm > 1 ? Policy::min_blocks_per_sm : 1);
   const double m_tiles = ceil_div(static_cast<double>(p.gemm_m()), Policy::block_m);
   const double ctiles = static_cast<double>(p.groups) * ceil_div(static_cast<double>(p.K_per_group()), Policy::block_n);
   const double slices = ceil_div(static_cast<double>(p.gemm_k()), Policy::block_k);
-  const double slice_s = 2.0 * Policy::block_m * Policy::block_n * Policy::block_k / plan_mma_flops_per_sm<math_t>();
+  double rate = plan_simt_flops_per_sm;
+  if constexpr (Policy::tensor_core) rate = plan_mma_flops_per_sm<typename Policy::math>();
+  const double slice_s = 2.0 * Policy::block_m * Policy::block_n * Policy::block_k / rate;
   if (splits <= 0)
-    return plan_mma_fixed_seconds + ceil_div(m_tiles, sms) * (ctiles * slices + plan_mma_overhead_slices) * slice_s;
+    return plan_mma_fixed_seconds + ceil_div(m_tiles, resident) * (ctiles * slices + plan_mma_overhead_slices) * slice_s;
   const double partial_bytes = splits * static_cast<double>(p.gemm_m()) * static_cast<double>(p.K) * 4.0;
   return plan_mma_fixed_seconds + plan_mma_split_fixed_seconds +
-         ceil_div(m_tiles * ctiles * splits, sms) * (ceil_div(slices, splits) + plan_mma_overhead_slices) * slice_s +
+         ceil_div(m_tiles * ctiles * splits, resident) * (ceil_div(slices, splits) + plan_mma_overhead_slices) * slice_s +
          2.0 * partial_bytes / plan_mma_partial_bytes_per_s;
 }
 

@@ -23,10 +23,10 @@ namespace convred::device {
 
 // The planner's time model of the wgmma kernel (conv2d_reduce_plan), for choosing between the wgmma
 // kernel's modes (fused, pass mode, partial (split-K) mode: choose_wgmma_splits, a split-K tail) and, with
-// plan_wgmma_fixed_seconds added (family::wgmma), against the mma.sync kernel's model (plan_mma_seconds).
-// Times are estimates for comparisons, not
-// predictions to the microsecond. Its rates (plan_wgmma_*, plan_xpack_*, plan_math_speed, ...) and the
-// split path's (split_workspace_bytes_per_s, split_fixed_seconds) are in cost_model.cuh.
+// plan_wgmma_fixed_seconds added (family::wgmma), against the mma.sync kernel's model
+// (plan_conv2d_reduce_seconds). Times are estimates for comparisons, not predictions to the microsecond.
+// Its rates (plan_wgmma_*, plan_xpack_*, plan_math_speed, its partial sums' split_workspace_bytes_per_s
+// and split_fixed_seconds, ...) are in cost_model.cuh.
 
 /// Bytes of one reduction state in the wgmma kernel's pass mode (wgmma_conv_params::states): the largest
 /// standard op state, argmin's (value, index); an op with a larger state runs fused instead.

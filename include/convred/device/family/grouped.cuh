@@ -111,7 +111,7 @@ struct grouped : family_defaults<grouped<Inner, Fallback>, typename Inner::eleme
   /// >= min_k_per_group, NCHW float x with images under 2 GiB, the inner family serving the sub-problem,
   /// and (on a device with an SM count, unless o.splits is nonzero: a forced wgmma choice) its time model
   /// estimating the G groups faster than Fallback on the whole problem (Fallback::cost: the mma.sync
-  /// family's plan_mma_seconds, fused or split).
+  /// family's plan_conv2d_reduce_seconds, fused or split).
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     if (p.groups <= 1) return "groups == 1";
     if (p.C_per_group() == 1) return "C/groups == 1 (depthwise: the direct family's)";

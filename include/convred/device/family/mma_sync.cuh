@@ -32,11 +32,11 @@ struct mma_sync : family_defaults<mma_sync<T, Math>, T> {
   static const char* can_implement(const conv2d_problem&, const device_info& dev, const plan_options&) {
     return available(dev) ? nullptr : "mma.sync needs sm_80 or newer";
   }
-  /// The split heuristic's choice (choose_k_splits) and its workspace; seconds: plan_mma_seconds for that
-  /// choice (fused or split) on dev's SMs.
+  /// The split heuristic's choice (choose_k_splits) and its workspace; seconds: plan_conv2d_reduce_seconds
+  /// for that choice (fused or split) on dev's SMs.
   static plan_config configure(const conv2d_problem& p, const device_info& dev, const plan_options&) {
     plan_config c = detail::split_config<policy, T>(p, dev);
-    c.seconds = plan_mma_seconds<policy>(p, dev.sm_count, c.splits);
+    c.seconds = plan_conv2d_reduce_seconds<policy>(p, dev.sm_count, c.splits);
     return c;
   }
   /// "mma.sync tf32 (64-pixel x 64-channel tiles)" or with the split, then why the wgmma family was passed

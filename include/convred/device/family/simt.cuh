@@ -82,9 +82,12 @@ struct simt : family_defaults<simt<T, Math>, T> {
     else if constexpr (std::is_same_v<Math, math::bf16>) return "bf16 tensor-core math needs sm_80 or newer";
     else return "fp16 tensor-core math needs sm_80 or newer";
   }
-  /// The split heuristic's choice (choose_k_splits) and its workspace; no time model (seconds 0).
+  /// The split heuristic's choice (choose_k_splits) and its workspace; seconds: plan_conv2d_reduce_seconds
+  /// for that choice on dev's SMs.
   static plan_config configure(const conv2d_problem& p, const device_info& dev, const plan_options&) {
-    return detail::split_config<policy, T>(p, dev);
+    plan_config c = detail::split_config<policy, T>(p, dev);
+    c.seconds = plan_conv2d_reduce_seconds<policy>(p, dev.sm_count, c.splits);
+    return c;
   }
   /// "simt ieee (exact fp32 FMA, 64-pixel x 64-channel tiles): math::ieee", or with the split.
   static std::string describe(const conv2d_problem& p, const plan_config& c, const device_info& dev, const std::string&) {
