@@ -118,12 +118,14 @@ struct screen : family_defaults<screen<T, Math, InnerMath, Rivals>, T> {
     return c;
   }
   /// "screened: <pass 1's description>, then an exact fp32 recompute of the channels its error bound
-  /// cannot rule out (min, max, argmin, argmax: math::ieee's results)".
+  /// cannot rule out (min, max, argmin, argmax: math::ieee's results)", and under math::accurate
+  /// "; math::accurate (exact fp32: math::ieee's results)".
   static std::string describe(const conv2d_problem& p, const plan_config& c, const device_info& dev,
                               const std::string& passed_over) {
     return "screened: " + inner::describe(p, inner_config(p, c), dev, passed_over) +
            ", then an exact fp32 recompute of the channels its certified error bound cannot rule out (min, max, "
-           "argmin, argmax with the identity or scale epilogue: the unsplit SIMT kernel's results, bit for bit)";
+           "argmin, argmax with the identity or scale epilogue: the unsplit SIMT kernel's results, bit for bit)" +
+           (std::is_same_v<Math, math::accurate> ? "; math::accurate (exact fp32: math::ieee's results)" : "");
   }
   /// pass 1's
   static status runs_here(const plan_config& c) { return inner::runs_here(c); }
