@@ -584,7 +584,7 @@ constexpr int plan_fixed_count = 300;
 /// the first five on any device with tensor cores.
 const char* const plan_families[] = {"direct depthwise", "direct grouped", "mma.sync", "simt", "tiny",
                                      "wgmma",            "dilated",        "grouped",  "pruned"};
-constexpr int plan_families_any_device = 5;
+[[maybe_unused]] constexpr int plan_families_any_device = 5;
 
 }  // namespace
 }  // namespace convred::fuzz

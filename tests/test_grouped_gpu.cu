@@ -83,10 +83,12 @@ void channel_epilogues(const conv2d_problem& p, std::uint64_t seed) {
 /// Whether the grouped family hands an extended __device__ lambda reading the channel to the inner family
 /// with its channels moved: never (nvcc's host pass cannot see its signature; both passes must agree), so
 /// it runs the mma.sync kernel. A namespace-scope function: it hosts an extended lambda.
+template <class Lambda>
+bool shifts(Lambda) {
+  return fam::detail::channel_shift<Lambda, float>::ok;
+}
 bool device_lambda_shifts() {
-  auto dl = [] __device__(float v, int k) { return v * static_cast<float>(k); };
-  (void)dl;
-  return fam::detail::channel_shift<decltype(dl), float>::ok;
+  return shifts([] __device__(float v, int k) { return v * static_cast<float>(k); });
 }
 
 }  // namespace
