@@ -8,7 +8,10 @@
 #include <convred/device/conv2d_reduce_plan.cuh>
 #include <convred/device/family/screen.cuh>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <iterator>
 #include <limits>
 #include <random>
 
@@ -68,6 +71,74 @@ float host_y32(const conv2d_problem& p, const host_data<float>& d, std::int64_t 
     acc = std::fmaf(xv, d.w[static_cast<std::size_t>(k * L + kk)], acc);
   });
   return (acc + (bias ? d.b[static_cast<std::size_t>(k)] : 0.0f)) * s;
+}
+
+/// The data kinds the bitwise tests draw: random reals and integers, then ties, near ties and the values
+/// that make the bound infinite or its pass-1 values overflow, underflow or change sign.
+enum class kind {
+  random, integer, equal_filters, near_tie, nan_x, inf_w, nan_b, neg_inf_b, huge_x, fp16_overflow, tiny, neg_zero
+};
+constexpr kind kinds[] = {kind::random, kind::integer, kind::equal_filters, kind::near_tie, kind::nan_x, kind::inf_w,
+                          kind::nan_b, kind::neg_inf_b, kind::huge_x, kind::fp16_overflow, kind::tiny, kind::neg_zero};
+constexpr const char* kind_names[] = {"random", "integer", "equal filters", "near tie", "NaN in x", "inf in w",
+                                      "NaN in b", "-inf in b", "huge x", "x above fp16's range", "tiny",
+                                      "products underflowing to -0, bias -0"};
+
+/// Host data of kind kd for p (make_data's, from `seed`, then changed as the kind says).
+host_data<float> screen_data(const conv2d_problem& p, kind kd, std::uint64_t seed) {
+  auto d = make_data<float>(p, seed, kd == kind::integer ? data_kind::integer : data_kind::real);
+  const std::int64_t L = p.gemm_k();
+  const auto inf = std::numeric_limits<float>::infinity();
+  switch (kd) {
+    case kind::equal_filters:
+      for (std::int64_t k = 1; k < p.K; ++k)
+        for (std::int64_t i = 0; i < L; ++i) d.w[std::size_t(k * L + i)] = d.w[std::size_t(i)];
+      std::fill(d.b.begin(), d.b.end(), 0.25f);
+      break;
+    case kind::near_tie:  // channel k+1 = channel k with one weight one ulp away
+      for (std::int64_t k = 1; k < p.K; k += 2) {
+        for (std::int64_t i = 0; i < L; ++i) d.w[std::size_t(k * L + i)] = d.w[std::size_t((k - 1) * L + i)];
+        float& v = d.w[std::size_t(k * L + (k % L))];
+        v = std::nextafter(v, 2.0f);
+        d.b[std::size_t(k)] = d.b[std::size_t(k - 1)];
+      }
+      break;
+    case kind::nan_x: d.x[d.x.size() / 3] = std::numeric_limits<float>::quiet_NaN(); break;
+    case kind::inf_w: d.w[d.w.size() / 2] = inf; break;
+    case kind::nan_b: d.b[std::size_t(p.K / 2)] = std::numeric_limits<float>::quiet_NaN(); break;
+    case kind::neg_inf_b: d.b[std::size_t(p.K - 1)] = -inf; break;
+    case kind::huge_x: d.x[d.x.size() / 2] = 3.0e37f; break;
+    case kind::fp16_overflow: d.x[d.x.size() / 4] = 70000.0f; break;
+    case kind::tiny:
+      for (float& v : d.x) v *= 1e-30f;
+      break;
+    case kind::neg_zero:  // every conv output -0 (the SIMT kernel's padded last slice makes it +0)
+      std::fill(d.x.begin(), d.x.end(), 1e-30f);
+      std::fill(d.w.begin(), d.w.end(), -1e-20f);
+      std::fill(d.b.begin(), d.b.end(), -0.0f);
+      break;
+    default: break;
+  }
+  return d;
+}
+
+/// Runs the prepared `plan` and the unsplit SIMT kernel on the same device buffers with op o and epilogue
+/// e (outputs poisoned first) and checks that the values are equal byte for byte and the indices equal.
+template <class Plan, class O, class E>
+void check_against_simt(const Plan& plan, const conv2d_problem& p, const float* x, const float* w, const float* b,
+                        O o, E e) {
+  const std::size_t ny = static_cast<std::size_t>(p.y_elements());
+  thrust::device_vector<float> y1(ny), y2(ny);
+  thrust::device_vector<std::int64_t> i1(O::has_index ? ny : 0), i2(O::has_index ? ny : 0);
+  test::poison(y1), test::poison(y2);
+  std::int64_t* pi1 = O::has_index ? thrust::raw_pointer_cast(i1.data()) : nullptr;
+  std::int64_t* pi2 = O::has_index ? thrust::raw_pointer_cast(i2.data()) : nullptr;
+  REQUIRE(plan.run(x, b, thrust::raw_pointer_cast(y1.data()), pi1, o, e) == status::success);
+  REQUIRE(convred::device::conv2d_reduce<simt_policy>(p, x, w, b, thrust::raw_pointer_cast(y2.data()), pi2, o, e) ==
+          status::success);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  CHECK(bytes_equal(test::to_host(y1), test::to_host(y2)));
+  if constexpr (O::has_index) CHECK(test::to_host(i1) == test::to_host(i2));
 }
 
 }  // namespace
@@ -277,16 +348,60 @@ TEST_CASE("screen: a plan whose screening weighs itself against rivals runs it a
   auto dw = test::to_device(d.w);
   auto db = test::to_device(d.b);
   REQUIRE(plan.prepare(craw(dw)) == status::success);
-  const std::size_t ny = static_cast<std::size_t>(p.y_elements());
-  thrust::device_vector<float> y1(ny), y2(ny);
-  thrust::device_vector<std::int64_t> i1(ny), i2(ny);
-  test::poison(y1), test::poison(y2);
-  REQUIRE(plan.run(craw(dx), craw(db), raw(y1), raw(i1), op::argmin{}, epi::scale<float>{2.0f}) == status::success);
-  REQUIRE(convred::device::conv2d_reduce<simt_policy>(p, craw(dx), craw(dw), craw(db), raw(y2), raw(i2), op::argmin{},
-                                                      epi::scale<float>{2.0f}) == status::success);
-  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-  CHECK(bytes_equal(test::to_host(y1), test::to_host(y2)));
-  CHECK(test::to_host(i1) == test::to_host(i2));
+  check_against_simt(plan, p, craw(dx), craw(dw), craw(db), op::argmin{}, epi::scale<float>{2.0f});
+}
+
+TEST_CASE("screen fuzz: random problems and data kinds, bit for bit with the SIMT kernel") {
+  // CONVRED_SCREEN_FUZZ_N cases (default 120) from CONVRED_SCREEN_FUZZ_SEED (default 2026): shapes, strides,
+  // paddings, filters and channel counts drawn at random (dilation 1 and groups 1: what the family serves),
+  // each with one data kind of `kinds` and one op and epilogue; the case's numbers are in the failure message
+  require_gpu();
+  if (!screening_runs()) {
+    MESSAGE("skipped: needs a compute capability 9.0 GPU with sm_90a code");
+    return;
+  }
+  const char* n_env = std::getenv("CONVRED_SCREEN_FUZZ_N");
+  const char* seed_env = std::getenv("CONVRED_SCREEN_FUZZ_SEED");
+  const int n = n_env ? std::atoi(n_env) : 120;
+  const std::uint64_t seed0 = seed_env ? std::strtoull(seed_env, nullptr, 10) : 2026;
+  std::mt19937_64 gen(seed0);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen); };
+  const std::int64_t filters[] = {1, 2, 3, 5, 7};
+  int screened = 0;
+  for (int i = 0; i < n; ++i) {
+    const std::int64_t R = filters[pick(0, 4)], S = pick(0, 3) == 0 ? filters[pick(0, 4)] : R;
+    const std::int64_t stride = pick(1, 2), pad_h = pick(0, R / 2), pad_w = pick(0, S / 2);
+    const std::int64_t H = pick(std::max<std::int64_t>(R - 2 * pad_h, 1), 48);
+    const std::int64_t W = pick(std::max<std::int64_t>(S - 2 * pad_w, 1), 80);
+    const conv2d_problem p = make_problem(pick(1, 3), pick(1, 48), H, W, pick(1, 3) == 1 ? pick(1, 8) : pick(9, 300),
+                                          R, S, pad_h, pad_w, stride, stride);
+    const kind kd = kinds[pick(0, static_cast<std::int64_t>(std::size(kinds)) - 1)];
+    const int which = static_cast<int>(pick(0, 3));
+    const std::uint64_t data_seed = gen();
+    CAPTURE(i);
+    CAPTURE(seed0);
+    CAPTURE(describe(p));
+    CAPTURE(kind_names[static_cast<int>(kd)]);
+    CAPTURE(which);
+    REQUIRE(convred::validate(p, sizeof(float)) == status::success);
+    screen_plan plan(p);
+    REQUIRE(plan.state() == status::success);
+    if (plan.kernel() != kernel_kind::screen) continue;  // pass 1's kernel does not serve it (the SIMT family ran)
+    ++screened;
+    const auto d = screen_data(p, kd, data_seed);
+    auto dx = test::to_device(d.x);
+    auto dw = test::to_device(d.w);
+    auto db = test::to_device(d.b);
+    REQUIRE(plan.prepare(craw(dw)) == status::success);
+    switch (which) {
+      case 0: check_against_simt(plan, p, craw(dx), craw(dw), craw(db), op::min{}, epi::scale<float>{2.0f}); break;
+      case 1: check_against_simt(plan, p, craw(dx), craw(dw), craw(db), op::argmin{}, epi::identity{}); break;
+      case 2: check_against_simt(plan, p, craw(dx), craw(dw), craw(db), op::max{}, epi::scale<float>{-0.5f}); break;
+      default: check_against_simt(plan, p, craw(dx), craw(dw), craw(db), op::argmax{}, epi::scale<float>{3.0f}); break;
+    }
+  }
+  MESSAGE(screened << " of " << n << " random cases screened (seed " << seed0 << ")");
+  CHECK(screened * 2 >= n);
 }
 
 TEST_CASE("screen: min, max, argmin, argmax equal the SIMT kernel's results bit for bit") {
@@ -312,14 +427,6 @@ TEST_CASE("screen: min, max, argmin, argmax equal the SIMT kernel's results bit 
       // than its grid has blocks (8 per SM: 67,584 pixels in the first round on an H200)
       make_problem(3, 4, 200, 200, 8, 3, 3, 1, 1),
   };
-  enum class kind {
-    random, integer, equal_filters, near_tie, nan_x, inf_w, nan_b, neg_inf_b, huge_x, fp16_overflow, tiny, neg_zero
-  };
-  const kind kinds[] = {kind::random, kind::integer, kind::equal_filters, kind::near_tie, kind::nan_x, kind::inf_w,
-                        kind::nan_b, kind::neg_inf_b, kind::huge_x, kind::fp16_overflow, kind::tiny, kind::neg_zero};
-  const char* names[] = {"random", "integer", "equal filters", "near tie", "NaN in x", "inf in w",
-                         "NaN in b", "-inf in b", "huge x", "x above fp16's range", "tiny",
-                         "products underflowing to -0, bias -0"};
   int runs = 0;
   std::uint64_t seed = 777;
   for (const conv2d_problem& p : shapes) {
@@ -328,59 +435,15 @@ TEST_CASE("screen: min, max, argmin, argmax equal the SIMT kernel's results bit 
     REQUIRE(plan.state() == status::success);
     REQUIRE(plan.kernel() == kernel_kind::screen);
     for (kind kd : kinds) {
-      CAPTURE(names[static_cast<int>(kd)]);
-      auto d = make_data<float>(p, ++seed, kd == kind::integer ? data_kind::integer : data_kind::real);
-      const std::int64_t L = p.gemm_k();
-      const auto inf = std::numeric_limits<float>::infinity();
-      switch (kd) {
-        case kind::equal_filters:
-          for (std::int64_t k = 1; k < p.K; ++k)
-            for (std::int64_t i = 0; i < L; ++i) d.w[std::size_t(k * L + i)] = d.w[std::size_t(i)];
-          std::fill(d.b.begin(), d.b.end(), 0.25f);
-          break;
-        case kind::near_tie:  // channel k+1 = channel k with one weight one ulp away
-          for (std::int64_t k = 1; k < p.K; k += 2) {
-            for (std::int64_t i = 0; i < L; ++i) d.w[std::size_t(k * L + i)] = d.w[std::size_t((k - 1) * L + i)];
-            float& v = d.w[std::size_t(k * L + (k % L))];
-            v = std::nextafter(v, 2.0f);
-            d.b[std::size_t(k)] = d.b[std::size_t(k - 1)];
-          }
-          break;
-        case kind::nan_x: d.x[d.x.size() / 3] = std::numeric_limits<float>::quiet_NaN(); break;
-        case kind::inf_w: d.w[d.w.size() / 2] = inf; break;
-        case kind::nan_b: d.b[std::size_t(p.K / 2)] = std::numeric_limits<float>::quiet_NaN(); break;
-        case kind::neg_inf_b: d.b[std::size_t(p.K - 1)] = -inf; break;
-        case kind::huge_x: d.x[d.x.size() / 2] = 3.0e37f; break;
-        case kind::fp16_overflow: d.x[d.x.size() / 4] = 70000.0f; break;
-        case kind::tiny:
-          for (float& v : d.x) v *= 1e-30f;
-          break;
-        case kind::neg_zero:  // every conv output -0 (the SIMT kernel's padded last slice makes it +0)
-          std::fill(d.x.begin(), d.x.end(), 1e-30f);
-          std::fill(d.w.begin(), d.w.end(), -1e-20f);
-          std::fill(d.b.begin(), d.b.end(), -0.0f);
-          break;
-        default: break;
-      }
+      CAPTURE(kind_names[static_cast<int>(kd)]);
+      const auto d = screen_data(p, kd, ++seed);
       auto dx = test::to_device(d.x);
       auto dw = test::to_device(d.w);
       auto db = test::to_device(d.b);
       REQUIRE(plan.prepare(craw(dw)) == status::success);
-      const std::size_t ny = static_cast<std::size_t>(p.y_elements());
       auto one = [&](auto o, auto e, const char* what) {
         CAPTURE(what);
-        using O = decltype(o);
-        thrust::device_vector<float> y1(ny), y2(ny);
-        thrust::device_vector<std::int64_t> i1(O::has_index ? ny : 0), i2(O::has_index ? ny : 0);
-        test::poison(y1), test::poison(y2);
-        std::int64_t* pi1 = O::has_index ? raw(i1) : nullptr;
-        std::int64_t* pi2 = O::has_index ? raw(i2) : nullptr;
-        REQUIRE(plan.run(craw(dx), craw(db), raw(y1), pi1, o, e) == status::success);
-        REQUIRE(convred::device::conv2d_reduce<simt_policy>(p, craw(dx), craw(dw), craw(db), raw(y2), pi2, o, e) ==
-                status::success);
-        REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-        CHECK(bytes_equal(test::to_host(y1), test::to_host(y2)));
-        if constexpr (O::has_index) CHECK(test::to_host(i1) == test::to_host(i2));
+        check_against_simt(plan, p, craw(dx), craw(dw), craw(db), o, e);
         ++runs;
       };
       one(op::min{}, epi::scale<float>{2.0f}, "min * 2");
