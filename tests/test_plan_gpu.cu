@@ -162,7 +162,18 @@ TEST_CASE("conv2d_reduce_plan: the kernel the device rules pick, same result as 
       }
     }
     CHECK(conv2d_reduce_plan<float, math::ieee>(served).kernel() == kernel_kind::simt);
-    CHECK(conv2d_reduce_plan<float>(served).kernel() == (hopper ? kernel_kind::wgmma : kernel_kind::mma_sync));
+    // math::accurate (3xTF32): on Hopper the wgmma kernel where its estimate is below the mma.sync kernel's
+    // (family::wgmma weighs itself against it on every problem), else the mma.sync kernel
+    {
+      namespace fam = convred::device::family;
+      const bool wgmma_faster =
+          hopper && fam::wgmma<float, math::accurate, fam::wgmma_role::pass1>::can_implement(served, dev, {}) == nullptr &&
+          fam::wgmma<float, math::accurate, fam::wgmma_role::pass1>::cost(served, dev, {}) <
+              fam::mma_sync<float, math::accurate>::cost(served, dev, {});
+      conv2d_reduce_plan<float> acc(served);
+      CAPTURE(acc.description());
+      CHECK(acc.kernel() == (wgmma_faster ? kernel_kind::wgmma : kernel_kind::mma_sync));
+    }
     // few pixels: split as choose_k_splits says for this device's SM count
     CHECK(dev.sm_count > 0);
     conv2d_reduce_plan<float, math::tf32> split(deep);

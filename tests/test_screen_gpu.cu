@@ -25,9 +25,10 @@ using convred::device::kernel_kind;
 
 namespace {
 
-// screening first, the SIMT family where it does not serve (a short list: each family's launch is
-// instantiated for every op and epilogue run)
-using screen_list = fam::family_list<fam::screen<float, math::accurate>, fam::simt<float, math::accurate>>;
+// screening first, the SIMT family (exact FMA: its math::ieee entry, which serves every GPU; simt<float,
+// math::accurate> serves only GPUs older than sm_80) where it does not serve (a short list: each family's
+// launch is instantiated for every op and epilogue run)
+using screen_list = fam::family_list<fam::screen<float, math::accurate>, fam::simt<float, math::ieee>>;
 using screen_plan = conv2d_reduce_plan<float, math::accurate, screen_list>;
 using simt_policy = convred::default_simt_policy<float>::type;
 
@@ -172,79 +173,16 @@ TEST_CASE("screen: the planner takes the family where it serves, the next one wh
     CAPTURE(describe(r.p));
     CHECK(std::string(fam::screen<float, math::accurate>::can_implement(r.p, h200, {})) == r.why);
     screen_plan q(r.p, h200);
+    CHECK(q.state() == status::success);
     CHECK(q.kernel() == kernel_kind::simt);
+    CHECK(q.config().family == 1);
   }
   // no sm_90a (pass 1's wgmma family is not available): the SIMT family
   CHECK_FALSE(fam::screen<float, math::accurate>::available(a100));
-  CHECK(screen_plan(seed, a100).kernel() == kernel_kind::simt);
-}
-
-TEST_CASE("screen: screened_families_t takes screening where its estimate beats the default list's choice (host)") {
-  using screened = fam::screened_families_t<float, math::accurate>;
-  using screened_plan = conv2d_reduce_plan<float, math::accurate, screened>;
-  using default_plan = conv2d_reduce_plan<float, math::accurate>;
-  using first = fam::family_at_t<0, screened>;
-  // the default list for every other element type and math
-  static_assert(std::is_same_v<fam::screened_families_t<float, math::tf32>, fam::default_families_t<float, math::tf32>>);
-  static_assert(std::is_same_v<fam::screened_families_t<__half, math::accurate>,
-                               fam::default_families_t<__half, math::accurate>>);
-  static_assert(std::is_same_v<fam::screened_families_t<double, math::accurate>,
-                               fam::default_families_t<double, math::accurate>>);
-  const convred::device::device_info h200{9, 0, true, 132};
-  const convred::device::plan_options none{};
-  // screening where its estimate is below the default list's choice (the seed: 64 x 254 x 254 pixels, K 128),
-  // the default list's choice, with the same description, where it is not (the seed's layer at batch 1: pass
-  // 2's fixed costs; a 1x1 layer with C = 24: too few taps per pixel for pass 1 to gain on 3xTF32)
-  const struct {
-    conv2d_problem p;
-    bool screened;
-  } cases[] = {
-      {make_problem(64, 64, 256, 256, 128, 3, 3), true},
-      {make_problem(32, 256, 14, 14, 256, 3, 3, 1, 1), true},   // ResNet-50 layer3 3x3 at batch 32
-      {make_problem(1, 64, 256, 256, 128, 3, 3), false},
-      {make_problem(32, 24, 56, 56, 144, 1, 1), false},         // MobileNetV2 expand 1x1 at batch 32
-      {make_problem(32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2), false},  // groups 2: screening does not serve
-  };
-  for (const auto& c : cases) {
-    CAPTURE(describe(c.p));
-    screened_plan plan(c.p, h200);
-    default_plan def(c.p, h200);
-    REQUIRE(plan.state() == status::success);
-    using plain = fam::screen<float, math::accurate>;  // no rivals
-    const double own = plain::can_implement(c.p, h200, none) ? -1.0 : plain::cost(c.p, h200, none);
-    CAPTURE(own);
-    CAPTURE(def.config().seconds);
-    if (c.screened) {
-      CHECK(plan.kernel() == kernel_kind::screen);
-      CHECK(plan.config().family == 0);
-      CHECK(plan.description().rfind("screened: ", 0) == 0);
-      CHECK(own < def.config().seconds);  // the reason it was taken
-      CHECK(first::can_implement(c.p, h200, none) == nullptr);
-    } else {
-      CHECK(plan.kernel() == def.kernel());
-      CHECK(plan.config().family == def.config().family + 1);  // the same family, one position later
-      CHECK(plan.description() == def.description());
-      CHECK(plan.workspace_bytes() == def.workspace_bytes());
-      REQUIRE(first::can_implement(c.p, h200, none) != nullptr);
-      if (own > 0) {
-        CHECK(own >= def.config().seconds);
-        CHECK(std::string(first::can_implement(c.p, h200, none)) == "the other kernels are estimated at least as fast");
-      }
-    }
-  }
-  // no comparison without an SM count, or with the wgmma choices forced (plan_options::splits): screening
-  // wherever it serves
-  const conv2d_problem n1 = make_problem(1, 64, 256, 256, 128, 3, 3);
-  CHECK(screened_plan(n1, convred::device::device_info{9, 0, true, 0}).kernel() == kernel_kind::screen);
-  convred::device::plan_options forced;
-  forced.splits = -1;
-  CHECK(screened_plan(n1, h200, forced).kernel() == kernel_kind::screen);
-  // the estimate: pass 1's wgmma estimate x screen_pass1_factor plus pass 2's
-  const conv2d_problem seed = make_problem(64, 64, 256, 256, 128, 3, 3);
-  const double pass1 = fam::wgmma<float, math::fp16, fam::wgmma_role::pass1>::cost(seed, h200, none);
-  const double all = fam::screen<float, math::accurate>::cost(seed, h200, none);
-  CHECK(all > pass1 * convred::device::screen_pass1_factor);
-  CHECK(all < 2.0 * default_plan(seed, h200).config().seconds);
+  screen_plan on_a100(seed, a100);
+  CHECK(on_a100.state() == status::success);
+  CHECK(on_a100.kernel() == kernel_kind::simt);
+  CHECK(on_a100.config().family == 1);
 }
 
 TEST_SUITE("gpu") {
@@ -328,29 +266,6 @@ TEST_CASE("screen: fp16 tensor-core values lie within the certified bound of exa
   MESSAGE("largest |yhat - y32| / bound over all cases: " << worst);
 }
 
-TEST_CASE("screen: a plan whose screening weighs itself against rivals runs it as the SIMT kernel") {
-  require_gpu();
-  if (!screening_runs()) {
-    MESSAGE("skipped: needs a compute capability 9.0 GPU with sm_90a code");
-    return;
-  }
-  // screened_families_t's structure with the SIMT family as the rival (its kernels are this file's already; the
-  // default list's rivals are checked on the host above): on this GPU's device_info, screening is estimated
-  // faster than the SIMT kernel, so it is taken, and its runs are the SIMT kernel's bit for bit
-  using rivals = fam::family_list<fam::simt<float, math::accurate>>;
-  using rival_list = fam::family_list<fam::screen<float, math::accurate, math::fp16, rivals>, fam::simt<float, math::accurate>>;
-  const conv2d_problem p = make_problem(32, 256, 14, 14, 256, 3, 3, 1, 1);  // ResNet-50 layer3 3x3 at batch 32
-  conv2d_reduce_plan<float, math::accurate, rival_list> plan(p);
-  REQUIRE(plan.state() == status::success);
-  CHECK(plan.kernel() == kernel_kind::screen);
-  const auto d = make_data<float>(p, 4242, data_kind::real);
-  auto dx = test::to_device(d.x);
-  auto dw = test::to_device(d.w);
-  auto db = test::to_device(d.b);
-  REQUIRE(plan.prepare(craw(dw)) == status::success);
-  check_against_simt(plan, p, craw(dx), craw(dw), craw(db), op::argmin{}, epi::scale<float>{2.0f});
-}
-
 TEST_CASE("screen fuzz: random problems and data kinds, bit for bit with the SIMT kernel") {
   // CONVRED_SCREEN_FUZZ_N cases (default 120) from CONVRED_SCREEN_FUZZ_SEED (default 2026): shapes, strides,
   // paddings, filters and channel counts drawn at random (dilation 1 and groups 1: what the family serves),
@@ -373,8 +288,9 @@ TEST_CASE("screen fuzz: random problems and data kinds, bit for bit with the SIM
     const std::int64_t stride = pick(1, 2), pad_h = pick(0, R / 2), pad_w = pick(0, S / 2);
     const std::int64_t H = pick(std::max<std::int64_t>(R - 2 * pad_h, 1), 48);
     const std::int64_t W = pick(std::max<std::int64_t>(S - 2 * pad_w, 1), 80);
-    const conv2d_problem p = make_problem(pick(1, 3), pick(1, 48), H, W, pick(1, 3) == 1 ? pick(1, 8) : pick(9, 300),
-                                          R, S, pad_h, pad_w, stride, stride);
+    const std::int64_t N = pick(1, 3), C = pick(1, 48);  // (drawn in this order on every compiler)
+    const std::int64_t K = pick(1, 3) == 1 ? pick(1, 8) : pick(9, 300);
+    const conv2d_problem p = make_problem(N, C, H, W, K, R, S, pad_h, pad_w, stride, stride);
     const kind kd = kinds[pick(0, static_cast<std::int64_t>(std::size(kinds)) - 1)];
     const int which = static_cast<int>(pick(0, 3));
     const std::uint64_t data_seed = gen();
@@ -401,7 +317,7 @@ TEST_CASE("screen fuzz: random problems and data kinds, bit for bit with the SIM
     }
   }
   MESSAGE(screened << " of " << n << " random cases screened (seed " << seed0 << ")");
-  CHECK(screened * 2 >= n);
+  if (n >= 100) CHECK(screened * 2 >= n);  // the draw aims at the family (81 of the default 120 on an H200)
 }
 
 TEST_CASE("screen: min, max, argmin, argmax equal the SIMT kernel's results bit for bit") {

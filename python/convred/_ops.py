@@ -283,11 +283,7 @@ def conv2d_reduce(
             ``"fp16"`` (operands rounded on chip, fp32 accumulation), ``"accurate"`` (error vs float64 <=
             1e-6: the planner picks the fastest kernel that holds it). For float16 / bfloat16 x, tf32,
             tf32x3 and accurate run the x-dtype's own tensor-core kernel: its operands are exact in TF32 and
-            in their own type alike, so the products are the same. For float32 x under ``"accurate"``,
-            the selections (min, max, argmin, argmax, amin, amax) may run certified screening instead of
-            3xTF32, where the planner estimates it faster: a 16-bit pass with a rigorous error bound, then
-            exact fp32 for the channels it cannot rule out; its results are ``"ieee"``'s unsplit kernel's,
-            bit for bit (``"tf32x3"`` keeps 3xTF32; docs/screening.md). The kernel is chosen by convred's
+            in their own type alike, so the products are the same. The kernel is chosen by convred's
             planner, once per (shape, dtype, math, device), and cached; :func:`kernel_name` gives its
             description.
 
@@ -314,17 +310,13 @@ def conv2d_reduce(
 
 
 def kernel_name(x: torch.Tensor, weight: torch.Tensor, stride: IntPair = 1, padding: IntPair = 0,
-                dilation: IntPair = 1, groups: int = 1, math: Optional[str] = None, reduce: str = "min") -> str:
+                dilation: IntPair = 1, groups: int = 1, math: Optional[str] = None) -> str:
     """What :func:`conv2d_reduce` runs for these arguments: on a CUDA x, the description of convred's plan
     for them on x's device (kernel, tiles, mode, workspace and why, e.g. ``"wgmma tf32 (sm_90a, ...)"``,
-    ``"mma.sync bf16 ..."``, ``"simt ieee ..."``, ``"direct (exact fp32 FMA, ...)"``, ``"screened: ..."``);
-    on a CPU x, ``"cpu-reference ..."``. ``reduce`` matters for float32 x under ``"accurate"``, where the
-    selections (min, max, argmin, argmax, amin, amax) may take certified screening (see
-    :func:`conv2d_reduce`). The same checks as :func:`conv2d_reduce` (raises ValueError / TypeError naming a
+    ``"mma.sync bf16 ..."``, ``"simt ieee ..."``, ``"direct (exact fp32 FMA, ...)"``); on a CPU x,
+    ``"cpu-reference ..."``. The same checks as :func:`conv2d_reduce` (raises ValueError / TypeError naming a
     bad argument); math None resolves as there."""
     if math is None:
         math = default_math(x.dtype)
-    if reduce not in REDUCES:
-        raise ValueError(f"{_OP}: argument 'reduce' must be one of {', '.join(REDUCES)}, got '{reduce}'")
     return torch.ops.convred.describe(x, weight, _pair(stride, "stride"), _pair(padding, "padding"),
-                                      _pair(dilation, "dilation"), groups, math, reduce)
+                                      _pair(dilation, "dilation"), groups, math)

@@ -33,9 +33,7 @@ class Conv2dReduce(nn.Module):
     not count: set ``module._packed = None`` then), or the input's shape, layout, device or current stream,
     or the math changes. Under
     ``torch.compile`` the forward calls the unpacked operator, which packs inside the call (a few
-    microseconds), so the graph holds no Python state; so do the selections (min, max, argmin, argmax) of
-    float32 x under ``math="accurate"``, whose plan may run certified screening (``convred.conv2d_reduce``).
-    :meth:`kernel_for` gives the plan's description.
+    microseconds), so the graph holds no Python state. :meth:`kernel_for` gives the plan's description.
 
     Args:
         in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device, dtype:
@@ -181,10 +179,7 @@ class Conv2dReduce(nn.Module):
         math = self._math(x)
         args = (list(self.stride), list(self.padding), list(self.dilation), self.groups, self.scale,
                 self._op_reduce(), math)
-        # the packed operator runs the plan for every op: selections of float32 x under accurate take the
-        # unpacked one, whose plan may screen (convred.conv2d_reduce's math)
-        screened = math == "accurate" and x.dtype == torch.float32 and self.reduce not in ("sum", "mean")
-        packed = None if _compiling() or screened else self._packed_for(x, w, math)
+        packed = None if _compiling() else self._packed_for(x, w, math)
         if packed is not None:
             values, indices = torch.ops.convred.conv2d_reduce_packed(x, w, packed, self.bias, *args)
         else:
@@ -205,7 +200,6 @@ class Conv2dReduce(nn.Module):
     def kernel_for(self, x: torch.Tensor) -> str:
         """The description of the plan ``self(x)`` runs (e.g. ``"wgmma tf32 (sm_90a, packed filter ...)"``,
         ``"mma.sync bf16 ..."``, ``"simt ieee ..."``, ``"cpu-reference ..."``); see convred.kernel_name."""
-        return kernel_name(x, self._weight(), self.stride, self.padding, self.dilation, self.groups, self._math(x),
-                           self._op_reduce())
+        return kernel_name(x, self._weight(), self.stride, self.padding, self.dilation, self.groups, self._math(x))
 
     describe = kernel_for

@@ -7,17 +7,15 @@
 //   conv2d_reduce_packed(Tensor x, Tensor weight, Tensor packed, Tensor? bias, ...same...) -> (Tensor, Tensor)
 //   pack_filter(Tensor weight, int[] x_shape, int[2] stride, int[2] padding, int[2] dilation, int groups,
 //               str math, bool channels_last=False) -> Tensor
-//   describe(Tensor x, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, str math,
-//            str reduce='min') -> str
+//   describe(Tensor x, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, str math)
+//            -> str
 // reduce: min, max (values and indices, as torch.min(t, dim)), amin, amax (values only, as torch.amin; the
 // kernels' value-only ops, no index bookkeeping), sum, mean (values only), argmin, argmax (indices, and the
 // values too); a values-only kind returns an empty int64 tensor as its indices.
 // math: ieee, tf32, tf32x3, bf16, fp16, accurate (launch.h, math_kind).
 // Every CUDA call runs a convred::device::conv2d_reduce_plan, made once per (problem, dtype, math, device)
 // and cached (as cudnn.benchmark caches algorithms); its workspace comes from PyTorch's caching allocator
-// on the current stream. conv2d_reduce's selections (min, max, argmin, argmax, amin, amax) on float32 x under
-// accurate run a plan of their own (screened_for: certified screening where the planner estimates it
-// faster than 3xTF32; math::ieee's results); the packed operator and pack_filter use the plan for every op. pack_filter returns the plan's prepared bytes (the packed filter of a wgmma plan,
+// on the current stream. pack_filter returns the plan's prepared bytes (the packed filter of a wgmma plan,
 // else empty) for conv2d_reduce_packed, which then skips the packing kernel.
 // The Python package (convred/_ops.py) adds their fake (meta) kernels and autograd.
 // Per-operator ATen headers and no pybind11 (the library is loaded with torch.ops.load_library): the
@@ -61,14 +59,8 @@ math_kind effective_math(dtype_kind t, math_kind m) {
   return m;
 }
 
-bool screened_for(dtype_kind t, math_kind m, reduce_kind r) {
-  return t == dtype_kind::f32 && effective_math(t, m) == math_kind::accurate && r != reduce_kind::sum &&
-         r != reduce_kind::mean;
-}
-
-std::unique_ptr<plan> make_plan(dtype_kind t, math_kind m, const convred::conv2d_problem& p, bool screened) {
+std::unique_ptr<plan> make_plan(dtype_kind t, math_kind m, const convred::conv2d_problem& p) {
   const math_kind e = effective_math(t, m);
-  if (screened && t == dtype_kind::f32 && e == math_kind::accurate) return make_plan_f32_screened(p);
   switch (t) {
     case dtype_kind::f32:
       switch (e) {
@@ -249,25 +241,23 @@ struct plan_entry {
 
 /// The plan for (problem, dtype, math) on the current device, made on first use and kept for the
 /// process's lifetime (host memory only: the plans own no device memory). Keyed by every field the plan
-/// depends on, the effective math (effective_math), whether it is the screened plan (screened_for: the
-/// unpacked operator's selections under accurate) and the device index, so a plan made on one device
+/// depends on, the effective math (effective_math) and the device index, so a plan made on one device
 /// never runs on another.
-plan_entry& cached_plan(dtype_kind t, math_kind m, const convred::conv2d_problem& p, bool screened) {
+plan_entry& cached_plan(dtype_kind t, math_kind m, const convred::conv2d_problem& p) {
   int device = -1;
   C10_CUDA_CHECK(cudaGetDevice(&device));
   const math_kind e = effective_math(t, m);
   // math::accurate and tf32x3 make different plans for float x (their descriptions differ)
-  const std::array<std::int64_t, 19> key{static_cast<std::int64_t>(t), static_cast<std::int64_t>(e), device,
+  const std::array<std::int64_t, 18> key{static_cast<std::int64_t>(t), static_cast<std::int64_t>(e), device,
                                          p.N, p.C, p.H, p.W, p.K, p.R, p.S, p.pad_h, p.pad_w, p.stride_h,
-                                         p.stride_w, p.dil_h, p.dil_w, p.groups, static_cast<std::int64_t>(p.x_layout),
-                                         screened ? 1 : 0};
+                                         p.stride_w, p.dil_h, p.dil_w, p.groups, static_cast<std::int64_t>(p.x_layout)};
   static std::mutex mu;
-  static std::map<std::array<std::int64_t, 19>, std::unique_ptr<plan_entry>> cache;
+  static std::map<std::array<std::int64_t, 18>, std::unique_ptr<plan_entry>> cache;
   const std::lock_guard<std::mutex> lock(mu);
   std::unique_ptr<plan_entry>& slot = cache[key];
   if (!slot) {
     auto entry = std::make_unique<plan_entry>();
-    entry->p = make_plan(t, m, p, screened);
+    entry->p = make_plan(t, m, p);
     slot = std::move(entry);
   }
   return *slot;
@@ -290,10 +280,7 @@ std::tuple<at::Tensor, at::Tensor> run_cuda(const at::Tensor& x, const at::Tenso
   auto [y, idx] = empty_outputs(x, c);
   if (c.p.N == 0) return {y, idx};
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
-  // the unpacked operator's selections under accurate take the screened plan; the packed one the plan for
-  // every op, whose prepared bytes pack_filter made
-  const dtype_kind t = dtype_of(x.scalar_type());
-  plan_entry& e = cached_plan(t, c.math, c.p, packed_in == nullptr && screened_for(t, c.math, c.reduce));
+  plan_entry& e = cached_plan(dtype_of(x.scalar_type()), c.math, c.p);
   const std::lock_guard<std::mutex> lock(e.mu);
   plan& pl = *e.p;
   check_plan(pl);
@@ -380,7 +367,7 @@ at::Tensor pack_filter_cuda(const at::Tensor& weight, c10::IntArrayRef x_shape, 
   const checked c = check_pack_args(weight, x_shape, stride, padding, dilation, groups, std::string(math), channels_last);
   const c10::cuda::CUDAGuard guard(weight.device());
   if (c.p.N == 0) return workspace_tensor(weight, 0);
-  plan_entry& e = cached_plan(dtype_of(weight.scalar_type()), c.math, c.p, false);
+  plan_entry& e = cached_plan(dtype_of(weight.scalar_type()), c.math, c.p);
   const std::lock_guard<std::mutex> lock(e.mu);
   plan& pl = *e.p;
   check_plan(pl);
@@ -448,16 +435,14 @@ at::Tensor pack_filter_cpu(const at::Tensor& weight, c10::IntArrayRef x_shape, c
 }
 
 // ----------------------------------------------------------------------------------------------- info
-/// What conv2d_reduce runs for these arguments and `reduce`: the plan's description on a CUDA x (made on x's
-/// device; the reason when no kernel serves the problem), the CPU reference otherwise.
+/// What conv2d_reduce runs for these arguments: the plan's description on a CUDA x (made on x's device;
+/// the reason when no kernel serves the problem), the CPU reference otherwise.
 std::string describe(const at::Tensor& x, const at::Tensor& weight, c10::IntArrayRef stride, c10::IntArrayRef padding,
-                     c10::IntArrayRef dilation, int64_t groups, c10::string_view math, c10::string_view reduce) {
-  const checked c =
-      check_args(x, weight, c10::nullopt, stride, padding, dilation, groups, std::string(reduce), std::string(math));
+                     c10::IntArrayRef dilation, int64_t groups, c10::string_view math) {
+  const checked c = check_args(x, weight, c10::nullopt, stride, padding, dilation, groups, "min", std::string(math));
   if (!x.is_cuda()) return "cpu-reference (ATen conv2d + reduction, exact)";
   const c10::cuda::CUDAGuard guard(x.device());
-  const dtype_kind t = dtype_of(x.scalar_type());
-  plan_entry& e = cached_plan(t, c.math, c.p, screened_for(t, c.math, c.reduce));
+  plan_entry& e = cached_plan(dtype_of(x.scalar_type()), c.math, c.p);
   const std::lock_guard<std::mutex> lock(e.mu);
   std::string d = e.p->description();
   // TMA reads x from a 16-byte aligned base for tiles of image rows and direct tiles (not flat tiles, which
@@ -481,9 +466,7 @@ TORCH_LIBRARY(convred, m) {
   m.def(
       "pack_filter(Tensor weight, int[] x_shape, int[2] stride, int[2] padding, int[2] dilation, int groups, "
       "str math, bool channels_last=False) -> Tensor");
-  m.def(
-      "describe(Tensor x, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, str math, "
-      "str reduce='min') -> str");
+  m.def("describe(Tensor x, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, str math) -> str");
 }
 
 TORCH_LIBRARY_IMPL(convred, CUDA, m) {

@@ -34,8 +34,8 @@ convred::status by_op(reduce_kind r, Call&& call) {
   return convred::status::invalid_argument;
 }
 
-/// convred::device::conv2d_reduce_plan<T, Math, Families> behind convred_ext::plan.
-template <class T, class Math, class Families = convred::device::family::default_families_t<T, Math>>
+/// convred::device::conv2d_reduce_plan<T, Math> behind convred_ext::plan.
+template <class T, class Math>
 class plan_impl final : public plan {
  public:
   explicit plan_impl(const convred::conv2d_problem& p) : plan_(p) {}
@@ -62,7 +62,7 @@ class plan_impl final : public plan {
   }
 
  private:
-  convred::device::conv2d_reduce_plan<T, Math, Families> plan_;
+  convred::device::conv2d_reduce_plan<T, Math> plan_;
 };
 
 /// The exact-FMA kernels every math's plan of one element type T may run (the SIMT kernel, fused and
@@ -98,9 +98,9 @@ CONVRED_EXT_EXACT_ALL_OPS(extern, __nv_bfloat16)
 #endif
 namespace convred_ext {
 
-template <class T, class Math, class Families = convred::device::family::default_families_t<T, Math>>
+template <class T, class Math>
 std::unique_ptr<plan> make_plan_of(const convred::conv2d_problem& p) {
-  return std::make_unique<plan_impl<T, Math, Families>>(p);
+  return std::make_unique<plan_impl<T, Math>>(p);
 }
 
 }  // namespace convred_ext

@@ -75,24 +75,15 @@ class plan {
 /// plan is made with.
 math_kind effective_math(dtype_kind t, math_kind m);
 
-/// Whether a run of reduce kind r with element type t under math m takes the screened plan
-/// (make_plan_f32_screened): float32 x under accurate, and a selection (min, max, argmin, argmax, amin,
-/// amax). The packed operator and pack_filter do not (their prepared bytes are the plan for every op's).
-bool screened_for(dtype_kind t, math_kind m, reduce_kind r);
-
 /// A plan for p with element type t and math m on the current device (never null; state() says whether
-/// it can run); `screened` (screened_for): accurate's screened plan, which runs only the selections.
-/// Host work only (no CUDA call besides device queries).
-std::unique_ptr<plan> make_plan(dtype_kind t, math_kind m, const convred::conv2d_problem& p, bool screened = false);
+/// it can run). Host work only (no CUDA call besides device queries).
+std::unique_ptr<plan> make_plan(dtype_kind t, math_kind m, const convred::conv2d_problem& p);
 
 // One factory per translation unit (the .cu files): make_plan picks one.
 std::unique_ptr<plan> make_plan_f32_ieee(const convred::conv2d_problem& p);
 std::unique_ptr<plan> make_plan_f32_tf32(const convred::conv2d_problem& p);
 std::unique_ptr<plan> make_plan_f32_tf32x3(const convred::conv2d_problem& p);
 std::unique_ptr<plan> make_plan_f32_accurate(const convred::conv2d_problem& p);
-/// conv2d_reduce_plan<float, accurate, family::screened_families_t<float, accurate>>: certified screening
-/// where its estimate beats the default list's choice (its runs: math::ieee's results), else that choice
-std::unique_ptr<plan> make_plan_f32_screened(const convred::conv2d_problem& p);
 std::unique_ptr<plan> make_plan_f32_bf16(const convred::conv2d_problem& p);
 std::unique_ptr<plan> make_plan_f32_fp16(const convred::conv2d_problem& p);
 std::unique_ptr<plan> make_plan_f16_ieee(const convred::conv2d_problem& p);

@@ -166,34 +166,16 @@ double plan_conv2d_reduce_seconds(const conv2d_problem& p, int sm_count, int spl
 /// family::direct::cost: for comparisons only (the H200's boost clock is ~1.98 GHz).
 inline constexpr double plan_direct_clock_hz = 1.5e9;
 
-// --- screening (family::screen): pass 1, the statistics, pass 2 --------------------------------------
+// --- screening's pass 2 (family::screen) -------------------------------------------------------------
 
-/// Pass 1's time over its wgmma family's estimate for op::min: the screening state (two values, two
-/// channels, a gap; 20 bytes) costs the fp16 kernel registers and instructions. Measured on the H200 seed
-/// (N = 64, C = 64, 256 x 256, K = 128, 3x3): 1.26 ms against op::min's 0.97 (bench/NOTES.md, "Certified
-/// screening: pass 2 tiled, measured").
-inline constexpr double screen_pass1_factor = 1.3;
 /// Bytes per second at which pass 2 reads x once (the patch norms and the taps): memory bandwidth.
 inline constexpr double screen_x_bytes_per_s = 3.0e12;
 /// Shared-memory wavefronts per output pixel and GEMM_K tap of pass 2's tiled recompute: one x load (32
 /// consecutive lanes: 1/32) and one filter load gathered by each lane's channel (random channels: about 3.5
-/// of 32 banks' worth of conflicts), plus 15 % for the pixels whose second channel is recomputed too
-/// (bench/NOTES.md, "Certified screening").
+/// of 32 banks' worth of conflicts), plus 15 % for the pixels whose second channel is recomputed too. A
+/// model (bench/NOTES.md, "Certified screening"), one wavefront per clock and SM at 1.7 GHz.
 inline constexpr double screen_wavefronts_per_tap = (1.0 + 3.5) / 32.0 * 1.15;
-/// Shared-memory wavefronts per second and SM that the tiled recompute reaches: fitted to the H200 seed,
-/// where it took about 2.1 ms (screened min 3.83 ms minus pass 1's 1.26, split between the tiled and the
-/// full recompute as ncu measured them, 2.79 and 0.57 ms under locked clocks) for 1.7 ms of wavefronts at
-/// one per clock and SM at 1.7 GHz.
-inline constexpr double screen_wavefronts_per_sm = 1.4e9;
-/// The share of output pixels pass 2 recomputes over all K channels (the third best channel within twice
-/// the bound, or a bound that is not finite): 1.77 % on the seed (x ~ N(0, 1)), 1.55 % with x ~ U[0, 1),
-/// 100 % when every filter is equal (data-dependent: the estimate takes 2 %).
-inline constexpr double screen_full_fraction = 0.02;
-/// FMA per second of the full recompute (a tiled SGEMM over the listed pixels' patches, exact FMA): about
-/// 0.44 ms for the seed's 73,174 pixels x 128 channels x 576 taps on the H200.
-inline constexpr double screen_full_fma_per_s = 12e12;
-/// Screening's fixed cost per run beyond pass 1's (seconds): the statistics kernel, a memset and the two
-/// recompute kernels' launches and tails.
-inline constexpr double screen_fixed_seconds = 12e-6;
+/// Shared-memory wavefronts per second and SM (one per clock at 1.7 GHz).
+inline constexpr double screen_wavefronts_per_sm = 1.7e9;
 
 }  // namespace convred::device

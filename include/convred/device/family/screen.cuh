@@ -5,13 +5,11 @@
 /// rule out. Every run writes the plan's scratch (pass 1's outputs): runs of one plan on different streams
 /// must not overlap in time, unless each binds its own scratch (conv2d_reduce_plan::bind).
 ///
-/// Not in the default family list (a plan does not know the op it will run, and the family serves only
-/// some): a plan takes it when its family list starts with it, e.g. screened_families_t<float,
-/// math::accurate> (device/family/families.cuh: screening, where its estimate beats the default list's
-/// choice, then the default list) or `family_list<family::screen<float, math::accurate>, ...>`. It serves
-/// the ops op::min, op::max, op::argmin and op::argmax with epilogue::identity or epilogue::scale; a run
-/// with any other op or epilogue returns status::invalid_argument (the bound needs the epilogue's Lipschitz
-/// constant and the op's order).
+/// Not in the default family list yet: a plan takes it when a caller lists it first, e.g.
+/// `conv2d_reduce_plan<float, math::accurate, family_list<family::screen<float, math::accurate>,
+/// family::wgmma<float, math::accurate>, ...>>`. It serves the ops op::min, op::max, op::argmin and
+/// op::argmax with epilogue::identity or epilogue::scale; a run with any other op or epilogue returns
+/// status::invalid_argument (the bound needs the epilogue's Lipschitz constant and the op's order).
 #pragma once
 
 #include <algorithm>
@@ -29,7 +27,6 @@
 #include "../../status.cuh"
 #include "../common.cuh"
 #include "../cost_model.cuh"
-#include "families.cuh"
 #include "family.cuh"
 #include "wgmma.cuh"
 
@@ -65,11 +62,8 @@ double screen_lipschitz(const E& e) {
 /// are math::ieee's). Pass 1 runs the wgmma family in InnerMath (fp16: unit roundoff 2^-11, like TF32's,
 /// at 16-bit speed); its scratch gets pass 1's packed per-pixel outputs and pass 2's list (20 bytes per
 /// output pixel), the per-run statistics of w and b and the filter transposed (4 bytes per weight) after it.
-/// Rivals (a family_list, or void: none) is what would run the problem otherwise: where the family serves,
-/// it yields to Rivals' choice (select<T, Rivals>) when that choice's estimate is not above its own (on a
-/// device with an SM count, unless plan_options::splits forces a wgmma choice).
-template <class T, class Math, class InnerMath = math::fp16, class Rivals = void>
-struct screen : family_defaults<screen<T, Math, InnerMath, Rivals>, T> {
+template <class T, class Math, class InnerMath = math::fp16>
+struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
   /// pass 1's family (wgmma_role::pass1: on any problem size, not weighed against the mma.sync kernel, which
   /// has no pass 1)
   using inner = wgmma<T, InnerMath, wgmma_role::pass1>;
@@ -91,41 +85,29 @@ struct screen : family_defaults<screen<T, Math, InnerMath, Rivals>, T> {
 
   /// pass 1's family is available
   static bool available(const device_info& dev) { return inner::available(dev); }
-  /// nullptr when it serves p: float data, groups 1, K <= 65535, GEMM_K <= 2^20, pass 1's family serves
-  /// p, and Rivals' choice is not estimated at least as fast (see the struct).
+  /// nullptr when it serves p: float data, groups 1, K <= 65535, GEMM_K <= 2^20, and pass 1's family serves p.
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     if (!std::is_same_v<T, float>) return "x is not float";
     if (p.groups != 1) return "groups != 1";
     if (p.K > kernel::screen_max_channels) return "K above 65535";
     if (p.gemm_k() > kernel::screen_max_gemm_k) return "GEMM_K above 2^20";
     if (kernel::screen_tile_of(p).cc == 0) return "R * S * K above pass 2's filter rows (200 KB of shared memory)";
-    if (const char* why = inner::can_implement(p, dev, o)) return why;
-    if constexpr (!std::is_void_v<Rivals>) {
-      if (dev.sm_count > 0 && o.splits == 0) {
-        const selection r = select<T, Rivals>(p, dev, o);
-        if (r.state == status::success && r.config.seconds > 0 && r.config.seconds <= configure(p, dev, o).seconds)
-          return "the other kernels are estimated at least as fast";
-      }
-    }
-    return nullptr;
+    return inner::can_implement(p, dev, o);
   }
-  /// pass 1's configuration, with the workspace grown by extra_bytes, and the time estimate: pass 1's
-  /// (inner's, x screen_pass1_factor) plus pass 2's (pass2_seconds).
+  /// pass 1's configuration, with the workspace grown by extra_bytes and its time estimate plus pass 2's.
   static plan_config configure(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     plan_config c = inner::configure(p, dev, o);
     c.workspace_bytes = round16(c.workspace_bytes) + extra_bytes(p);
-    c.seconds = c.seconds * screen_pass1_factor + pass2_seconds(p, dev);
+    c.seconds += recompute_seconds(p, dev);
     return c;
   }
   /// "screened: <pass 1's description>, then an exact fp32 recompute of the channels its error bound
-  /// cannot rule out (min, max, argmin, argmax: math::ieee's results)", and under math::accurate
-  /// "; math::accurate (exact fp32: math::ieee's results)".
+  /// cannot rule out (min, max, argmin, argmax: math::ieee's results)".
   static std::string describe(const conv2d_problem& p, const plan_config& c, const device_info& dev,
                               const std::string& passed_over) {
     return "screened: " + inner::describe(p, inner_config(p, c), dev, passed_over) +
            ", then an exact fp32 recompute of the channels its certified error bound cannot rule out (min, max, "
-           "argmin, argmax with the identity or scale epilogue: the unsplit SIMT kernel's results, bit for bit)" +
-           (std::is_same_v<Math, math::accurate> ? "; math::accurate (exact fp32: math::ieee's results)" : "");
+           "argmin, argmax with the identity or scale epilogue: the unsplit SIMT kernel's results, bit for bit)";
   }
   /// pass 1's
   static status runs_here(const plan_config& c) { return inner::runs_here(c); }
@@ -204,43 +186,14 @@ struct screen : family_defaults<screen<T, Math, InnerMath, Rivals>, T> {
     ic.workspace_bytes = c.workspace_bytes - extra_bytes(p);
     return ic;
   }
-  /// Pass 2's time model (device/cost_model.cuh, "screening"): the tiled recompute, x read once from memory
-  /// (the tiles' halos from L2) or its shared-memory wavefronts (screen_wavefronts_per_tap per pixel and
-  /// tap), whichever is longer; the full recompute of screen_full_fraction of the pixels over all K
-  /// channels; screen_fixed_seconds.
-  static double pass2_seconds(const conv2d_problem& p, const device_info& dev) {
+  /// Pass 2's time model: x read once from memory (the tiles' halos from L2), or the shared-memory
+  /// wavefronts of the tiled recompute (screen_wavefronts_per_tap per pixel and tap), whichever is longer.
+  static double recompute_seconds(const conv2d_problem& p, const device_info& dev) {
     const double M = static_cast<double>(p.gemm_m()), L = static_cast<double>(p.gemm_k());
     const double bytes = static_cast<double>(p.x_elements()) * sizeof(float) + M * 16.0;
     const double sms = dev.sm_count > 0 ? dev.sm_count : 132;
-    const double tiled =
-        std::max(bytes / screen_x_bytes_per_s, M * L * screen_wavefronts_per_tap / (sms * screen_wavefronts_per_sm));
-    const double full = screen_full_fraction * M * static_cast<double>(p.K) * L / screen_full_fma_per_s;
-    return tiled + full + screen_fixed_seconds;
+    return std::max(bytes / screen_x_bytes_per_s, M * L * screen_wavefronts_per_tap / (sms * screen_wavefronts_per_sm));
   }
 };
-
-namespace detail {
-template <class F, class List>
-struct prepend_family;
-template <class F, class... Fs>
-struct prepend_family<F, family_list<Fs...>> {
-  using type = family_list<F, Fs...>;
-};
-}  // namespace detail
-
-/// @brief The planner's default list with screening first, for plans that run only min, max, argmin or
-/// argmax (with epilogue::identity or epilogue::scale): for float data under math::accurate,
-/// family_list<screen<float, math::accurate, math::fp16, default_families_t<float, math::accurate>>, then
-/// default_families_t's families> (screening where it serves the problem and its estimate beats the
-/// default list's choice; its results are math::ieee's, bit for bit); for any other T and Math the default
-/// list. A plan that takes screening returns status::invalid_argument for a run with another op or
-/// epilogue; its description starts "screened:". Used by the Python op for min, max, argmin, argmax,
-/// amin and amax under math::accurate.
-template <class T, class Math>
-using screened_families_t =
-    std::conditional_t<std::is_same_v<T, float> && std::is_same_v<Math, math::accurate>,
-                       typename detail::prepend_family<screen<T, Math, math::fp16, default_families_t<T, Math>>,
-                                                       default_families_t<T, Math>>::type,
-                       default_families_t<T, Math>>;
 
 }  // namespace convred::device::family
