@@ -217,11 +217,14 @@ TEST_CASE("conv2d_reduce_plan: small-M layers split on the mma.sync and SIMT ker
     CHECK(has(ieee.description(), "simt ieee split 4 channel tiles x 32 GEMM_K splits (exact fp32 FMA, 256-pixel x "
                                   "128-channel tiles; 1 pixel tile for 132 SMs"));
     CHECK(has(ieee.description(), ": math::ieee"));
-    conv2d_reduce_plan<double> dbl(layer4_b1, a100);  // 64 x 64 tiles: 8 channel tiles, ceil(216 / 8) = 27
+    // 64 x 64 tiles: 8 channel tiles, 216 blocks resident on 108 SMs (2 per SM), 576 slices: 27 splits fill
+    // them, but with 8-byte partial sums 24 (192 blocks of 24 slices) is estimated faster: 3 more slice
+    // times (0.7 us) against 0.8 us less of partial sums
+    conv2d_reduce_plan<double> dbl(layer4_b1, a100);
     CAPTURE(dbl.description());
     CHECK(dbl.kernel() == kernel_kind::simt);
-    CHECK(dbl.k_splits() == 27);
-    CHECK(dbl.workspace_bytes() == 27u * 49u * 512u * 8u);
+    CHECK(dbl.k_splits() == 24);
+    CHECK(dbl.workspace_bytes() == 24u * 49u * 512u * 8u);
     CHECK(has(dbl.description(), "exact fp64 FMA"));
   }
   {

@@ -116,9 +116,10 @@ int choose_k_splits(const conv2d_problem& p, int sm_count,
   if (ks_max > slices) ks_max = slices;
   if (ks_max > max_k_splits) ks_max = max_k_splits;
   int ks = 0;
-  double best = plan_conv2d_reduce_seconds<policy>(p, sm_count, 0);
+  constexpr double value_bytes = sizeof(compute_t<T>);  // the partial sums' type (8 bytes for double)
+  double best = plan_conv2d_reduce_seconds<policy>(p, sm_count, 0, value_bytes);
   for (std::int64_t k = ctiles >= 2 ? 1 : 2; k <= ks_max; ++k) {
-    const double t = plan_conv2d_reduce_seconds<policy>(p, sm_count, static_cast<int>(k));
+    const double t = plan_conv2d_reduce_seconds<policy>(p, sm_count, static_cast<int>(k), value_bytes);
     if (t < best) ks = static_cast<int>(k), best = t;
   }
   return ks;

@@ -139,10 +139,11 @@ inline constexpr double plan_simt_flops_per_sm = 0.27e12;
 /// x K floats, twice, at plan_mma_partial_bytes_per_s) and plan_mma_split_fixed_seconds; m_tiles =
 /// ceil(N*P*Q / BlockM), channel_tiles = groups x ceil((K/groups) / BlockN) (split_channel_tiles), slices =
 /// ceil(GEMM_K / BlockK), a slice time 2 BlockM BlockN BlockK FLOP at plan_mma_flops_per_sm (tensor-core
-/// policies) or plan_simt_flops_per_sm; plus plan_mma_fixed_seconds. Fitted on the H200 (plan_mma_fixed_seconds
-/// says how).
+/// policies) or plan_simt_flops_per_sm; plus plan_mma_fixed_seconds. The partial sums are `value_bytes` each
+/// (4: the fp32 compute type; choose_k_splits passes sizeof(compute_t<T>), 8 for double). Fitted on the
+/// H200 (plan_mma_fixed_seconds says how).
 template <class Policy>
-double plan_conv2d_reduce_seconds(const conv2d_problem& p, int sm_count, int splits) {
+double plan_conv2d_reduce_seconds(const conv2d_problem& p, int sm_count, int splits, double value_bytes = 4.0) {
   // (in double: the tile counts' products may pass 2^63 on problems no GPU holds)
   const auto ceil_div = [](double a, double b) { return std::ceil(a / b); };
   const double resident = (sm_count > 1 ? sm_count : 1) * (Policy::min_blocks_per_sm > 1 ? Policy::min_blocks_per_sm : 1);
@@ -154,7 +155,7 @@ double plan_conv2d_reduce_seconds(const conv2d_problem& p, int sm_count, int spl
   const double slice_s = 2.0 * Policy::block_m * Policy::block_n * Policy::block_k / rate;
   if (splits <= 0)
     return plan_mma_fixed_seconds + ceil_div(m_tiles, resident) * (ctiles * slices + plan_mma_overhead_slices) * slice_s;
-  const double partial_bytes = splits * static_cast<double>(p.gemm_m()) * static_cast<double>(p.K) * 4.0;
+  const double partial_bytes = splits * static_cast<double>(p.gemm_m()) * static_cast<double>(p.K) * value_bytes;
   return plan_mma_fixed_seconds + plan_mma_split_fixed_seconds +
          ceil_div(m_tiles * ctiles * splits, resident) * (ceil_div(slices, splits) + plan_mma_overhead_slices) * slice_s +
          2.0 * partial_bytes / plan_mma_partial_bytes_per_s;

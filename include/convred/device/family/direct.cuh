@@ -60,8 +60,9 @@ struct direct : family_defaults<direct<T, Math>, T> {
   }
   /// @brief The tensor-core families' time on a grouped problem as the direct family compares itself with
   /// them (a tensor-core math): the mma.sync family's (plan_conv2d_reduce_seconds, fused or split: each
-  /// group's K/groups channels in 128-channel tiles), or family::grouped's (the wgmma kernel one group at a time) where that
-  /// serves p and is faster; an unknown SM count (0) counts as one SM, as choose_direct_config plans it.
+  /// group's K/groups channels in 128-channel tiles), or family::grouped's (the wgmma kernel one group at a
+  /// time) where that serves p and is faster; an unknown SM count (0) counts as one SM, as
+  /// choose_direct_config plans it.
   static double tensor_seconds(const conv2d_problem& p, const device_info& dev) {
     if constexpr (std::is_same_v<kernel_math_t<T, Math>, math::ieee>) {
       (void)p, (void)dev;

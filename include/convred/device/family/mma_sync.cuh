@@ -36,7 +36,7 @@ struct mma_sync : family_defaults<mma_sync<T, Math>, T> {
   /// for that choice (fused or split) on dev's SMs.
   static plan_config configure(const conv2d_problem& p, const device_info& dev, const plan_options&) {
     plan_config c = detail::split_config<policy, T>(p, dev);
-    c.seconds = plan_conv2d_reduce_seconds<policy>(p, dev.sm_count, c.splits);
+    c.seconds = plan_conv2d_reduce_seconds<policy>(p, dev.sm_count, c.splits, sizeof(compute_t<T>));
     return c;
   }
   /// "mma.sync tf32 (64-pixel x 64-channel tiles)" or with the split, then why the wgmma family was passed

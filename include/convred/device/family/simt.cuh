@@ -86,7 +86,7 @@ struct simt : family_defaults<simt<T, Math>, T> {
   /// for that choice on dev's SMs.
   static plan_config configure(const conv2d_problem& p, const device_info& dev, const plan_options&) {
     plan_config c = detail::split_config<policy, T>(p, dev);
-    c.seconds = plan_conv2d_reduce_seconds<policy>(p, dev.sm_count, c.splits);
+    c.seconds = plan_conv2d_reduce_seconds<policy>(p, dev.sm_count, c.splits, sizeof(compute_t<T>));
     return c;
   }
   /// "simt ieee (exact fp32 FMA, 64-pixel x 64-channel tiles): math::ieee", or with the split.
