@@ -297,7 +297,8 @@ TEST_CASE("screen fuzz: random problems and data kinds, bit for bit with the SIM
     CAPTURE(i);
     CAPTURE(seed0);
     CAPTURE(describe(p));
-    CAPTURE(kind_names[static_cast<int>(kd)]);
+    const std::string kind_name = kind_names[static_cast<int>(kd)];
+    CAPTURE(kind_name);
     CAPTURE(which);
     REQUIRE(convred::validate(p, sizeof(float)) == status::success);
     screen_plan plan(p);
@@ -351,7 +352,8 @@ TEST_CASE("screen: min, max, argmin, argmax equal the SIMT kernel's results bit 
     REQUIRE(plan.state() == status::success);
     REQUIRE(plan.kernel() == kernel_kind::screen);
     for (kind kd : kinds) {
-      CAPTURE(kind_names[static_cast<int>(kd)]);
+      const std::string kind_name = kind_names[static_cast<int>(kd)];
+      CAPTURE(kind_name);
       const auto d = screen_data(p, kd, ++seed);
       auto dx = test::to_device(d.x);
       auto dw = test::to_device(d.w);
