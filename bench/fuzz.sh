@@ -9,7 +9,8 @@
 #
 # Every failure prints a one-line reproducer and (for the first CONVRED_FUZZ_SHRINK=5) a shrunk one;
 # re-run one with:  CONVRED_FUZZ_REPRO='<line>' $BUILD/tests/convred_tests --test-case='fuzz repro*'
-# The last line is "FUZZ RESULT: seed=... cases=... failures=... seconds=...". Exit status: the tests'.
+# The main run prints "FUZZ RESULT: seed=... cases=... failures=... seconds=..."; the last line is the script's own
+# "fuzz.sh: N=... SEED=... rc=...; screening: N=... rc=...". Exit status: the first failing run's, else 0.
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

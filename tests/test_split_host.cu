@@ -218,8 +218,8 @@ TEST_CASE("conv2d_reduce_plan: small-M layers split on the mma.sync and SIMT ker
                                   "128-channel tiles; 1 pixel tile for 132 SMs"));
     CHECK(has(ieee.description(), ": math::ieee"));
     // 64 x 64 tiles: 8 channel tiles, 216 blocks resident on 108 SMs (2 per SM), 576 slices: 27 splits fill
-    // them, but with 8-byte partial sums 24 (192 blocks of 24 slices) is estimated faster: 3 more slice
-    // times (0.7 us) against 0.8 us less of partial sums
+    // them, but with 8-byte partial sums 24 (192 blocks of 24 slices) is estimated faster: 2 more slice
+    // times (24 against ceil(576 / 27) = 22: 0.5 us) against 0.8 us less of partial sums
     conv2d_reduce_plan<double> dbl(layer4_b1, a100);
     CAPTURE(dbl.description());
     CHECK(dbl.kernel() == kernel_kind::simt);

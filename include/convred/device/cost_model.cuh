@@ -127,7 +127,8 @@ constexpr double plan_mma_flops_per_sm() {
   else return 0.78e12;
 }
 /// The SIMT (math::ieee) mainloop's rate per SM (FLOP/s): the default float policy's on the H200 seed
-/// problem (36 TFLOP/s on 132 SMs; bench/NOTES.md, "Split path v2").
+/// problem (36 TFLOP/s on 132 SMs; bench/NOTES.md, "Split path v2"). Used for double data too, whose fp64
+/// FMA runs at about half the rate: its estimates are optimistic (they decide only double's split count).
 inline constexpr double plan_simt_flops_per_sm = 0.27e12;
 
 /// @brief The conv2d_reduce kernel's time on problem p in seconds with Policy (an mma_sync_policy or a
