@@ -8,6 +8,11 @@
 ///   family_bench N C H W K R stride pad groups [dilation]   # one layer (an R x R filter, square stride,
 ///                                                 # padding and dilation; dilation 1 when left out;
 ///                                                 # R and pad may be RxS and PHxPW: 1x7 with 0x3)
+///   family_bench --pingpong N C H W K R stride pad groups [dilation]   # the planner in TF32 and bf16 with
+///                                                 # the wgmma ping-pong policy as the model picks it, forced
+///                                                 # on, forced off (plan_options::pingpong)
+///   family_bench --direct-sweep N C H W K R stride pad groups [dilation]   # the direct kernel's tilings
+///                                                 # (C/groups <= 16): the model's best 60 and its pick, timed
 ///
 /// Timing as bench/conv_reduce_bench.cu (bench/timing.cuh): CUDA events around each run on the default
 /// stream, the L2 flushed (a 256 MiB memset) and the GPU held 0.5 ms by a spin kernel before each timed run,
@@ -67,8 +72,9 @@ struct layer_data {
 /// each, 3 warm-up runs); -1 where the list does not serve p; `est`: the chosen family's time model in ms
 /// (plan_config::seconds; 0 without a model)
 template <class Math, class List>
-double time_plan(const conv2d_problem& p, layer_data& d, std::string* why, double* est = nullptr) {
-  convred::device::conv2d_reduce_plan<float, Math, List> plan(p);
+double time_plan(const conv2d_problem& p, layer_data& d, std::string* why, double* est = nullptr,
+                 const convred::device::plan_options& options = {}) {
+  convred::device::conv2d_reduce_plan<float, Math, List> plan(p, options);
   if (plan.state() != status::success) return -1;
   if (why) *why = plan.description();
   if (est) *est = plan.config().seconds * 1e3;
@@ -110,6 +116,95 @@ void one_math(const char* label, const conv2d_problem& p, layer_data& d) {
               plan.c_str());
 }
 
+/// The planner's row against the same planner with the wgmma family's ping-pong policy forced on and off
+/// (plan_options::pingpong), in TF32 and bf16: ms, [the estimate], and each plan's description.
+void pingpong_rows(const conv2d_problem& p) {
+  using convred::device::wgmma_pingpong_mode;
+  layer_data d(p);
+  auto row = [&](auto math, const char* label) {
+    using Math = decltype(math);
+    std::printf("N%lld C%lld %lldx%lld K%lld %lldx%lld s%lld p%lld %s\n", (long long)p.N, (long long)p.C, (long long)p.H,
+                (long long)p.W, (long long)p.K, (long long)p.R, (long long)p.S, (long long)p.stride_h, (long long)p.pad_h,
+                label);
+    for (wgmma_pingpong_mode m : {wgmma_pingpong_mode::model, wgmma_pingpong_mode::on, wgmma_pingpong_mode::off}) {
+      convred::device::plan_options o;
+      o.pingpong = m;
+      std::string why;
+      double est = 0;
+      const double t = time_plan<Math, fam::default_families_t<float, Math>>(p, d, &why, &est, o);
+      std::printf("  pingpong %-5s %8.4f [%7.4f] %.300s\n",
+                  m == wgmma_pingpong_mode::model ? "model" : m == wgmma_pingpong_mode::on ? "on" : "off", t, est, why.c_str());
+    }
+  };
+  row(convred::math::tf32{}, "tf32");
+  row(convred::math::bf16{}, "bf16");
+}
+
+/// The direct kernel's tilings for p (C/groups <= 16), fp32 scale + min: every candidate choose_direct_config
+/// weighs (tx, ty, channel groups, splits) that its model accepts, the `most` with the least estimate and the
+/// chooser's pick timed through conv2d_reduce_direct_with (and the model's best of every (channel groups,
+/// splits) pair); prints model us (at plan_direct_clock_hz) and
+/// measured us, best measured first, and the pick's row.
+void direct_sweep(const conv2d_problem& p, int most) {
+  namespace dev = convred::device;
+  layer_data d(p);
+  const dev::direct_kernel_shape k = dev::direct_kernel_shape_of<float>(p);
+  int sms = 0, device = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  const dev::direct_config pick = dev::choose_direct_config(p, k, sms, dev::direct_max_splits_sm90);
+  std::vector<dev::direct_config> cands;
+  for (int tx = 1; tx <= 32; ++tx)
+    for (int ty = 1; ty <= 64; ++ty)
+      for (int g = 1; g <= 32; g *= 2)
+        for (int z = 1; z <= dev::direct_max_splits_sm90; z *= 2) {
+          if (tx * ty * g > convred::kernel::direct_max_threads) continue;
+          const dev::direct_estimate e = dev::estimate_direct_config(p, k, sms, tx, ty, g, z);
+          if (!e.ok) continue;
+          dev::direct_config c;
+          c.tx = tx, c.ty = ty, c.groups = g, c.splits = z, c.cb = e.cb, c.cycles = e.cycles;
+          if (dev::direct_config_fits(p, k, c, dev::direct_max_splits_sm90)) cands.push_back(c);
+        }
+  std::sort(cands.begin(), cands.end(), [](const auto& a, const auto& b) { return a.cycles < b.cycles; });
+  // the model's best `most`, then the best of each (channel groups, splits) pair not among them
+  std::vector<dev::direct_config> timed(cands.begin(), cands.begin() + std::min<std::size_t>(cands.size(), most));
+  for (const dev::direct_config& c : cands) {
+    bool seen = false;
+    for (const dev::direct_config& t : timed) seen |= t.groups == c.groups && t.splits == c.splits;
+    if (!seen) timed.push_back(c);
+  }
+  cands = timed;
+  cands.push_back(pick);
+  static convred_bench::l2_flush flush(std::size_t(256) << 20);
+  const convred::epilogue::scale<float> two{2.0f};
+  struct row { dev::direct_config c; double ms; };
+  std::vector<row> rows;
+  for (const dev::direct_config& c : cands) {
+    bool failed = false;
+    auto run = [&] {
+      failed |= dev::detail::conv2d_reduce_direct_with<float>(&c, p, thrust::raw_pointer_cast(d.x.data()),
+                                                               thrust::raw_pointer_cast(d.w.data()),
+                                                               thrust::raw_pointer_cast(d.b.data()),
+                                                               thrust::raw_pointer_cast(d.y.data()), nullptr,
+                                                               convred::op::min{}, two, nullptr) != status::success;
+    };
+    const std::vector<double> ms = convred_bench::sorted_times(run, 2, 15, flush);
+    rows.push_back({c, failed || cudaGetLastError() != cudaSuccess ? -1 : ms[ms.size() / 2]});
+  }
+  const row chosen = rows.back();
+  rows.pop_back();
+  std::sort(rows.begin(), rows.end(), [](const row& a, const row& b) { return a.ms < b.ms; });
+  std::printf("direct sweep N%lld C%lld %lldx%lld K%lld %lldx%lld s%lld p%lld g%lld: %zu tilings timed (us)\n",
+              (long long)p.N, (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.K, (long long)p.R,
+              (long long)p.S, (long long)p.stride_h, (long long)p.pad_h, (long long)p.groups, rows.size());
+  auto print = [&](const char* tag, const row& r) {
+    std::printf("  %-6s %9.2f model %9.2f  %s\n", tag, r.ms * 1e3, r.c.cycles / convred::device::plan_direct_clock_hz * 1e6,
+                dev::describe_direct_config(p, k, r.c).c_str());
+  };
+  print("pick", chosen);
+  for (std::size_t i = 0; i < rows.size() && i < 8; ++i) print("best", rows[i]);
+}
+
 void run_layer(const conv2d_problem& p) {
   std::printf("N%lld C%lld %lldx%lld K%lld %lldx%lld s%lld p%lld g%lld d%lld (ms; -1: not served)\n", (long long)p.N,
               (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.K, (long long)p.R, (long long)p.S,
@@ -135,6 +230,12 @@ int main(int argc, char** argv) {
     std::printf("family_bench: no CUDA device\n");
     return 2;
   }
+  // --pingpong: the planner with the ping-pong policy forced on and off (plan_options::pingpong)
+  const bool pingpong = argc > 1 && std::strcmp(argv[1], "--pingpong") == 0;
+  if (pingpong) ++argv, --argc;
+  // --direct-sweep: the direct kernel's tilings, the model's best 60 and its pick, timed
+  const bool sweep = argc > 1 && std::strcmp(argv[1], "--direct-sweep") == 0;
+  if (sweep) ++argv, --argc;
   if (argc == 10 || argc == 11) {
     long long v[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
     for (int i = 0; i + 1 < argc; ++i) v[i] = std::atoll(argv[i + 1]);
@@ -142,7 +243,12 @@ int main(int argc, char** argv) {
     // "RxS" filter and "PHxPW" padding (1x7 with padding 0x3): the second number after the 'x'
     if (const char* x = std::strchr(argv[6], 'x')) p.S = std::atoll(x + 1);
     if (const char* x = std::strchr(argv[8], 'x')) p.pad_w = std::atoll(x + 1);
-    run_layer(p);
+    if (pingpong)
+      pingpong_rows(p);
+    else if (sweep)
+      direct_sweep(p, 60);
+    else
+      run_layer(p);
     return 0;
   }
   // squeeze-excitation 1x1 layers on pooled (1x1) features, tiny images, and grouped layers the grouped

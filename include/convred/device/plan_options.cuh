@@ -23,6 +23,16 @@ enum class wgmma_pass_mode : int {
   on = 2,     ///< pass mode wherever it applies, unsplit (a split-K tail only where `tail` forces one)
 };
 
+/// @brief The wgmma family's ping-pong policy (plan_options::pingpong; applied by
+/// family::wgmma::choose_pingpong).
+enum class wgmma_pingpong_mode : int {
+  model = 0,  ///< the family's rule (ping-pong where it replaces a split-K fixup of two ranges)
+  off = 1,    ///< never the ping-pong policy
+  /// the ping-pong policy wherever it serves unsplit, in pass mode where it has several channel passes
+  /// (not under 3xTF32, and only with an SM count known)
+  on = 2,
+};
+
 /// @brief Options of the planner's wgmma choices, passed explicitly to conv2d_reduce_plan (which keeps
 /// them, so that its runs make the same choices) and to the functions that make those choices
 /// (choose_wgmma_params, choose_wgmma_splits, choose_wgmma_tail, conv2d_reduce_packed_split,
@@ -45,6 +55,9 @@ struct plan_options {
   /// (with tail_splits GEMM_K ranges, or the model's best for them)
   std::int64_t tail = 0;
   int tail_splits = 0;  ///< with tail > 0: min(z, stages per pass) GEMM_K splits of the tail (0: the model's)
+  /// the ping-pong policy (128-pixel tiles) instead of the cooperative one: the family's rule, never, or
+  /// wherever it serves unsplit
+  wgmma_pingpong_mode pingpong = wgmma_pingpong_mode::model;
 };
 
 }  // namespace convred::device

@@ -247,7 +247,8 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
   /// a pass): the same waves without the partial sums.
   /// The rule is narrow: where the time model alone preferred ping-pong it was often slower (fewer
   /// consumers per tile) (bench/NOTES.md, "Moved from header comments"). Not under 3xTF32 (its consumers
-  /// spill) or without an SM count.
+  /// spill) or without an SM count. plan_options::pingpong may turn it off, or on wherever the ping-pong
+  /// plan runs unsplit (then in pass mode where it has several channel passes, with no tail).
   static bool choose_pingpong(const conv2d_problem& p, const device_info& dev, const plan_options& o,
                               block::wgmma_conv_params& k, std::size_t& smem, wgmma_split_estimate& est) {
     using pp = pingpong_policy;
@@ -255,15 +256,24 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
       (void)p, (void)dev, (void)o, (void)k, (void)smem, (void)est;
       return false;
     } else {
-      if (est.splits != 2 || dev.sm_count <= 0 || o.splits != 0) return false;
+      const bool forced = o.pingpong == wgmma_pingpong_mode::on;
+      if (o.pingpong == wgmma_pingpong_mode::off || dev.sm_count <= 0 || o.splits != 0) return false;
+      if (!forced && est.splits != 2) return false;
       block::wgmma_conv_params q;
       std::size_t q_smem = 0;
       if (!choose_wgmma_params<pp>(p, device::detail::wgmma_tail_bytes<pp, op::argmin>(), device::detail::max_smem_per_block,
                                    dev.sm_count, true, q, q_smem, o) ||
-          q.flat != k.flat || q.direct != k.direct || q.gather != k.gather || q.kt != k.kt)
+          (!forced && (q.flat != k.flat || q.direct != k.direct || q.gather != k.gather || q.kt != k.kt)))
         return false;
+      plan_options po = o;  // forced: unsplit, in pass mode where there are several passes, no tail
+      if (forced) po.pass = q.npass > 1 ? wgmma_pass_mode::on : o.pass, po.tail = -1;
       const wgmma_split_estimate e = choose_wgmma_splits<pp>(p, q, dev.sm_count, plan_math_speed<kernel_math>(),
-                                                             default_split_workspace_limit, o);
+                                                             default_split_workspace_limit, po);
+      if (forced) {
+        if (e.splits != 0 || e.tail_tiles != 0) return false;
+        k = q, smem = q_smem, est = e;
+        return true;
+      }
       const std::int64_t units = e.pass_mode ? q.tiles * q.npass : q.tiles;
       // a unit of one pass (pass mode, or fused with one pass): 128 pixels x a whole pass, the size of the
       // cooperative unit (256 pixels x half a pass); fused units of several passes would be larger
