@@ -144,7 +144,8 @@ void pingpong_rows(const conv2d_problem& p) {
 /// weighs (tx, ty, channel groups, splits) that its model accepts, the `most` with the least estimate and the
 /// chooser's pick timed through conv2d_reduce_direct_with (and the model's best of every (channel groups,
 /// splits) pair); prints model us (at plan_direct_clock_hz) and
-/// measured us, best measured first, and the pick's row.
+/// measured us, best measured first, and the pick's row; then a "csv" line per timed tiling (tx, ty, channel
+/// groups, splits, channels per stage, the model's cycles and its throughput, memory and latency terms, us).
 void direct_sweep(const conv2d_problem& p, int most) {
   namespace dev = convred::device;
   layer_data d(p);
@@ -203,6 +204,12 @@ void direct_sweep(const conv2d_problem& p, int most) {
   };
   print("pick", chosen);
   for (std::size_t i = 0; i < rows.size() && i < 8; ++i) print("best", rows[i]);
+  // every timed row for a refit of the model: the candidate, the model's terms (cycles) and the time (us)
+  for (const row& r : rows) {
+    const dev::direct_estimate e = dev::estimate_direct_config(p, k, sms, r.c.tx, r.c.ty, r.c.groups, r.c.splits);
+    std::printf("  csv,%d,%d,%d,%d,%d,%.0f,%.0f,%.0f,%.0f,%.3f\n", r.c.tx, r.c.ty, r.c.groups, r.c.splits, r.c.cb,
+                e.cycles, e.throughput, e.memory, e.latency, r.ms * 1e3);
+  }
 }
 
 void run_layer(const conv2d_problem& p) {

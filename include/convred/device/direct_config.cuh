@@ -116,6 +116,23 @@ struct direct_estimate {
   double cycles = 0;       ///< max(throughput, memory, latency) + 5% of (throughput + memory)
 };
 
+/// @brief The constants of choose_direct_config's model (SM cycles, bytes per cycle and SM, issue rates).
+/// The defaults were fitted on the H200 (2026-12-05) to 2,107 timed tilings of 27 depthwise, grouped and
+/// small-C layers (`family_bench --direct-sweep`, batch 1 and 32): the set that picks, among each layer's
+/// timed tilings, the one closest to its fastest (geomean 1.09x the fastest, against 1.18x for the
+/// constants before: a warp issuing every other cycle, a 1,400-cycle round trip, 1,500 to start a block,
+/// 800 to combine, 48 L2 bytes per cycle). bench/NOTES.md, "The direct kernel's tilings, measured".
+struct direct_model_constants {
+  double issue_per_warp = 0.25;   ///< instructions a resident warp issues per cycle
+  double max_issue = 4;           ///< instructions the SM issues per cycle at most
+  double round_trip = 1000;       ///< an L2/DRAM round trip of a stage's copies (cycles)
+  double block_start = 3000;      ///< a block's start and first round trip (cycles)
+  double combine = 3000;          ///< the cluster's combine of the splits' states (cycles)
+  double dram_bytes = 17;         ///< DRAM bytes per cycle and SM
+  double l2_bytes = 32;           ///< L2 bytes per cycle and SM
+  double stage_item = 18;         ///< a thread's instructions per staged item (index math, bounds, cp.async)
+};
+
 /// @brief Registers per thread of the stride-2 unrolled variants for the 3x3, 5x5 and 7x7 filters (fp32,
 /// ptxas -v on sm_90a, op::sum, rounded up to a multiple of 8; the index ops take up to 128 and spill a
 /// little at 5x5 and 7x7); grouped: the grouped instantiation.
@@ -148,7 +165,7 @@ inline double direct_s2_wavefronts(const direct_kernel_shape& k, const block::di
 /// channel groups, `splits` blocks per tile; the channels per stage derived as there) of problem p on
 /// kernel variant k over `sms` SMs (>= 1). See choose_direct_config for the model; host only.
 inline direct_estimate estimate_direct_config(const conv2d_problem& p, const direct_kernel_shape& k, double sms, int tx,
-                                              int ty, int groups, int splits) {
+                                              int ty, int groups, int splits, const direct_model_constants& m = {}) {
   direct_estimate r;
   const double e = static_cast<double>(k.elem_bytes);
   const std::int64_t P = p.P(), Q = p.Q(), Kg = p.K_per_group(), R = p.R, S = p.S, RS = R * S;
@@ -206,7 +223,7 @@ inline direct_estimate estimate_direct_config(const conv2d_problem& p, const dir
   const double nst = std::ceil(double(cs) / double(cb));
   const double per_group = std::ceil(double(cb) / groups);  // channels a group computes per stage
   const double items = double(cb) * rows * chunks;
-  const double stage_thread = std::ceil(items / threads) * 18 + 30;  // staging + barrier per thread and stage
+  const double stage_thread = std::ceil(items / threads) * m.stage_item + 30;  // staging + barrier per thread and stage
   // grouped: a group's items per stage, each Cg channels' taps, loads and weights, then one fold
   const double per_item = double(Cg) * (double(sh * sw * RS) + lds + double(RS) + 4) + 1 + 3.0 * sh * sw + 8;
   const double group_items = std::ceil(double(cb / Cg * Kg) / groups);
@@ -217,7 +234,7 @@ inline direct_estimate estimate_direct_config(const conv2d_problem& p, const dir
   const double blocks = tiles * splits;
   const double nb = std::ceil(blocks / sms);          // blocks on the busiest SM
   const double conc = std::min(nb, bps);              // of them resident at once
-  const double ipc = std::min(4.0, 0.5 * conc * warps);  // a warp issues about every other cycle
+  const double ipc = std::min(m.max_issue, m.issue_per_warp * conc * warps);
   r.throughput = nb * w_blk / ipc;
   // stride 2: a warp's row loads (lanes 2 * sw elements apart) conflict in the banks; their wavefronts
   // (direct_s2_wavefronts: the tiling's real pitch) per strip's convolution of one channel
@@ -231,13 +248,13 @@ inline direct_estimate estimate_direct_config(const conv2d_problem& p, const dir
   } else if (s2_conv > 0) {  // depthwise at stride 2: each output channel's strip, one wavefront per cycle
     r.throughput = std::max(r.throughput, nb * warps * nst * s2_conv * double(Kg) * per_group);
   }
-  const double dram = double(p.x_elements()) * e / (sms * 17);
-  const double l2 = nb * double(cs) * rows * chunks * vec * e / 48;
+  const double dram = double(p.x_elements()) * e / (sms * m.dram_bytes);
+  const double l2 = nb * double(cs) * rows * chunks * vec * e / m.l2_bytes;
   r.memory = std::max(dram, l2);
   // one block: start and first DRAM round trip, then per stage the longer of its issue (shared with the
   // other resident warps) and the round trip spread over the stages in flight; the cluster's combine
-  const double t_blk = 1500 + nst * std::max(warp_stage * conc * warps / ipc, 1400.0 / (k.stages - 1)) +
-                       store * conc * warps / ipc + (splits > 1 ? 800 : 0);
+  const double t_blk = m.block_start + nst * std::max(warp_stage * conc * warps / ipc, m.round_trip / (k.stages - 1)) +
+                       store * conc * warps / ipc + (splits > 1 ? m.combine : 0);
   r.latency = std::ceil(nb / bps) * t_blk;
   r.cycles = std::max({r.throughput, r.memory, r.latency}) + 0.05 * (r.throughput + r.memory);
   return r;
@@ -281,7 +298,7 @@ inline direct_config unstaged_direct_config(const conv2d_problem& p, const direc
 /// groups * J items, else one group). The estimate, in SM cycles, is the largest of
 ///  - throughput: the busiest SM's blocks' warp instructions (per thread and output channel SH*SW*R*S
 ///    FMAs, the row loads, R*S + 1 weight and bias loads, 3 per pixel for bias, epilogue and fold; per stage
-///    18 per staged item and 30 for the barrier; the store) at min(4, warps / 2) per cycle; C/groups > 1:
+///    18 per staged item and 30 for the barrier; the store) at min(4, resident warps / 4) per cycle; C/groups > 1:
 ///    per work item C/groups times the taps, loads and R*S weight loads (+4 for the loop), one fold, and
 ///    at least the strips' shared-memory wavefronts (a warp's row loads, one per 128 bytes, one per
 ///    cycle: an fp32 3x3 strip loads 24 bytes per row and thread for 18 FMAs, so its loads rather than its
@@ -289,15 +306,16 @@ inline direct_config unstaged_direct_config(const conv2d_problem& p, const direc
 ///    loads, lanes 2 * SW elements apart: 2-way bank conflicts in fp32) count their row loads as such and
 ///    their wavefronts exactly for the tiling's pitch (direct_s2_wavefronts), depthwise or grouped;
 ///  - memory: x once from DRAM (17 bytes per cycle and SM: ~4 TB/s on 132 SMs at 1.75 GHz), or the
-///    busiest SM's staged bytes from L2 (48 bytes per cycle);
-///  - latency: one block's serial time (1,500 cycles to start, per stage the longer of its issue and an
-///    L2/DRAM round trip of 1,400 cycles over the stages in flight, the store, 800 more to combine
+///    busiest SM's staged bytes from L2 (32 bytes per cycle);
+///  - latency: one block's serial time (3,000 cycles to start, per stage the longer of its issue and an
+///    L2/DRAM round trip of 1,000 cycles over the stages in flight, the store, 3,000 more to combine
 ///    splits) times the waves of blocks on the busiest SM (residency from the registers, 80 / 96 / 120 per
 ///    thread for the 3x3 / 5x5 / 7x7 variants, direct_s2_registers at stride 2, 128 for the run-time one,
 ///    x1.8 for double, the warps and the shared memory);
 /// plus 5% of the throughput and memory terms, so that among latency-bound candidates the cheaper wins.
-/// The constants are estimates for an H100 / H200 class GPU (bench/NOTES.md, "Depthwise direct kernel
-/// v3"), not measurements. sm_count <= 0 (unknown): planned as for one SM, never split.
+/// The constants (direct_model_constants) were fitted on the H200 to the measured tilings of 27 layers for
+/// the choice, not the time: the measured time is about 2.4x the cycles at 1.98 GHz (rms 0.24 in log),
+/// which plan_direct_clock_hz absorbs. sm_count <= 0 (unknown): planned as for one SM, never split.
 inline direct_config choose_direct_config(const conv2d_problem& p, const direct_kernel_shape& k, int sm_count,
                                           int max_splits) {
   const double sms = sm_count > 0 ? sm_count : 1;

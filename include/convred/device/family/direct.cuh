@@ -33,46 +33,58 @@ struct direct : family_defaults<direct<T, Math>, T> {
   static bool available(const device_info& dev) { return dev.cc_major > 0; }
   /// nullptr when the family serves p on dev with options o, else why not (a string literal): C/groups ==
   /// 1 (depthwise; also C = 1) always; 1 < C/groups <= block::direct_max_group_channels with groups > 1
-  /// under math::ieee, on double data and on devices without tensor cores (compute capability below 8.0),
-  /// and under a tensor-core math where no wgmma choice is forced (plan_options::splits == 0), the kernel
-  /// unrolls the filter at stride 1 (direct_unrolled_filter: 3x3, 5x5, 7x7; its stride-2 variants are
-  /// not measured against the tensor-core kernels yet) and its time estimate (configure) is below
+  /// under math::ieee, on double data and on devices without tensor cores (compute capability below 8.0);
+  /// and under a tensor-core math on sm_80+, for grouped layers and dense ones (groups == 1) with C <= 16
+  /// (stems such as 3 -> 16 channels 3x3 at stride 2), where no wgmma choice is forced
+  /// (plan_options::splits == 0), the kernel unrolls the filter (direct_unrolled_filter: 3x3, 5x5, 7x7;
+  /// grouped layers at stride 1, dense ones at stride 1 or 2) and its time estimate (configure) is below
   /// tensor_seconds.
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     if (!available(dev)) return "no CUDA device";
     const std::int64_t cg = p.C_per_group();
     if (cg == 1) return nullptr;
-    if (p.groups == 1) return "groups == 1 (a dense convolution)";
     if (cg > block::direct_max_group_channels) return "C/groups > 16";
+    const bool dense = p.groups == 1;
     if constexpr (!std::is_same_v<kernel_math_t<T, Math>, math::ieee>) {
       if (dev.cc_major >= 8) {
         if (o.splits != 0) return "a wgmma choice is forced (plan_options::splits)";
-        // the run-time variant (strides, dilations, filters other than 3x3, 5x5, 7x7 at stride 1) on
+        // the run-time variant (strides, dilations, filters other than 3x3, 5x5, 7x7 at stride 1 or 2) on
         // grouped layers measured 2.6x slower than its estimate against mma.sync (H200: c1024 28x28 s2 g64
-        // at batch 32 under 3xTF32, 1.12 ms vs 0.43; bench/NOTES.md, "Grouped direct kernel, measured")
-        if (direct_unrolled_filter(p) == 0 || p.stride_h != 1)
-          return "grouped with a filter the direct kernel does not unroll at stride 1";
+        // at batch 32 under 3xTF32, 1.12 ms vs 0.43; bench/NOTES.md, "Grouped direct kernel, measured");
+        // the unrolled stride-2 variant is measured since ("The direct kernel's tilings, measured")
+        // grouped layers at stride 2: the unrolled stride-2 variant is measured on depthwise and C = 3 dense
+        // layers only (bench/NOTES.md), not against mma.sync on grouped ones
+        if (direct_unrolled_filter(p) == 0 || (!dense && p.stride_h != 1))
+          return dense ? "a dense convolution with a filter the direct kernel does not unroll"
+                       : "grouped with a filter the direct kernel does not unroll at stride 1";
         if (!(configure(p, dev, o).seconds < tensor_seconds(p, dev)))
-          return "grouped: estimated slower than the tensor-core kernels";
+          return dense ? "a dense convolution of C <= 16: estimated slower than the tensor-core kernels"
+                       : "grouped: estimated slower than the tensor-core kernels";
+        return nullptr;
       }
     }
+    if (dense) return "groups == 1 (a dense convolution)";
     return nullptr;
   }
-  /// @brief The tensor-core families' time on a grouped problem as the direct family compares itself with
-  /// them (a tensor-core math): the mma.sync family's (plan_conv2d_reduce_seconds, fused or split: each
-  /// group's K/groups channels in 128-channel tiles), or family::grouped's (the wgmma kernel one group at a
-  /// time) where that serves p and is faster; an unknown SM count (0) counts as one SM, as
-  /// choose_direct_config plans it.
+  /// @brief The tensor-core families' time on a grouped or small-C dense problem as the direct family
+  /// compares itself with them (a tensor-core math): the mma.sync family's (plan_conv2d_reduce_seconds,
+  /// fused or split: each group's K/groups channels in 128-channel tiles), or where faster family::grouped's
+  /// (groups > 1: the wgmma kernel one group at a time) or the wgmma family's (groups == 1) where that
+  /// serves p; an unknown SM count (0) counts as one SM, as choose_direct_config plans it.
   static double tensor_seconds(const conv2d_problem& p, const device_info& dev) {
     if constexpr (std::is_same_v<kernel_math_t<T, Math>, math::ieee>) {
       (void)p, (void)dev;
       return 0;
     } else {
       using G = grouped<wgmma<T, Math, wgmma_role::adapter>, mma_sync<T, Math>>;
+      using W = wgmma<T, Math, wgmma_role::adapter>;
       device_info d = dev;
       d.sm_count = std::max(1, dev.sm_count);
       double s = mma_sync<T, Math>::cost(p, d, plan_options{});
-      if (G::can_implement(p, d, plan_options{}) == nullptr) s = std::min(s, G::configure(p, d, plan_options{}).seconds);
+      if (p.groups > 1 && G::can_implement(p, d, plan_options{}) == nullptr)
+        s = std::min(s, G::configure(p, d, plan_options{}).seconds);
+      if (p.groups == 1 && W::can_implement(p, d, plan_options{}) == nullptr)
+        s = std::min(s, W::configure(p, d, plan_options{}).seconds);
       return s;
     }
   }
