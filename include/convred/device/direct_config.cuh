@@ -314,8 +314,9 @@ inline direct_config unstaged_direct_config(const conv2d_problem& p, const direc
 ///    x1.8 for double, the warps and the shared memory);
 /// plus 5% of the throughput and memory terms, so that among latency-bound candidates the cheaper wins.
 /// The constants (direct_model_constants) were fitted on the H200 to the measured tilings of 27 layers for
-/// the choice, not the time: the measured time is about 2.4x the cycles at 1.98 GHz (rms 0.24 in log),
-/// which plan_direct_clock_hz absorbs. sm_count <= 0 (unknown): planned as for one SM, never split.
+/// the choice, not the time: the measured time is about 2.4x the cycles at 1.98 GHz (rms 0.24 in log;
+/// batch-32 layers above that, batch-1 layers below). sm_count <= 0 (unknown): planned as for one SM,
+/// never split.
 inline direct_config choose_direct_config(const conv2d_problem& p, const direct_kernel_shape& k, int sm_count,
                                           int max_splits) {
   const double sms = sm_count > 0 ? sm_count : 1;

@@ -34,8 +34,8 @@ struct direct : family_defaults<direct<T, Math>, T> {
   /// nullptr when the family serves p on dev with options o, else why not (a string literal): C/groups ==
   /// 1 (depthwise; also C = 1) always; 1 < C/groups <= block::direct_max_group_channels with groups > 1
   /// under math::ieee, on double data and on devices without tensor cores (compute capability below 8.0);
-  /// and under a tensor-core math on sm_80+, for grouped layers and dense ones (groups == 1) with C <= 16
-  /// (stems such as 3 -> 16 channels 3x3 at stride 2), where no wgmma choice is forced
+  /// and under a tensor-core math on sm_80+, for grouped layers and, under TF32 and 3xTF32, dense ones
+  /// (groups == 1) with C <= 16 (stems such as 3 -> 16 channels 3x3 at stride 2), where no wgmma choice is forced
   /// (plan_options::splits == 0), the kernel unrolls the filter (direct_unrolled_filter: 3x3, 5x5, 7x7;
   /// grouped layers at stride 1, dense ones at stride 1 or 2) and its time estimate (configure) is below
   /// tensor_seconds.
@@ -54,6 +54,10 @@ struct direct : family_defaults<direct<T, Math>, T> {
         // the unrolled stride-2 variant is measured since ("The direct kernel's tilings, measured")
         // grouped layers at stride 2: the unrolled stride-2 variant is measured on depthwise and C = 3 dense
         // layers only (bench/NOTES.md), not against mma.sync on grouped ones
+        // dense layers under a 16-bit math: the tensor cores' bf16 rate matches the exact kernel on the
+        // measured stems (n1 c3 800x1088 k16 s2: mma.sync bf16 32.7 us, direct 35.7)
+        if (dense && plan_math_speed<kernel_math_t<T, Math>>() > 1.0)
+          return "a dense convolution under a 16-bit math (the tensor-core kernels)";
         if (direct_unrolled_filter(p) == 0 || (!dense && p.stride_h != 1))
           return dense ? "a dense convolution with a filter the direct kernel does not unroll"
                        : "grouped with a filter the direct kernel does not unroll at stride 1";
