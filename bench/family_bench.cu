@@ -194,7 +194,10 @@ void direct_sweep(const conv2d_problem& p, int most) {
   }
   const row chosen = rows.back();
   rows.pop_back();
-  std::sort(rows.begin(), rows.end(), [](const row& a, const row& b) { return a.ms < b.ms; });
+  // failed runs (ms < 0) last
+  std::sort(rows.begin(), rows.end(), [](const row& a, const row& b) {
+    return (a.ms < 0) != (b.ms < 0) ? b.ms < 0 : a.ms < b.ms;
+  });
   std::printf("direct sweep N%lld C%lld %lldx%lld K%lld %lldx%lld s%lld p%lld g%lld: %zu tilings timed (us)\n",
               (long long)p.N, (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.K, (long long)p.R,
               (long long)p.S, (long long)p.stride_h, (long long)p.pad_h, (long long)p.groups, rows.size());
@@ -243,6 +246,10 @@ int main(int argc, char** argv) {
   // --direct-sweep: the direct kernel's tilings, the model's best 60 and its pick, timed
   const bool sweep = argc > 1 && std::strcmp(argv[1], "--direct-sweep") == 0;
   if (sweep) ++argv, --argc;
+  if ((pingpong || sweep) && ((pingpong && sweep) || (argc != 10 && argc != 11))) {
+    std::printf("usage: family_bench [--pingpong | --direct-sweep] N C H W K R stride pad groups [dilation]\n");
+    return 1;
+  }
   if (argc == 10 || argc == 11) {
     long long v[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
     for (int i = 0; i + 1 < argc; ++i) v[i] = std::atoll(argv[i + 1]);

@@ -115,7 +115,7 @@ struct fcase {
 /// True if a case's plan options are the planner's defaults.
 inline bool default_plan_options(const device::plan_options& o) {
   return o.tiles == device::wgmma_tiling::model && o.pass == device::wgmma_pass_mode::model && o.splits == 0 &&
-         o.tail == 0 && o.tail_splits == 0;
+         o.tail == 0 && o.tail_splits == 0 && o.pingpong == device::wgmma_pingpong_mode::model;
 }
 
 /// True if a case injects NaN or an infinity (outputs may then hold NaN legitimately).

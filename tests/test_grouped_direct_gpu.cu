@@ -371,13 +371,16 @@ TEST_CASE("family::direct serves grouped layers with C/groups <= 16 and the plan
     CHECK(dev::conv2d_reduce_plan<float>(p, turing).kernel() == dev::kernel_kind::direct);
     MESSAGE(acc.description());
   }
-  // not served: C/groups 17 or more, dense (groups 1), a forced wgmma choice under a tensor-core math
+  // not served: C/groups 17 or more; a dense layer of C = 8 with 64 output channels at 56 x 56, which the
+  // model estimates faster on the tensor cores (under math::ieee dense layers are never served: the SIMT
+  // kernel); a forced wgmma choice under a tensor-core math
   const conv2d_problem wide = make_problem(32, 544, 28, 28, 544, 3, 3, 1, 1, 1, 1, 1, 1, 32);
   CHECK(std::string(D::can_implement(wide, h200, {})) == "C/groups > 16");
   CHECK(dev::conv2d_reduce_plan<float>(wide, h200).kernel() != dev::kernel_kind::direct);
   const conv2d_problem dense = make_problem(32, 8, 56, 56, 64, 3, 3, 1, 1);
-  CHECK(D::can_implement(dense, h200, {}) != nullptr);
-  CHECK(fam::direct<float, math::ieee>::can_implement(dense, h200, {}) != nullptr);
+  CHECK(std::string(D::can_implement(dense, h200, {})) ==
+        "a dense convolution of C <= 16: estimated slower than the tensor-core kernels");
+  CHECK(std::string(fam::direct<float, math::ieee>::can_implement(dense, h200, {})) == "groups == 1 (a dense convolution)");
   dev::plan_options forced;
   forced.splits = -1;
   CHECK(D::can_implement(rx, h200, forced) != nullptr);
@@ -386,6 +389,62 @@ TEST_CASE("family::direct serves grouped layers with C/groups <= 16 and the plan
   const conv2d_problem dw = make_problem(32, 144, 56, 56, 144, 3, 3, 1, 1, 1, 1, 1, 1, 144);
   CHECK(has(dev::conv2d_reduce_plan<float>(dw, h200).description(), "C/groups == 1 (depthwise)"));
 }
+TEST_CASE("family::direct serves dense stems with C <= 16 under TF32 and 3xTF32 where estimated faster") {
+  // the C = 3 stride-2 stem measured on the H200 (bench/NOTES.md, session 9): direct 139 us exact fp32, the
+  // planner's TF32 wgmma 179, 3xTF32 mma.sync 339, bf16 mma.sync 142
+  const conv2d_problem stem = make_problem(32, 3, 320, 448, 16, 3, 3, 1, 1, 2, 2);
+  CHECK(fam::direct<float, math::accurate>::can_implement(stem, h200, {}) == nullptr);
+  CHECK(fam::direct<float, math::tf32>::can_implement(stem, h200, {}) == nullptr);
+  const dev::conv2d_reduce_plan<float> acc(stem, h200);
+  CAPTURE(acc.description());
+  CHECK(acc.kernel() == dev::kernel_kind::direct);
+  CHECK(has(acc.description(), "): dense, C = 3"));
+  CHECK(dev::conv2d_reduce_plan<float, math::tf32>(stem, h200).kernel() == dev::kernel_kind::direct);
+  CHECK(has(dev::conv2d_reduce_plan<float, math::tf32>(stem, h200).description(), "exact for any math"));
+  // not under a 16-bit math, nor under math::ieee (the SIMT kernel), nor with a filter it does not unroll,
+  // nor where the tiny family serves the layer, nor with 17 input channels
+  CHECK(std::string(fam::direct<float, math::bf16>::can_implement(stem, h200, {})) ==
+        "a dense convolution under a 16-bit math (the tensor-core kernels)");
+  CHECK(dev::conv2d_reduce_plan<float, math::bf16>(stem, h200).kernel() != dev::kernel_kind::direct);
+  CHECK(std::string(fam::direct<float, math::ieee>::can_implement(stem, h200, {})) == "groups == 1 (a dense convolution)");
+  const conv2d_problem s4 = make_problem(32, 3, 320, 448, 16, 4, 4, 0, 0, 4, 4);
+  CHECK(std::string(fam::direct<float, math::accurate>::can_implement(s4, h200, {})) ==
+        "a dense convolution with a filter the direct kernel does not unroll");
+  const conv2d_problem small = make_problem(1, 3, 4, 4, 16, 3, 3, 1, 1);
+  CHECK(std::string(fam::direct<float, math::accurate>::can_implement(small, h200, {})) ==
+        "a dense convolution the tiny family serves");
+  CHECK(dev::conv2d_reduce_plan<float>(small, h200).kernel() == dev::kernel_kind::tiny);
+  const conv2d_problem c17 = make_problem(32, 17, 320, 448, 16, 3, 3, 1, 1, 2, 2);
+  CHECK(std::string(fam::direct<float, math::accurate>::can_implement(c17, h200, {})) == "C/groups > 16");
+  // below sm_80 (no tensor cores) dense layers stay with the SIMT kernel
+  CHECK(dev::conv2d_reduce_plan<float>(stem, turing).kernel() == dev::kernel_kind::simt);
+}
+
+TEST_CASE("plan_options::pingpong forces the wgmma ping-pong policy on and off") {
+  // n32 c2520 7x7 k2520 1x1: the model's plan is the cooperative policy split in 2 GEMM_K ranges; forced on,
+  // ping-pong in pass mode (measured 0.93x on the H200, bench/NOTES.md, session 9)
+  const conv2d_problem p = make_problem(32, 2520, 7, 7, 2520, 1, 1, 0, 0);
+  dev::plan_options on, off;
+  on.pingpong = dev::wgmma_pingpong_mode::on, off.pingpong = dev::wgmma_pingpong_mode::off;
+  const dev::conv2d_reduce_plan<float, math::tf32> model(p, h200), forced(p, h200, on), never(p, h200, off);
+  CAPTURE(model.description());
+  CAPTURE(forced.description());
+  CHECK(forced.kernel() == dev::kernel_kind::wgmma);
+  CHECK(forced.config().pingpong);
+  CHECK(forced.config().splits == 0);
+  CHECK(forced.config().wgmma.pass_mode);
+  CHECK(forced.config().wgmma.tail_tiles == 0);
+  CHECK(has(forced.description(), "ping-pong"));
+  CHECK_FALSE(model.config().pingpong);
+  CHECK_FALSE(never.config().pingpong);
+  // the narrow rule's layer (ResNet-50 layer3.1, n32 c256 14x14 3x3): ping-pong by the model, not when off
+  const conv2d_problem l31 = make_problem(32, 256, 14, 14, 256, 3, 3, 1, 1);
+  CHECK(dev::conv2d_reduce_plan<float, math::tf32>(l31, h200).config().pingpong);
+  CHECK_FALSE(dev::conv2d_reduce_plan<float, math::tf32>(l31, h200, off).config().pingpong);
+  // 3xTF32 has no ping-pong policy: forcing it changes nothing
+  CHECK_FALSE(dev::conv2d_reduce_plan<float>(p, h200, on).config().pingpong);
+}
+
 }  // TEST_SUITE("host")
 
 TEST_SUITE("gpu") {

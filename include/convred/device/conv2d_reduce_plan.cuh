@@ -42,7 +42,8 @@ namespace convred::device {
 ///   groups, channels per stage and the staging chunks, and the blocks per tile when small batches split
 ///   the channels over a cluster); the same kernel for grouped layers with 1 < C/groups <= 16 (ResNeXt,
 ///   RegNet: "grouped, C/groups = n") under math::ieee, double data and on GPUs without tensor cores, and
-///   under a tensor-core math where its model estimates it faster than the tensor-core families
+///   under a tensor-core math where its model estimates it faster than the tensor-core families, and for
+///   dense layers with C <= 16 (stems: "dense, C = n") under TF32 and 3xTF32 where it estimates so too
 ///   (family::direct::can_implement);
 /// - math::accurate (the default: the error vs float64 held to 1e-6): tf32x3's chain below on sm_80 and
 ///   newer, else (older GPUs, double data) the SIMT kernel in exact FMA;

@@ -121,7 +121,8 @@ struct direct_estimate {
 /// small-C layers (`family_bench --direct-sweep`, batch 1 and 32): the set that picks, among each layer's
 /// timed tilings, the one closest to its fastest (geomean 1.09x the fastest, against 1.18x for the
 /// constants before: a warp issuing every other cycle, a 1,400-cycle round trip, 1,500 to start a block,
-/// 800 to combine, 48 L2 bytes per cycle). bench/NOTES.md, "The direct kernel's tilings, measured".
+/// 800 to combine, 48 L2 bytes per cycle). bench/NOTES.md, "Ping-pong forced, and the direct kernel's
+/// tilings measured".
 struct direct_model_constants {
   double issue_per_warp = 0.25;   ///< instructions a resident warp issues per cycle
   double max_issue = 4;           ///< instructions the SM issues per cycle at most

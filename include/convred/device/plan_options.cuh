@@ -29,7 +29,10 @@ enum class wgmma_pingpong_mode : int {
   model = 0,  ///< the family's rule (ping-pong where it replaces a split-K fixup of two ranges)
   off = 1,    ///< never the ping-pong policy
   /// the ping-pong policy wherever it serves unsplit, in pass mode where it has several channel passes
-  /// (not under 3xTF32, and only with an SM count known)
+  /// and with no split-K tail whatever `pass` and `tail` say (not under 3xTF32, only with an SM count
+  /// known and no forced `splits`, and only where the wgmma family is chosen at all: the standalone family
+  /// still weighs itself against mma.sync first). For the standard ops: an op whose reduction state is
+  /// larger than argmin's re-plans at run time (family::wgmma::launch) with the options as given
   on = 2,
 };
 

@@ -1,9 +1,10 @@
 /// @file device/family/direct.cuh
 /// @brief The direct family: tiled direct convolution in exact FMA (conv2d_reduce_direct) for problems
 /// whose output channels each read few input channels: C/groups == 1 (depthwise convolutions) under every
-/// math, and grouped convolutions with 1 < C/groups <= 16 (ResNeXt, RegNet) where its time model beats
-/// the tensor-core families'. Exact, so it serves every math; the GEMM families would spend a whole
-/// channel tile on each group's K/groups channels.
+/// math, grouped convolutions with 1 < C/groups <= 16 (ResNeXt, RegNet) where its time model beats the
+/// tensor-core families', and under TF32 and 3xTF32 dense ones with C <= 16 (stems) where it does. Exact,
+/// so it serves every math; the GEMM families would spend a whole channel tile on each group's K/groups
+/// channels, or a GEMM_K slice on a stem's 3 x R x S taps.
 #pragma once
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "family.cuh"
 #include "grouped.cuh"
 #include "mma_sync.cuh"
+#include "tiny.cuh"
 #include "wgmma.cuh"
 
 namespace convred::device::family {
@@ -48,16 +50,18 @@ struct direct : family_defaults<direct<T, Math>, T> {
     if constexpr (!std::is_same_v<kernel_math_t<T, Math>, math::ieee>) {
       if (dev.cc_major >= 8) {
         if (o.splits != 0) return "a wgmma choice is forced (plan_options::splits)";
-        // the run-time variant (strides, dilations, filters other than 3x3, 5x5, 7x7 at stride 1 or 2) on
-        // grouped layers measured 2.6x slower than its estimate against mma.sync (H200: c1024 28x28 s2 g64
-        // at batch 32 under 3xTF32, 1.12 ms vs 0.43; bench/NOTES.md, "Grouped direct kernel, measured");
-        // the unrolled stride-2 variant is measured since ("The direct kernel's tilings, measured")
-        // grouped layers at stride 2: the unrolled stride-2 variant is measured on depthwise and C = 3 dense
-        // layers only (bench/NOTES.md), not against mma.sync on grouped ones
-        // dense layers under a 16-bit math: the tensor cores' bf16 rate matches the exact kernel on the
-        // measured stems (n1 c3 800x1088 k16 s2: mma.sync bf16 32.7 us, direct 35.7)
+        // Dense layers: not under a 16-bit math, whose tensor cores matched the exact kernel on the measured
+        // stems (n1 c3 800x1088 k16 s2: mma.sync bf16 32.7 us, direct 35.7), nor where the tiny family (exact,
+        // one kernel sized for the problem) serves them. Only the filters the kernel unrolls: its run-time
+        // variant measured 2.6x slower than its estimate against mma.sync (H200: c1024 28x28 s2 g64 at batch
+        // 32 under 3xTF32, 1.12 ms vs 0.43; bench/NOTES.md, "Grouped direct kernel, measured"). Grouped layers
+        // at stride 1 only: the unrolled stride-2 variant is measured on depthwise and C = 3 dense layers,
+        // not against mma.sync on grouped ones (bench/NOTES.md, "Ping-pong forced, and the direct kernel's
+        // tilings measured").
         if (dense && plan_math_speed<kernel_math_t<T, Math>>() > 1.0)
           return "a dense convolution under a 16-bit math (the tensor-core kernels)";
+        if (dense && tiny<T, Math>::can_implement(p, dev, o) == nullptr)
+          return "a dense convolution the tiny family serves";
         if (direct_unrolled_filter(p) == 0 || (!dense && p.stride_h != 1))
           return dense ? "a dense convolution with a filter the direct kernel does not unroll"
                        : "grouped with a filter the direct kernel does not unroll at stride 1";
@@ -106,12 +110,14 @@ struct direct : family_defaults<direct<T, Math>, T> {
     return c;
   }
   /// "direct (exact fp32 FMA, <the tiling>): C/groups == 1 (depthwise)" (or "grouped, C/groups = n" for
-  /// 1 < C/groups <= 16), ", exact for any math" under a tensor-core math.
+  /// 1 < C/groups <= 16 with groups > 1, "dense, C = n" for groups 1), ", exact for any math" under a
+  /// tensor-core math.
   static std::string describe(const conv2d_problem& p, const plan_config& c, const device_info&, const std::string&) {
     const char* fma = std::is_same_v<T, double> ? "fp64" : "fp32";
     const bool exact_asked = std::is_same_v<Math, math::ieee> || std::is_same_v<Math, math::accurate>;
     return std::string("direct (exact ") + fma + " FMA, " + describe_direct_config(p, direct_kernel_shape_of<T>(p), c.direct) +
            (p.C_per_group() == 1 ? std::string("): C/groups == 1 (depthwise)")
+            : p.groups == 1      ? "): dense, C = " + std::to_string(p.C)
                                  : "): grouped, C/groups = " + std::to_string(p.C_per_group())) +
            (exact_asked ? "" : ", exact for any math");
   }

@@ -18,7 +18,9 @@ namespace convred::device::family {
 
 /// @brief The families conv2d_reduce_plan<T, Math> considers, best first: the direct family (exact, for
 /// C/groups == 1 under every math; for grouped layers with C/groups <= 16 always under math::ieee, on
-/// double data and below sm_80, else where it unrolls the filter and its model estimates it faster); then,
+/// double data and below sm_80, else where it unrolls the filter and its model estimates it faster; for
+/// dense layers with C <= 16 under TF32 and 3xTF32 where it unrolls the filter, the tiny family does not
+/// serve them and its model estimates it faster); then,
 /// for a tensor-core math (math::accurate on float, half or bf16 data included), the tiny family for groups
 /// 1, 32 or fewer output pixels and at most 512 im2col values (exact FMA: one kernel sized for them), the
 /// wgmma family (sm_90a) for layers whose outer taps read only padding (family::pruned: the smaller filter

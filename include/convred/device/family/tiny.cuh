@@ -73,7 +73,7 @@ struct tiny : family_defaults<tiny<T, Math>, T> {
     if (p.groups != 1) return "groups != 1";
     if (p.gemm_m() > kernel::tiny_max_pixels) return "more than 32 output pixels";
     if (o.splits != 0 || o.tiles != wgmma_tiling::model || o.pass != wgmma_pass_mode::model || o.tail != 0 ||
-        o.tail_splits != 0)
+        o.tail_splits != 0 || o.pingpong != wgmma_pingpong_mode::model)
       return "plan options that force the wgmma kernel's choices";
     if (p.gemm_m() * p.gemm_k() > max_values)
       return "more than 512 im2col values (N*P*Q x GEMM_K): the tiled kernels are faster there";
