@@ -164,7 +164,8 @@ inline double direct_s2_wavefronts(const direct_kernel_shape& k, const block::di
 
 /// @brief The estimate of choose_direct_config for one candidate tiling (tx x ty pixel threads, `groups`
 /// channel groups, `splits` blocks per tile; the channels per stage derived as there) of problem p on
-/// kernel variant k over `sms` SMs (>= 1). See choose_direct_config for the model; host only.
+/// kernel variant k over `sms` SMs (>= 1), with the model's constants `m` (the planner's defaults unless a
+/// refit passes others). See choose_direct_config for the model; host only.
 inline direct_estimate estimate_direct_config(const conv2d_problem& p, const direct_kernel_shape& k, double sms, int tx,
                                               int ty, int groups, int splits, const direct_model_constants& m = {}) {
   direct_estimate r;
