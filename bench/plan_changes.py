@@ -11,7 +11,9 @@ rule bench/check_predictions.py applies). Prints one row per moved (layer, math)
 the kernel before and after, and the new plan's estimate. --out writes the moved layers (all their maths)
 with their measurement before as a plan_changes file: `torchvision_sweep.py --layers-json` measures it,
 then `check_predictions.py --changes <it> --after <sweep.json>` sets the two runs side by side. A layer
-present in several files keeps the first file's record. Needs no GPU and no PyTorch.
+present in several files keeps the first file's record. --write-layers FILE writes the layers' plan_table
+input lines instead (bench/plans/layers.txt, the planner's snapshot test, was made so). Needs no GPU and no
+PyTorch.
 """
 import argparse
 import json
@@ -30,13 +32,14 @@ def layer_line(L):
     return " ".join(str(int(v)) for v in vals) + " " + L["name"]
 
 
-def load_layers(paths):
-    """name -> the sweep's layer record (speedups hold the measured ms and kernel per math), first file first."""
+def load_layers(paths, measured=True):
+    """name -> the layer record (a measured one's speedups hold the ms and kernel per math), first file first;
+    measured=False: every layer, measured or not (a layer list such as bench/suite_layers.json)."""
     layers = {}
     for path in paths:
         with open(path) as f:
             for L in json.load(f)["layers"]:
-                if L.get("speedups") and L["name"] not in layers:
+                if (L.get("speedups") or not measured) and L["name"] not in layers:
                     layers[L["name"]] = L
     return layers
 
@@ -59,7 +62,13 @@ def main(argv=None):
     ap.add_argument("sweeps", nargs="+", help="torchvision_sweep.py result files (sweep.json)")
     ap.add_argument("--table", default="build/bench/plan_table", help="the plan_table executable")
     ap.add_argument("--out", default=None, help="write the moved layers here (a plan_changes file)")
+    ap.add_argument("--write-layers", default=None, metavar="FILE",
+                    help="only write plan_table's input lines for every layer of the files (measured or not) to FILE")
     args = ap.parse_args(argv)
+    if args.write_layers:
+        with open(args.write_layers, "w") as f:
+            f.write("".join(layer_line(L) + "\n" for L in load_layers(args.sweeps, measured=False).values()))
+        return
     layers = load_layers(args.sweeps)
     if not layers:
         sys.exit("plan_changes: no measured layer in " + " ".join(args.sweeps))
