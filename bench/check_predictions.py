@@ -7,8 +7,9 @@ side, with the kernel before and after.
     python3 bench/check_predictions.py --changes bench/plan_changes_2026-12-04.json bench/plan_changes_2026-12-05.json \
         --after $OUT/sweep/sweep.json [--threshold 1.05]
 
-Only rows whose plan changed count (the kernel descriptions' first 60 characters differ: a plan_changes
-file lists every math of a layer, most of them unchanged); --all-rows counts the others too. A row is
+Only rows whose plan changed count (the kernel descriptions differ, or their first N characters with
+--prefix N: a plan_changes file lists every math of a layer, most of them unchanged); --all-rows counts the
+others too. A row is
 flagged "SLOWER" when after / before exceeds the threshold (default 1.05: 5 %), "faster" below its inverse;
 the summary counts each and gives the geomean of after / before per math. A layer measured in
 several --after files keeps its fastest time. Exit status 0 (a report, not a test); the caller decides
@@ -63,6 +64,7 @@ def main(argv=None):
     ap.add_argument("--after", nargs="+", required=True, help="torchvision_sweep.py result files (sweep.json)")
     ap.add_argument("--threshold", type=float, default=1.05, help="after / before above this is SLOWER (1.05)")
     ap.add_argument("--all-rows", action="store_true", help="also the rows whose plan did not change")
+    ap.add_argument("--prefix", type=int, default=0, help="compare the descriptions' first N characters (0: all)")
     args = ap.parse_args(argv)
     before, after = load_changes(args.changes), load_after(args.after)
     ratios = {m: [] for m in MATHS}
@@ -79,7 +81,8 @@ def main(argv=None):
                 print(f"{name:44s} {m:8s} {b_ms * 1e3:10.1f} {'--':>10s} {'':>6s}  {short(b_k)} -> (not measured)")
                 continue
             a_ms, a_k = a
-            if not args.all_rows and a_k[:60] == b_k[:60]:
+            cut = args.prefix or None
+            if not args.all_rows and a_k[:cut] == b_k[:cut]:
                 flagged["plan unchanged"] += 1
                 continue
             r = a_ms / b_ms

@@ -198,9 +198,13 @@ void direct_sweep(const conv2d_problem& p, int most) {
   std::sort(rows.begin(), rows.end(), [](const row& a, const row& b) {
     return (a.ms < 0) != (b.ms < 0) ? b.ms < 0 : a.ms < b.ms;
   });
-  std::printf("direct sweep N%lld C%lld %lldx%lld K%lld %lldx%lld s%lld p%lld g%lld: %zu tilings timed (us)\n",
+  // (pad_w and the dilation printed where they differ from the default: bench/fit_direct_model.cu reads this)
+  char pad[48] = "", dil[32] = "";
+  if (p.pad_w != p.pad_h) std::snprintf(pad, sizeof pad, "x%lld", (long long)p.pad_w);
+  if (p.dil_h != 1) std::snprintf(dil, sizeof dil, " d%lld", (long long)p.dil_h);
+  std::printf("direct sweep N%lld C%lld %lldx%lld K%lld %lldx%lld s%lld p%lld%s g%lld%s: %zu tilings timed (us)\n",
               (long long)p.N, (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.K, (long long)p.R,
-              (long long)p.S, (long long)p.stride_h, (long long)p.pad_h, (long long)p.groups, rows.size());
+              (long long)p.S, (long long)p.stride_h, (long long)p.pad_h, pad, (long long)p.groups, dil, rows.size());
   auto print = [&](const char* tag, const row& r) {
     std::printf("  %-6s %9.2f model %9.2f  %s\n", tag, r.ms * 1e3, r.c.cycles / convred::device::plan_direct_clock_hz * 1e6,
                 dev::describe_direct_config(p, k, r.c).c_str());

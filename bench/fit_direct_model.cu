@@ -16,7 +16,9 @@
 ///
 /// The criterion, for one set of constants: each layer's timed tilings are replayed through
 /// estimate_direct_config (`--sms` SMs, 132 for an H200); the model's pick is the tiling of least estimated
-/// cycles among those the model accepts (ties, frequent among latency-bound tilings: the first in (tx, ty,
+/// cycles among those the model accepts (all timed tilings: a wider set than choose_direct_config's
+/// candidates, so this ranks the model, not the planner's rules; the summary also gives the planner's own
+/// pick, choose_direct_config with the same constants, where the sweep timed it) (ties, frequent among latency-bound tilings: the first in (tx, ty,
 /// groups, splits) order, not the measured order; the summary gives the geometric mean with every tie to its
 /// fastest and to its slowest tiling), and the layer's ratio is the pick's measured time over the layer's
 /// fastest. Minimised: the geometric mean of the ratios over the layers (1 is perfect; the maximum is reported
@@ -392,6 +394,24 @@ void print_constants(const char* title, const constants& m, const constants& sta
                   m.*members[c] / start.*members[c]);
 }
 
+/// the planner's own pick (choose_direct_config with constants m, its candidates and rules) per layer, looked
+/// up among the timed rows: prints on how many layers it was timed and its geometric mean over the fastest there
+void print_chooser(const std::vector<layer_rows>& layers, double sms, const constants& m) {
+  int timed = 0;
+  double logs = 0;
+  for (const layer_rows& l : layers) {
+    const dev::direct_config c =
+        dev::choose_direct_config(l.p, l.k, static_cast<int>(sms), dev::direct_max_splits_sm90, m);
+    for (const timed_tiling& r : l.rows)
+      if (r.tx == c.tx && r.ty == c.ty && r.groups == c.groups && r.splits == c.splits) {
+        ++timed, logs += std::log(r.us / l.fastest);
+        break;
+      }
+  }
+  std::printf("%-9s choose_direct_config's own pick (its candidates): timed on %d of %zu layers, geomean pick / "
+              "fastest %.4f there\n", "", timed, layers.size(), timed ? std::exp(logs / timed) : 0.0);
+}
+
 void print_summary(const char* label, const std::vector<layer_rows>& layers, const evaluation& v,
                    const clock_fit& c) {
   std::printf("%-9s geomean pick / fastest %.4f over %d layers, max %.3f (%s)\n", label, v.geomean, v.layers,
@@ -499,6 +519,10 @@ int main(int argc, char** argv) {
   std::printf("(pick: tx,ty,groups,splits, * where other tilings tie with its estimate; us: its measured time; "
               "ratio: over the fastest)\n\n");
   print_summary("defaults:", layers, v0, c0);
-  if (search) print_summary("fitted:", layers, v1, c1);
+  print_chooser(layers, sms, defaults);
+  if (search) {
+    print_summary("fitted:", layers, v1, c1);
+    print_chooser(layers, sms, fitted);
+  }
   return 0;
 }

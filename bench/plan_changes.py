@@ -6,8 +6,9 @@ recorded, per math (tf32, bf16, accurate).
     python3 bench/plan_changes.py --table build/bench/plan_table \\
         bench/results/h200_2026-12-05_sample205_sweep.json [--out bench/plan_changes_<date>.json]
 
-A plan has moved when the first 60 characters of its description differ from the recorded kernel's (the
-rule bench/check_predictions.py applies). Prints one row per moved (layer, math): the time measured before,
+A plan has moved when its description differs from the recorded kernel's (--prefix N compares the first N
+characters only: 60 is bench/check_predictions.py's rule, which sees the family and the tile but not, for
+the direct kernel, the channel groups, channels per stage or blocks per tile). Prints one row per moved (layer, math): the time measured before,
 the kernel before and after, and the new plan's estimate. --out writes the moved layers (all their maths)
 with their measurement before as a plan_changes file: `torchvision_sweep.py --layers-json` measures it,
 then `check_predictions.py --changes <it> --after <sweep.json>` sets the two runs side by side. A layer
@@ -17,11 +18,11 @@ PyTorch.
 """
 import argparse
 import json
+import os
 import subprocess
 import sys
 
 MATHS = ("tf32", "bf16", "accurate")
-PREFIX = 60  # description characters compared, as check_predictions.py does
 
 
 def layer_line(L):
@@ -61,6 +62,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("sweeps", nargs="+", help="torchvision_sweep.py result files (sweep.json)")
     ap.add_argument("--table", default="build/bench/plan_table", help="the plan_table executable")
+    ap.add_argument("--prefix", type=int, default=0, help="compare the descriptions' first N characters (0: all)")
     ap.add_argument("--out", default=None, help="write the moved layers here (a plan_changes file)")
     ap.add_argument("--write-layers", default=None, metavar="FILE",
                     help="only write plan_table's input lines for every layer of the files (measured or not) to FILE")
@@ -69,6 +71,9 @@ def main(argv=None):
         with open(args.write_layers, "w") as f:
             f.write("".join(layer_line(L) + "\n" for L in load_layers(args.sweeps, measured=False).values()))
         return
+    for path in args.sweeps + [args.table]:
+        if not os.path.exists(path):
+            sys.exit(f"plan_changes: {path} does not exist")
     layers = load_layers(args.sweeps)
     if not layers:
         sys.exit("plan_changes: no measured layer in " + " ".join(args.sweeps))
@@ -79,7 +84,8 @@ def main(argv=None):
         for m in MATHS:
             before = L["speedups"].get(m)
             after = plans.get(name, {}).get(m)
-            if not before or not after or before.get("kernel", "")[:PREFIX] == after[1][:PREFIX]:
+            cut = args.prefix or None
+            if not before or not after or before.get("kernel", "")[:cut] == after[1][:cut]:
                 continue
             rows.append((m, before["ms"] * 1e3, before.get("kernel", ""), after[0], after[1]))
         if rows:

@@ -9,8 +9,9 @@
 ///   plan_table [--sm 90] [--sms 132] [FILE...]    # FILE, or stdin: one layer per line
 ///   plan_table --expect SNAPSHOT FILE...          # the planner's snapshot test (ctest plan_snapshot_h200)
 ///
-/// A layer line: `N C H W K R S stride_h stride_w pad_h pad_w dil_h dil_w groups [name]`; blank lines and
-/// lines starting with '#' are skipped. Output, one line per layer and math, tab-separated:
+/// A layer line: `N C H W K R S stride_h stride_w pad_h pad_w dil_h dil_w groups [name]` (the name: the rest
+/// of the line, no tabs; without one, the numbers); blank lines and lines starting with '#' are skipped.
+/// Options come before the files. Output, one line per layer and math, tab-separated:
 /// `name  math  estimate_us  description` (estimate_us: plan_config::seconds in microseconds, 0 where the
 /// chosen family has no model; the description "error: <status>" where no family serves the layer).
 /// Exit 0; 1 on an unreadable file or line (named on stderr).
@@ -24,6 +25,7 @@
 #include <convred/convred.cuh>
 #include <convred/device/conv2d_reduce_plan.cuh>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,6 +55,7 @@ std::string plan_line(const convred::conv2d_problem& p, const dev::device_info& 
 bool read_layers(std::istream& in, const char* source, const dev::device_info& d, std::vector<std::string>& out) {
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
     const std::size_t first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos || line[first] == '#') continue;
     std::istringstream s(line);
@@ -81,7 +84,13 @@ bool matches(const std::vector<std::string>& got, const char* snapshot) {
     return false;
   }
   std::vector<std::string> expected;
-  for (std::string line; std::getline(f, line);) expected.push_back(line);
+  for (std::string line; std::getline(f, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    expected.push_back(line);
+  }
+  if (got.size() != expected.size())
+    std::printf("%s holds %zu plan lines, the layers give %zu (a layer added or removed: every later line "
+                "shifts)\n", snapshot, expected.size(), got.size());
   const std::size_t n = std::max(got.size(), expected.size());
   std::size_t differ = 0;
   for (std::size_t i = 0; i < n; ++i) {
@@ -90,8 +99,9 @@ bool matches(const std::vector<std::string>& got, const char* snapshot) {
     if (++differ <= 10) std::printf("line %zu:\n  expected: %s\n  got:      %s\n", i + 1, e.c_str(), g.c_str());
   }
   if (differ)
-    std::printf("%zu of %zu plan lines differ from %s: the working tree moves them (bench/plan_table.cu says how to "
-                "regenerate the snapshot when that is meant)\n", differ, expected.size(), snapshot);
+    std::printf("%zu of %zu plan lines differ from %s (the first 10 above): the working tree moves them "
+                "(bench/plan_table.cu says how to regenerate the snapshot when that is meant)\n", differ, n,
+                snapshot);
   else
     std::printf("%zu plan lines equal %s\n", got.size(), snapshot);
   return differ == 0;

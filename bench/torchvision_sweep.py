@@ -79,6 +79,7 @@ import random
 import statistics
 import subprocess
 import sys
+import zlib
 import time
 import traceback
 
@@ -758,6 +759,13 @@ def finish_summary(result):
     result["summary"] = summarize(result["layers"])
 
 
+def layer_seed(seed, layer_id):
+    """The data seed of a layer: seed + the number of a collected layer's id ("L123"), or seed + a CRC-32 of
+    any other id (the suite's, e.g. "S00nt"), so that every layer gets the same data in any run."""
+    digits = layer_id[1:]
+    return seed + (int(digits) if digits.isdigit() else zlib.crc32(layer_id.encode()))
+
+
 def measure_layer(torch, F, args, L, rec, dev, flush, model, model_bf16, convred_mod, li):
     """Fills rec["rows"]; returns the compile seconds spent."""
     import torch._dynamo
@@ -767,7 +775,7 @@ def measure_layer(torch, F, args, L, rec, dev, flush, model, model_bf16, convred
     st, pad, dil, grp = tuple(L["stride"]), tuple(L["padding"]), tuple(L["dilation"]), L["groups"]
     x = Wt = b = ref = None
     try:
-        torch.manual_seed(args.seed + int(L["id"][1:]))  # by layer id: the same data in any selection or shard
+        torch.manual_seed(layer_seed(args.seed, L["id"]))  # by layer id: the same data in any selection or shard
         x = torch.randn(N, C, H, W, device=dev)
         conv = torch.nn.Conv2d(C, K, (R, S), stride=st, padding=pad, dilation=dil, groups=grp, device=dev)
         Wt, b = conv.weight.detach().contiguous(), conv.bias.detach().contiguous()

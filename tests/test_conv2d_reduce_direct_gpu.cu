@@ -561,7 +561,8 @@ TEST_CASE("direct tiling heuristic: fits, fills the GPU with splits on small bat
     }
   }
   // depthwise on 7 x 7 images at batch 1 (EfficientNet-B7's 7x7 and 5x5 layers): 16-block clusters where
-  // the device allows them, never at batch 32 (the tiles fill the GPU), at most 8 with a portable limit
+  // the device allows them, at most 8 with a portable limit; at batch 32 (the tiles fill the GPU) 16 blocks
+  // per tile are an extra candidate, taken only below direct_extra_margin times the base candidates' best
   for (const conv2d_problem& q : {make_problem(1, 1536, 7, 7, 1536, 7, 7, 3, 3, 1, 1, 1, 1, 1536),
                                   make_problem(1, 1152, 7, 7, 1152, 5, 5, 2, 2, 1, 1, 1, 1, 1152)}) {
     INFO(describe(q));
@@ -573,7 +574,30 @@ TEST_CASE("direct tiling heuristic: fits, fills the GPU with splits on small bat
     CHECK(dev::choose_direct_config(q, k, 132, dev::direct_max_splits).splits == 8);
     conv2d_problem b32 = q;
     b32.N = 32;
-    CHECK(dev::choose_direct_config(b32, k, 132, dev::direct_max_splits_sm90).splits <= 8);
+    const dev::direct_config c32 = dev::choose_direct_config(b32, k, 132, dev::direct_max_splits_sm90);
+    const dev::direct_config c8 = dev::choose_direct_config(b32, k, 132, dev::direct_max_splits);
+    CHECK(c8.splits <= 8);
+    CHECK(c32.cycles <= c8.cycles);
+    if (c32.splits > 8) CHECK(c32.cycles < c8.cycles);  // a 16-block tiling only where strictly lower
+  }
+  // the extra candidates (direct_extra_margin), on the layers whose tilings the H200 timed (2026-12-05):
+  // 16 blocks per tile at batch 32 (c2304 15 x 15: 113 -> 103 us), not at batch 1 without few tiles (c240
+  // 65 x 65 stride 2, where 16 measured 1.5x slower), a row count outside the base set (c24 150 x 150: 13
+  // threads down, 94.7 -> 75.9 us)
+  {
+    const conv2d_problem a = make_problem(32, 2304, 15, 15, 2304, 3, 3, 1, 1, 1, 1, 1, 1, 2304);
+    const conv2d_problem b = make_problem(1, 240, 65, 65, 240, 3, 3, 1, 1, 2, 2, 1, 1, 240);
+    const conv2d_problem c = make_problem(32, 24, 150, 150, 24, 3, 3, 1, 1, 1, 1, 1, 1, 24);
+    const auto ca = dev::choose_direct_config(a, dev::direct_kernel_shape_of<float>(a), 132, dev::direct_max_splits_sm90);
+    const auto cb = dev::choose_direct_config(b, dev::direct_kernel_shape_of<float>(b), 132, dev::direct_max_splits_sm90);
+    const auto cc = dev::choose_direct_config(c, dev::direct_kernel_shape_of<float>(c), 132, dev::direct_max_splits_sm90);
+    CHECK(ca.splits == 16);
+    CHECK(cb.splits <= 8);
+    CHECK(cc.ty == 13);
+    // the base candidates alone (a portable cluster limit, no extra row count below 16 chosen) are worse
+    // by at least the margin where an extra one was taken
+    const auto ca8 = dev::choose_direct_config(a, dev::direct_kernel_shape_of<float>(a), 132, dev::direct_max_splits);
+    CHECK(ca.cycles < ca8.cycles * dev::direct_extra_margin);
   }
   // 16-bit data and double: every choice fits; unrolled exactly where direct_unrolled_filter says
   picker pick{std::mt19937_64(59000)};

@@ -96,9 +96,23 @@ inline constexpr int direct_max_splits = 8;
 /// Most blocks per tile on devices whose clusters may hold 16 blocks (compute capability 9.0, the H100 and
 /// H200: a non-portable cluster size, cudaFuncAttributeNonPortableClusterSizeAllowed; the plan offers it on
 /// any device that launches clusters, and a launch refused at 16 runs with 8). choose_direct_config takes
-/// more than direct_max_splits only for so few tiles that 8 blocks each would leave at least three quarters
-/// of the SMs idle (tiles x 8 x 4 <= SMs: depthwise layers on 7 x 7 images at batch 1).
+/// more than direct_max_splits for so few tiles that 8 blocks each would leave at least three quarters of
+/// the SMs idle (tiles x 8 x 4 <= SMs: depthwise layers on 7 x 7 images at batch 1), and on any tiling from
+/// batch direct_wide_cluster_batch on where the estimate is clearly lower (direct_extra_margin).
 inline constexpr int direct_max_splits_sm90 = 16;
+/// The batch from which choose_direct_config weighs 16 blocks per tile (direct_max_splits_sm90) on any
+/// problem. Measured on the H200 (2026-12-05, the tilings of 27 layers: bench/NOTES.md, "Host tools for the
+/// planner loop"): where the model ranked a 16-block tiling first it was the faster one at batch 32 (c2304
+/// 15 x 15 depthwise 113 -> 103 us, c2304 19 x 19 5 x 5 316 -> 225, c384 14 x 14 5 x 5 40.3 -> 38.8, two
+/// within 1 %) and the slower one at batch 1 on three of four layers (n1 c240 65 x 65 stride 2: 16.4 -> 24.8).
+inline constexpr std::int64_t direct_wide_cluster_batch = 8;
+/// How much lower (a factor) choose_direct_config's estimate for a tiling outside its base candidates must be
+/// than the base candidates' best for it to be taken: 0.975. Measured on the H200 (2026-12-05): the extra
+/// candidates the model ranked first by less than 1 % were slower (n1 c144 56 x 56 stride 2: 11.9 -> 12.5 us
+/// at 0.6 % lower; n1 c240 65 x 65 stride 2: 16.4 -> 17.0 at 0.9 %), those ahead by 2.6 % or more faster
+/// or level (n32 c384 14 x 14 5 x 5: 40.3 -> 38.8 us at 2.6 %; n32 c2304 15 x 15: 113 -> 103 at 4.4 %; n32
+/// c1152 8 x 8: 25.5 -> 25.7 at 4.2 %; n32 c24 150 x 150: 94.7 -> 75.9 at 6.1 %).
+inline constexpr double direct_extra_margin = 0.975;
 /// Most dynamic shared memory a direct tiling uses: 96 KiB, within every sm_80+ GPU's per-block limit
 /// (99 KiB on sm_86 / sm_89).
 inline constexpr std::size_t direct_max_smem = 96 * 1024;
@@ -119,8 +133,8 @@ struct direct_estimate {
 /// @brief The constants of choose_direct_config's model (SM cycles, bytes per cycle and SM, issue rates).
 /// The defaults were fitted on the H200 (2026-12-05) to 2,107 timed tilings of 27 depthwise, grouped and
 /// small-C layers (`family_bench --direct-sweep`, batch 1 and 32): the set that picks, among each layer's
-/// timed tilings, the one closest to its fastest (geomean 1.09x the fastest, against 1.18x for the
-/// constants before: a warp issuing every other cycle, a 1,400-cycle round trip, 1,500 to start a block,
+/// timed tilings, the one closest to its fastest (geomean 1.10x the fastest, ties broken by tiling order,
+/// against 1.18x for the constants before: a warp issuing every other cycle, a 1,400-cycle round trip, 1,500 to start a block,
 /// 800 to combine, 48 L2 bytes per cycle). bench/NOTES.md, "Ping-pong forced, and the direct kernel's
 /// tilings measured".
 struct direct_model_constants {
@@ -290,12 +304,14 @@ inline direct_config unstaged_direct_config(const conv2d_problem& p, const direc
 /// block::direct_max_group_channels (host, no CUDA call): the candidate with the least
 /// estimate_direct_config (ties: the first found).
 ///
-/// Candidates: tx in {1, 2, 4, 8, 16, 32} and the counts that cover the output's width (plus the chunk
+/// Base candidates: tx in {1, 2, 4, 8, 16, 32} and the counts that cover the output's width (plus the chunk
 /// shift) in one or two tiles (at most 32); ty alike for the height (at most 64); channel groups in {1, 2,
 /// 4, ..., 32} up to the split's channels (C/groups > 1: its groups * K/groups work items); at most
 /// kernel::direct_max_threads threads; splits in {1, 2, 4, 8, 16} up to the problem's groups (C for
 /// depthwise) and `max_splits` (1 when clusters cannot be launched; 16 only where the tiles are few, see
-/// direct_max_splits_sm90). Channels per stage: groups * J for
+/// direct_max_splits_sm90). Extra candidates, taken only where their estimate is below direct_extra_margin
+/// times the base candidates' best: ty from 3 to 16 below the strips down, and 16 splits on any tiling from
+/// batch direct_wide_cluster_batch on. Channels per stage: groups * J for
 /// the largest J in {4, 2, 1} whose buffers fit direct_stage_smem (C/groups > 1: the whole groups holding
 /// groups * J items, else one group). The estimate, in SM cycles, is the largest of
 ///  - throughput: the busiest SM's blocks' warp instructions (per thread and output channel SH*SW*R*S
@@ -318,17 +334,19 @@ inline direct_config unstaged_direct_config(const conv2d_problem& p, const direc
 /// The constants (direct_model_constants) were fitted on the H200 to the measured tilings of 27 layers for
 /// the choice, not the time: the measured time is about 2.4x the cycles at 1.98 GHz (rms 0.24 in log;
 /// batch-32 layers above that, batch-1 layers below). sm_count <= 0 (unknown): planned as for one SM,
-/// never split.
+/// never split. `m`: the model's constants (the planner's unless a refit passes others:
+/// bench/fit_direct_model.cu).
 inline direct_config choose_direct_config(const conv2d_problem& p, const direct_kernel_shape& k, int sm_count,
-                                          int max_splits) {
+                                          int max_splits, const direct_model_constants& m = {}) {
   const double sms = sm_count > 0 ? sm_count : 1;
   if (sm_count <= 0) max_splits = 1;
   const std::int64_t P = p.P(), Q = p.Q();
   const int vec = k.vector ? block::direct_chunk_elements(k.elem_bytes) : 1;
   const std::int64_t shift = block::direct_chunk_shift(p, vec);
-  // thread counts along one side: powers of two up to the count covering `strips`, and the counts
-  // covering `strips` in one or two tiles, at most `most`
-  auto candidates = [](std::int64_t strips, std::int64_t most, int* out) {
+  // thread counts along one side: the base ones (powers of two up to the count covering `strips`, the
+  // counts covering `strips` in one or two tiles), then (`extra`: down, where the measured gains were) every
+  // other count from 3 to 16 below `strips`; at most `most`; returns the count, the base count in *base
+  auto candidates = [](std::int64_t strips, std::int64_t most, bool extra, int* out, int* base) {
     int n = 0;
     auto add = [&](std::int64_t v) {
       if (v < 1 || v > most) return;
@@ -338,31 +356,43 @@ inline direct_config choose_direct_config(const conv2d_problem& p, const direct_
     };
     for (std::int64_t v = 1; v <= most && v < 2 * strips; v *= 2) add(v);
     add(strips), add((strips + 1) / 2);
+    *base = n;
+    for (std::int64_t v = 3; extra && v <= 16 && v < strips; ++v) add(v);
     return n;
   };
   const int most_splits = static_cast<int>(std::min<std::int64_t>(std::min(max_splits, direct_max_splits_sm90), p.groups));
-  int txs[16], tys[16];
-  const int ntx = candidates((Q + shift + k.sw - 1) / k.sw, 32, txs);
-  const int nty = candidates((P + k.sh - 1) / k.sh, 64, tys);
+  int txs[32], tys[32], base_tx = 0, base_ty = 0;
+  const int ntx = candidates((Q + shift + k.sw - 1) / k.sw, 32, false, txs, &base_tx);
+  const int nty = candidates((P + k.sh - 1) / k.sh, 64, true, tys, &base_ty);
   direct_config best;
   best.cycles = -1;
-  for (int a = 0; a < ntx; ++a)
-    for (int b = 0; b < nty; ++b)
-      for (int groups = 1; groups <= 32; groups *= 2) {
-        if (txs[a] * tys[b] * groups > kernel::direct_max_threads) continue;
-        for (int splits = 1; splits <= most_splits; splits *= 2) {
-          if (splits > direct_max_splits) {  // 16-block clusters: only where 8 per tile leave most SMs idle
-            const std::int64_t th = std::int64_t(tys[b]) * k.sh, tw = std::int64_t(txs[a]) * k.sw;
-            const double tiles = double(p.N) * double((P + th - 1) / th) * double((Q + shift + tw - 1) / tw);
-            if (tiles * direct_max_splits * 4 > sms) continue;
-          }
-          const direct_estimate r = estimate_direct_config(p, k, sms, txs[a], tys[b], groups, splits);
-          if (r.ok && (best.cycles < 0 || r.cycles < best.cycles)) {
-            best.tx = txs[a], best.ty = tys[b], best.groups = groups, best.splits = splits, best.cb = r.cb;
-            best.cycles = r.cycles;
+  // pass 0: the base candidates; pass 1: the others, taken only where they beat pass 0's best by
+  // direct_extra_margin
+  double base_cycles = -1;
+  for (int pass = 0; pass < 2; base_cycles = best.cycles, ++pass)
+    for (int a = 0; a < ntx; ++a)
+      for (int b = 0; b < nty; ++b)
+        for (int groups = 1; groups <= 32; groups *= 2) {
+          if (txs[a] * tys[b] * groups > kernel::direct_max_threads) continue;
+          for (int splits = 1; splits <= most_splits; splits *= 2) {
+            bool extra = a >= base_tx || b >= base_ty;
+            if (splits > direct_max_splits) {  // 16-block clusters: base where 8 per tile leave most SMs idle
+              const std::int64_t th = std::int64_t(tys[b]) * k.sh, tw = std::int64_t(txs[a]) * k.sw;
+              const double tiles = double(p.N) * double((P + th - 1) / th) * double((Q + shift + tw - 1) / tw);
+              if (tiles * direct_max_splits * 4 > sms) {
+                if (p.N < direct_wide_cluster_batch) continue;
+                extra = true;
+              }
+            }
+            if (extra != (pass == 1)) continue;
+            const direct_estimate r = estimate_direct_config(p, k, sms, txs[a], tys[b], groups, splits, m);
+            const double bar = pass == 0 ? best.cycles : std::min(best.cycles, base_cycles * direct_extra_margin);
+            if (r.ok && (best.cycles < 0 || r.cycles < bar)) {
+              best.tx = txs[a], best.ty = tys[b], best.groups = groups, best.splits = splits, best.cb = r.cb;
+              best.cycles = r.cycles;
+            }
           }
         }
-      }
   if (best.cycles < 0) best = unstaged_direct_config(p, k, sms, std::min(most_splits, direct_max_splits));  // no patch fits
   return best;
 }
