@@ -21,7 +21,9 @@
 # Optional, only when named (not part of "every step"): sweep (bench/torchvision_sweep.py, issue 32: every
 # distinct conv layer of torchvision's models through the convred op vs PyTorch eager and torch.compile; needs
 # torchvision and the convred package importable; SWEEP_ARGS, default '--sample 100000 --budget-s 300': a
-# class-stratified run stopped after ~5 minutes; output in $OUT/sweep/). Each step's log is teed to $OUT/<step>.log (or
+# class-stratified run stopped after ~5 minutes; output in $OUT/sweep/); changes (the plans a host-side
+# change moved: the newest bench/plan_changes_*.json or CHANGES, through the op and PyTorch eager, then
+# bench/check_predictions.py; output in $OUT/changes/). Each step's log is teed to $OUT/<step>.log (or
 # build-gpu/logs/ when OUT is unset). A failing step is recorded and later steps still run; the summary
 # table (step, rc, seconds) comes last and the exit status is non-zero if any step failed.
 set -uo pipefail
@@ -208,10 +210,25 @@ step_sweep() {
   python3 bench/torchvision_sweep.py ${SWEEP_ARGS:---sample 100000 --budget-s 300} --out-dir "$LOGS/sweep"
 }
 
+# The plans a host-side change moved, measured (only when named): the layers of CHANGES (default: the newest
+# bench/plan_changes_*.json, written by bench/plan_changes.py) through the convred op and PyTorch eager
+# (no torch.compile), then bench/check_predictions.py sets them beside the times the file recorded.
+step_changes() {
+  local changes=${CHANGES:-$(ls bench/plan_changes_*.json 2>/dev/null | sort | tail -1)}
+  if [ -z "$changes" ] || ! python3 -c 'import torchvision, convred' 2>/dev/null; then
+    echo "changes: needs a bench/plan_changes_*.json, torchvision and the convred package importable"
+    return 1
+  fi
+  python3 bench/torchvision_sweep.py --layers-json "$changes" --no-compile ${CHANGES_ARGS:-} \
+    --out-dir "$LOGS/changes" || return $?
+  python3 bench/check_predictions.py --changes "$changes" --after "$LOGS/changes/sweep.json"
+}
+
 for s in "${STEPS[@]}"; do
   case "$s" in
-    configure | build | gpu | tests | example | photos | sanitizer | fuzz | bench | sweep) run_step "$s" "step_$s" ;;
-    *) echo "unknown step '$s' (steps: ${ALL_STEPS[*]}; optional: sweep)"; record "$s" 2 0 ;;
+    configure | build | gpu | tests | example | photos | sanitizer | fuzz | bench | sweep | changes)
+      run_step "$s" "step_$s" ;;
+    *) echo "unknown step '$s' (steps: ${ALL_STEPS[*]}; optional: sweep, changes)"; record "$s" 2 0 ;;
   esac
 done
 
