@@ -66,6 +66,8 @@ def main(argv=None):
     ap.add_argument("--all-rows", action="store_true", help="also the rows whose plan did not change")
     ap.add_argument("--prefix", type=int, default=0, help="compare the descriptions' first N characters (0: all)")
     args = ap.parse_args(argv)
+    if args.prefix < 0:
+        ap.error("--prefix must be 0 (whole descriptions) or a positive count")
     before, after = load_changes(args.changes), load_after(args.after)
     ratios = {m: [] for m in MATHS}
     flagged = {"SLOWER": 0, "faster": 0, "same": 0, "not measured": 0, "plan unchanged": 0}

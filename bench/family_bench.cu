@@ -201,7 +201,10 @@ void direct_sweep(const conv2d_problem& p, int most) {
   // (pad_w and the dilation printed where they differ from the default: bench/fit_direct_model.cu reads this)
   char pad[48] = "", dil[32] = "";
   if (p.pad_w != p.pad_h) std::snprintf(pad, sizeof pad, "x%lld", (long long)p.pad_w);
-  if (p.dil_h != 1) std::snprintf(dil, sizeof dil, " d%lld", (long long)p.dil_h);
+  if (p.dil_w != p.dil_h)
+    std::snprintf(dil, sizeof dil, " d%lldx%lld", (long long)p.dil_h, (long long)p.dil_w);
+  else if (p.dil_h != 1)
+    std::snprintf(dil, sizeof dil, " d%lld", (long long)p.dil_h);
   std::printf("direct sweep N%lld C%lld %lldx%lld K%lld %lldx%lld s%lld p%lld%s g%lld%s: %zu tilings timed (us)\n",
               (long long)p.N, (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.K, (long long)p.R,
               (long long)p.S, (long long)p.stride_h, (long long)p.pad_h, pad, (long long)p.groups, dil, rows.size());

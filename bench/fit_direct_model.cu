@@ -16,18 +16,19 @@
 ///
 /// The criterion, for one set of constants: each layer's timed tilings are replayed through
 /// estimate_direct_config (`--sms` SMs, 132 for an H200); the model's pick is the tiling of least estimated
-/// cycles among those the model accepts (all timed tilings: a wider set than choose_direct_config's
-/// candidates, so this ranks the model, not the planner's rules; the summary also gives the planner's own
-/// pick, choose_direct_config with the same constants, where the sweep timed it) (ties, frequent among latency-bound tilings: the first in (tx, ty,
-/// groups, splits) order, not the measured order; the summary gives the geometric mean with every tie to its
-/// fastest and to its slowest tiling), and the layer's ratio is the pick's measured time over the layer's
-/// fastest. Minimised: the geometric mean of the ratios over the layers (1 is perfect; the maximum is reported
-/// too). The fit: a coordinate search from the planner's defaults (`direct_model_constants{}`), each constant
-/// in turn multiplied by 0.8, 1.25, 0.67, 1.5, 0.5 or 2 where that strictly lowers the criterion (ties keep
-/// the value nearer the start), in rounds until one changes nothing (at most 8; well under a second on the
-/// 2,107 rows of 2026-12-05); `--no-search` evaluates the defaults only. With the defaults and the fitted
-/// constants: the clock, the geometric mean over all timed rows of model cycles per measured second (what
-/// plan_direct_clock_hz is), and the rms of log(model seconds / measured seconds) at it.
+/// cycles among those the model accepts (all timed tilings: a wider set than choose_direct_config's candidates,
+/// so this ranks the model, not the planner's rules; the summary also gives the planner's own pick,
+/// choose_direct_config with the same constants, where the sweep timed it) (ties, frequent among latency-bound
+/// tilings: the first in (tx, ty, groups, splits) order, not the measured order; the summary gives the
+/// geometric mean with every tie to its fastest and to its slowest tiling), and the layer's ratio is the pick's
+/// measured time over the layer's fastest. Minimised: the geometric mean of the ratios over the layers (1 is
+/// perfect; the maximum is reported too). The fit: a coordinate search from the planner's defaults
+/// (`direct_model_constants{}`), each constant in turn multiplied by 0.8, 1.25, 0.67, 1.5, 0.5 or 2 where that
+/// strictly lowers the criterion (ties keep the value nearer the start), in rounds until one changes nothing
+/// (at most 8; well under a second on the 2,107 rows of 2026-12-05); `--no-search` evaluates the defaults only.
+/// With the defaults and the fitted constants: the clock, the geometric mean over all timed rows of model
+/// cycles per measured second (what plan_direct_clock_hz is), and the rms of log(model seconds / measured
+/// seconds) at it.
 ///
 /// Prints the search's steps, the fitted constants as a C++ initializer, a table per layer (the fastest
 /// time, the pick's measured time and ratio under each set) and a summary line per set; warnings on stderr.

@@ -19,6 +19,7 @@ PyTorch.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -69,11 +70,19 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.write_layers:
         with open(args.write_layers, "w") as f:
+            f.write("# plan_table's layers (N C H W K R S stride_h stride_w pad_h pad_w dil_h dil_w groups name), from\n"
+                    f"#   {' '.join(args.sweeps)}\n"
+                    f"# written by: python3 bench/plan_changes.py --write-layers {args.write_layers} "
+                    f"{' '.join(args.sweeps)}\n")
             f.write("".join(layer_line(L) + "\n" for L in load_layers(args.sweeps, measured=False).values()))
         return
-    for path in args.sweeps + [args.table]:
+    if args.prefix < 0:
+        sys.exit("plan_changes: --prefix must be 0 (whole descriptions) or a positive count")
+    for path in args.sweeps:
         if not os.path.exists(path):
             sys.exit(f"plan_changes: {path} does not exist")
+    if not (os.path.exists(args.table) or shutil.which(args.table)):
+        sys.exit(f"plan_changes: {args.table} does not exist (build it: the bench_plan_table target)")
     layers = load_layers(args.sweeps)
     if not layers:
         sys.exit("plan_changes: no measured layer in " + " ".join(args.sweeps))

@@ -17,11 +17,12 @@
 /// Exit 0; 1 on an unreadable file or line (named on stderr).
 ///
 /// With --expect, the output is not printed but compared with SNAPSHOT line by line: every differing line is
-/// counted, the first ten printed (expected, then got), and the exit status is 1 if any differs. A
-/// difference is a plan the working tree moves. When the move is meant, regenerate the snapshot
-/// (`plan_table bench/plans/layers.txt > bench/plans/h200.tsv`) and list the moved plans with their last
-/// measured times (bench/plan_changes.py) for the next GPU run. The estimates are printed to 3 decimals of a
-/// microsecond: a host compiler that rounds differently could move a near tie; regenerate on that toolchain.
+/// counted, the first ten printed (expected, then got), and the exit status is 1 if any differs. A difference
+/// is a plan the working tree moves. When the move is meant, regenerate the snapshot (`plan_table
+/// bench/plans/layers.txt bench/plans/layers_extra.txt > bench/plans/h200.tsv`) and list the moved plans with
+/// their last measured times (bench/plan_changes.py) for the next GPU run. The estimates are printed to 3
+/// decimals of a microsecond: a host compiler that rounds differently could move a near tie; regenerate on that
+/// toolchain.
 #include <convred/convred.cuh>
 #include <convred/device/conv2d_reduce_plan.cuh>
 

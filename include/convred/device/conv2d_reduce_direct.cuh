@@ -238,7 +238,8 @@ status conv2d_reduce_direct_with(const direct_config* forced, const conv2d_probl
 /// pixels' reduction states in registers; the groups' states are combined in group order and y (and the
 /// index) written once per pixel. The tiling comes from choose_direct_config for the current device
 /// (cached); when the tiles are too few to fill the GPU (small batches), up to 8 blocks (16 on sm_90 for very
-/// few tiles: direct_max_splits_sm90) share a
+/// few tiles, and from batch direct_wide_cluster_batch on where the model puts 16 clearly ahead:
+/// direct_max_splits_sm90) share a
 /// tile as a thread-block cluster, each over a share of the channels, and their states are combined
 /// through distributed shared memory in rank order (sm_90 code on a compute capability 9.0+ device;
 /// elsewhere smaller tiles only). Deterministic: no atomics; for a given device the same tiling, hence

@@ -103,15 +103,16 @@ inline constexpr int direct_max_splits_sm90 = 16;
 /// The batch from which choose_direct_config weighs 16 blocks per tile (direct_max_splits_sm90) on any
 /// problem. Measured on the H200 (2026-12-05, the tilings of 27 layers: bench/NOTES.md, "Host tools for the
 /// planner loop"): where the model ranked a 16-block tiling first it was the faster one at batch 32 (c2304
-/// 15 x 15 depthwise 113 -> 103 us, c2304 19 x 19 5 x 5 316 -> 225, c384 14 x 14 5 x 5 40.3 -> 38.8, two
-/// within 1 %) and the slower one at batch 1 on three of four layers (n1 c240 65 x 65 stride 2: 16.4 -> 24.8).
+/// 15 x 15 depthwise 113 -> 103 us, c384 14 x 14 5 x 5 40.3 -> 38.8, c2304 19 x 19 5 x 5 316 -> 225 on a
+/// tiling the chooser does not offer, two within 1 %) and the slower one at batch 1 on three of four layers
+/// (n1 c240 65 x 65 stride 2: 16.4 -> 24.8). Batches between 1 and 32 were not timed.
 inline constexpr std::int64_t direct_wide_cluster_batch = 8;
 /// How much lower (a factor) choose_direct_config's estimate for a tiling outside its base candidates must be
-/// than the base candidates' best for it to be taken: 0.975. Measured on the H200 (2026-12-05): the extra
-/// candidates the model ranked first by less than 1 % were slower (n1 c144 56 x 56 stride 2: 11.9 -> 12.5 us
-/// at 0.6 % lower; n1 c240 65 x 65 stride 2: 16.4 -> 17.0 at 0.9 %), those ahead by 2.6 % or more faster
-/// or level (n32 c384 14 x 14 5 x 5: 40.3 -> 38.8 us at 2.6 %; n32 c2304 15 x 15: 113 -> 103 at 4.4 %; n32
-/// c1152 8 x 8: 25.5 -> 25.7 at 4.2 %; n32 c24 150 x 150: 94.7 -> 75.9 at 6.1 %).
+/// than the base candidates' best for it to be taken: 0.975. Measured on the H200 (2026-12-05): extra tilings
+/// the model ranked first by less than 1 % were slower (n1 c240 65x65 stride 2, 5 rows down: 16.4 -> 17.0 us at
+/// 0.9 % lower; n1 c144 56x56 stride 2, 3 threads across, a count not offered: 11.9 -> 12.5 at 0.6 %), those
+/// ahead by 2.6 % or more faster or level (n32 c384 14x14 5x5: 40.3 -> 38.8 us at 2.6 %; n32 c2304 15x15: 113 ->
+/// 103 at 4.4 %; n32 c1152 8x8: 25.5 -> 25.7 at 4.2 %; n32 c24 150x150: 94.7 -> 75.9 at 6.1 %).
 inline constexpr double direct_extra_margin = 0.975;
 /// Most dynamic shared memory a direct tiling uses: 96 KiB, within every sm_80+ GPU's per-block limit
 /// (99 KiB on sm_86 / sm_89).
@@ -344,8 +345,8 @@ inline direct_config choose_direct_config(const conv2d_problem& p, const direct_
   const int vec = k.vector ? block::direct_chunk_elements(k.elem_bytes) : 1;
   const std::int64_t shift = block::direct_chunk_shift(p, vec);
   // thread counts along one side: the base ones (powers of two up to the count covering `strips`, the
-  // counts covering `strips` in one or two tiles), then (`extra`: down, where the measured gains were) every
-  // other count from 3 to 16 below `strips`; at most `most`; returns the count, the base count in *base
+  // counts covering `strips` in one or two tiles), then (`extra`: down, where the measured gains were) each
+  // remaining count from 3 to 16 below `strips`; at most `most`; returns the count, the base count in *base
   auto candidates = [](std::int64_t strips, std::int64_t most, bool extra, int* out, int* base) {
     int n = 0;
     auto add = [&](std::int64_t v) {
@@ -386,7 +387,9 @@ inline direct_config choose_direct_config(const conv2d_problem& p, const direct_
             }
             if (extra != (pass == 1)) continue;
             const direct_estimate r = estimate_direct_config(p, k, sms, txs[a], tys[b], groups, splits, m);
-            const double bar = pass == 0 ? best.cycles : std::min(best.cycles, base_cycles * direct_extra_margin);
+            // (no base candidate fits: the extra ones compete among themselves)
+            const double bar = pass == 0 || base_cycles < 0 ? best.cycles
+                                                            : std::min(best.cycles, base_cycles * direct_extra_margin);
             if (r.ok && (best.cycles < 0 || r.cycles < bar)) {
               best.tx = txs[a], best.ty = tys[b], best.groups = groups, best.splits = splits, best.cb = r.cb;
               best.cycles = r.cycles;
