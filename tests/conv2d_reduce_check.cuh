@@ -38,6 +38,7 @@
 #include <convred/device/conv2d_reduce_split.cuh>
 #include <convred/reference/conv2d.hpp>
 
+#include "instances.cuh"
 #include "test_util.cuh"
 
 namespace convred_test_fused {

@@ -14,6 +14,8 @@
 #include <convred/device/conv2d_reduce_plan.cuh>
 #include <convred/device/conv2d_reduce_split.cuh>
 
+#include "instances.cuh"
+
 namespace {
 
 using convred::conv2d_problem;

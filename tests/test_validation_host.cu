@@ -13,6 +13,8 @@
 #include <convred/device/conv2d_reduce.cuh>
 #include <convred/device/conv2d_reduce_packed.cuh>
 
+#include "instances.cuh"
+
 namespace {
 
 using convred::status;

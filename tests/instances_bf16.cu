@@ -1,0 +1,5 @@
+// The bf16 kernels the test files share, compiled once (instances.cuh, CONVRED_TEST_INSTANCES_BF16): the
+// mma.sync kernel, fused and split, and the wgmma kernel in its cooperative and ping-pong policies, for float.
+#include "instances.cuh"
+
+CONVRED_TEST_INSTANCES_BF16()

@@ -1,0 +1,5 @@
+// The tf32 kernels the test files share, compiled once (instances.cuh, CONVRED_TEST_INSTANCES_TF32_PINGPONG):
+// the wgmma kernel in its ping-pong policy, for float.
+#include "instances.cuh"
+
+CONVRED_TEST_INSTANCES_TF32_PINGPONG()
