@@ -135,8 +135,8 @@ struct direct_estimate {
 /// The defaults were fitted on the H200 (2026-12-05) to 2,107 timed tilings of 27 depthwise, grouped and
 /// small-C layers (`family_bench --direct-sweep`, batch 1 and 32): the set that picks, among each layer's
 /// timed tilings, the one closest to its fastest (geomean 1.10x the fastest, ties broken by tiling order,
-/// against 1.18x for the constants before: a warp issuing every other cycle, a 1,400-cycle round trip, 1,500 to start a block,
-/// 800 to combine, 48 L2 bytes per cycle). bench/NOTES.md, "Ping-pong forced, and the direct kernel's
+/// against 1.18x for the constants before: a warp issuing every other cycle, a 1,400-cycle round trip,
+/// 1,500 to start a block, 800 to combine, 48 L2 bytes per cycle). bench/NOTES.md, "Ping-pong forced, and the direct kernel's
 /// tilings measured".
 struct direct_model_constants {
   double issue_per_warp = 0.25;   ///< instructions a resident warp issues per cycle
