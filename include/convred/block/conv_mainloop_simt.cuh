@@ -41,6 +41,7 @@ struct conv_mainloop_simt {
   /// @var PG
   /// @brief pixel groups: threads across pixels (BM / TM)
   static constexpr int CG = Policy::channel_groups, PG = Policy::pixel_groups;
+  static constexpr int contiguous_n = 4;      ///< tile_n(j .. j + 3) consecutive for j a multiple of 4
   static constexpr int lanes_per_pixel = CG;  ///< consecutive lanes holding the same pixels
   static constexpr int warps_per_pixel = 1;   ///< those lanes are within one warp
   /// Index of this thread's warp among the warps that share its pixels (always 0 here).

@@ -25,12 +25,36 @@ __host__ __device__ inline void split_range(std::int32_t slices, std::int32_t sp
   last = static_cast<std::int32_t>(std::int64_t(slices) * (z + 1) / splits);
 }
 
+/// Elements of type V one store of conv2d_split_partial_kernel writes: the mainloop's run of consecutive
+/// channels per thread (Contiguous), at most 16 bytes.
+template <class V, int Contiguous>
+inline constexpr int split_partial_vec = Contiguous * sizeof(V) > 16 ? int(16 / sizeof(V)) : Contiguous;
+
+/// @brief Stores v[0 .. Vec) to p as one 8- or 16-byte access (Vec * sizeof(V) of 8 or 16, p aligned to it),
+/// or element by element for other sizes.
+template <int Vec, class V>
+__device__ __forceinline__ void store_vec(V* p, const V* v) {
+  if constexpr (std::is_same_v<V, float> && Vec == 4) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  } else if constexpr (std::is_same_v<V, float> && Vec == 2) {
+    *reinterpret_cast<float2*>(p) = make_float2(v[0], v[1]);
+  } else if constexpr (std::is_same_v<V, double> && Vec == 2) {
+    *reinterpret_cast<double2*>(p) = make_double2(v[0], v[1]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < Vec; ++e) p[e] = v[e];
+  }
+}
+
 /// @brief One block per (BlockM pixels, BlockN channels of one group, GEMM_K split): grid (ceil(M /
 /// BlockM), groups * ceil((K/groups) / BlockN), splits). The block runs the policy's mainloop
 /// (conv_mainloop_mma_sync or conv_mainloop_simt) over its split's GEMM_K slices (split_range) and stores
 /// the raw accumulators (no bias, no epilogue) to `partial[z][m][k]` (z = blockIdx.z; m the pixel, GEMM_M
 /// row, k the global output channel, fastest): only pixels m < M and the channels of the tile's group.
-/// Every element of the M x K plane of each split is written by exactly one block.
+/// Every element of the M x K plane of each split is written by exactly one block: a thread's run of
+/// consecutive channels (mainloop::contiguous_n, at most 16 bytes: split_partial_vec) as one store where K, the
+/// tile's first channel and `partial` are aligned to it (half the store instructions of scalar stores for
+/// mma.sync's channel pairs), else element by element.
 /// @param prm     the conv parameters (block::make_conv_params; the bias is not read)
 /// @param partial device pointer, gridDim.z * M * K elements of the mainloop's accumulator type (float;
 ///   double for the SIMT policy on double data)
@@ -58,14 +82,26 @@ __global__ void __launch_bounds__(Policy::threads, Policy::min_blocks_per_sm)
   ml.run(g, k_first, acc, first, last);
 
   V* out = partial + static_cast<std::int64_t>(blockIdx.z) * prm.M * prm.K + k_first;
+  // A thread's channels come in runs of mainloop::contiguous_n; stored Vec at a time (8 or 16 bytes) where
+  // K, the tile's first channel and the workspace allow it, else one element at a time.
+  constexpr int Vec = split_partial_vec<V, mainloop::contiguous_n>;
+  static_assert(mainloop::TN % Vec == 0, "a thread's channel runs must tile its accumulator columns");
+  const bool vec_ok = prm.K % Vec == 0 && k_first % Vec == 0 &&
+                      reinterpret_cast<std::uintptr_t>(partial) % (Vec * sizeof(V)) == 0;
 #pragma unroll
   for (int i = 0; i < mainloop::TM; ++i) {
     const std::int64_t m = m0 + mainloop::tile_m(i);
     if (m >= prm.M) continue;
 #pragma unroll
-    for (int j = 0; j < mainloop::TN; ++j) {
+    for (int j = 0; j < mainloop::TN; j += Vec) {
       const int c = mainloop::tile_n(j);
-      if (c < valid) out[m * prm.K + c] = acc[i][j];
+      if (vec_ok && c + Vec <= valid) {
+        store_vec<Vec>(out + m * prm.K + c, &acc[i][j]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < Vec; ++e)
+          if (c + e < valid) out[m * prm.K + c + e] = acc[i][j + e];
+      }
     }
   }
 }
