@@ -4,7 +4,7 @@
 /// plan_direct_clock_hz that turns the model's cycles into seconds. Host only: it calls no CUDA function and
 /// needs no GPU (nvcc compiles it because every bench/*.cu is built so).
 ///
-///   fit_direct_model [--sms 132] [--no-search] FILE...
+///   fit_direct_model [--sms 132] [--no-search] [--chooser] FILE...
 ///
 /// The data: the output of `family_bench --direct-sweep N C H W K R stride pad groups` (bench/family_bench.cu),
 /// any number of layers per file (e.g. bench/results/h200_2026-12-05_direct_sweep.txt): per layer a header,
@@ -25,7 +25,8 @@
 /// perfect; the maximum is reported too). The fit: a coordinate search from the planner's defaults
 /// (`direct_model_constants{}`), each constant in turn multiplied by 0.8, 1.25, 0.67, 1.5, 0.5 or 2 where that
 /// strictly lowers the criterion (ties keep the value nearer the start), in rounds until one changes nothing
-/// (at most 8; well under a second on the 2,107 rows of 2026-12-05); `--no-search` evaluates the defaults only.
+/// (at most 8; well under a second on the 2,107 rows of 2026-12-05); `--no-search` evaluates the defaults only;
+/// `--chooser` lists choose_direct_config's pick per layer (its tiling, and its measured time where timed).
 /// With the defaults and the fitted constants: the clock, the geometric mean over all timed rows of model
 /// cycles per measured second (what plan_direct_clock_hz is), and the rms of log(model seconds / measured
 /// seconds) at it.
@@ -397,17 +398,25 @@ void print_constants(const char* title, const constants& m, const constants& sta
 
 /// the planner's own pick (choose_direct_config with constants m, its candidates and rules) per layer, looked
 /// up among the timed rows: prints on how many layers it was timed and its geometric mean over the fastest there
-void print_chooser(const std::vector<layer_rows>& layers, double sms, const constants& m) {
+void print_chooser(const std::vector<layer_rows>& layers, double sms, const constants& m, bool each = false) {
   int timed = 0;
   double logs = 0;
   for (const layer_rows& l : layers) {
     const dev::direct_config c =
         dev::choose_direct_config(l.p, l.k, static_cast<int>(sms), dev::direct_max_splits_sm90, m);
+    double us = -1;
     for (const timed_tiling& r : l.rows)
       if (r.tx == c.tx && r.ty == c.ty && r.groups == c.groups && r.splits == c.splits) {
-        ++timed, logs += std::log(r.us / l.fastest);
+        ++timed, logs += std::log(r.us / l.fastest), us = r.us;
         break;
       }
+    if (each) {
+      if (us > 0)
+        std::printf("  chooser %-40s %d,%d,%d,%d %9.2f us %6.3f\n", l.name.c_str(), c.tx, c.ty, c.groups, c.splits, us,
+                    us / l.fastest);
+      else
+        std::printf("  chooser %-40s %d,%d,%d,%d  untimed\n", l.name.c_str(), c.tx, c.ty, c.groups, c.splits);
+    }
   }
   std::printf("%-9s choose_direct_config's own pick (its candidates): timed on %d of %zu layers, geomean pick / "
               "fastest %.4f there\n", "", timed, layers.size(), timed ? std::exp(logs / timed) : 0.0);
@@ -424,7 +433,7 @@ void print_summary(const char* label, const std::vector<layer_rows>& layers, con
 }
 
 void usage(std::FILE* to) {
-  std::fprintf(to, "usage: fit_direct_model [--sms 132] [--no-search] FILE...   "
+  std::fprintf(to, "usage: fit_direct_model [--sms 132] [--no-search] [--chooser] FILE...   "
                    "(FILE: family_bench --direct-sweep output)\n");
 }
 
@@ -432,7 +441,7 @@ void usage(std::FILE* to) {
 
 int main(int argc, char** argv) {
   double sms = 132;
-  bool search = true;
+  bool search = true, each = false;
   std::vector<const char*> files;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--sms") && i + 1 < argc) {
@@ -444,6 +453,8 @@ int main(int argc, char** argv) {
       }
     } else if (!std::strcmp(argv[i], "--no-search")) {
       search = false;
+    } else if (!std::strcmp(argv[i], "--chooser")) {
+      each = true;
     } else if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
       usage(stdout);
       return 0;
@@ -520,10 +531,10 @@ int main(int argc, char** argv) {
   std::printf("(pick: tx,ty,groups,splits, * where other tilings tie with its estimate; us: its measured time; "
               "ratio: over the fastest)\n\n");
   print_summary("defaults:", layers, v0, c0);
-  print_chooser(layers, sms, defaults);
+  print_chooser(layers, sms, defaults, each);
   if (search) {
     print_summary("fitted:", layers, v1, c1);
-    print_chooser(layers, sms, fitted);
+    print_chooser(layers, sms, fitted, each);
   }
   return 0;
 }

@@ -167,9 +167,10 @@ double plan_conv2d_reduce_seconds(const conv2d_problem& p, int sm_count, int spl
 /// The rate (model cycles per second) that turns choose_direct_config's estimate into seconds for
 /// family::direct's comparisons with the tensor-core families: not the clock (the H200's boost clock is
 /// ~1.98 GHz) but the cycles per second of measured time, fitted on the H200 to 2,107 timed tilings of 27
-/// layers (measured time 2.4x the cycles at 1.98 GHz, geometric mean; batch-32 layers above, batch-1
-/// layers below; bench/NOTES.md, "Ping-pong forced, and the direct kernel's tilings measured").
-inline constexpr double plan_direct_clock_hz = 0.83e9;
+/// layers (measured time 2.2x the cycles at 1.98 GHz, geometric mean; batch-32 layers above, batch-1
+/// layers below; bench/NOTES.md, "Ping-pong forced, and the direct kernel's tilings measured", refitted with
+/// the combine that grows with the cluster: "The direct model's combine grows with the cluster").
+inline constexpr double plan_direct_clock_hz = 0.89e9;
 
 // --- screening's pass 2 (family::screen) -------------------------------------------------------------
 

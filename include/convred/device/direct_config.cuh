@@ -137,13 +137,16 @@ struct direct_estimate {
 /// timed tilings, the one closest to its fastest (geomean 1.10x the fastest, ties broken by tiling order,
 /// against 1.18x for the constants before: a warp issuing every other cycle, a 1,400-cycle round trip,
 /// 1,500 to start a block, 800 to combine, 48 L2 bytes per cycle). bench/NOTES.md, "Ping-pong forced, and the direct kernel's
-/// tilings measured".
+/// tilings measured". The combine then grew with the cluster (`combine` per doubling of its blocks, was 3,000
+/// for any cluster): geomean 1.10 -> 1.05 on the same tilings, the largest miss 1.57x -> 1.22x (n32 c512 14 x 14
+/// groups 32 had taken 8 blocks per tile at 122 us against 2 at 78; bench/NOTES.md, "The direct model's combine
+/// grows with the cluster").
 struct direct_model_constants {
   double issue_per_warp = 0.25;   ///< instructions a resident warp issues per cycle
   double max_issue = 4;           ///< instructions the SM issues per cycle at most
   double round_trip = 1000;       ///< an L2/DRAM round trip of a stage's copies (cycles)
   double block_start = 3000;      ///< a block's start and first round trip (cycles)
-  double combine = 3000;          ///< the cluster's combine of the splits' states (cycles)
+  double combine = 2000;          ///< the cluster's combine of the splits' states, per doubling of its blocks (cycles)
   double dram_bytes = 17;         ///< DRAM bytes per cycle and SM
   double l2_bytes = 32;           ///< L2 bytes per cycle and SM
   double stage_item = 18;         ///< a thread's instructions per staged item (index math, bounds, cp.async)
@@ -271,7 +274,7 @@ inline direct_estimate estimate_direct_config(const conv2d_problem& p, const dir
   // one block: start and first DRAM round trip, then per stage the longer of its issue (shared with the
   // other resident warps) and the round trip spread over the stages in flight; the cluster's combine
   const double t_blk = m.block_start + nst * std::max(warp_stage * conc * warps / ipc, m.round_trip / (k.stages - 1)) +
-                       store * conc * warps / ipc + (splits > 1 ? m.combine : 0);
+                       store * conc * warps / ipc + m.combine * std::log2(double(splits));
   r.latency = std::ceil(nb / bps) * t_blk;
   r.cycles = std::max({r.throughput, r.memory, r.latency}) + 0.05 * (r.throughput + r.memory);
   return r;
@@ -327,8 +330,8 @@ inline direct_config unstaged_direct_config(const conv2d_problem& p, const direc
 ///  - memory: x once from DRAM (17 bytes per cycle and SM: ~4 TB/s on 132 SMs at 1.75 GHz), or the
 ///    busiest SM's staged bytes from L2 (32 bytes per cycle);
 ///  - latency: one block's serial time (3,000 cycles to start, per stage the longer of its issue and an
-///    L2/DRAM round trip of 1,000 cycles over the stages in flight, the store, 3,000 more to combine
-///    splits) times the waves of blocks on the busiest SM (residency from the registers, 80 / 96 / 120 per
+///    L2/DRAM round trip of 1,000 cycles over the stages in flight, the store, 2,000 more per doubling of
+///    the cluster to combine splits: 2,000 for 2 blocks per tile, 8,000 for 16) times the waves of blocks on the busiest SM (residency from the registers, 80 / 96 / 120 per
 ///    thread for the 3x3 / 5x5 / 7x7 variants, direct_s2_registers at stride 2, 128 for the run-time one,
 ///    x1.8 for double, the warps and the shared memory);
 /// plus 5% of the throughput and memory terms, so that among latency-bound candidates the cheaper wins.
