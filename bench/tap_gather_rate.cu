@@ -9,7 +9,7 @@
 ///   packed : x pre-packed as [n][plane][h][w] 16-byte entries (the layout a packing pass would write);
 ///            one cp.async.cg of 16 bytes per entry (zero-fill outside the image), completion signalled to
 ///            the stage's mbarrier by cp.async.mbarrier.arrive.noinc (nothing waits in the producer);
-///   nchw   : x read as given (NCHW fp32): E scalar loads per entry, 4 entries per work item with all their
+///   nchw   : x read as given (NCHW fp32): 4 scalar loads per entry (tf32 entries only), 4 entries per work item with all their
 ///            loads issued first, then 16-byte shared stores, fence.proxy.async and an mbarrier arrive.
 /// Tiles: 256 consecutive output pixels m = (n * P + p) * Q + q (GEMM rows, no tile shape to fit the image);
 /// per tile ceil(K / 128) channel passes x ceil(C / 8) channel slices x R tap rows stages, as the wgmma
@@ -18,9 +18,10 @@
 ///   tap_gather_rate N C H W K R dilation          # padding = dilation (DeepLab's ASPP); R x R filter
 ///   tap_gather_rate                               # the sweep's dilated layers
 ///
-/// Prints per producer the median ms of 10 runs (L2 flushed before each), the A and B bytes per stage, and
-/// the TF32 / bf16 rate (useful FLOP: 2 N P Q K C R S / time) the feed would allow. Exit 0, or 2 without
-/// a device.
+/// Prints per producer the median ms of 10 runs (L2 flushed before each), the A and B bytes per stage, the
+/// bytes read per second (the filter slices and the in-image x entries; zero-filled ones are not read), and
+/// the TF32 (and for the packed producer bf16) rate of useful FLOP (2 N P Q K C R S / time) the feed would
+/// allow. Exit 0, or 2 without a device of compute capability 9.0 or above.
 #include <convred/detail/load.cuh>
 #include <convred/detail/tma.cuh>
 
@@ -134,7 +135,9 @@ __global__ void __launch_bounds__(PROD + CONS, 1) feed_kernel(const args a) {
                     make_uint4(__float_as_uint(f[j][k][0]), __float_as_uint(f[j][k][1]), __float_as_uint(f[j][k][2]),
                                __float_as_uint(f[j][k][3]));
           }
-          asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#if CONVRED_HAS_TMA
+          asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // as a wgmma consumer would need
+#endif
           convred::detail::mbarrier_arrive(&full[slot]);
         }
       }
@@ -169,6 +172,11 @@ void run(const layer& L) {
   const int a_bytes = a.S * PLANES * BM * 16, b_bytes = a.S * 128 * 16 * PLANES;
   const int stage_bytes = a_bytes + b_bytes;
   a.stages = std::min(STAGES_MAX, (227 * 1024 - 256) / stage_bytes);
+  if (a.stages < 2) {
+    std::printf("N%d C%d K%d %dx%d: a stage of %d bytes leaves fewer than 2 in shared memory; skipped\n", L.N, L.C,
+                L.K, L.R, L.R, stage_bytes);
+    return;
+  }
   const std::size_t xbytes = static_cast<std::size_t>(L.N) * a.planes * L.H * L.W * 16;
   const std::size_t xf = static_cast<std::size_t>(L.N) * L.C * L.H * L.W;
   void *xp = nullptr, *x = nullptr, *filt = nullptr, *sink = nullptr;
@@ -189,6 +197,15 @@ void run(const layer& L) {
   const int grid = static_cast<int>(std::min<long long>(sms, a.tiles));
   convred_bench::l2_flush fl(std::size_t(256) << 20);
   const double flop = 2.0 * a.M * L.K * L.C * L.R * L.R;
+  // (output pixel, tap) pairs that read x (the others are zero-filled, not read): per dimension, the
+  // outputs p whose tap r lands in [0, H)
+  auto live_1d = [&](int out, int in) {
+    long long c = 0;
+    for (int r = 0; r < L.R; ++r)
+      for (int p = 0; p < out; ++p) c += (p + r * L.d - a.pad >= 0 && p + r * L.d - a.pad < in);
+    return static_cast<double>(c);
+  };
+  const double live = static_cast<double>(L.N) * live_1d(a.P, L.H) * live_1d(a.Q, L.W);
   std::printf("N%d C%d %dx%d K%d %dx%d d%d: M %lld, %lld tiles, %d passes x %d slices x %d rows, stage A %d B %d bytes, %d stages\n",
               L.N, L.C, L.H, L.W, L.K, L.R, L.R, L.d, a.M, a.tiles, a.passes, a.kt, a.R, a_bytes, b_bytes, a.stages);
   for (int packed = 1; packed >= 0; --packed) {
@@ -202,11 +219,17 @@ void run(const layer& L) {
     const std::vector<double> t = convred_bench::sorted_times(f, 2, 10, fl);
     const double ms = t[t.size() / 2];
     const double stages = static_cast<double>(a.tiles) * a.passes * a.kt * a.R;
-    const double bytes = stages * stage_bytes;
-    // one stage's useful FLOP: tf32 8 input channels, bf16 16 (the same 16-byte entries hold twice as many)
-    std::printf("  %-6s %9.3f ms  %6.2f us/stage/SM  L2->SM %6.2f TB/s  feeds tf32 %6.1f TFLOP/s, bf16 %6.1f (useful)\n",
+    const double bytes = stages * b_bytes + static_cast<double>(a.passes) * a.kt * PLANES * 16 * live;
+    // the rate of useful FLOP (every tap, as PyTorch counts) the feed allows: tf32 stages of 8 input channels;
+    // for the packed producer also bf16 (16-byte entries of 8 channels: the same bytes per stage, twice the
+    // FLOP), which the nchw producer (fp32 loads) does not model
+    std::printf("  %-6s %9.3f ms  %6.2f us/stage/SM  read from L2 %6.2f TB/s (filter and in-image x)  feeds tf32 %6.1f TFLOP/s",
                 packed ? "packed" : "nchw", ms, ms * 1e3 * grid / stages, bytes / (ms * 1e-3) / 1e12,
-                flop / (ms * 1e-3) / 1e12, 2 * flop / (ms * 1e-3) / 1e12);
+                flop / (ms * 1e-3) / 1e12);
+    if (packed)
+      std::printf(", bf16 %6.1f\n", 2 * flop / (ms * 1e-3) / 1e12);
+    else
+      std::printf("\n");
   }
   CHECK_CUDA(cudaFree(xp));
   CHECK_CUDA(cudaFree(x));
@@ -218,8 +241,10 @@ void run(const layer& L) {
 
 int main(int argc, char** argv) {
   int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-    std::printf("tap_gather_rate: no CUDA device\n");
+  int major = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0 ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) != cudaSuccess || major < 9) {
+    std::printf("tap_gather_rate: needs a CUDA device of compute capability 9.0 or above (mbarriers, bulk copies)\n");
     return 2;
   }
   if (argc == 8) {

@@ -545,7 +545,8 @@ TEST_CASE("direct tiling heuristic: fits, fills the GPU with splits on small bat
                                                         h200.groups, h200.splits, h200.cb, true, k.vector);
       MESSAGE(describe(p) << ": " << dev::describe_direct_config(p, k, h200) << "; " << t.blocks() << " blocks, "
                           << t.smem_bytes << " bytes of shared memory, estimate " << h200.cycles << " cycles");
-      CHECK(t.smem_bytes <= dev::direct_max_smem);  // (the stage buffers aim at direct_stage_smem; the real pitch may add)
+      // the stage buffers aim at direct_stage_smem, unless one channel per channel group alone exceeds it
+      if (h200.cb > h200.groups) CHECK(t.smem_bytes <= 64u * 1024);
       if (n == 1) CHECK(h200.splits > 1);  // 3136 pixels: the channels are shared out
       CHECK(h200.cycles > 0);
       // no clusters (sm_80, or code without sm_90): never split; unknown SM count: never split
@@ -597,7 +598,7 @@ TEST_CASE("direct tiling heuristic: fits, fills the GPU with splits on small bat
     // the base candidates alone (a portable cluster limit) are worse by at least the margin where 16 were taken
     const auto ca8 = dev::choose_direct_config(a, dev::direct_kernel_shape_of<float>(a), 132, dev::direct_max_splits);
     CHECK(ca8.ty == 8);  // a base candidate (a power of two)
-    if (ca.splits > 8) CHECK(ca.cycles < ca8.cycles * dev::direct_extra_margin);
+    CHECK(ca.splits == 8);  // the model's pick since the combine grew with the cluster (2, 8, 8, 8: 113 us)
   }
   // the combine grows with the cluster (direct_model_constants::combine per doubling of its blocks): grouped
   // and depthwise layers at batch 32 on 14 x 14 images take small clusters of many channels (H200, 2026-12-05:

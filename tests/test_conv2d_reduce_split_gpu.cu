@@ -28,6 +28,10 @@ std::vector<conv2d_problem> split_shapes() {
     v.push_back(make_problem(2, 12, 8, 8, 66, 5, 5, 2, 2, 1, 1, 1, 1, 3, lay));
     v.push_back(make_problem(1, 130, 7, 9, 130, 3, 3, 2, 1, 1, 2, 2, 1, 2, lay));
     v.push_back(make_problem(3, 1, 5, 7, 7, 1, 1, 0, 0, 1, 1, 1, 1, 1, lay));
+    // K % 4 == 0 (the partial sums' 16- and 8-byte stores; a 4-channel last tile), and groups whose first
+    // channel (66) is not a multiple of 4 (element stores)
+    v.push_back(make_problem(1, 20, 9, 10, 132, 3, 3, 1, 1, 1, 1, 1, 1, 1, lay));
+    v.push_back(make_problem(1, 20, 9, 10, 132, 3, 3, 1, 1, 1, 1, 1, 1, 2, lay));
   }
   return v;
 }

@@ -156,7 +156,9 @@ int choose_k_splits(const conv2d_problem& p, int sm_count,
 /// @param bias            device pointer to K elements, or nullptr for no bias
 /// @param y               device pointer, N*P*Q elements of T; may be nullptr only for index ops with indices
 /// @param indices         device pointer, N*P*Q int64; must be nullptr for ops without an index
-/// @param workspace       device pointer, aligned to the compute type (4 bytes; 8 for double), of
+/// @param workspace       device pointer, aligned to the compute type (4 bytes; 8 for double; 16-byte
+///   alignment, as cudaMalloc's, lets the first kernel store its channel pairs / quads 8 or 16 bytes at a
+///   time), of
 ///   `workspace_bytes` bytes; overwritten (scratch: its contents before and after the call mean nothing)
 ///   and read by the second kernel, so it must not be used by other work until the call's kernels are done
 /// @param workspace_bytes size of `workspace`, at least conv2d_reduce_split_workspace_bytes<T>(p, k_splits)

@@ -102,13 +102,15 @@ inline constexpr int direct_max_splits = 8;
 inline constexpr int direct_max_splits_sm90 = 16;
 /// The batch from which choose_direct_config weighs 16 blocks per tile (direct_max_splits_sm90) on any
 /// problem. Measured on the H200 (2026-12-05, the tilings of 27 layers: bench/NOTES.md, "Host tools for the
-/// planner loop"): where the model ranked a 16-block tiling first it was the faster one at batch 32 (c2304
+/// planner loop"; rankings under the 3,000-cycle combine of then): where the model ranked a 16-block tiling
+/// first it was the faster one at batch 32 (c2304
 /// 15 x 15 depthwise 113 -> 103 us, c384 14 x 14 5 x 5 40.3 -> 38.8, c2304 19 x 19 5 x 5 316 -> 225 on a
 /// tiling the chooser does not offer, two within 1 %) and the slower one at batch 1 on three of four layers
 /// (n1 c240 65 x 65 stride 2: 16.4 -> 24.8). Batches between 1 and 32 were not timed.
 inline constexpr std::int64_t direct_wide_cluster_batch = 8;
 /// How much lower (a factor) choose_direct_config's estimate for a tiling outside its base candidates must be
-/// than the base candidates' best for it to be taken: 0.975. Measured on the H200 (2026-12-05): extra tilings
+/// than the base candidates' best for it to be taken: 0.975. Measured on the H200 (2026-12-05; rankings under
+/// the 3,000-cycle combine of then): extra tilings
 /// the model ranked first by less than 1 % were slower (n1 c240 65x65 stride 2, 5 rows down: 16.4 -> 17.0 us at
 /// 0.9 % lower; n1 c144 56x56 stride 2, 3 threads across, a count not offered: 11.9 -> 12.5 at 0.6 %), those
 /// ahead by 2.6 % or more faster or level (n32 c384 14x14 5x5: 40.3 -> 38.8 us at 2.6 %; n32 c2304 15x15: 113 ->
@@ -139,7 +141,7 @@ struct direct_estimate {
 /// 1,500 to start a block, 800 to combine, 48 L2 bytes per cycle). bench/NOTES.md, "Ping-pong forced, and the direct kernel's
 /// tilings measured". The combine then grew with the cluster (`combine` per doubling of its blocks, was 3,000
 /// for any cluster): geomean 1.10 -> 1.05 on the same tilings, the largest miss 1.57x -> 1.22x (n32 c512 14 x 14
-/// groups 32 had taken 8 blocks per tile at 122 us against 2 at 78; bench/NOTES.md, "The direct model's combine
+/// groups 32 had taken 8 blocks per tile at 121 us against 2 at 78; bench/NOTES.md, "The direct model's combine
 /// grows with the cluster").
 struct direct_model_constants {
   double issue_per_warp = 0.25;   ///< instructions a resident warp issues per cycle
@@ -331,12 +333,13 @@ inline direct_config unstaged_direct_config(const conv2d_problem& p, const direc
 ///    busiest SM's staged bytes from L2 (32 bytes per cycle);
 ///  - latency: one block's serial time (3,000 cycles to start, per stage the longer of its issue and an
 ///    L2/DRAM round trip of 1,000 cycles over the stages in flight, the store, 2,000 more per doubling of
-///    the cluster to combine splits: 2,000 for 2 blocks per tile, 8,000 for 16) times the waves of blocks on the busiest SM (residency from the registers, 80 / 96 / 120 per
-///    thread for the 3x3 / 5x5 / 7x7 variants, direct_s2_registers at stride 2, 128 for the run-time one,
-///    x1.8 for double, the warps and the shared memory);
+///    the cluster to combine splits: 2,000 for 2 blocks per tile, 8,000 for 16) times the waves of blocks
+///    on the busiest SM (residency from the registers, 80 / 96 / 120 per thread for the 3x3 / 5x5 / 7x7
+///    variants, direct_s2_registers at stride 2, 128 for the run-time one, x1.8 for double, the warps and
+///    the shared memory);
 /// plus 5% of the throughput and memory terms, so that among latency-bound candidates the cheaper wins.
 /// The constants (direct_model_constants) were fitted on the H200 to the measured tilings of 27 layers for
-/// the choice, not the time: the measured time is about 2.4x the cycles at 1.98 GHz (rms 0.24 in log;
+/// the choice, not the time: the measured time is about 2.2x the cycles at 1.98 GHz (rms 0.25 in log;
 /// batch-32 layers above that, batch-1 layers below). sm_count <= 0 (unknown): planned as for one SM,
 /// never split. `m`: the model's constants (the planner's unless a refit passes others:
 /// bench/fit_direct_model.cu).
