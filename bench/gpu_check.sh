@@ -181,6 +181,10 @@ step_bench() {
         # shellcheck disable=SC2086
         LD_LIBRARY_PATH="$ldp" "$b" ${BENCH_ARGS:-} --json "$LOGS/bench_results.json" ||
           { rc=$?; echo "$b: rc=$rc"; } ;;
+      # the host tools take files: the recorded direct sweep, the planner's snapshot
+      fit_direct_model) "$b" --chooser bench/results/h200_2026-12-05_direct_sweep.txt || { rc=$?; echo "$b: rc=$rc"; } ;;
+      plan_table) "$b" --expect bench/plans/h200.tsv bench/plans/layers.txt bench/plans/layers_extra.txt >/dev/null ||
+          { rc=$?; echo "$b: rc=$rc"; } ;;
       *) "$b" || { rc=$?; echo "$b: rc=$rc"; } ;;
     esac
   done
