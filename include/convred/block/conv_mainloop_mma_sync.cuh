@@ -51,7 +51,7 @@ struct conv_mainloop_mma_sync {
   /// @var TM
   /// @brief accumulator rows (pixels) per thread (2 per mma tile: rows g and g + 8)
   static constexpr int TM = 2 * MI, TN = 2 * NI;      ///< accumulator columns (channels) per thread (2 per mma tile)
-  static constexpr int contiguous_n = 2;              ///< tile_n(j + 1) == tile_n(j) + 1 for j even (a pair per mma tile)
+  static constexpr int contiguous_n = 2;              ///< tile_n(j + 1) == tile_n(j) + 1 for j even (mma pairs)
   static constexpr int lanes_per_pixel = 4;           ///< lanes 4g..4g+3 hold the same pixels
   static constexpr int warps_per_pixel = WN;          ///< warps holding the same pixels
   static constexpr bool is_tf32 = KSTEP == 8;         ///< tf32/tf32x3: m16n8k8, one fp32 per k (else bf16/fp16 pairs)

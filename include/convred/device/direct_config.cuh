@@ -103,10 +103,10 @@ inline constexpr int direct_max_splits_sm90 = 16;
 /// The batch from which choose_direct_config weighs 16 blocks per tile (direct_max_splits_sm90) on any
 /// problem. Measured on the H200 (2026-12-05, the tilings of 27 layers: bench/NOTES.md, "Host tools for the
 /// planner loop"; rankings under the 3,000-cycle combine of then): where the model ranked a 16-block tiling
-/// first it was the faster one at batch 32 (c2304
-/// 15 x 15 depthwise 113 -> 103 us, c384 14 x 14 5 x 5 40.3 -> 38.8, c2304 19 x 19 5 x 5 316 -> 225 on a
-/// tiling the chooser does not offer, two within 1 %) and the slower one at batch 1 on three of four layers
-/// (n1 c240 65 x 65 stride 2: 16.4 -> 24.8). Batches between 1 and 32 were not timed.
+/// first it was the faster one at batch 32 (c2304 15 x 15 depthwise 113 -> 103 us, c384 14 x 14 5 x 5 40.3
+/// -> 38.8, c2304 19 x 19 5 x 5 316 -> 225 on a tiling the chooser does not offer, two within 1 %) and the
+/// slower one at batch 1 on three of four layers (n1 c240 65 x 65 stride 2: 16.4 -> 24.8). Batches between
+/// 1 and 32 were not timed.
 inline constexpr std::int64_t direct_wide_cluster_batch = 8;
 /// How much lower (a factor) choose_direct_config's estimate for a tiling outside its base candidates must be
 /// than the base candidates' best for it to be taken: 0.975. Measured on the H200 (2026-12-05; rankings under
@@ -138,11 +138,11 @@ struct direct_estimate {
 /// small-C layers (`family_bench --direct-sweep`, batch 1 and 32): the set that picks, among each layer's
 /// timed tilings, the one closest to its fastest (geomean 1.10x the fastest, ties broken by tiling order,
 /// against 1.18x for the constants before: a warp issuing every other cycle, a 1,400-cycle round trip,
-/// 1,500 to start a block, 800 to combine, 48 L2 bytes per cycle). bench/NOTES.md, "Ping-pong forced, and the direct kernel's
-/// tilings measured". The combine then grew with the cluster (`combine` per doubling of its blocks, was 3,000
-/// for any cluster): geomean 1.10 -> 1.05 on the same tilings, the largest miss 1.57x -> 1.22x (n32 c512 14 x 14
-/// groups 32 had taken 8 blocks per tile at 121 us against 2 at 78; bench/NOTES.md, "The direct model's combine
-/// grows with the cluster").
+/// 1,500 to start a block, 800 to combine, 48 L2 bytes per cycle). bench/NOTES.md, "Ping-pong forced, and
+/// the direct kernel's tilings measured". The combine then grew with the cluster (`combine` per doubling of
+/// its blocks, was 3,000 for any cluster): geomean 1.10 -> 1.05 on the same tilings, the largest miss 1.57x
+/// -> 1.22x (n32 c512 14 x 14 groups 32 had taken 8 blocks per tile at 121 us against 2 at 78;
+/// bench/NOTES.md, "The direct model's combine grows with the cluster").
 struct direct_model_constants {
   double issue_per_warp = 0.25;   ///< instructions a resident warp issues per cycle
   double max_issue = 4;           ///< instructions the SM issues per cycle at most
