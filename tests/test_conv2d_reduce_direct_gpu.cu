@@ -64,6 +64,7 @@ std::vector<conv2d_problem> s2_shapes(layout lay) {
 struct emulation {
   std::size_t staged_twice = 0;    ///< patch elements staged by more than one thread or item (or inside x and not at all)
   std::size_t written_twice = 0;   ///< outputs written more than once, or never
+  int channel_step = 1;            ///< the stager's channel step (NCHW: > 1 where threads share a position's channels)
 };
 
 /// Runs the direct kernel's block pieces on the host for tiling c of problem p (variant FR x FS at stride
@@ -109,6 +110,7 @@ emulation emulate_direct(const conv2d_problem& p, const host_data<T>& d, bool bi
         t.div_tx.divmod(pt, ty, tx);
       };
       const stager st0(prm, t, b, smem, 0);
+      out.channel_step = std::max(out.channel_step, st0.channel_step());
       if constexpr (!strip::unrolled) {
         if (!t.staged)  // x read directly
           for (int tid = 0; tid < t.threads; ++tid) {
@@ -265,7 +267,8 @@ void reference_of(const conv2d_problem& p, const host_data<T>& d, bool bias, Op 
 /// Emulates every tiling of tilings_for on integer data and requires the exact reference and no
 /// structural fault. Returns the number of tilings run.
 template <class T, class Op, class Epi>
-int check_emulated(const std::string& name, const conv2d_problem& p, const host_data<T>& d, bool bias, Op op, Epi epi) {
+int check_emulated(const std::string& name, const conv2d_problem& p, const host_data<T>& d, bool bias, Op op, Epi epi,
+                   int* shared_positions = nullptr) {
   std::vector<double> yref;
   std::vector<std::int64_t> iref;
   reference_of(p, d, bias, op, epi, yref, iref);
@@ -284,6 +287,7 @@ int check_emulated(const std::string& name, const conv2d_problem& p, const host_
       CHECK(e.staged_twice == 0);
       CHECK(e.written_twice == 0);
       CHECK(exact_mismatches<T, Op>(y, idx, yref, iref) == 0);
+      if (shared_positions && c.staged && p.x_layout == layout::nchw) *shared_positions += e.channel_step > 1;
       ++n;
     }
   }
@@ -426,19 +430,20 @@ TEST_CASE("direct kernel pieces run on the host equal the float64 reference (eve
   // exact on integer data (float, double and half), every tiling staged each element exactly once, the
   // register path's enumeration the same elements, every output written once
   std::uint64_t seed = 51000;
-  int tilings = 0;
+  int tilings = 0, shared_positions = 0;
   for (layout lay : kLayouts)
     for (const conv2d_problem& p : direct_shapes(lay)) {
       const auto df = make_data<float>(p, ++seed, data_kind::integer);
-      tilings += check_emulated("argmin", p, df, true, op::argmin{}, epi::scale<float>{2.0f});
+      tilings += check_emulated("argmin", p, df, true, op::argmin{}, epi::scale<float>{2.0f}, &shared_positions);
       tilings += check_emulated("sum", p, df, true, op::sum{}, epi::identity{});
       const auto dd = make_data<double>(p, ++seed, data_kind::integer);
       tilings += check_emulated("max no bias", p, dd, false, op::max{}, epi::scale<float>{-1.5f});
       const auto dh = make_data<__half>(p, ++seed, data_kind::integer);
       tilings += check_emulated("argmax", p, dh, true, op::argmax{}, epi::scale<float>{-1.5f});
     }
-  MESSAGE(tilings << " tilings emulated");
+  MESSAGE(tilings << " tilings emulated, " << shared_positions << " of them NCHW with threads sharing a position's channels");
   CHECK(tilings > 100);
+  CHECK(shared_positions > 0);  // both staging orders of the stager (its channel step 1 and more) ran
 }
 
 TEST_CASE("direct kernel pieces on the host: random depthwise shapes, exact") {

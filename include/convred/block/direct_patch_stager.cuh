@@ -26,10 +26,17 @@ namespace convred::block {
 /// Items: NCHW x stages items of `vec` elements of a patch row (direct_tiling::vec: chunks of 8 or 16 bytes
 /// with cp.async where x allows it, else single elements), item (cl, i, j) = channel cl, patch row i,
 /// columns j*vec ... j*vec + vec - 1; NHWC x one element per item, item (cl, i, j) = channel cl of patch
-/// pixel (i, j). Item f of a stage (f = cl * rows * chunks + i * chunks + j) is staged by thread f %
-/// threads: consecutive threads take consecutive chunks of a row (coalesced for NCHW). An item lies wholly
-/// inside x or wholly outside (chunks start on multiples of vec in x, and W is a multiple of vec); items
-/// outside are skipped. 4- and 8-byte types, and chunks, copy with cp.async (no register held while in
+/// pixel (i, j). An item lies wholly inside x or wholly outside (chunks start on multiples of vec in x, and
+/// W is a multiple of vec); items outside are skipped.
+/// NCHW: a thread stages the same plane positions pi = i * chunks + j in each channel it takes, so that the
+/// index arithmetic and the bounds test of a position are paid once per stage, not once per channel (they
+/// are most of the 18 instructions per staged element that choose_direct_config's model charges). With
+/// phases = max(1, threads / (rows * chunks)): thread tid takes positions tid, tid + threads, ... of every
+/// channel of the stage when phases is 1, else the one position tid % (rows * chunks) of channels tid /
+/// (rows * chunks), + phases, ... (threads from phases * rows * chunks on stage nothing). Consecutive
+/// threads take consecutive chunks of a row
+/// (coalesced). NHWC: item f of a stage (f = cl * rows * chunks + i * chunks + j) is staged by thread f %
+/// threads. 4- and 8-byte types, and chunks, copy with cp.async (no register held while in
 /// flight; `stages` = 3 buffers, two stages in flight while one is computed); single 2-byte elements
 /// (cp.async copies at least 4 bytes) are loaded and stored by the issuing thread at once.
 ///
@@ -53,6 +60,13 @@ class direct_patch_stager {
     w0_ = b.q0 * prm.stride_w - prm.pad_w;
   }
 
+  /// NCHW: the channel step of this thread's staging, `phases` in the class comment (1: each thread takes
+  /// every channel of a stage at its positions; more: threads take one position of every phases-th channel).
+  __host__ __device__ int channel_step() const {
+    std::int32_t phases, rest;
+    t_.div_items.divmod(t_.threads, phases, rest);
+    return phases > 1 ? phases : 1;
+  }
   /// Stages of the block's channel share: ceil((c1 - c0) / cb).
   __host__ __device__ int stage_count() const { return t_.stage_count(c1_ - c0_); }
   /// First input channel of stage s.
@@ -72,19 +86,30 @@ class direct_patch_stager {
   template <class F>
   __host__ __device__ void for_each_item(int s, F&& f) const {
     const int cs = stage_first(s), nch = stage_channels(s);
-    const std::int32_t items = nch * t_.rows * t_.chunks, H = prm_.H, W = prm_.W;
+    const std::int32_t H = prm_.H, W = prm_.W;
     if (prm_.x_layout == layout::nchw) {
-      for (std::int32_t item = tid_; item < items; item += t_.threads) {
-        std::int32_t cl, rest, i, j;
-        t_.div_items.divmod(item, cl, rest);
-        t_.div_chunks.divmod(rest, i, j);
+      // this thread's first plane position and step, first channel and channel step (see the class)
+      const std::int32_t positions = t_.rows * t_.chunks, phases = channel_step();
+      std::int32_t ch0 = 0, pos0 = tid_, pos_step = t_.threads;
+      if (phases > 1) {
+        t_.div_items.divmod(tid_, ch0, pos0);  // tid = ch0 * positions + pos0
+        pos_step = positions;
+        if (ch0 >= phases) pos0 = positions;   // past phases * positions: nothing
+      }
+      const std::int64_t hw = std::int64_t(H) * W;
+      for (std::int32_t pos = pos0; pos < positions; pos += pos_step) {
+        std::int32_t i, j;
+        t_.div_chunks.divmod(pos, i, j);
         const std::int32_t h = h0_ + i, w = w0_ + j * t_.vec;
         if (static_cast<std::uint32_t>(h) >= static_cast<std::uint32_t>(H) ||
             static_cast<std::uint32_t>(w) >= static_cast<std::uint32_t>(W))
           continue;
-        f(cl * t_.plane + i * t_.pitch + j * t_.vec, (std::int64_t(cs + cl) * H + h) * W + w);
+        const std::int32_t e = i * t_.pitch + j * t_.vec;
+        const std::int64_t off = (std::int64_t(cs) * H + h) * W + w;
+        for (std::int32_t cl = ch0; cl < nch; cl += phases) f(cl * t_.plane + e, off + cl * hw);
       }
     } else {
+      const std::int32_t items = nch * t_.rows * t_.chunks;
       for (std::int32_t item = tid_; item < items; item += t_.threads) {
         std::int32_t cl, rest, i, j;
         t_.div_items.divmod(item, cl, rest);
