@@ -156,9 +156,10 @@ TEST_CASE("conv2d_reduce_plan: shapes the wgmma kernel does not serve name the r
   nhwc.x_layout = convred::layout::nhwc;
   stride3.stride_h = stride3.stride_w = 3;
   stride2.stride_h = stride2.stride_w = 2;
-  // 32 input and 16 output channels per group: neither the direct family (C/groups <= 16,
-  // test_grouped_direct_gpu.cu) nor family::grouped (K/groups >= 32, test_grouped_gpu.cu) serves it
-  groups.groups = 2, groups.K = 32;
+  // 20 input and 16 output channels per group: neither the direct family (C/groups <= 16,
+  // test_grouped_direct_gpu.cu), family::grouped (K/groups >= 32, test_grouped_gpu.cu) nor the wgmma
+  // kernel's grouped passes (C/groups a multiple of 8, test_grouped_wgmma_gpu.cu) serve it
+  groups.groups = 2, groups.C = 40, groups.K = 32;
   dil.dil_h = 2, dil.pad_h = 1;  // (a padding the dilation divides runs on the wgmma kernel: test_dilated_gpu.cu)
   w_odd.W = 255;
   for (const row& r : {row{nhwc, "not NCHW"}, row{stride3, "stride other than 1 or 2"},

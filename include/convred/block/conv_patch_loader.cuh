@@ -78,7 +78,7 @@ struct conv_patch_loader {
     if (filter)
       convred::detail::bulk_copy_g2s(stage, static_cast<const unsigned char*>(p.filter) + static_cast<std::int64_t>(slice) * p.b_bytes,
                                      filter, bar);
-    const std::int64_t block = tile * p.kt + slice % p.kt;  // (tile, stage) block of the packed x
+    const std::int64_t block = tile * p.x_stages() + p.x_stage(slice);  // (tile, stage) block of the packed x
     convred::detail::bulk_copy_g2s(stage + p.a_offset, static_cast<const unsigned char*>(p.xpack) + block * planes, planes, bar);
   }
 
@@ -93,7 +93,7 @@ struct conv_patch_loader {
     if (filter)
       convred::detail::bulk_copy_g2s(stage, static_cast<const unsigned char*>(p.filter) + static_cast<std::int64_t>(slice) * p.b_bytes,
                                      filter, bar);
-    convred::detail::tma_load_4d(stage + p.a_offset, x_map, 0, (slice % p.kt) * Policy::block_c * p.group, p0, n, bar);
+    convred::detail::tma_load_4d(stage + p.a_offset, x_map, 0, p.x_stage(slice) * Policy::block_c * p.group, p0, n, bar);
   }
 
   /// Rewrites a raw buffer (raw_c channels) as its raw_c / E planes, starting at `planes` (the stage's

@@ -11,7 +11,9 @@
 namespace convred::block {
 
 /// @brief Parameter block of the packed-filter wgmma kernel (kernel::conv2d_reduce_wgmma_kernel): NCHW fp32 x,
-/// groups 1, stride 1 or 2, dilation 1 (or any along a 1-wide filter dimension), any K (conv_mainloop_wgmma::make_params decides). A tile is tile_h m64
+/// any groups with C/groups a multiple of block_c (each group's K/groups channels its own channel passes:
+/// conv_groups), stride 1 or 2, dilation 1 (or any along a 1-wide filter dimension), any K
+/// (conv_mainloop_wgmma::make_params decides). A tile is tile_h m64
 /// wgmma rows of one image (tile_h 4, or 2 for ping-pong): tile_h output rows x 64 columns, or for narrow
 /// images (Q + (S - 1) / stride <= 32) tile_rows = tile_h * 64 / pw output rows of the whole width (pw = 16 or 32
 /// plane pitch; an m64 row then spans 4 or 2 output rows, its pixels past Q computed and dropped); tiles
@@ -213,6 +215,35 @@ struct wgmma_conv_params {
   std::int32_t direct = 0;
   convred::detail::fast_divmod div_image;  ///< flat: divides by flat_rows * pw (plane pixel -> image)
   convred::detail::fast_divmod div_pw;     ///< flat: divides by pw (pixel within an image -> row, column)
+  /// @brief Grouped convolutions (PyTorch's conv2d `groups`, each group its own GEMM: GEMM_N = K/groups,
+  /// GEMM_K = C/groups R S): the groups, 1 for a dense one. Group g's output channels [g Kg, (g + 1) Kg)
+  /// are channel passes g * group_passes ... (g + 1) * group_passes - 1 (npass = conv_groups *
+  /// group_passes), each over the kt stages of the group's own C/groups input channels (C/groups a multiple
+  /// of block_c, so that no stage reads another group's channels): the x channels of slice (pass, stage)
+  /// are x_stage's, its output channels pass_k0's. The packed filter holds each pass's slices as for a
+  /// dense problem of Kg output and C/groups input channels (device::pack_filter). Set by make_params.
+  std::int32_t conv_groups = 1;
+  /// @brief channel passes per group: ceil(Kg / 128) (npass for a dense convolution)
+  std::int32_t group_passes = 1;
+  /// @brief output channels per group, K / conv_groups (K for a dense convolution)
+  std::int32_t Kg = 0;
+
+  /// The stage of x (its channels [x_stage * group * block_c, ...) of the image) that packed filter slice
+  /// `slice` (pass * kt + stage of the pass) multiplies: the pass's group's kt stages, kt per group.
+  __host__ __device__ std::int32_t x_stage(std::int32_t slice) const {
+    return slice / (kt * group_passes) * kt + slice % kt;
+  }
+  /// Stages of x per tile: kt per group (the packed x's (tile, stage) blocks, xpack_bytes).
+  __host__ __device__ std::int32_t x_stages() const { return kt * conv_groups; }
+  /// The first output channel of channel pass `pass`: its group's first plus 128 per earlier pass of the group.
+  __host__ __device__ std::int32_t pass_k0(std::int32_t pass) const {
+    return pass / group_passes * Kg + pass % group_passes * 128;
+  }
+  /// The output channels of channel pass `pass`: min(128, Kg - its first within the group).
+  __host__ __device__ std::int32_t pass_channels(std::int32_t pass) const {
+    const std::int32_t left = Kg - pass % group_passes * 128;
+    return left < 128 ? left : 128;
+  }
 };
 
 /// Operand stages at most in a wgmma kernel's pipeline (its mbarrier arrays): Policy::stages, or for flat

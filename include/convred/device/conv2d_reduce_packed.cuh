@@ -32,13 +32,15 @@ namespace convred::device {
 /// conv2d_reduce_packed and conv2d_reduce_packed_split run `Policy::fallback`, the mma.sync tensor-core
 /// kernel with the same math, on the KCRS weights w, and need no packed filter). The packed filter does not
 /// depend on the tiles.
-/// The wgmma kernel serves: T = float, NCHW x, groups 1, stride 1 or 2 (the same in both dimensions),
+/// The wgmma kernel serves: T = float, NCHW x, groups 1 or any groups with C/groups a multiple of
+/// Policy::block_c (8 for TF32 and 3xTF32, 16 for bf16 and fp16; each group's K/groups channels its own
+/// ceil(K/groups / 128) channel passes), stride 1 or 2 (the same in both dimensions),
 /// dilation 1, N < 2^31, any K (K > 128 runs ceil(K/128) channel passes per tile), and R, S, padding and
 /// output width whose operand stages fit in shared memory (every 3x3, 3x1, 1x3 and 1x1 filter with the
 /// default policies; under 3xTF32, whose stages hold two parts, 1x7, 7x1, 2x2 and 1x1 at stride 2 too, but
 /// not most 3x3 at stride 2, nor 5x5), on a compute capability 9.0 device running
-/// an sm_90a image. The answer does not depend on N or on the reduction op. Size: ceil(K/128) *
-/// ceil(C/block_c) * parts * R*S * 128 * block_c * (4 bytes for tf32/tf32x3, 2 for bf16/fp16); the seed
+/// an sm_90a image. The answer does not depend on N or on the reduction op. Size: groups * ceil(K/groups/128) *
+/// ceil(C/groups/block_c) * parts * R*S * 128 * block_c * (4 bytes for tf32/tf32x3, 2 for bf16/fp16); the seed
 /// problem (C = 64, K = 128, 3x3): 294,912 bytes for tf32, 589,824 for tf32x3, 147,456 for bf16/fp16.
 /// @tparam Policy a wgmma_policy (or default_wgmma_policy<Math>::type)
 /// @tparam T element type of x and w (only float is served by the wgmma kernel)
@@ -55,9 +57,11 @@ std::size_t packed_filter_bytes(const conv2d_problem& p) {
 ///
 /// The packed image is the wgmma kernel's shared-memory layout (kernel::pack_filter_kernel): per stage of
 /// block_c input channels, per filter tap, a 128 x block_c slice in K-major core matrices, converted once to
-/// the math's operand type (tf32 round-to-nearest-even, 3xTF32 big + small, bf16, fp16). w is not modified.
+/// the math's operand type (tf32 round-to-nearest-even, 3xTF32 big + small, bf16, fp16); a grouped
+/// convolution's groups one after another, each as a dense filter of K/groups output and C/groups input
+/// channels. w is not modified.
 /// @param p      the problem the filter will be used with (see packed_filter_bytes for what it depends on)
-/// @param w      device pointer, K*C*R*S elements, KCRS contiguous
+/// @param w      device pointer, K*(C/groups)*R*S elements, KCRS contiguous
 /// @param packed device pointer to `bytes` bytes, 16-byte aligned (cudaMalloc gives 256)
 /// @param bytes  size of `packed`, at least packed_filter_bytes<Policy, T>(p)
 /// @param stream CUDA stream the packing kernel is launched on (asynchronous)
@@ -86,7 +90,8 @@ status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_
     auto kern = kernel::pack_filter_kernel<Policy>;
     if (status s = detail::check_device(kern); s != status::success) return s;
     const std::int64_t total = static_cast<std::int64_t>(need / Policy::filter_elem_bytes);
-    kern<<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(w, packed, k.K, k.C, k.R, k.S, total);
+    kern<<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(w, packed, k.Kg, k.C / k.conv_groups,
+                                                                        k.group_passes, k.R, k.S, total);
     return detail::launch_status();
   } else {
     return status::success;

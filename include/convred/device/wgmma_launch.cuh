@@ -205,7 +205,7 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
     auto pack = kernel::pack_x_kernel<Policy>;
     if (status s = check_device(pack); s != status::success) return s;
     // a block row per (tile, stage) block of the packed x, 256 of its first part's 16-byte entries per block
-    const dim3 grid(static_cast<unsigned>(pack_tiles * k.kt), static_cast<unsigned>((k.part_bytes / 16 + 255) / 256));
+    const dim3 grid(static_cast<unsigned>(pack_tiles * k.x_stages()), static_cast<unsigned>((k.part_bytes / 16 + 255) / 256));
     pack<<<grid, 256, 0, stream>>>(k.x, const_cast<void*>(k.xpack), k);
     if (status s = launch_status(); s != status::success) return s;
   }
@@ -220,10 +220,11 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
 /// workspace: the packed filter's `packed` bytes rounded up to a multiple of 16 (0 when nothing is packed).
 inline std::size_t partial_offset(std::size_t packed) { return (packed + 15) / 16 * 16; }
 
-/// Bytes of pass mode's reduction states (npass x N*P*Q x pass_state_bytes, rounded up to a multiple of
-/// 16: the partial sums of a split-K tail follow them); 0 without pass mode.
+/// Bytes of pass mode's reduction states (npass x N*P*Q x pass_state_bytes, npass = groups x ceil(K/groups /
+/// 128), rounded up to a multiple of 16: the partial sums of a split-K tail follow them); 0 without pass mode.
 inline std::int64_t pass_states_bytes(const conv2d_problem& p, bool pass_states) {
-  return pass_states ? ((p.K + 127) / 128 * p.gemm_m() * static_cast<std::int64_t>(pass_state_bytes) + 15) / 16 * 16 : 0;
+  const std::int64_t npass = p.groups * ((p.K_per_group() + 127) / 128);
+  return pass_states ? (npass * p.gemm_m() * static_cast<std::int64_t>(pass_state_bytes) + 15) / 16 * 16 : 0;
 }
 
 /// The size of conv2d_reduce_packed_split's workspace for p on a served plan: partial_offset(packed) +

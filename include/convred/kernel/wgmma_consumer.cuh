@@ -17,7 +17,9 @@ namespace convred::kernel {
 /// @brief A consumer warpgroup's work: per stage one commit group of wgmmas (block::conv_mainloop_wgmma),
 /// the stage released when the next stage's group is issued and its own has completed (3xTF32: when
 /// run_stage returns, the stage complete); the first stage of each pass of a unit starts the accumulators
-/// (scale-d = 0). Fused mode: per channel pass of 128 output channels (npass of them, K > 128), the
+/// (scale-d = 0). A pass's output channels are wgmma_conv_params::pass_k0 on (pass_channels of them: 128
+/// per pass of a dense convolution, a group's Kg in passes of up to 128 of a grouped one).
+/// Fused mode: per channel pass of 128 output channels (npass of them, K > 128), the
 /// epilogue e(acc + bias[k], k) folded into the pixels' reduction states in registers
 /// (block::reduce_epilogue::fold), which carry over to the next pass; per tile, the reduction across the
 /// lanes in warp shuffles (finish) and y and indices written once. Partial mode (prm.partial): a unit is
@@ -35,7 +37,6 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
   CONVRED_WGMMA_PROBE(threadIdx.x == 0 || threadIdx.x == 128);
   using mainloop = block::conv_mainloop_wgmma<Policy>;
   using epilogue_t = block::reduce_epilogue<mainloop, Op, false>;  // states in registers
-  constexpr int BN = Policy::block_n;
   auto& tail = sm.tail;
   epilogue_t red(tail.reduce, op);
   pipeline_state st(prm.stages);
@@ -106,20 +107,23 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
       CONVRED_WGMMA_UNIT_END(done);
       if constexpr (!mainloop::promotes) convred::detail::mbarrier_arrive(&tail.empty[prev]);
       prev = -1;
-      const int k0 = pass * BN;
+      const int k0 = prm.pass_k0(pass), valid = prm.pass_channels(pass);  // the pass's output channels
       if (prm.partial) {  // partial mode (one pass per unit: done): the raw sums of split z, rows m - partial_m0
         const std::int64_t m0 = mainloop::promotes ? 0 : prm.partial_m0, plane = (prm.N * prm.P * prm.Q - m0) * prm.K;
         float* out = prm.partial + sched.split_of(unit) * plane + k0;
-        // the rows' alignment: 16 bytes where every row and pass starts 16-byte aligned, else 8 where even
-        const int vec = prm.K % 4 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0 ? 4 : prm.K % 2 == 0 ? 2 : 1;
-        CONVRED_WGMMA_PHASE(3, mainloop::store_raw(d, out, prm.K, min(BN, prm.K - k0), vec, [&](int px) {
+        // the rows' alignment: 16 bytes where every row and pass starts 16-byte aligned and the pass's
+        // channels come in whole quads, else 8 where even
+        const int vec = prm.K % 4 == 0 && valid % 4 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0 ? 4
+                        : prm.K % 2 == 0 && valid % 2 == 0                                                   ? 2
+                                                                                                             : 1;
+        CONVRED_WGMMA_PHASE(3, mainloop::store_raw(d, out, prm.K, valid, vec, [&](int px) {
                                                   const std::int64_t m = pixel(px);
                                                   return m < 0 ? m : m - m0;
                                                 }));
       } else {  // the pass complete: its 128 channels folded into the states
         float acc[mainloop::TM][mainloop::TN];
         mainloop::to_tile(d, acc);
-        CONVRED_WGMMA_PHASE(2, red.fold(acc, bias, epi, k0, min(BN, prm.K - k0), mainloop::tile_n, state));
+        CONVRED_WGMMA_PHASE(2, red.fold(acc, bias, epi, k0, valid, mainloop::tile_n, state));
       }
       sl = pass_end;
     }

@@ -17,16 +17,18 @@
 
 namespace convred::kernel {
 
-/// @brief Packs KCRS fp32 weights (groups 1) into the wgmma kernel's shared-memory image, one thread per
-/// packed element. Layout, in elements: [pass][stage kt][part][tap r*S+s][n/8][c/E][n%8][c%E] with
-/// E = 16 / element bytes (one 16-byte core-matrix row), n = output channel within the pass's 128
-/// (channel pass * 128 + n), c = channel within the stage's block_c; so each tap's 128 x block_c slice is
-/// K-major no-swizzle core matrices (128 B each, 128 B apart along K, 256 B along N). Values: tf32 (round
-/// to nearest even), the 3xTF32 big / small parts (part 0 / 1), bf16 or fp16 (round to nearest even);
-/// zero for channels >= K and c >= C.
+/// @brief Packs KCRS fp32 weights (K x Cg x R x S, Cg = C/groups input channels per output channel) into
+/// the wgmma kernel's shared-memory image, one thread per packed element. Layout, in elements:
+/// [pass][stage kt][part][tap r*S+s][n/8][c/E][n%8][c%E] with E = 16 / element bytes (one 16-byte
+/// core-matrix row); pass = g * gpass + j is pass j of group g (gpass = ceil(Kg / 128) passes per group; a
+/// dense filter is one group), n = output channel within the pass's 128 (channel g * Kg + j * 128 + n), c
+/// = the group's input channel kt * block_c + (c within the stage's block_c); so each tap's 128 x block_c
+/// slice is K-major no-swizzle core matrices (128 B each, 128 B apart along K, 256 B along N). Values: tf32
+/// (round to nearest even), the 3xTF32 big / small parts (part 0 / 1), bf16 or fp16 (round to nearest
+/// even); zero for channels past the group's Kg and past Cg.
 template <class Policy>
-__global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict__ out, std::int32_t K, std::int32_t C,
-                                   std::int32_t R, std::int32_t S, std::int64_t total) {
+__global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict__ out, std::int32_t Kg, std::int32_t Cg,
+                                   std::int32_t gpass, std::int32_t R, std::int32_t S, std::int64_t total) {
   constexpr int BC = Policy::block_c, E = 16 / Policy::filter_elem_bytes;
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= total) return;
@@ -44,12 +46,12 @@ __global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict
   rest /= taps;
   const int part = static_cast<int>(rest % Policy::parts);
   rest /= Policy::parts;
-  const std::int64_t kts = (C + BC - 1) / BC;  // stages per pass
+  const std::int64_t kts = (Cg + BC - 1) / BC;  // stages per pass
   const std::int64_t kt = rest % kts, pass = rest / kts;
-  const std::int64_t n = pass * 128 + ng * 8 + n8;
+  const std::int64_t n = pass % gpass * 128 + ng * 8 + n8;  // within the group
   const std::int64_t c = kt * BC + cb * E + ce;
   const int r = tap / S, s = tap % S;
-  const float v = (n < K && c < C) ? w[((n * C + c) * R + r) * S + s] : 0.f;
+  const float v = (n < Kg && c < Cg) ? w[(((pass / gpass * Kg + n) * Cg + c) * R + r) * S + s] : 0.f;
   if constexpr (Policy::is_tf32) {
     std::uint32_t big, small;
     if constexpr (Policy::parts == 2)
@@ -89,7 +91,7 @@ __global__ void pack_x_kernel(const float* __restrict__ x, void* __restrict__ ou
   const std::int32_t blk = static_cast<std::int32_t>(blockIdx.x);  // t * kt + s
   const std::int32_t w = rem % k.phase_pixels, pj = rem / k.phase_pixels;
   const int phase = pj % phases, jj = pj / phases;
-  const std::int32_t t = blk / k.kt, stage = blk - t * k.kt;
+  const std::int32_t t = blk / k.x_stages(), stage = blk - t * k.x_stages();
   const std::int32_t o = t * Policy::block_m + w;  // < flat_pixels < 2^31
   std::int32_t n, r, row, col;
   k.div_image.divmod(o, n, r);

@@ -66,7 +66,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
         CONVRED_WGMMA_PHASE(7, loader::gather_planes(prm.x, stage + prm.a_offset, prm, t.n,
                                                   static_cast<int>(t.tp) * prm.tile_rows,
                                                   static_cast<int>(t.tq) * prm.tile_cols,
-                                                  (sl % prm.kt) * Policy::block_c, pt, transform));
+                                                  prm.x_stage(sl) * Policy::block_c, pt, transform));
         convred::detail::mbarrier_arrive(&tail.full[st.slot]);
       }
     }
@@ -84,7 +84,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
     int first, last;
     sched.slices(unit, first, last);
     for (int sl = first; sl < last; ++sl, st.advance()) {  // slice sl: channel pass sl / kt
-      const int kt = sl % prm.kt;                                      // stage kt of the pass
+      const int kt = prm.x_stage(sl);                                  // the stage's channels of x
       unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
       if (pt == 1) {  // the filter copier: as soon as the consumers release the stage
         st.wait_free(tail.empty);

@@ -38,7 +38,9 @@ struct wgmma_params {
   /// Shared-memory fit is checked by make_params. p must be valid (convred::validate).
   static const char* cannot_implement(const conv2d_problem& p) {
     if (p.x_layout != layout::nchw) return "x is not NCHW";
-    if (p.groups != 1) return "groups != 1";
+    if (p.groups != 1 && p.C_per_group() % Policy::block_c != 0)
+      return Policy::block_c == 8 ? "groups != 1 with C/groups not a multiple of 8"
+                                  : "groups != 1 with C/groups not a multiple of 16";
     if (p.stride_h != p.stride_w || p.stride_h > 2) return "stride other than 1 or 2 (the same in both dimensions)";
     // (a dilation along a 1-wide filter dimension moves no tap: the kernel, which never reads it, serves it)
     if ((p.dil_h != 1 && p.R > 1) || (p.dil_w != 1 && p.S > 1)) return "dilation != 1";
@@ -58,7 +60,7 @@ struct wgmma_params {
   /// tiles of block_m GEMM rows over x packed beforehand (wgmma_conv_params::flat; xpack_bytes), any
   /// stride-1 or stride-2 problem whose packed planes have fewer than 2^31 pixels and whose packing grid
   /// fits (fewer than 2^31 - 1 (tile, slice) blocks of under 2^24 16-byte entries each). Not served: NHWC x,
-  /// groups != 1, dilation != 1 along a filter dimension above 1, strides other than 1 or 2 in both dimensions, N >= 2^31 or one image of
+  /// groups != 1 with C/groups not a multiple of block_c, dilation != 1 along a filter dimension above 1, strides other than 1 or 2 in both dimensions, N >= 2^31 or one image of
   /// 2^40 bytes or more (TMA coordinates and strides), stages larger than the shared memory. p must be
   /// valid (convred::validate). Independent of N otherwise (N = 0 is served, with no tiles).
   static bool make_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,
@@ -173,7 +175,8 @@ struct wgmma_params {
     return true;
   }
 
-  /// The problem's sizes in k (reset first): shape, stride, phases, kt = ceil(C / block_c), npass.
+  /// The problem's sizes in k (reset first): shape, stride, phases, kt = ceil(C/groups / block_c), the
+  /// groups, Kg = K/groups, group_passes = ceil(Kg / block_n), npass = groups * group_passes.
   static void set_shape(const conv2d_problem& p, wgmma_conv_params& k) {
     k = wgmma_conv_params{};
     k.N = p.N, k.C = static_cast<std::int32_t>(p.C), k.H = static_cast<std::int32_t>(p.H), k.W = static_cast<std::int32_t>(p.W);
@@ -183,8 +186,10 @@ struct wgmma_params {
     k.stride = static_cast<std::int32_t>(p.stride_h);
     k.phases_h = static_cast<std::int32_t>(p.R < p.stride_h ? p.R : p.stride_h);
     k.phases_w = static_cast<std::int32_t>(p.S < p.stride_w ? p.S : p.stride_w);
-    k.kt = (k.C + Policy::block_c - 1) / Policy::block_c;
-    k.npass = static_cast<std::int32_t>((p.K + Policy::block_n - 1) / Policy::block_n);
+    k.kt = static_cast<std::int32_t>((p.C_per_group() + Policy::block_c - 1) / Policy::block_c);
+    k.conv_groups = static_cast<std::int32_t>(p.groups), k.Kg = static_cast<std::int32_t>(p.K_per_group());
+    k.group_passes = static_cast<std::int32_t>((p.K_per_group() + Policy::block_n - 1) / Policy::block_n);
+    k.npass = k.conv_groups * k.group_passes;
   }
 
   /// @brief Parameters of the direct tiles (wgmma_conv_params::direct: x read by TMA from NCHW, the A
@@ -249,7 +254,7 @@ struct wgmma_params {
   /// stage's planes, parts * part_bytes); 0 for tiles of image rows.
   static std::size_t xpack_bytes(const wgmma_conv_params& k) {
     if (!k.flat) return 0;
-    return static_cast<std::size_t>(k.tiles) * static_cast<std::size_t>(k.kt) * static_cast<std::size_t>(Policy::parts) *
+    return static_cast<std::size_t>(k.tiles) * static_cast<std::size_t>(k.x_stages()) * static_cast<std::size_t>(Policy::parts) *
            static_cast<std::size_t>(k.part_bytes);
   }
 

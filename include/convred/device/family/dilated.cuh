@@ -63,12 +63,13 @@ struct dilated : family_defaults<dilated<Inner, Rival>, typename Inner::element_
   /// The inner family's.
   static bool available(const device_info& dev) { return Inner::available(dev); }
 
-  /// nullptr when it serves p: a dilation above 1 in a dimension with a filter size above 1; there
+  /// nullptr when it serves p: groups 1, a dilation above 1 in a dimension with a filter size above 1; there
   /// stride 1 and a padding the dilation divides; every extent of the split below 2^31 and the batch
   /// N f_h f_w below 2^40; sub-images of at least 3 output rows (columns) in each split dimension unless
   /// the inner math is 16-bit; the inner family serves the sub-problem; and Rival is not estimated as
   /// fast on p.
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
+    if (p.groups != 1) return "groups != 1 (the dilated family takes dense layers)";
     const std::int64_t fh = factor_h(p), fw = factor_w(p);
     if (fh == 1 && fw == 1) return "no dilation (or a 1-wide filter in each dilated dimension)";
     if ((fh > 1 && p.stride_h != 1) || (fw > 1 && p.stride_w != 1)) return "dilation with a stride above 1";

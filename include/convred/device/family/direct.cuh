@@ -77,8 +77,9 @@ struct direct : family_defaults<direct<T, Math>, T> {
   /// @brief The tensor-core families' time on a grouped or small-C dense problem as the direct family
   /// compares itself with them (a tensor-core math): the mma.sync family's (plan_conv2d_reduce_seconds,
   /// fused or split: each group's K/groups channels in 128-channel tiles), or where faster family::grouped's
-  /// (groups > 1: the wgmma kernel one group at a time) or the wgmma family's (groups == 1) where that
-  /// serves p; an unknown SM count (0) counts as one SM, as choose_direct_config plans it.
+  /// (groups > 1: the wgmma kernel one group at a time) or the wgmma family's (dense, or a grouped problem's
+  /// groups as channel passes) where that serves p; an unknown SM count (0) counts as one SM, as
+  /// choose_direct_config plans it.
   static double tensor_seconds(const conv2d_problem& p, const device_info& dev) {
     if constexpr (std::is_same_v<kernel_math_t<T, Math>, math::ieee>) {
       (void)p, (void)dev;
@@ -91,7 +92,7 @@ struct direct : family_defaults<direct<T, Math>, T> {
       double s = mma_sync<T, Math>::cost(p, d, plan_options{});
       if (p.groups > 1 && G::can_implement(p, d, plan_options{}) == nullptr)
         s = std::min(s, G::configure(p, d, plan_options{}).seconds);
-      if (p.groups == 1 && W::can_implement(p, d, plan_options{}) == nullptr)
+      if (W::can_implement(p, d, plan_options{}) == nullptr)  // dense, or grouped passes
         s = std::min(s, W::configure(p, d, plan_options{}).seconds);
       return s;
     }

@@ -111,7 +111,9 @@ struct grouped : family_defaults<grouped<Inner, Fallback>, typename Inner::eleme
   /// >= min_k_per_group, NCHW float x with images under 2 GiB, the inner family serving the sub-problem,
   /// and (on a device with an SM count, unless o.splits is nonzero: a forced wgmma choice) its time model
   /// estimating the G groups faster than Fallback on the whole problem (Fallback::cost: the mma.sync
-  /// family's plan_conv2d_reduce_seconds, fused or split).
+  /// family's plan_conv2d_reduce_seconds, fused or split) and (unless o.splits is nonzero) than the inner
+  /// family on the whole problem where it serves that (the wgmma kernel's grouped passes: every group in
+  /// one launch; the wgmma family after this one in the default list then takes it).
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     if (p.groups <= 1) return "groups == 1";
     if (p.C_per_group() == 1) return "C/groups == 1 (depthwise: the direct family's)";
@@ -124,8 +126,11 @@ struct grouped : family_defaults<grouped<Inner, Fallback>, typename Inner::eleme
       return "an image of x of 2 GiB or more (the group copy's pitch)";
     const conv2d_problem s = sub_problem(p);
     if (const char* why = Inner::can_implement(s, dev, o)) return why;
-    if (rival_not_slower<Fallback>(p, dev, o, configure(p, dev, o).seconds))
+    const double t = configure(p, dev, o).seconds;
+    if (rival_not_slower<Fallback>(p, dev, o, t))
       return "the groups one at a time are estimated slower than the mma.sync kernel on the whole problem";
+    if (o.splits == 0 && Inner::can_implement(p, dev, o) == nullptr && !(t < Inner::configure(p, dev, o).seconds))
+      return "the inner kernel's grouped passes (all groups in one launch) are estimated as fast";
     return nullptr;
   }
 

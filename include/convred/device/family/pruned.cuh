@@ -91,11 +91,12 @@ struct pruned : family_defaults<pruned<Inner, Rival>, typename Inner::element_ty
   /// The inner family's.
   static bool available(const device_info& dev) { return Inner::available(dev); }
 
-  /// nullptr when it serves p: some tap reads only padding for every output and at least one tap does
+  /// nullptr when it serves p: groups 1, some tap reads only padding for every output and at least one tap does
   /// not, the sub-problem keeps p's outputs (its padding at least 0 and its P x Q equal to p's, which a
   /// symmetric padding cut on one side only may miss), the inner family serves the sub-problem, and
   /// Rival is not estimated as fast on p.
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
+    if (p.groups != 1) return "groups != 1 (the pruned family takes dense layers)";
     const live_taps r = rows(p), s = cols(p);
     if (r.count() == 0 || s.count() == 0) return "every tap reads only padding";
     if (r.count() * s.count() == p.R * p.S) return "no tap reads only padding for every output";

@@ -69,8 +69,8 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
   }
 
   /// "wgmma tf32 (sm_90a, packed filter streamed, 4 stages, 4x64-pixel tiles, 224976 bytes of shared
-  /// memory)", then the mode (pass mode, split into GEMM_K ranges, a split-K tail), then the
-  /// math::accurate note.
+  /// memory)" (grouped: "32 groups as channel passes (1 per group of 64 channels)" before the bytes),
+  /// then the mode (pass mode, split into GEMM_K ranges, a split-K tail), then the math::accurate note.
   static std::string describe(const conv2d_problem&, const plan_config& c, const device_info& dev, const std::string&) {
     const block::wgmma_conv_params& k = c.wgmma.k;
     const std::size_t xpack = block::conv_mainloop_wgmma<policy>::xpack_bytes(k);
@@ -87,7 +87,11 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
     std::string why = std::string("wgmma ") + math_name<kernel_math>() + (c.pingpong ? " ping-pong" : "") +
                       " (sm_90a, packed filter " + (k.resident_bytes ? "resident" : "streamed") + ", " +
                       std::to_string(k.stages) + " stages, " + tiles + ", " +
-                      (k.npass > 1 ? std::to_string(k.npass) + " channel passes, " : "") +
+                      (k.conv_groups > 1 ? std::to_string(k.conv_groups) + " groups as channel passes (" +
+                                               std::to_string(k.group_passes) + " per group of " +
+                                               std::to_string(k.Kg) + " channels), "
+                       : k.npass > 1 ? std::to_string(k.npass) + " channel passes, "
+                                     : "") +
                       (k.gather ? "x gathered (stride " + std::to_string(k.stride) + "), " : "") +
                       std::to_string(c.wgmma.smem_bytes) + " bytes of shared memory)";
     const bool pass = c.splits == 0 && c.wgmma.pass_mode;

@@ -1,0 +1,314 @@
+// The wgmma kernel's grouped passes (block::wgmma_conv_params::conv_groups): a grouped convolution with
+// C/groups a multiple of the policy's block_c runs in one launch, each group's K/groups output channels its
+// own channel passes over the group's own input channels. Host: the parameters (passes, stages, packed
+// sizes) and which layers the planner sends there on an H200 (the grouped family yielding to it). GPU:
+// every op against float64 in tf32, bf16 and math::accurate through a plan over the wgmma family alone,
+// in each of the kernel's tiles (image rows, flat, direct) and modes (fused, pass mode, partial mode, a
+// split-K tail); the plan equals the wgmma plans of each group's dense sub-problem combined on the host,
+// bitwise; a case for compute-sanitizer.
+#include <convred/device/conv2d_reduce_plan.cuh>
+
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "conv2d_reduce_check.cuh"
+
+using namespace convred_test_fused;
+namespace math = convred::math;
+namespace fam = convred::device::family;
+using convred::device::conv2d_reduce_plan;
+using convred::device::device_info;
+using convred::device::kernel_kind;
+using convred::device::plan_options;
+using convred::device::wgmma_pass_mode;
+using convred::device::wgmma_tiling;
+
+namespace {
+
+const device_info h200{9, 0, true, 132};
+
+bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+/// The plan of these tests: the wgmma family alone (its adapter role: not weighed against mma.sync).
+template <class Math>
+using wgmma_plan = conv2d_reduce_plan<float, Math, fam::family_list<fam::wgmma<float, Math, fam::wgmma_role::adapter>>>;
+
+/// The kernel's modes the GPU cases force (plan_options), `splits` -1 (the wgmma kernel wherever it serves)
+/// unless a mode sets it.
+enum class mode { model, rows, flat, direct, pass, partial, tail };
+const mode all_modes[] = {mode::model, mode::rows, mode::flat, mode::direct, mode::pass, mode::partial, mode::tail};
+const char* mode_name(mode m) {
+  switch (m) {
+    case mode::rows: return "row tiles";
+    case mode::flat: return "flat tiles";
+    case mode::direct: return "direct tiles";
+    case mode::pass: return "pass mode";
+    case mode::partial: return "partial mode, 2 GEMM_K ranges";
+    case mode::tail: return "a split-K tail";
+    default: return "the model's choice";
+  }
+}
+plan_options options_of(mode m) {
+  plan_options o;
+  o.splits = -1;
+  if (m == mode::rows) o.tiles = wgmma_tiling::rows;
+  if (m == mode::flat) o.tiles = wgmma_tiling::flat;
+  if (m == mode::direct) o.tiles = wgmma_tiling::direct;
+  if (m == mode::pass) o.pass = wgmma_pass_mode::on;
+  if (m == mode::partial) o.splits = 2;
+  if (m == mode::tail) o.tail = 1;
+  return o;
+}
+
+/// check_fused's entry: wgmma_plan<Math> with mode M's options on the current device, its description
+/// naming the grouped passes, prepared into a lent workspace poisoned (0xFF) with 256 guard bytes after
+/// it, run, synchronised; the guard bytes must stay untouched.
+template <class Math, mode M>
+struct grouped_wgmma_entry {
+  using math = fam::kernel_math_t<float, Math>;  ///< the kernels' math (tolerances)
+  using self_launching = void;                   ///< check_fused calls launch
+  template <class T, class Op, class Epi>
+  static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
+                       Op op, Epi epi) {
+    constexpr std::size_t guard = 256;
+    wgmma_plan<Math> plan(p, options_of(M));
+    INFO("plan: " << plan.description());
+    REQUIRE(plan.state() == status::success);
+    CHECK(has(plan.description(), " groups as channel passes ("));
+    const std::size_t bytes = plan.workspace_bytes();
+    thrust::device_vector<unsigned char> ws(bytes + guard, static_cast<unsigned char>(0xFF));
+    REQUIRE(plan.prepare(w, raw(ws), bytes) == status::success);
+    const status s = plan.run(x, bias, y, indices, op, epi);
+    const cudaError_t e = cudaDeviceSynchronize();
+    const std::vector<unsigned char> after = test::to_host(ws);
+    std::size_t touched = 0;
+    for (std::size_t i = bytes; i < after.size(); ++i) touched += after[i] != 0xFF;
+    CHECK(touched == 0);
+    return s == status::success && e != cudaSuccess ? status::cuda_error : s;
+  }
+};
+
+/// One op through grouped_wgmma_entry<Math, M> against float64 on d, with the scale 2 epilogue (-0.5 for
+/// max and argmax).
+template <class Math, mode M, class Op>
+void op_check(const std::string& label, const conv2d_problem& p, const host_data<float>& d, Op o) {
+  constexpr bool negative = std::is_same_v<Op, op::max> || std::is_same_v<Op, op::argmax>;
+  opts opt;
+  opt.gain = negative ? 0.5 : 2;
+  const epi::scale<float> s{negative ? -0.5f : 2.0f};
+  check_fused<grouped_wgmma_entry<Math, M>>(label + " " + mode_name(M) + " " + test::op_name<Op>(), p, d, o, s, s, opt);
+}
+
+/// Every op of the standard six through grouped_wgmma_entry<Math, M>.
+template <class Math, mode M>
+void all_ops(const char* label, const conv2d_problem& p, std::uint64_t seed) {
+  const auto d = make_data<float>(p, seed, data_kind::real);
+  const std::string l(label);
+  op_check<Math, M>(l, p, d, op::min{});
+  op_check<Math, M>(l, p, d, op::argmin{});
+  op_check<Math, M>(l, p, d, op::sum{});
+  op_check<Math, M>(l, p, d, op::mean{});
+  op_check<Math, M>(l, p, d, op::max{});
+  op_check<Math, M>(l, p, d, op::argmax{});
+}
+
+/// Grouped layers (NCHW): make_problem(N, C, H, W, K, R, S, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w,
+/// groups). C/groups a multiple of 16 (block_c of bf16; 8 for tf32) except where marked.
+struct grouped_case {
+  const char* name;
+  conv2d_problem p;
+  bool bf16;      ///< C/groups a multiple of 16: served in bf16 too
+  bool accurate;  ///< 3xTF32's two-part stages fit
+};
+const grouped_case cases[] = {
+    {"g2 Cg 8 Kg 32 3x3", make_problem(2, 16, 9, 11, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2), false, true},
+    {"g32 Cg 16 Kg 16 (ResNeXt)", make_problem(2, 512, 14, 14, 512, 3, 3, 1, 1, 1, 1, 1, 1, 32), true, true},
+    {"g2 1x1 Cg 32 Kg 130 (two passes per group)", make_problem(3, 64, 12, 12, 260, 1, 1, 0, 0, 1, 1, 1, 1, 2), true, true},
+    {"g4 Cg 16 Kg 24 stride 2", make_problem(2, 64, 15, 17, 96, 3, 3, 1, 1, 2, 2, 1, 1, 4), true, false},
+    {"g3 Cg 16 Kg 8 batch 1", make_problem(1, 48, 13, 12, 24, 3, 3, 1, 1, 1, 1, 1, 1, 3), true, true},
+    {"g2 Cg 32 Kg 64 3x1", make_problem(2, 64, 10, 8, 128, 3, 1, 1, 0, 1, 1, 1, 1, 2), true, true},
+};
+
+}  // namespace
+
+TEST_SUITE("host") {
+TEST_CASE("wgmma grouped passes: the parameters, the packed sizes and what the plan says") {
+  using W = fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>;
+  using mainloop = convred::block::conv_mainloop_wgmma<W::policy>;
+  // ResNeXt's c2048 7x7 groups 32: 32 groups of 64 channels, one pass each, 8 stages of 8 channels per pass
+  const conv2d_problem p = make_problem(32, 2048, 7, 7, 2048, 3, 3, 1, 1, 1, 1, 1, 1, 32);
+  convred::block::wgmma_conv_params k;
+  std::size_t smem = 0;
+  REQUIRE(mainloop::make_params(p, 4096, 227 * 1024, k, smem, true));
+  CHECK(k.conv_groups == 32);
+  CHECK(k.group_passes == 1);
+  CHECK(k.npass == 32);
+  CHECK(k.Kg == 64);
+  CHECK(k.kt == 8);
+  CHECK(k.x_stages() == 256);
+  // slice (pass, stage): group pass's x stages; output channels 64 per pass
+  CHECK(k.x_stage(0) == 0);
+  CHECK(k.x_stage(7) == 7);
+  CHECK(k.x_stage(8) == 8);
+  CHECK(k.x_stage(31 * 8 + 5) == 31 * 8 + 5);
+  CHECK(k.pass_k0(5) == 320);
+  CHECK(k.pass_channels(5) == 64);
+  // the packed x holds every group's stages; the packed filter groups x one pass x 8 stages of slices
+  CHECK(mainloop::xpack_bytes(k) == static_cast<std::size_t>(k.tiles) * 256 * k.part_bytes);
+  CHECK(mainloop::packed_bytes(k) == 32u * 8u * static_cast<std::size_t>(k.b_bytes));
+  // two passes per group (K/groups 130): passes 2g and 2g + 1, channels 130 g and 130 g + 128 (2 of them)
+  convred::block::wgmma_conv_params k2;
+  REQUIRE(mainloop::make_params(cases[2].p, 4096, 227 * 1024, k2, smem, true));
+  CHECK(k2.group_passes == 2);
+  CHECK(k2.npass == 4);
+  CHECK(k2.pass_k0(3) == 130 + 128);
+  CHECK(k2.pass_channels(3) == 2);
+  CHECK(k2.pass_channels(2) == 128);
+  CHECK(k2.x_stage(3 * k2.kt) == k2.kt);  // pass 3 (group 1), its first stage
+  // the packed filter: the groups' dense packings one after another
+  const conv2d_problem sub = [&] {
+    conv2d_problem s = p;
+    s.C = 64, s.K = 64, s.groups = 1;
+    return s;
+  }();
+  const wgmma_plan<math::tf32> whole(p, h200), one(sub, h200);
+  CHECK(whole.prepared_bytes() == 32 * one.prepared_bytes());
+  // not served: C/groups not a multiple of block_c (8 for tf32, 16 for bf16)
+  CHECK(std::string(mainloop::cannot_implement(make_problem(2, 12, 9, 9, 24, 3, 3, 1, 1, 1, 1, 1, 1, 2))) ==
+        "groups != 1 with C/groups not a multiple of 8");
+  CHECK(wgmma_plan<math::bf16>(cases[0].p, h200).state() != status::success);
+  CHECK(wgmma_plan<math::bf16>(cases[1].p, h200).state() == status::success);
+}
+
+TEST_CASE("wgmma grouped passes: the planner sends wide-group layers there; the grouped family yields") {
+  // ResNeXt and RegNet layers at batch 32 the time model sends to the grouped passes
+  const conv2d_problem served[] = {
+      make_problem(32, 2048, 7, 7, 2048, 3, 3, 1, 1, 1, 1, 1, 1, 32),
+      make_problem(32, 528, 96, 96, 528, 3, 3, 1, 1, 1, 1, 1, 1, 2),
+      make_problem(32, 224, 56, 56, 224, 3, 3, 1, 1, 1, 1, 1, 1, 2),
+      make_problem(32, 1920, 14, 14, 1920, 3, 3, 1, 1, 2, 2, 1, 1, 16),
+  };
+  using G = fam::grouped<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>, fam::mma_sync<float, math::tf32>>;
+  for (const conv2d_problem& p : served) {
+    CAPTURE(describe(p));
+    conv2d_reduce_plan<float, math::tf32> plan(p, h200);
+    CAPTURE(plan.description());
+    CHECK(plan.kernel() == kernel_kind::wgmma);
+    CHECK(has(plan.description(), " groups as channel passes ("));
+    CHECK(plan.config().seconds < fam::mma_sync<float, math::tf32>::cost(p, h200, plan_options{}));
+    const char* why = G::can_implement(p, h200, plan_options{});
+    REQUIRE(why != nullptr);
+    CHECK((has(why, "grouped passes") || has(why, "slower than the mma.sync kernel")));
+  }
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(served[0], h200).description(),
+            "32 groups as channel passes (1 per group of 64 channels)"));
+  // forced wgmma choices (plan_options::splits) keep the groups one at a time where that serves
+  plan_options forced;
+  forced.splits = -1;
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(served[1], h200, forced).description(), "one at a time"));
+}
+}
+
+TEST_SUITE("gpu") {
+TEST_CASE("wgmma grouped passes: every op against float64 in tf32, every tiling and mode") {
+  require_gpu();
+  if (!convred::device::detail::wgmma_available()) return;  // (no wgmma kernel on this GPU)
+  std::uint64_t seed = 9700;
+  for (const grouped_case& c : cases) {
+    all_ops<math::tf32, mode::model>(c.name, c.p, ++seed);
+    all_ops<math::tf32, mode::rows>(c.name, c.p, ++seed);
+    all_ops<math::tf32, mode::flat>(c.name, c.p, ++seed);
+    all_ops<math::tf32, mode::pass>(c.name, c.p, ++seed);
+    all_ops<math::tf32, mode::partial>(c.name, c.p, ++seed);
+    all_ops<math::tf32, mode::tail>(c.name, c.p, ++seed);
+  }
+  // direct tiles: tf32, 1x1, no padding
+  all_ops<math::tf32, mode::direct>(cases[2].name, cases[2].p, ++seed);
+}
+
+TEST_CASE("wgmma grouped passes: every op against float64 in bf16 and math::accurate") {
+  require_gpu();
+  if (!convred::device::detail::wgmma_available()) return;
+  std::uint64_t seed = 9800;
+  for (const grouped_case& c : cases) {
+    if (c.bf16) {
+      all_ops<math::bf16, mode::model>(c.name, c.p, ++seed);
+      all_ops<math::bf16, mode::pass>(c.name, c.p, ++seed);
+      all_ops<math::bf16, mode::partial>(c.name, c.p, ++seed);
+    }
+    if (c.accurate) {
+      all_ops<math::accurate, mode::model>(c.name, c.p, ++seed);
+      all_ops<math::accurate, mode::partial>(c.name, c.p, ++seed);
+    }
+  }
+}
+
+TEST_CASE("wgmma grouped passes: the plan equals the wgmma plans of each group, combined on the host, bitwise") {
+  require_gpu();
+  if (!convred::device::detail::wgmma_available()) return;
+  for (const grouped_case& c : {cases[0], cases[1], cases[2]}) {
+    for (mode m : {mode::rows, mode::flat}) {
+      const std::string name = std::string(c.name) + ", " + mode_name(m);
+      CAPTURE(name);
+      plan_options o = options_of(m);
+      o.pass = wgmma_pass_mode::off, o.tail = -1;  // fused, as the groups' own plans
+      const conv2d_problem p = c.p;
+      conv2d_problem s = p;
+      s.C = p.C_per_group(), s.K = p.K_per_group(), s.groups = 1;
+      const auto d = make_data<float>(p, 97, data_kind::real);
+      auto dx = test::to_device(d.x);
+      auto dw = test::to_device(d.w);
+      auto db = test::to_device(d.b);
+      const std::size_t ny = static_cast<std::size_t>(p.y_elements());
+      thrust::device_vector<float> y(ny);
+      thrust::device_vector<std::int64_t> idx(ny);
+      test::poison(y), test::poison(idx);
+      const epi::scale<float> two{2.0f};
+      wgmma_plan<math::tf32> plan(p, o);
+      REQUIRE(plan.state() == status::success);
+      CAPTURE(plan.description());
+      REQUIRE(plan.prepare(craw(dw)) == status::success);
+      REQUIRE(plan.run(craw(dx), craw(db), raw(y), raw(idx), op::argmin{}, two) == status::success);
+      std::vector<float> best(ny);
+      std::vector<std::int64_t> at(ny, -1);
+      const std::size_t plane = static_cast<std::size_t>(s.C * p.H * p.W);
+      for (std::int64_t j = 0; j < p.groups; ++j) {
+        std::vector<float> xs(static_cast<std::size_t>(s.x_elements()));
+        for (std::int64_t n = 0; n < p.N; ++n)
+          std::copy_n(d.x.begin() + static_cast<std::ptrdiff_t>((n * p.groups + j) * plane), plane,
+                      xs.begin() + static_cast<std::ptrdiff_t>(n * plane));
+        const std::vector<float> wj(d.w.begin() + j * s.w_elements(), d.w.begin() + (j + 1) * s.w_elements());
+        const std::vector<float> bj(d.b.begin() + j * s.K, d.b.begin() + (j + 1) * s.K);
+        auto dxs = test::to_device(xs);
+        auto dwj = test::to_device(wj);
+        auto dbj = test::to_device(bj);
+        thrust::device_vector<float> ys(ny);
+        thrust::device_vector<std::int64_t> is(ny);
+        wgmma_plan<math::tf32> sub(s, o);
+        REQUIRE(sub.state() == status::success);
+        REQUIRE(sub.prepare(craw(dwj)) == status::success);
+        REQUIRE(sub.run(craw(dxs), craw(dbj), raw(ys), raw(is), op::argmin{}, two) == status::success);
+        REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+        const auto hy = test::to_host(ys);
+        const auto hi = test::to_host(is);
+        for (std::size_t q = 0; q < ny; ++q)  // real data: no NaN; a tie keeps the earlier group (lower index)
+          if (j == 0 || hy[q] < best[q]) best[q] = hy[q], at[q] = hi[q] + j * s.K;
+      }
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+      CHECK(bytes_equal(test::to_host(y), best));
+      CHECK(test::to_host(idx) == at);
+    }
+  }
+}
+
+TEST_CASE("wgmma grouped passes sanitizer: a small grouped layer, fused, pass mode and partial mode") {
+  require_gpu();
+  if (!convred::device::detail::wgmma_available()) return;
+  const conv2d_problem p = make_problem(2, 32, 9, 11, 96, 3, 3, 1, 1, 1, 1, 1, 1, 2);
+  const auto d = make_data<float>(p, 99, data_kind::real);
+  op_check<math::tf32, mode::model>("grouped wgmma sanitizer", p, d, op::argmin{});
+  op_check<math::tf32, mode::pass>("grouped wgmma sanitizer", p, d, op::argmin{});
+  op_check<math::tf32, mode::partial>("grouped wgmma sanitizer", p, d, op::argmin{});
+}
+}
