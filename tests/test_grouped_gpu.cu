@@ -140,8 +140,8 @@ TEST_CASE("grouped family: which layers run on the wgmma kernel one group at a t
   // sm_90a code, math::ieee; and where the model estimates the mma.sync kernel faster (small groups of 48
   // channels at stride 2; batch-1 layers with many groups)
   conv2d_problem resnext = make_problem(32, 512, 28, 28, 512, 3, 3, 1, 1, 1, 1, 1, 1, 32),
-                 dw = make_problem(32, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64), dense = served[3],
-                 nhwc = served[3], s2 = make_problem(32, 96, 112, 112, 96, 3, 3, 1, 1, 2, 2, 1, 1, 2),
+                 dw = make_problem(32, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64), dense = served[2],
+                 nhwc = served[2], s2 = make_problem(32, 96, 112, 112, 96, 3, 3, 1, 1, 2, 2, 1, 1, 2),
                  b1 = make_problem(1, 1512, 14, 14, 1512, 3, 3, 1, 1, 2, 2, 1, 1, 63);
   dense.groups = 1;
   nhwc.x_layout = convred::layout::nhwc;

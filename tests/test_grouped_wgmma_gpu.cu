@@ -44,8 +44,8 @@ const char* mode_name(mode m) {
     case mode::flat: return "flat tiles";
     case mode::direct: return "direct tiles";
     case mode::pass: return "pass mode";
-    case mode::partial: return "partial mode, 2 GEMM_K ranges";
-    case mode::tail: return "a split-K tail";
+    case mode::partial: return "partial mode (GEMM_K splits forced to 2, at most the stages per pass)";
+    case mode::tail: return "row tiles with a split-K tail over the last tile";
     default: return "the model's choice";
   }
 }
@@ -57,7 +57,7 @@ plan_options options_of(mode m) {
   if (m == mode::direct) o.tiles = wgmma_tiling::direct;
   if (m == mode::pass) o.pass = wgmma_pass_mode::on;
   if (m == mode::partial) o.splits = 2;
-  if (m == mode::tail) o.tail = 1;
+  if (m == mode::tail) o.tiles = wgmma_tiling::rows, o.tail = 1;
   return o;
 }
 
@@ -76,6 +76,8 @@ struct grouped_wgmma_entry {
     INFO("plan: " << plan.description());
     REQUIRE(plan.state() == status::success);
     CHECK(has(plan.description(), " groups as channel passes ("));
+    if constexpr (M == mode::partial) CHECK(plan.k_splits() > 0);
+    if constexpr (M == mode::pass) CHECK(has(plan.description(), " in pass mode ("));
     const std::size_t bytes = plan.workspace_bytes();
     thrust::device_vector<unsigned char> ws(bytes + guard, static_cast<unsigned char>(0xFF));
     REQUIRE(plan.prepare(w, raw(ws), bytes) == status::success);
@@ -128,6 +130,8 @@ const grouped_case cases[] = {
     {"g4 Cg 16 Kg 24 stride 2", make_problem(2, 64, 15, 17, 96, 3, 3, 1, 1, 2, 2, 1, 1, 4), true, false},
     {"g3 Cg 16 Kg 8 batch 1", make_problem(1, 48, 13, 12, 24, 3, 3, 1, 1, 1, 1, 1, 1, 3), true, true},
     {"g2 Cg 32 Kg 64 3x1", make_problem(2, 64, 10, 8, 128, 3, 1, 1, 0, 1, 1, 1, 1, 2), true, true},
+    // odd K/groups above 128: group 1's passes start at the odd channel 129 (8-byte pair stores misaligned)
+    {"g2 Cg 16 Kg 129 (odd, two passes per group)", make_problem(2, 32, 9, 9, 258, 3, 3, 1, 1, 1, 1, 1, 1, 2), true, true},
 };
 
 }  // namespace
@@ -247,7 +251,14 @@ TEST_CASE("wgmma grouped passes: every op against float64 in bf16 and math::accu
 TEST_CASE("wgmma grouped passes: the plan equals the wgmma plans of each group, combined on the host, bitwise") {
   require_gpu();
   if (!convred::device::detail::wgmma_available()) return;
-  for (const grouped_case& c : {cases[0], cases[1], cases[2]}) {
+  // layers whose tiles fill the GPU (the model splits none of them, the whole or a group), fused: each
+  // channel's sum the same stages in the same order as its group's own plan
+  const grouped_case big[] = {
+      {"g2 Cg 8 Kg 32 3x3", make_problem(16, 16, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2), false, true},
+      {"g32 Cg 16 Kg 16", make_problem(16, 512, 56, 56, 512, 3, 3, 1, 1, 1, 1, 1, 1, 32), true, true},
+      {"g2 1x1 Cg 32 Kg 130", make_problem(16, 64, 56, 56, 260, 1, 1, 0, 0, 1, 1, 1, 1, 2), true, true},
+  };
+  for (const grouped_case& c : big) {
     for (mode m : {mode::rows, mode::flat}) {
       const std::string name = std::string(c.name) + ", " + mode_name(m);
       CAPTURE(name);
@@ -268,6 +279,7 @@ TEST_CASE("wgmma grouped passes: the plan equals the wgmma plans of each group, 
       wgmma_plan<math::tf32> plan(p, o);
       REQUIRE(plan.state() == status::success);
       CAPTURE(plan.description());
+      REQUIRE(plan.k_splits() == 0);
       REQUIRE(plan.prepare(craw(dw)) == status::success);
       REQUIRE(plan.run(craw(dx), craw(db), raw(y), raw(idx), op::argmin{}, two) == status::success);
       std::vector<float> best(ny);
@@ -287,6 +299,7 @@ TEST_CASE("wgmma grouped passes: the plan equals the wgmma plans of each group, 
         thrust::device_vector<std::int64_t> is(ny);
         wgmma_plan<math::tf32> sub(s, o);
         REQUIRE(sub.state() == status::success);
+        REQUIRE(sub.k_splits() == 0);
         REQUIRE(sub.prepare(craw(dwj)) == status::success);
         REQUIRE(sub.run(craw(dxs), craw(dbj), raw(ys), raw(is), op::argmin{}, two) == status::success);
         REQUIRE(cudaDeviceSynchronize() == cudaSuccess);

@@ -112,11 +112,14 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy> {
   /// bytes in the ping-pong ones and serialised the ping-pong kernels' wgmmas (warning C7520: a
   /// warpgroup.arrive in a divergent path) (sm_90a, nvcc 13.0). Called by all 32 lanes of the warp.
   /// @param d     the pass's accumulators (fenced: the wgmmas have completed)
-  /// @param out   device pointer to channel 0 of this pass in pixel row 0 of the plane (k = pass * 128)
+  /// @param out   device pointer to channel 0 of this pass in pixel row 0 of the plane (k =
+  ///   wgmma_conv_params::pass_k0(pass): pass * 128 for a dense convolution)
   /// @param ldk   floats between consecutive pixels of the plane (K)
-  /// @param valid channels of this pass inside the output, min(128, K - pass * 128)
-  /// @param vec   4: out 16-byte aligned, ldk and valid multiples of 4 (16-byte stores); 2: out and ldk
-  ///   even (3xTF32: 8-byte pair stores; the other policies then store 4 bytes at a time, as for 1)
+  /// @param valid channels of this pass inside the output (wgmma_conv_params::pass_channels: min(128, K - pass *
+  ///   128) for a dense convolution)
+  /// @param vec   4: out 16-byte aligned, ldk and valid multiples of 4 (16-byte stores); 2: out 8-byte
+  ///   aligned, ldk and valid even (3xTF32: 8-byte pair stores; the other policies then store 4 bytes at a
+  ///   time, as for 1)
   /// @param pixel tile pixel (row * 64 + column, as tile_m) -> plane row m, or negative: skip
   template <class PixelMap>
   __device__ static void store_raw(const float (&d)[2][64], float* out, std::int64_t ldk, int valid, int vec,

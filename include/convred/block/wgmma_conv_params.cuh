@@ -59,9 +59,10 @@ struct wgmma_conv_params {
   /// @var tiles_q
   /// @brief tiles across the output, ceil(Q / tile_cols) (1 for narrow tiles)
   /// @var kt
-  /// @brief stages per channel pass: ceil(C / block_c)
+  /// @brief stages per channel pass: ceil(C/groups / block_c)
   /// @var npass
-  /// @brief channel passes per tile: ceil(K / 128); a tile is npass * kt stages
+  /// @brief channel passes per tile: ceil(K / 128), or for a grouped convolution groups * ceil(K/groups /
+  /// 128) (conv_groups); a tile is npass * kt stages
   std::int32_t tiles_p = 0, tiles_q = 0, kt = 0, npass = 0;
   /// @var rp
   /// @brief raw patch row pitch in floats: the TMA box width (>= pw + col_shift, a multiple of 4)
@@ -137,8 +138,8 @@ struct wgmma_conv_params {
   convred::detail::fast_divmod div_ph;     ///< divides by ph (plane row -> plane, patch row)
   /// @brief Partial ("split-K") mode when not null: the raw accumulators (no bias, no epilogue, no
   /// reduction) of every work unit go to `partial`, splits x (M - partial_m0) x K floats laid out [z][m -
-  /// partial_m0][k] (z the GEMM_K split, m = (n * P + p) * Q + q the output pixel, k = pass * 128 + c the
-  /// output channel, fastest), for
+  /// partial_m0][k] (z the GEMM_K split, m = (n * P + p) * Q + q the output pixel, k = pass_k0(pass) + c
+  /// the output channel, fastest), for
   /// kernel::conv2d_reduce_split_fixup_kernel to sum, add the bias to, apply the epilogue to and reduce. A
   /// work unit is then (tile, channel pass, split z): split z of a pass covers its stages [first, last)
   /// (kernel::split_range over the kt stages); null (the default): fused, a work unit is a whole tile with

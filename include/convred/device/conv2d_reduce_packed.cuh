@@ -175,7 +175,7 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
 }
 
 /// @brief The GEMM_K split counts conv2d_reduce_packed_split accepts for problem p on the current device:
-/// 0 (the fused kernel) and 1 to the stages per channel pass of the tiles it runs (kt: ceil(C / block_c),
+/// 0 (the fused kernel) and 1 to the stages per channel pass of the tiles it runs (kt: ceil(C/groups / block_c),
 /// or for flat or direct tiles of a 1x1 filter, whose stages hold wgmma_conv_params::group slices of block_c
 /// channels, that over the group), when the wgmma kernel serves p (every split at least one stage); 0 to
 /// max_k_splits when it does not (the mma.sync kernel runs then, split by conv2d_reduce_split for 1 and

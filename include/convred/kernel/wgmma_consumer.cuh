@@ -113,9 +113,11 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
         float* out = prm.partial + sched.split_of(unit) * plane + k0;
         // the rows' alignment: 16 bytes where every row and pass starts 16-byte aligned and the pass's
         // channels come in whole quads, else 8 where even
-        const int vec = prm.K % 4 == 0 && valid % 4 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0 ? 4
-                        : prm.K % 2 == 0 && valid % 2 == 0                                                   ? 2
-                                                                                                             : 1;
+        // (a grouped pass may start at an odd channel: g * Kg with Kg odd)
+        const auto at = reinterpret_cast<std::uintptr_t>(out);
+        const int vec = prm.K % 4 == 0 && valid % 4 == 0 && at % 16 == 0 ? 4
+                        : prm.K % 2 == 0 && valid % 2 == 0 && at % 8 == 0 ? 2
+                                                                          : 1;
         CONVRED_WGMMA_PHASE(3, mainloop::store_raw(d, out, prm.K, valid, vec, [&](int px) {
                                                   const std::int64_t m = pixel(px);
                                                   return m < 0 ? m : m - m0;
