@@ -508,6 +508,8 @@ std::vector<std::pair<fcase, std::string>> plan_family_cases(std::uint64_t& seed
   // (splits -1: the time model gives this small dilated layer to the mma.sync kernel)
   add("dilated", elem::f32, mathk::tf32, opk::argmin, 1, 4, 12, 12, 16, 3, 1, 2, 1, -1);
   add("grouped", elem::f32, mathk::tf32, opk::sum, 2, 16, 6, 8, 64, 1, 1, 1, 2, -1);
+  // (16 output channels per group: not family::grouped's; splits -1: not the direct family's)
+  add("wgmma grouped", elem::f32, mathk::tf32, opk::argmin, 2, 32, 8, 8, 32, 3, 1, 1, 2, -1);
   // (dense layers of C <= 16 go to the direct family under TF32 and 3xTF32 where it is estimated faster:
   // K = 64 here, and C = 20 in the mma.sync case, keep these two on the tensor-core kernels)
   add("wgmma", elem::f32, mathk::accurate, opk::argmax, 1, 8, 10, 16, 64, 3, 1, 1, 1, 0);
@@ -584,8 +586,8 @@ constexpr int plan_fixed_count = 300;
 
 /// The families (result::family, plan_family) plan_fixed_cases must reach on an H200 running sm_90a code;
 /// the first five on any device with tensor cores.
-const char* const plan_families[] = {"direct depthwise", "direct grouped", "mma.sync", "simt", "tiny",
-                                     "wgmma",            "dilated",        "grouped",  "pruned"};
+const char* const plan_families[] = {"direct depthwise", "direct grouped", "mma.sync", "simt",   "tiny",
+                                     "wgmma",            "dilated",        "grouped",  "pruned", "wgmma grouped"};
 [[maybe_unused]] constexpr int plan_families_any_device = 5;
 
 }  // namespace

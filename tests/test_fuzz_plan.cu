@@ -33,11 +33,13 @@ std::string family_name(int index, std::index_sequence<I...>) {
 
 /// The label of the family at position `index` of the family list List, for problem p: its name ("dilated",
 /// "grouped", "wgmma", "mma.sync", "simt"), the direct family's as "direct depthwise" (C/groups == 1) or
-/// "direct grouped" (1 < C/groups <= 16).
+/// "direct grouped" (1 < C/groups <= 16), the wgmma family's on a grouped problem as "wgmma grouped" (its
+/// grouped passes).
 template <class List>
 std::string family_label(const conv2d_problem& p, int index) {
   const std::string n = family_name<List>(index, std::make_index_sequence<List::size>{});
   if (n == "direct") return p.C_per_group() == 1 ? "direct depthwise" : "direct grouped";
+  if (n == "wgmma" && p.groups > 1) return "wgmma grouped";
   return n;
 }
 
