@@ -191,7 +191,6 @@ TEST_CASE("wgmma grouped passes: the planner sends wide-group layers there; the 
       make_problem(32, 2048, 7, 7, 2048, 3, 3, 1, 1, 1, 1, 1, 1, 32),
       make_problem(32, 528, 96, 96, 528, 3, 3, 1, 1, 1, 1, 1, 1, 2),
       make_problem(32, 224, 56, 56, 224, 3, 3, 1, 1, 1, 1, 1, 1, 2),
-      make_problem(32, 1920, 14, 14, 1920, 3, 3, 1, 1, 2, 2, 1, 1, 16),
   };
   using G = fam::grouped<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>, fam::mma_sync<float, math::tf32>>;
   for (const conv2d_problem& p : served) {
@@ -207,6 +206,17 @@ TEST_CASE("wgmma grouped passes: the planner sends wide-group layers there; the 
   }
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(served[0], h200).description(),
             "32 groups as channel passes (1 per group of 64 channels)"));
+  // not taken where they were measured slower: stride 2, 8 channels per group (served where forced)
+  const conv2d_problem s2 = make_problem(32, 1920, 14, 14, 1920, 3, 3, 1, 1, 2, 2, 1, 1, 16),
+                       g8 = make_problem(1, 256, 56, 56, 256, 3, 3, 1, 1, 1, 1, 1, 1, 32);
+  using W = fam::wgmma<float, math::tf32>;
+  CHECK(std::string(W::can_implement(s2, h200, plan_options{})) ==
+        "grouped at stride 2 (the grouped passes measured slower than the other paths)");
+  CHECK(std::string(W::can_implement(g8, h200, plan_options{})) ==
+        "grouped with fewer than 16 channels per group (the grouped passes measured slower)");
+  CHECK_FALSE(has(conv2d_reduce_plan<float, math::tf32>(s2, h200).description(), "groups as channel passes"));
+  CHECK_FALSE(has(conv2d_reduce_plan<float, math::tf32>(g8, h200).description(), "groups as channel passes"));
+  CHECK(wgmma_plan<math::tf32>(s2, h200, options_of(mode::model)).state() == status::success);
   // forced wgmma choices (plan_options::splits) keep the groups one at a time where that serves
   plan_options forced;
   forced.splits = -1;

@@ -186,6 +186,15 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
     if (dev.cc_major != 9 || dev.cc_minor != 0) return "not a compute capability 9.0 device";
     if (!dev.wgmma_image) return "no sm_90a code for this device in the program";
     if (const char* why = block::conv_mainloop_wgmma<policy>::cannot_implement(p)) return why;
+    // Grouped passes where they were measured faster (H100, 2026-12-05: bench/NOTES.md, "Grouped
+    // convolutions as channel passes of the wgmma kernel"): stride 1 and 16 or more input channels per
+    // group. At stride 2 they ran at 0.90-0.97x the other paths on four of eight layers (c1920 g16 at 14 x 14:
+    // 120 us against mma.sync's 110), and with 8 channels per group (n1 c256 56x56 g32: 8 in, 8 out) at 1.4x
+    // the direct kernel's time, where the model (no per-pass cost) had them faster. Unless a choice is forced.
+    if (p.groups > 1 && o.splits == 0) {
+      if (p.stride_h != 1) return "grouped at stride 2 (the grouped passes measured slower than the other paths)";
+      if (p.C_per_group() < 16) return "grouped with fewer than 16 channels per group (the grouped passes measured slower)";
+    }
     if (Role != wgmma_role::pass1 && p.gemm_m() < plan_wgmma_min_pixels && o.splits == 0)
       return "32 or fewer output pixels: the mma.sync kernel is faster there (plan_wgmma_min_pixels)";
     // tiles of image rows, flat tiles over a packed x or direct tiles, as the time model picks them on dev
