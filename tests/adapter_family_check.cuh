@@ -1,7 +1,8 @@
 /// @file adapter_family_check.cuh
 /// @brief Shared checks of the adapter families' GPU tests (test_dilated_gpu.cu, test_grouped_gpu.cu,
-/// test_pruned_gpu.cu; test_tiny_gpu.cu uses them too): a family that runs another family's kernel on a
-/// rewritten problem, tested through the planner. Each check takes a Setup type of the test file:
+/// test_pruned_gpu.cu; test_tiny_gpu.cu and test_grouped_wgmma_gpu.cu use them too): a family that runs
+/// another family's kernel on a rewritten problem, tested through the planner. Each check with a Setup
+/// template parameter takes a Setup type of the test file:
 /// - `static plan_options options()`: the options every plan of these checks is made with;
 /// - `static void check_plan(const std::string& description)`: the test's own checks of each plan that
 ///   adapter_plan_entry runs (e.g. that the family under test was chosen);
@@ -19,6 +20,7 @@
 
 #include <convred/device/conv2d_reduce_plan.cuh>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -80,10 +82,27 @@ void check_default_choice(const convred::device::conv2d_reduce_plan<T, Math, Fam
   }
 }
 
+/// `plan` prepared with the filter w into a lent workspace of its workspace_bytes(), poisoned (0xFF) with 256
+/// guard bytes after it, run (op, epi), synchronised; the guard bytes must stay untouched. run's status, or
+/// status::cuda_error where it succeeded but the synchronisation failed.
+template <class Plan, class T, class Op, class Epi>
+status run_guarded(Plan& plan, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices, Op op, Epi epi) {
+  constexpr std::size_t guard = 256;
+  const std::size_t bytes = plan.workspace_bytes();
+  thrust::device_vector<unsigned char> ws(bytes + guard, static_cast<unsigned char>(0xFF));
+  REQUIRE(plan.prepare(w, raw(ws), bytes) == status::success);
+  const status s = plan.run(x, bias, y, indices, op, epi);
+  const cudaError_t e = cudaDeviceSynchronize();
+  const std::vector<unsigned char> after = test::to_host(ws);
+  std::size_t touched = 0;
+  for (std::size_t i = bytes; i < after.size(); ++i) touched += after[i] != 0xFF;
+  CHECK(touched == 0);
+  return s == status::success && e != cudaSuccess ? status::cuda_error : s;
+}
+
 /// check_fused's tag for the planner: setup_plan_t<Setup, T, Math>(p, Setup::options()) on the current
 /// device (with a Setup's own families: the default planner's choice, check_default_choice),
-/// Setup::check_plan on its description, prepared with a lent workspace poisoned (0xFF) with 256 guard
-/// bytes after it, run, synchronised; the guard bytes must stay untouched.
+/// Setup::check_plan on its description, then run_guarded.
 template <class Setup, class Math>
 struct adapter_plan_entry {
   using math = convred::device::family::kernel_math_t<float, Math>;  ///< the kernels' math (tolerances)
@@ -91,22 +110,12 @@ struct adapter_plan_entry {
   template <class T, class Op, class Epi>
   static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
                        Op op, Epi epi) {
-    constexpr std::size_t guard = 256;
     setup_plan_t<Setup, T, Math> plan(p, Setup::options());
     INFO("plan: " << plan.description());
     REQUIRE(plan.state() == status::success);
     check_default_choice(plan);
     Setup::check_plan(plan.description());
-    const std::size_t bytes = plan.workspace_bytes();
-    thrust::device_vector<unsigned char> ws(bytes + guard, static_cast<unsigned char>(0xFF));
-    REQUIRE(plan.prepare(w, raw(ws), bytes) == status::success);
-    const status s = plan.run(x, bias, y, indices, op, epi);
-    const cudaError_t e = cudaDeviceSynchronize();
-    const std::vector<unsigned char> after = test::to_host(ws);
-    std::size_t touched = 0;
-    for (std::size_t i = bytes; i < after.size(); ++i) touched += after[i] != 0xFF;
-    CHECK(touched == 0);
-    return s == status::success && e != cudaSuccess ? status::cuda_error : s;
+    return run_guarded(plan, x, w, bias, y, indices, op, epi);
   }
 };
 
@@ -195,6 +204,64 @@ void check_bind_with_scratch(const conv2d_problem& p, std::uint64_t seed) {
   CHECK(bytes_equal(test::to_host(y1), test::to_host(y2)));
   CHECK(test::to_host(i1) == test::to_host(i2));
   CHECK(test::count_nan(test::to_host(y1)) == 0);
+}
+
+/// A grouped layer's plan equals its groups' own plans combined on the host, bitwise. `plan` (float, of a
+/// grouped NCHW problem p; made, not prepared) runs argmin with the scale 2 epilogue on real data from
+/// `seed`; each group j then runs through a plan over the wgmma family alone (Math, plan's options) on its
+/// dense sub-problem (C/groups -> K/groups channels, groups 1): x's channels of group j copied on the host, w's
+/// and the bias's slices of group j. Per pixel the least value wins (a tie keeps the earlier group), its
+/// index plus j K/groups. Each group's plan must be made and, where `unsplit`, run unsplit (k_splits 0);
+/// plan's values must equal the combined ones bytewise and its indices theirs.
+template <class Math, class Families>
+void check_groups_combined(convred::device::conv2d_reduce_plan<float, Math, Families>& plan, std::uint64_t seed,
+                           bool unsplit) {
+  namespace fam = convred::device::family;
+  using wgmma = fam::wgmma<float, Math, fam::wgmma_role::adapter>;
+  using sub_plan = convred::device::conv2d_reduce_plan<float, Math, fam::family_list<wgmma>>;
+  const conv2d_problem p = plan.problem();
+  conv2d_problem s = p;
+  s.C = p.C_per_group(), s.K = p.K_per_group(), s.groups = 1;
+  const auto d = make_data<float>(p, seed, data_kind::real);
+  auto dx = test::to_device(d.x);
+  auto dw = test::to_device(d.w);
+  auto db = test::to_device(d.b);
+  const std::size_t ny = static_cast<std::size_t>(p.y_elements());
+  thrust::device_vector<float> y(ny);
+  thrust::device_vector<std::int64_t> idx(ny);
+  test::poison(y), test::poison(idx);
+  const epi::scale<float> two{2.0f};
+  REQUIRE(plan.prepare(craw(dw)) == status::success);
+  REQUIRE(plan.run(craw(dx), craw(db), raw(y), raw(idx), op::argmin{}, two) == status::success);
+  std::vector<float> best(ny);
+  std::vector<std::int64_t> at(ny, -1);
+  const std::size_t plane = static_cast<std::size_t>(s.C * p.H * p.W);
+  for (std::int64_t j = 0; j < p.groups; ++j) {
+    std::vector<float> xs(static_cast<std::size_t>(s.x_elements()));
+    for (std::int64_t n = 0; n < p.N; ++n)
+      std::copy_n(d.x.begin() + static_cast<std::ptrdiff_t>((n * p.groups + j) * plane), plane,
+                  xs.begin() + static_cast<std::ptrdiff_t>(n * plane));
+    const std::vector<float> wj(d.w.begin() + j * s.w_elements(), d.w.begin() + (j + 1) * s.w_elements());
+    const std::vector<float> bj(d.b.begin() + j * s.K, d.b.begin() + (j + 1) * s.K);
+    auto dxs = test::to_device(xs);
+    auto dwj = test::to_device(wj);
+    auto dbj = test::to_device(bj);
+    thrust::device_vector<float> ys(ny);
+    thrust::device_vector<std::int64_t> is(ny);
+    sub_plan sub(s, plan.options());
+    REQUIRE(sub.state() == status::success);
+    if (unsplit) REQUIRE(sub.k_splits() == 0);
+    REQUIRE(sub.prepare(craw(dwj)) == status::success);
+    REQUIRE(sub.run(craw(dxs), craw(dbj), raw(ys), raw(is), op::argmin{}, two) == status::success);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    const auto hy = test::to_host(ys);
+    const auto hi = test::to_host(is);
+    for (std::size_t q = 0; q < ny; ++q)  // real data: no NaN; a tie keeps the earlier group (lower index)
+      if (j == 0 || hy[q] < best[q]) best[q] = hy[q], at[q] = hi[q] + j * s.K;
+  }
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  CHECK(bytes_equal(test::to_host(y), best));
+  CHECK(test::to_host(idx) == at);
 }
 
 }  // namespace convred_test_fused

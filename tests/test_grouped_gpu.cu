@@ -193,52 +193,11 @@ TEST_CASE("grouped family: channel-indexed epilogues (moved per group) and a use
 TEST_CASE("grouped family: the plan equals the wgmma family's plans on each group, combined on the host, bitwise") {
   require_gpu();
   if (!convred::device::detail::wgmma_available()) return;  // (a GPU without the wgmma kernel: nothing to compare)
-  using G = fam::grouped<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>, fam::mma_sync<float, math::tf32>>;
   for (const grouped_case& c : {cases[0], cases[3]}) {
     const std::string name = c.name;
     CAPTURE(name);
-    const conv2d_problem p = c.p, s = G::sub_problem(p);
-    const auto d = make_data<float>(p, 81, data_kind::real);
-    auto dx = test::to_device(d.x);
-    auto dw = test::to_device(d.w);
-    auto db = test::to_device(d.b);
-    const std::size_t ny = static_cast<std::size_t>(p.y_elements());
-    thrust::device_vector<float> y(ny);
-    thrust::device_vector<std::int64_t> idx(ny);
-    test::poison(y), test::poison(idx);
-    const epi::scale<float> two{2.0f};
-    conv2d_reduce_plan<float, math::tf32> plan(p, served());
-    REQUIRE(plan.prepare(craw(dw)) == status::success);
-    REQUIRE(plan.run(craw(dx), craw(db), raw(y), raw(idx), op::argmin{}, two) == status::success);
-    // each group through the wgmma family's own plan, on its channels of x copied on the host
-    std::vector<float> best(ny);
-    std::vector<std::int64_t> at(ny, -1);
-    const std::size_t plane = static_cast<std::size_t>(s.C * p.H * p.W);
-    for (std::int64_t j = 0; j < p.groups; ++j) {
-      std::vector<float> xs(static_cast<std::size_t>(s.x_elements()));
-      for (std::int64_t n = 0; n < p.N; ++n)
-        std::copy_n(d.x.begin() + static_cast<std::ptrdiff_t>((n * p.groups + j) * plane), plane,
-                    xs.begin() + static_cast<std::ptrdiff_t>(n * plane));
-      const std::vector<float> wj(d.w.begin() + j * s.w_elements(), d.w.begin() + (j + 1) * s.w_elements());
-      const std::vector<float> bj(d.b.begin() + j * s.K, d.b.begin() + (j + 1) * s.K);
-      auto dxs = test::to_device(xs);
-      auto dwj = test::to_device(wj);
-      auto dbj = test::to_device(bj);
-      thrust::device_vector<float> ys(ny);
-      thrust::device_vector<std::int64_t> is(ny);
-      conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>>> sub(s, served());
-      REQUIRE(sub.state() == status::success);
-      REQUIRE(sub.prepare(craw(dwj)) == status::success);
-      REQUIRE(sub.run(craw(dxs), craw(dbj), raw(ys), raw(is), op::argmin{}, two) == status::success);
-      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-      const auto hy = test::to_host(ys);
-      const auto hi = test::to_host(is);
-      for (std::size_t m = 0; m < ny; ++m)  // real data: no NaN; a tie keeps the earlier group (lower index)
-        if (j == 0 || hy[m] < best[m]) best[m] = hy[m], at[m] = hi[m] + j * s.K;
-    }
-    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-    CHECK(bytes_equal(test::to_host(y), best));
-    CHECK(test::to_host(idx) == at);
+    conv2d_reduce_plan<float, math::tf32> plan(c.p, served());
+    check_groups_combined(plan, 81, false);
   }
 }
 

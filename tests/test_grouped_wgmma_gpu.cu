@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "conv2d_reduce_check.cuh"
+#include "adapter_family_check.cuh"
 
 using namespace convred_test_fused;
 namespace math = convred::math;
@@ -62,8 +62,7 @@ plan_options options_of(mode m) {
 }
 
 /// check_fused's entry: wgmma_plan<Math> with mode M's options on the current device, its description
-/// naming the grouped passes, prepared into a lent workspace poisoned (0xFF) with 256 guard bytes after
-/// it, run, synchronised; the guard bytes must stay untouched.
+/// naming the grouped passes, then run_guarded (adapter_family_check.cuh).
 template <class Math, mode M>
 struct grouped_wgmma_entry {
   using math = fam::kernel_math_t<float, Math>;  ///< the kernels' math (tolerances)
@@ -71,23 +70,13 @@ struct grouped_wgmma_entry {
   template <class T, class Op, class Epi>
   static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
                        Op op, Epi epi) {
-    constexpr std::size_t guard = 256;
     wgmma_plan<Math> plan(p, options_of(M));
     INFO("plan: " << plan.description());
     REQUIRE(plan.state() == status::success);
     CHECK(has(plan.description(), " groups as channel passes ("));
     if constexpr (M == mode::partial) CHECK(plan.k_splits() > 0);
     if constexpr (M == mode::pass) CHECK(has(plan.description(), " in pass mode ("));
-    const std::size_t bytes = plan.workspace_bytes();
-    thrust::device_vector<unsigned char> ws(bytes + guard, static_cast<unsigned char>(0xFF));
-    REQUIRE(plan.prepare(w, raw(ws), bytes) == status::success);
-    const status s = plan.run(x, bias, y, indices, op, epi);
-    const cudaError_t e = cudaDeviceSynchronize();
-    const std::vector<unsigned char> after = test::to_host(ws);
-    std::size_t touched = 0;
-    for (std::size_t i = bytes; i < after.size(); ++i) touched += after[i] != 0xFF;
-    CHECK(touched == 0);
-    return s == status::success && e != cudaSuccess ? status::cuda_error : s;
+    return run_guarded(plan, x, w, bias, y, indices, op, epi);
   }
 };
 
@@ -274,53 +263,11 @@ TEST_CASE("wgmma grouped passes: the plan equals the wgmma plans of each group, 
       CAPTURE(name);
       plan_options o = options_of(m);
       o.pass = wgmma_pass_mode::off, o.tail = -1;  // fused, as the groups' own plans
-      const conv2d_problem p = c.p;
-      conv2d_problem s = p;
-      s.C = p.C_per_group(), s.K = p.K_per_group(), s.groups = 1;
-      const auto d = make_data<float>(p, 97, data_kind::real);
-      auto dx = test::to_device(d.x);
-      auto dw = test::to_device(d.w);
-      auto db = test::to_device(d.b);
-      const std::size_t ny = static_cast<std::size_t>(p.y_elements());
-      thrust::device_vector<float> y(ny);
-      thrust::device_vector<std::int64_t> idx(ny);
-      test::poison(y), test::poison(idx);
-      const epi::scale<float> two{2.0f};
-      wgmma_plan<math::tf32> plan(p, o);
+      wgmma_plan<math::tf32> plan(c.p, o);
       REQUIRE(plan.state() == status::success);
       CAPTURE(plan.description());
       REQUIRE(plan.k_splits() == 0);
-      REQUIRE(plan.prepare(craw(dw)) == status::success);
-      REQUIRE(plan.run(craw(dx), craw(db), raw(y), raw(idx), op::argmin{}, two) == status::success);
-      std::vector<float> best(ny);
-      std::vector<std::int64_t> at(ny, -1);
-      const std::size_t plane = static_cast<std::size_t>(s.C * p.H * p.W);
-      for (std::int64_t j = 0; j < p.groups; ++j) {
-        std::vector<float> xs(static_cast<std::size_t>(s.x_elements()));
-        for (std::int64_t n = 0; n < p.N; ++n)
-          std::copy_n(d.x.begin() + static_cast<std::ptrdiff_t>((n * p.groups + j) * plane), plane,
-                      xs.begin() + static_cast<std::ptrdiff_t>(n * plane));
-        const std::vector<float> wj(d.w.begin() + j * s.w_elements(), d.w.begin() + (j + 1) * s.w_elements());
-        const std::vector<float> bj(d.b.begin() + j * s.K, d.b.begin() + (j + 1) * s.K);
-        auto dxs = test::to_device(xs);
-        auto dwj = test::to_device(wj);
-        auto dbj = test::to_device(bj);
-        thrust::device_vector<float> ys(ny);
-        thrust::device_vector<std::int64_t> is(ny);
-        wgmma_plan<math::tf32> sub(s, o);
-        REQUIRE(sub.state() == status::success);
-        REQUIRE(sub.k_splits() == 0);
-        REQUIRE(sub.prepare(craw(dwj)) == status::success);
-        REQUIRE(sub.run(craw(dxs), craw(dbj), raw(ys), raw(is), op::argmin{}, two) == status::success);
-        REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-        const auto hy = test::to_host(ys);
-        const auto hi = test::to_host(is);
-        for (std::size_t q = 0; q < ny; ++q)  // real data: no NaN; a tie keeps the earlier group (lower index)
-          if (j == 0 || hy[q] < best[q]) best[q] = hy[q], at[q] = hi[q] + j * s.K;
-      }
-      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-      CHECK(bytes_equal(test::to_host(y), best));
-      CHECK(test::to_host(idx) == at);
+      check_groups_combined(plan, 97, true);
     }
   }
 }
