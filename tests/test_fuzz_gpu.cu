@@ -510,6 +510,8 @@ std::vector<std::pair<fcase, std::string>> plan_family_cases(std::uint64_t& seed
   add("grouped", elem::f32, mathk::tf32, opk::sum, 2, 16, 6, 8, 64, 1, 1, 1, 2, -1);
   // (16 output channels per group: not family::grouped's; splits -1: not the direct family's)
   add("wgmma grouped", elem::f32, mathk::tf32, opk::argmin, 2, 32, 8, 8, 32, 3, 1, 1, 2, -1);
+  // (dilation 12 on 20 x 20: sub-images of 2 rows, not the dilated family's in TF32; every tap live somewhere)
+  add("wgmma dilated", elem::f32, mathk::tf32, opk::argmin, 1, 8, 20, 20, 24, 3, 1, 12, 1, -1);
   // (dense layers of C <= 16 go to the direct family under TF32 and 3xTF32 where it is estimated faster:
   // K = 64 here, and C = 20 in the mma.sync case, keep these two on the tensor-core kernels)
   add("wgmma", elem::f32, mathk::accurate, opk::argmax, 1, 8, 10, 16, 64, 3, 1, 1, 1, 0);
@@ -586,8 +588,9 @@ constexpr int plan_fixed_count = 300;
 
 /// The families (result::family, plan_family) plan_fixed_cases must reach on an H200 running sm_90a code;
 /// the first five on any device with tensor cores.
-const char* const plan_families[] = {"direct depthwise", "direct grouped", "mma.sync", "simt",   "tiny",
-                                     "wgmma",            "dilated",        "grouped",  "pruned", "wgmma grouped"};
+const char* const plan_families[] = {"direct depthwise", "direct grouped", "mma.sync", "simt",          "tiny",
+                                     "wgmma",            "dilated",        "grouped",  "pruned",        "wgmma grouped",
+                                     "wgmma dilated"};
 [[maybe_unused]] constexpr int plan_families_any_device = 5;
 
 }  // namespace

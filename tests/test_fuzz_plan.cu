@@ -34,12 +34,13 @@ std::string family_name(int index, std::index_sequence<I...>) {
 /// The label of the family at position `index` of the family list List, for problem p: its name ("dilated",
 /// "grouped", "wgmma", "mma.sync", "simt"), the direct family's as "direct depthwise" (C/groups == 1) or
 /// "direct grouped" (1 < C/groups <= 16), the wgmma family's on a grouped problem as "wgmma grouped" (its
-/// grouped passes).
+/// grouped passes) and on a dilated one as "wgmma dilated" (its direct tiles of filter rows).
 template <class List>
 std::string family_label(const conv2d_problem& p, int index) {
   const std::string n = family_name<List>(index, std::make_index_sequence<List::size>{});
   if (n == "direct") return p.C_per_group() == 1 ? "direct depthwise" : "direct grouped";
   if (n == "wgmma" && p.groups > 1) return "wgmma grouped";
+  if (n == "wgmma" && ((p.dil_h != 1 && p.R > 1) || (p.dil_w != 1 && p.S > 1))) return "wgmma dilated";
   return n;
 }
 

@@ -409,7 +409,7 @@ TEST_CASE("wgmma cannot_implement names each rule") {
       {[](conv2d_problem& p) { p.groups = 2; }, "groups"},
       {[](conv2d_problem& p) { p.stride_w = 2; }, "stride"},
       {[](conv2d_problem& p) { p.stride_h = p.stride_w = 3; }, "stride"},
-      {[](conv2d_problem& p) { p.dil_h = 2; }, "dilation"},
+      {[](conv2d_problem& p) { p.dil_h = 2, p.stride_h = p.stride_w = 2; }, "dilation"},
   };
   for (const row& r : rows) {
     conv2d_problem p = base;
@@ -422,5 +422,15 @@ TEST_CASE("wgmma cannot_implement names each rule") {
     std::size_t smem = 0;
     CHECK_FALSE(mainloop::make_params(p, 1024, convred::device::detail::max_smem_per_block, k, smem));
   }
+  // a dilation at stride 1 in tf32: only the direct tiles of filter rows serve it (wgmma_conv_params::direct_taps)
+  conv2d_problem d = base;
+  d.dil_h = 2, d.pad_h = 2;
+  CHECK(mainloop::cannot_implement(d) == nullptr);
+  convred::block::wgmma_conv_params k;
+  std::size_t smem = 0;
+  CHECK_FALSE(mainloop::make_params(d, 1024, convred::device::detail::max_smem_per_block, k, smem));
+  CHECK_FALSE(mainloop::make_params(d, 1024, convred::device::detail::max_smem_per_block, k, smem, true));
+  CHECK(mainloop::make_direct_params(d, 1024, convred::device::detail::max_smem_per_block, k, smem));
+  CHECK(k.direct_taps == 1);
 }
 }  // TEST_SUITE("host")

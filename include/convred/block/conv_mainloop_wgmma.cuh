@@ -211,28 +211,32 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy> {
 
   /// Direct tiles (wgmma_conv_params::direct): the offsets, in floats within a stage's box, of channel 0
   /// at this consumer thread's accumulator rows' pixels (tile_m(i): box row px / Q, column stride * (px %
-  /// Q); 0 for the pixels past tile_rows * Q, computed and dropped). The same for every tile and stage.
+  /// Q) + col_shift, direct_taps' tap 0; 0 for the pixels past tile_rows * Q, computed and dropped). The
+  /// same for every tile and stage.
   __device__ static void direct_offsets(const wgmma_conv_params& p, int (&off)[TM]) {
     const int row_floats = p.rp * Policy::block_c * p.group, used = p.tile_rows * p.tile_cols;
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
       const int px = tile_m(i);
-      off[i] = px < used ? px / p.tile_cols * row_floats + p.stride * (px % p.tile_cols) : 0;
+      off[i] = px < used ? px / p.tile_cols * row_floats + p.stride * (px % p.tile_cols) + p.col_shift : 0;
     }
   }
 
-  /// Direct tiles: issues one stage's wgmmas (group k8 slices x the warpgroup's two m64 rows) with A from
+  /// Direct tiles: issues one stage's wgmmas (group k8 slices x the warpgroup's two m64 rows; direct_taps:
+  /// x the S taps of the stage's filter row, each reading the box shifted by s dil_w columns) with A from
   /// registers, loaded from the stage's box (`box`, [row][channel][column] fp32, direct_offsets `off`) and
-  /// rounded to tf32 (warp::to_tf32, as the packing of the other tiles), B the stage's packed filter
-  /// `filter`; `first` starts d (scale-d = 0). Waits for the wgmmas before it returns (their A registers
-  /// are then free), so the stage is complete.
-  __device__ static void run_stage_direct(const unsigned char* filter, const unsigned char* box, float (&d)[2][64],
-                                          bool first, const wgmma_conv_params& p, const int (&off)[TM]) {
+  /// rounded to tf32 (warp::to_tf32, as the packing of the other tiles), B the stage's packed filter:
+  /// slice j's taps at `filter` + j `slice_bytes` (direct_taps: its row's S taps, one after another);
+  /// `first` starts d (scale-d = 0). Waits for the wgmmas before it returns (their A registers are then
+  /// free), so the stage is complete.
+  __device__ static void run_stage_direct(const unsigned char* filter, int slice_bytes, const unsigned char* box,
+                                          float (&d)[2][64], bool first, const wgmma_conv_params& p, const int (&off)[TM]) {
+    if (p.direct_taps) return issue_direct_taps(filter, slice_bytes, box, d, first, p, off);
     switch (p.group) {
-      case 4: issue_direct<4>(filter, box, d, first, p, off); break;
-      case 3: issue_direct<3>(filter, box, d, first, p, off); break;
-      case 2: issue_direct<2>(filter, box, d, first, p, off); break;
-      default: issue_direct<1>(filter, box, d, first, p, off); break;
+      case 4: issue_direct<4>(filter, slice_bytes, box, d, first, p, off); break;
+      case 3: issue_direct<3>(filter, slice_bytes, box, d, first, p, off); break;
+      case 2: issue_direct<2>(filter, slice_bytes, box, d, first, p, off); break;
+      default: issue_direct<1>(filter, slice_bytes, box, d, first, p, off); break;
     }
   }
 
@@ -291,32 +295,63 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy> {
   /// set is loaded again for slice j + 2 once slice j's group has completed (wait<1>), so that 16
   /// registers hold the A fragments, not 8 G (8 G spilled ~120 bytes: sm_90a, nvcc 13.0).
   template <int G>
-  __device__ static void issue_direct(const unsigned char* filter, const unsigned char* box, float (&d)[2][64],
-                                      bool first, const wgmma_conv_params& p, const int (&off)[TM]) {
+  __device__ static void issue_direct(const unsigned char* filter, int slice_bytes, const unsigned char* box,
+                                      float (&d)[2][64], bool first, const wgmma_conv_params& p, const int (&off)[TM]) {
     const float* x = reinterpret_cast<const float*>(box) + (lane() % 4) * p.rp;
-    const int c4 = 4 * p.rp;
     const std::uint64_t b0 = warpgroup::make_smem_desc(filter, 128, 256);
     std::uint32_t a[2][2][4];
 #pragma unroll
     for (int j = 0; j < G; ++j) {
       if (j >= 2) warpgroup::wait<1>();  // slice j - 2's group has completed: its registers are free
-      const float* c = x + 8 * j * p.rp;
-      std::uint32_t(&r)[2][4] = a[j % 2];
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
-        r[mt][0] = warp::to_tf32(c[off[2 * mt]]);
-        r[mt][1] = warp::to_tf32(c[off[2 * mt + 1]]);
-        r[mt][2] = warp::to_tf32(c[c4 + off[2 * mt]]);
-        r[mt][3] = warp::to_tf32(c[c4 + off[2 * mt + 1]]);
-      }
-      warpgroup::fence();
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
-        warpgroup::mma_rs_m64n128_tf32(d[mt], r[mt], b0 + ((static_cast<std::uint64_t>(j) * tap_bytes) >> 4),
-                                       !(first && j == 0));
-      warpgroup::commit();
+      direct_step(b0 + ((static_cast<std::uint64_t>(j) * slice_bytes) >> 4), x + 8 * j * p.rp, a[j % 2], d,
+                  !(first && j == 0), p, off);
     }
     warpgroup::wait<0>();
+  }
+
+  /// run_stage_direct for direct_taps: steps (j, s) over the group slices j and the row's taps s, s
+  /// fastest, each its own commit group from one of two register sets as issue_direct's slices (a run-time
+  /// loop of two steps per trip: the sets stay in registers).
+  __device__ static void issue_direct_taps(const unsigned char* filter, int slice_bytes, const unsigned char* box,
+                                           float (&d)[2][64], bool first, const wgmma_conv_params& p,
+                                           const int (&off)[TM]) {
+    const float* x = reinterpret_cast<const float*>(box) + (lane() % 4) * p.rp;
+    const std::uint64_t b0 = warpgroup::make_smem_desc(filter, 128, 256);
+    const int steps = p.group * p.S;
+    std::uint32_t a[2][2][4];
+    int j = 0, s = 0;  // the next step's slice and tap
+    auto next = [&](std::uint32_t(&r)[2][4], int i) {
+      if (i >= 2) warpgroup::wait<1>();  // step i - 2's group has completed: its registers are free
+      direct_step(b0 + ((static_cast<std::uint64_t>(j) * slice_bytes + static_cast<std::uint64_t>(s) * tap_bytes) >> 4),
+                  x + 8 * j * p.rp + s * p.dil_w, r, d, !(first && i == 0), p, off);
+      if (++s == p.S) s = 0, ++j;
+    };
+#pragma unroll 1
+    for (int i = 0; i < steps; i += 2) {
+      next(a[0], i);
+      if (i + 1 < steps) next(a[1], i + 1);
+    }
+    warpgroup::wait<0>();
+  }
+
+  /// One k8 step of direct tiles: this lane's A fragments of both m64 rows from `c` (channel 0 of the
+  /// step's slice at the step's column shift; channels t and t + 4 at direct_offsets `off`), rounded to
+  /// tf32, and the two m64n128k8 wgmmas with B at descriptor `b`, accumulating into d when `acc`; one
+  /// commit group, not waited for.
+  __device__ static void direct_step(std::uint64_t b, const float* c, std::uint32_t (&r)[2][4], float (&d)[2][64], bool acc,
+                                     const wgmma_conv_params& p, const int (&off)[TM]) {
+    const int c4 = 4 * p.rp;
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+      r[mt][0] = warp::to_tf32(c[off[2 * mt]]);
+      r[mt][1] = warp::to_tf32(c[off[2 * mt + 1]]);
+      r[mt][2] = warp::to_tf32(c[c4 + off[2 * mt]]);
+      r[mt][3] = warp::to_tf32(c[c4 + off[2 * mt + 1]]);
+    }
+    warpgroup::fence();
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) warpgroup::mma_rs_m64n128_tf32(d[mt], r[mt], b, acc);
+    warpgroup::commit();
   }
 
   /// issue for the filter size: 3x3 and 1x1 unrolled, others a run-time tap loop (not under 3xTF32, 3x3

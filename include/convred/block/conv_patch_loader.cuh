@@ -85,15 +85,29 @@ struct conv_patch_loader {
   /// Direct tiles (wgmma_conv_params::direct): copies the stage of packed filter slice `slice` (none when
   /// the filter is resident) and one TMA box of x (the direct tensor map: rp columns from column 0, 8 *
   /// group channels from the stage's first, tile_rows rows from output row p0, image n) into `stage`
-  /// (128-byte aligned); `bar` is armed with all their bytes and this thread's arrival.
+  /// (128-byte aligned); `bar` is armed with all their bytes and this thread's arrival. direct_taps: the
+  /// stage's filter row r = stage_row(slice) of its group slices (one bulk copy of S taps each, laid out
+  /// one after another), and the box from input row p0 + r dil_h - pad_h, column -(pad_w + col_shift).
   __device__ static void copy_direct(unsigned char* stage, std::uint64_t* bar, const void* x_map, const wgmma_conv_params& p,
                                      int slice, int n, int p0) {
     const std::uint32_t filter = p.resident_bytes ? 0u : static_cast<std::uint32_t>(p.b_bytes);
     convred::detail::mbarrier_arrive_expect_tx(bar, filter + static_cast<std::uint32_t>(p.raw_copy_bytes));
-    if (filter)
-      convred::detail::bulk_copy_g2s(stage, static_cast<const unsigned char*>(p.filter) + static_cast<std::int64_t>(slice) * p.b_bytes,
-                                     filter, bar);
-    convred::detail::tma_load_4d(stage + p.a_offset, x_map, 0, p.x_stage(slice) * Policy::block_c * p.group, p0, n, bar);
+    const auto* packed = static_cast<const unsigned char*>(p.filter);
+    const int R = p.row_stages(), r = p.stage_row(slice);
+    if (filter && R == 1) {
+      convred::detail::bulk_copy_g2s(stage, packed + static_cast<std::int64_t>(slice) * p.b_bytes, filter, bar);
+    } else if (filter) {  // slice j's taps (r, 0..S-1): of its R * S taps, from the channel stage's first slice
+      const std::uint32_t row = filter / p.group;  // S taps
+      const std::int64_t first = static_cast<std::int64_t>(slice / R) * R * p.b_bytes + static_cast<std::int64_t>(r) * row;
+      for (int j = 0; j < p.group; ++j)
+        convred::detail::bulk_copy_g2s(stage + j * row, packed + first + static_cast<std::int64_t>(j) * R * row, row, bar);
+    }
+    const int c0 = p.x_stage(slice) / R * Policy::block_c * p.group;
+    if (p.direct_taps)
+      convred::detail::tma_load_4d(stage + p.a_offset, x_map, -(p.pad_w + p.col_shift), c0, p0 + r * p.dil_h - p.pad_h, n,
+                                   bar);
+    else
+      convred::detail::tma_load_4d(stage + p.a_offset, x_map, 0, c0, p0, n, bar);
   }
 
   /// Rewrites a raw buffer (raw_c channels) as its raw_c / E planes, starting at `planes` (the stage's

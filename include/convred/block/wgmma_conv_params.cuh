@@ -228,6 +228,25 @@ struct wgmma_conv_params {
   std::int32_t group_passes = 1;
   /// @brief output channels per group, K / conv_groups (K for a dense convolution)
   std::int32_t Kg = 0;
+  /// @brief 1: direct tiles of a filter with several taps (make_direct_params: tf32, stride 1, any R x S,
+  /// padding and dilation; DeepLab's ASPP layers): a stage is one filter row r of `group` channel slices,
+  /// kt = channel stages x R, stage i of a pass its channel stage i / R and row i % R. Its TMA box holds
+  /// tile_rows input rows from p0 + r dil_h - pad_h and rp columns from -col_shift - pad_w, where col_shift
+  /// (0-3) aligns the box's start to 16 bytes; tap s of the row reads it at column offset s dil_w + col_shift
+  /// (zero outside x: TMA's fill, and the zeroed pitch columns of a padded copy, x_pitch). A stage whose
+  /// rows all lie outside x (a large dilation's taps into the padding) is skipped by the producer and the
+  /// consumers alike (row_live); a unit with no live stage in a pass folds zeros. 0: a 1x1 filter.
+  std::int32_t direct_taps = 0;
+  /// @var dil_h
+  /// @brief vertical dilation (direct_taps)
+  /// @var dil_w
+  /// @brief horizontal dilation (direct_taps)
+  std::int32_t dil_h = 1, dil_w = 1;
+  /// @brief direct_taps: floats per row of the x the TMA box reads: W, or when W % 4 != 0 (TMA rows are
+  /// 16-byte multiples) the pitch of a copy of x with W rounded up to a multiple of 4 and its extra columns
+  /// zero (in the workspace's packed-x region: xpack_bytes; written by cudaMemcpy2DAsync and
+  /// cudaMemset2DAsync before the kernel)
+  std::int32_t x_pitch = 0;
 
   /// The stage of x (its channels [x_stage * group * block_c, ...) of the image) that packed filter slice
   /// `slice` (pass * kt + stage of the pass) multiplies: the pass's group's kt stages, kt per group.
@@ -236,6 +255,17 @@ struct wgmma_conv_params {
   }
   /// Stages of x per tile: kt per group (the packed x's (tile, stage) blocks, xpack_bytes).
   __host__ __device__ std::int32_t x_stages() const { return kt * conv_groups; }
+  /// Stages per channel stage of a pass: R for direct_taps (one per filter row), else 1.
+  __host__ __device__ std::int32_t row_stages() const { return direct_taps ? R : 1; }
+  /// direct_taps: the filter row of slice `slice`.
+  __host__ __device__ std::int32_t stage_row(std::int32_t slice) const { return direct_taps ? slice % R : 0; }
+  /// direct_taps: whether filter row r reads any row of x for the tile of output rows [p0, p0 + tile_rows)
+  /// (those past P included); a dead row's stage is all zeros and is skipped. Always true otherwise.
+  __host__ __device__ bool row_live(std::int32_t r, std::int32_t p0) const {
+    if (!direct_taps) return true;
+    const std::int32_t h = p0 + r * dil_h - pad_h;
+    return h < H && h + tile_rows > 0;
+  }
   /// The first output channel of channel pass `pass`: its group's first plus 128 per earlier pass of the group.
   __host__ __device__ std::int32_t pass_k0(std::int32_t pass) const {
     return pass / group_passes * Kg + pass % group_passes * 128;

@@ -305,7 +305,7 @@ status packed_split_run(const wgmma_plan_t& plan, std::size_t packed, const conv
     bool refused = false;
     status s = launch_wgmma<Policy>(head, plan.smem_bytes, head_units, op, epi, direct ? y : static_cast<float*>(nullptr),
                                             direct ? indices : static_cast<std::int64_t*>(nullptr), stream, refused,
-                                            k.flat ? k.tiles : 0);  // (the packing pass: every tile's)
+                                            k.flat || k.direct_taps ? k.tiles : 0);  // (the packing pass: every tile's)
     if (refused) return fallback();  // the driver refused x's tensor map
     if (s != status::success) return s;
     if (tail) {  // the last tiles in partial mode, right after the head (a programmatic dependent launch)

@@ -71,7 +71,7 @@ constexpr std::size_t wgmma_tail_bytes() {
 }
 
 /// Which tiles detail::wgmma_plan considers: `rows` only tiles of image rows (conv2d_reduce_packed, which
-/// has no workspace for a packed x); `either` rows where they serve, else flat tiles (the packed filter's
+/// has no workspace for a packed x); `either` rows where they serve, else flat tiles, else direct tiles (the packed filter's
 /// size and layout, which do not depend on the tiles: pack_filter, packed_filter_bytes); `chosen` the
 /// tiles and the unsplit mode the time model picks on the current device (choose_wgmma_params,
 /// choose_wgmma_splits: conv2d_reduce_packed_split).
@@ -96,8 +96,8 @@ wgmma_plan_t wgmma_plan(const conv2d_problem& p, wgmma_tiles tiles = wgmma_tiles
       plan.served = rows();
       return plan;
     }
-    if (tiles == wgmma_tiles::either) {
-      plan.served = rows() || flat();
+    if (tiles == wgmma_tiles::either) {  // (dilated problems: direct tiles only)
+      plan.served = rows() || flat() || mainloop::make_direct_params(p, tail, max_smem_per_block, plan.k, plan.smem_bytes);
       return plan;
     }
     int dev = 0, sms = 0;
@@ -145,11 +145,13 @@ bool make_x_tensor_map(CUtensorMap& map, const float* x, const block::wgmma_conv
     return reinterpret_cast<encode_fn>(fn);
   }();
   if (!encode) return false;
-  const cuuint64_t W = static_cast<cuuint64_t>(k.W), H = static_cast<cuuint64_t>(k.H), C = static_cast<cuuint64_t>(k.C);
+  const cuuint64_t W = static_cast<cuuint64_t>(k.direct_taps ? k.x_pitch : k.W), H = static_cast<cuuint64_t>(k.H),
+                  C = static_cast<cuuint64_t>(k.C);
   // row tiles: dims (W, H, C, N), box (rp, bh, raw_c, 1); direct tiles: dims (W, C, P rows `stride`
-  // input rows apart, N), box (rp, block_c * group, tile_rows, 1), landing as [row][channel][column]
+  // input rows apart, N) (direct_taps: (x_pitch, C, H, N)), box (rp, block_c * group, tile_rows, 1), landing
+  // as [row][channel][column]
   const cuuint64_t dims[4] = {W, static_cast<cuuint64_t>(k.direct ? k.C : k.H),
-                              static_cast<cuuint64_t>(k.direct ? k.P : k.C), static_cast<cuuint64_t>(k.N)};
+                              static_cast<cuuint64_t>(k.direct_taps ? k.H : k.direct ? k.P : k.C), static_cast<cuuint64_t>(k.N)};
   const cuuint64_t strides[3] = {k.direct ? W * H * 4 : W * 4, k.direct ? W * 4 * static_cast<cuuint64_t>(k.stride) : W * H * 4,
                                  W * H * C * 4};
   const cuuint32_t box[4] = {static_cast<cuuint32_t>(k.rp),
@@ -168,8 +170,9 @@ std::size_t packed_bytes(const wgmma_plan_t& plan) {
 }
 
 /// Launches the wgmma kernel with parameters k (x, filter, bias, xpack and the modes set) on `units`
-/// work units: first, when `pack_tiles` > 0 (flat tiles), kernel::pack_x_kernel for that many tiles into
-/// k.xpack; then the persistent kernel, one block per SM (at most one per unit), in the variant the
+/// work units: first, when `pack_tiles` > 0, for flat tiles kernel::pack_x_kernel for that many tiles into
+/// k.xpack, for direct_taps tiles with W % 4 != 0 x's copy into k.xpack (rows of x_pitch floats, the extra
+/// columns zeroed: cudaMemcpy2DAsync, cudaMemset2DAsync); then the persistent kernel, one block per SM (at most one per unit), in the variant the
 /// parameters need (the gathering one also for flat tiles at stride 2, whose taps read stride phases; the
 /// direct one for direct tiles; under 3xTF32 the tap-loop one for filters other than 3x3 and 1x1 and for
 /// stride 2), as
@@ -183,9 +186,20 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
                     bool dependent = false) {
   refused = false;
   CUtensorMap x_map{};  // used by the TMA producer only
-  if (!k.gather && !k.flat && !make_x_tensor_map<Policy>(x_map, k.x, k)) {
+  // direct_taps with W % 4 != 0: the box reads k.xpack, x copied there with rows of x_pitch floats (the
+  // extra columns zero), by the launch that packs (pack_tiles > 0)
+  const bool padded = k.direct_taps && k.x_pitch != k.W;
+  if (!k.gather && !k.flat && !make_x_tensor_map<Policy>(x_map, padded ? static_cast<const float*>(k.xpack) : k.x, k)) {
     refused = true;
     return status::success;
+  }
+  if (padded && pack_tiles > 0) {
+    const std::size_t rows = static_cast<std::size_t>(k.N) * static_cast<std::size_t>(k.C) * static_cast<std::size_t>(k.H);
+    const std::size_t pitch = static_cast<std::size_t>(k.x_pitch) * 4, w = static_cast<std::size_t>(k.W) * 4;
+    auto* dst = static_cast<unsigned char*>(const_cast<void*>(k.xpack));
+    if (cudaMemcpy2DAsync(dst, pitch, k.x, w, w, rows, cudaMemcpyDeviceToDevice, stream) != cudaSuccess ||
+        cudaMemset2DAsync(dst + w, pitch, 0, pitch - w, rows, stream) != cudaSuccess)
+      return status::cuda_error;
   }
   const bool taps = plan::wgmma_params<Policy>::tap_loop(k);  // 3xTF32: a promoted group per tap
   const bool phased = k.gather || (k.flat && k.stride != 1) || taps;
@@ -201,7 +215,7 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
   int dev = 0, sms = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
     return status::cuda_error;
-  if (pack_tiles > 0) {
+  if (pack_tiles > 0 && k.flat) {
     auto pack = kernel::pack_x_kernel<Policy>;
     if (status s = check_device(pack); s != status::success) return s;
     // a block row per (tile, stage) block of the packed x, 256 of its first part's 16-byte entries per block
@@ -211,7 +225,7 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
   }
   const std::int64_t grid = units < sms ? units : sms;
   const int threads = phased ? kernel::wgmma_block<Policy, true>::threads : kernel::wgmma_block<Policy, false>::threads;
-  launch_kernel(dependent || pack_tiles > 0, kern, dim3(static_cast<unsigned>(grid)), dim3(threads), smem, stream, x_map,
+  launch_kernel(dependent || (pack_tiles > 0 && k.flat), kern, dim3(static_cast<unsigned>(grid)), dim3(threads), smem, stream, x_map,
                 k, op, epi, y, indices);
   return launch_status();
 }

@@ -142,7 +142,10 @@ void choose_wgmma_tail(const conv2d_problem& p, const block::wgmma_conv_params& 
 /// plan_wgmma_gather_slowdown): fused 201 us; 2 splits: 128 units in one wave of 50 us, 12.8 MB of partial
 /// sums (8.6 us) + 5 us = 64 us (tests/test_plan_host.cu checks these numbers). Flat tiles
 /// (wgmma_conv_params::flat) add the packing pass to both: x and the packed planes at
-/// plan_xpack_bytes_per_s, plus plan_xpack_fixed_seconds.
+/// plan_xpack_bytes_per_s, plus plan_xpack_fixed_seconds (direct_taps tiles with W % 4 != 0 likewise x's
+/// padded copy). Direct_taps tiles (dilated filters) run only their live stages (the share of (tile, filter
+/// row) pairs that read x: wgmma_conv_params::row_live), a pass the longer of their tensor work and their
+/// bytes at plan_wgmma_direct_feed_bytes_per_sm.
 /// When the tiles fill the GPU (tiles >= sm_count), only a split-K tail over the last wave's tiles is
 /// considered (choose_wgmma_tail: e.tail_tiles, e.tail_splits, e.tail_s), after a fused or pass-mode head.
 /// `options` (plan_options) may force these choices: pass, where pass mode applies and sm_count > 0: off
@@ -160,21 +163,39 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
                       (k.direct && k.stride == 2 ? plan_wgmma_direct_s2_slowdown : 1.0);
   // a pass computes and converts C rounded up to whole stages: kt stages of group x block_c channels (a
   // C = 3 stem computes 8 channels in TF32, 16 in bf16)
-  const double channels = static_cast<double>(k.kt) * k.group * Policy::block_c;
+  const double channels = static_cast<double>(k.kt / k.row_stages()) * k.group * Policy::block_c;
   // row tiles (not gathered): the producer converts each pass's raw patch of x, ph x pw pixels of those
   // channels in fp32, at plan_wgmma_convert_bytes_per_sm, while the consumers multiply: a pass takes the
   // longer of the two (1x1 filters at 16-bit speed are bound by it)
   const double convert_s =
       !k.flat && !k.direct && !k.gather ? 4.0 * k.ph * k.pw * channels / plan_wgmma_convert_bytes_per_sm : 0.0;
-  const double pass_s =
-      std::max(2.0 * Policy::block_m * Policy::block_n * channels * static_cast<double>(p.R * p.S) / rate, convert_s);
+  // direct_taps: the live share of the (tile, filter row) stages (row_live; the rest are skipped), and
+  // their bytes from L2 at plan_wgmma_direct_feed_bytes_per_sm
+  double live = 1.0, feed_s = 0.0;
+  if (k.direct_taps) {
+    // filter row r is live for the tiles tp with -rows < tp rows + r dil_h - pad_h < H (row_live)
+    auto floor_div = [](std::int64_t a, std::int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
+    std::int64_t n = 0;
+    const std::int64_t rows = k.tile_rows;
+    for (std::int32_t r = 0; r < k.R; ++r) {
+      const std::int64_t off = std::int64_t(r) * k.dil_h - k.pad_h;
+      const std::int64_t lo = std::max<std::int64_t>(0, floor_div(-rows - off, rows) + 1);
+      const std::int64_t hi = std::min<std::int64_t>(k.tiles_p - 1, floor_div(k.H - off - 1, rows));
+      n += hi >= lo ? hi - lo + 1 : 0;
+    }
+    live = static_cast<double>(n) / (static_cast<double>(k.tiles_p) * k.R);
+    feed_s = live * k.kt * static_cast<double>(k.raw_copy_bytes + (k.resident_bytes ? 0 : k.b_bytes)) /
+             plan_wgmma_direct_feed_bytes_per_sm;
+  }
+  const double pass_s = std::max(
+      {live * 2.0 * Policy::block_m * Policy::block_n * channels * static_cast<double>(p.R * p.S) / rate, convert_s, feed_s});
   const double sms = sm_count > 0 ? sm_count : 1;
-  // flat tiles: the packing pass first (x read, the packed planes written)
-  const double pre = k.flat ? plan_xpack_fixed_seconds +
-                                  (4.0 * static_cast<double>(p.x_elements()) +
-                                   static_cast<double>(plan::wgmma_params<Policy>::xpack_bytes(k))) /
-                                      plan_xpack_bytes_per_s
-                            : 0.0;
+  // flat tiles: the packing pass first (x read, the packed planes written); direct_taps tiles with W % 4
+  // != 0: x's copy with a padded pitch, likewise
+  const double xpack = static_cast<double>(plan::wgmma_params<Policy>::xpack_bytes(k));
+  const double pre = k.flat || xpack > 0
+                         ? plan_xpack_fixed_seconds + (4.0 * static_cast<double>(p.x_elements()) + xpack) / plan_xpack_bytes_per_s
+                         : 0.0;
   e.fused_s = pre + std::ceil(static_cast<double>(k.tiles) / sms) * k.npass * pass_s;
   // pass mode: tiles x npass units of one pass each, then the combine of npass states per pixel
   if (sm_count > 0 && k.npass > 1 && Policy::parts == 1) {
@@ -245,7 +266,10 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
   std::size_t rect_smem = 0, flat_smem = 0;
   const bool has_rect = mainloop::make_params(p, tail_bytes, max_smem, rect, rect_smem);
   const bool has_flat = allow_flat && mainloop::make_params(p, tail_bytes, max_smem, flat, flat_smem, true);
-  if (!has_rect && !has_flat) return false;
+  const wgmma_tiling forced = options.tiles;
+  if (!has_rect && !has_flat)  // dilated problems: direct tiles only
+    return allow_flat && forced != wgmma_tiling::rows && forced != wgmma_tiling::flat &&
+           mainloop::make_direct_params(p, tail_bytes, max_smem, k, smem);
   auto estimate = [&](const block::wgmma_conv_params& c) {
     return choose_wgmma_splits<Policy>(p, c, sm_count, plan_math_speed<typename Policy::math>(),
                                        default_split_workspace_limit, options);
@@ -265,7 +289,6 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
   const bool measured = has_flat && has_rect &&
                         ((p.R * p.S == 1 && (flat.group == block::wgmma_max_group || Policy::parts == 2)) ||
                          (rect.gather && rect.stride == 2 && !Policy::is_tf32));
-  const wgmma_tiling forced = options.tiles;
   const bool flat_wins = has_flat && (!has_rect || forced == wgmma_tiling::flat ||
                                       (forced != wgmma_tiling::rows && (measured || (rect.gather && p.R * p.S == 1) ||
                                                                         best(flat) < best(rect))));

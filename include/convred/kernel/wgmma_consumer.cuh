@@ -81,23 +81,35 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
       const std::int64_t p = t.tp * prm.tile_rows + px / prm.tile_cols, q = t.tq * prm.tile_cols + px % prm.tile_cols;
       return p < prm.P && q < prm.Q ? (t.n * prm.P + p) * prm.Q + q : std::int64_t(-1);
     };
+    // direct_taps: the tile's first output row, against which its filter rows are live (row_live)
+    const int p0 = Direct ? static_cast<int>(sched.decode(unit).tp) * prm.tile_rows : 0;
     for (int sl = first; sl < last;) {  // one channel pass (partial mode: one pass's GEMM_K range)
       const int pass = sl / prm.kt, pass_end = min(last, (pass + 1) * prm.kt);
-      for (int s = sl; s < pass_end; ++s, st.advance()) {
+      bool started = false;  // a stage of the pass has run (direct_taps skip the dead rows' stages)
+      for (int s = sl; s < pass_end; ++s) {
+        if (Direct && !prm.row_live(prm.stage_row(s), p0)) continue;  // as the producer: not staged
         CONVRED_WGMMA_PHASE(1, st.wait_full(tail.full));
         const unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
-        const unsigned char* filter = prm.resident_bytes ? sm.base + static_cast<std::int64_t>(s) * prm.b_bytes : stage;
-        if constexpr (Direct)
-          mainloop::run_stage_direct(filter, stage + prm.a_offset, d, s == sl, prm, off);
-        else
+        if constexpr (Direct) {  // the stage's filter row of its group slices: streamed, or in the resident filter
+          const int R = prm.row_stages(), row = prm.b_bytes / prm.group;  // a slice's S taps of one row
+          const unsigned char* filter = prm.resident_bytes ? sm.base + static_cast<std::int64_t>(s / R) * R * prm.b_bytes +
+                                                                 static_cast<std::int64_t>(prm.stage_row(s)) * row
+                                                           : stage;
+          mainloop::run_stage_direct(filter, prm.resident_bytes ? R * row : row, stage + prm.a_offset, d, !started, prm, off);
+        } else {
+          const unsigned char* filter = prm.resident_bytes ? sm.base + static_cast<std::int64_t>(s) * prm.b_bytes : stage;
           mainloop::template run_stage<Gather, TapLoop>(filter, stage + prm.a_offset, d, s == sl, prm);
+        }
+        started = true;
         if constexpr (mainloop::promotes) {  // the stage has completed: release it now
           convred::detail::mbarrier_arrive(&tail.empty[st.slot]);
+          st.advance();
           continue;
         }
         warpgroup::wait<1>();  // the previous stage's group has completed: release its slot
         if (prev >= 0) convred::detail::mbarrier_arrive(&tail.empty[prev]);
         prev = st.slot;
+        st.advance();
       }
       const bool done = pass_end == last;
       if (Policy::pingpong && done) convred::detail::mbarrier_arrive(&tail.order[wg ^ 1]);  // the other's turn
@@ -105,7 +117,19 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
       warpgroup::wait<0>();
       mainloop::fence_acc(d);
       CONVRED_WGMMA_UNIT_END(done);
-      if constexpr (!mainloop::promotes) convred::detail::mbarrier_arrive(&tail.empty[prev]);
+      if constexpr (Direct) {
+        if (!started) {  // every stage of the range read only padding: the products are zero
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+            for (int i = 0; i < 64; ++i) d[mt][i] = 0.f;
+        }
+      }
+      if constexpr (Direct) {  // (no stage of the pass may have run)
+        if (prev >= 0) convred::detail::mbarrier_arrive(&tail.empty[prev]);
+      } else if constexpr (!mainloop::promotes) {
+        convred::detail::mbarrier_arrive(&tail.empty[prev]);
+      }
       prev = -1;
       const int k0 = prm.pass_k0(pass), valid = prm.pass_channels(pass);  // the pass's output channels
       if (prm.partial) {  // partial mode (one pass per unit: done): the raw sums of split z, rows m - partial_m0

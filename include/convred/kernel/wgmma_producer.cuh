@@ -41,14 +41,16 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
       const tile_scheduler::coord t = sched.decode(unit);  // flat: coord n is the tile
       int first, last;
       sched.slices(unit, first, last);
-      for (int sl = first; sl < last; ++sl, st.advance()) {
+      const int p0 = static_cast<int>(t.tp) * prm.tile_rows;
+      for (int sl = first; sl < last; ++sl) {
+        if (Direct && !prm.row_live(prm.stage_row(sl), p0)) continue;  // a filter row reading only padding
         CONVRED_WGMMA_PHASE(6, st.wait_free(tail.empty));
         unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
         if constexpr (Direct)  // a TMA box of x from NCHW
-          loader::copy_direct(stage, &tail.full[st.slot], x_map, prm, sl, static_cast<int>(t.n),
-                              static_cast<int>(t.tp) * prm.tile_rows);
+          loader::copy_direct(stage, &tail.full[st.slot], x_map, prm, sl, static_cast<int>(t.n), p0);
         else  // the stage's planes of the packed x
           loader::copy_flat(stage, &tail.full[st.slot], prm, sl, t.n);
+        st.advance();
       }
     }
     return;

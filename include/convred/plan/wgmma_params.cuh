@@ -33,17 +33,23 @@ struct wgmma_params {
     return x3 && !(k.stride == 1 && ((k.R == 3 && k.S == 3) || (k.R == 1 && k.S == 1)));
   }
 
+  /// Whether p has a dilation above 1 along a filter dimension above 1 (only direct tiles serve it).
+  static bool dilated(const conv2d_problem& p) { return (p.dil_h != 1 && p.R > 1) || (p.dil_w != 1 && p.S > 1); }
+
   /// @brief The shape rules of the can-implement check (host): nullptr when the mainloop implements p's
   /// layout and shape, else why not (a static string naming the rule, for conv2d_reduce_plan's reason).
-  /// Shared-memory fit is checked by make_params. p must be valid (convred::validate).
+  /// Shared-memory fit is checked by make_params. p must be valid (convred::validate). A dilated p passes
+  /// under tf32 at stride 1: only direct tiles (make_direct_params) serve it.
   static const char* cannot_implement(const conv2d_problem& p) {
     if (p.x_layout != layout::nchw) return "x is not NCHW";
     if (p.groups != 1 && p.C_per_group() % Policy::block_c != 0)
       return Policy::block_c == 8 ? "groups != 1 with C/groups not a multiple of 8"
                                   : "groups != 1 with C/groups not a multiple of 16";
     if (p.stride_h != p.stride_w || p.stride_h > 2) return "stride other than 1 or 2 (the same in both dimensions)";
-    // (a dilation along a 1-wide filter dimension moves no tap: the kernel, which never reads it, serves it)
-    if ((p.dil_h != 1 && p.R > 1) || (p.dil_w != 1 && p.S > 1)) return "dilation != 1";
+    // (a dilation along a 1-wide filter dimension moves no tap: the kernel, which never reads it, serves it;
+    // direct tiles of several taps serve any dilation at stride 1: make_direct_params)
+    if (dilated(p) && (!Policy::is_tf32 || Policy::parts != 1 || p.stride_h != 1))
+      return "dilation != 1 (the wgmma kernel's dilated tiles: tf32 at stride 1)";
     if (p.P() <= 0 || p.Q() <= 0) return "empty output";
     if (p.N > 0x7fffffff || p.C * p.H * p.W * 4 >= (std::int64_t(1) << 40)) return "N >= 2^31 or an image of 2^40 bytes or more";
     return nullptr;
@@ -65,7 +71,7 @@ struct wgmma_params {
   /// valid (convred::validate). Independent of N otherwise (N = 0 is served, with no tiles).
   static bool make_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,
                           wgmma_conv_params& k, std::size_t& smem_bytes, bool flat = false) {
-    if (cannot_implement(p)) return false;
+    if (cannot_implement(p) || dilated(p)) return false;
     static_assert(Policy::stages <= wgmma_max_stages, "wgmma_policy: at most wgmma_max_stages operand stages");
     constexpr int TH = Policy::tile_h, TW = Policy::tile_w, E = 16 / Policy::filter_elem_bytes, BM = Policy::block_m;
     static_assert(TW == 64, "one m64 wgmma row per 64 tile pixels");
@@ -195,36 +201,46 @@ struct wgmma_params {
   /// @brief Parameters of the direct tiles (wgmma_conv_params::direct: x read by TMA from NCHW, the A
   /// fragments loaded into registers by the consumers) and their dynamic shared memory (as make_params:
   /// the resident filter when it fits, operand stages, then `tail_bytes`), if they serve p: tf32 math
-  /// (one part), a 1x1 filter without padding, stride 1 or 2, Q <= block_m output columns whose box row
-  /// fits TMA's 256 (rp below: Q <= 248 at stride 1, 124 at stride 2), and x rows whose
-  /// TMA strides are multiples of 16 bytes (H * W and stride * W multiples of 4). Tiles of tile_rows =
-  /// ceil(P / tiles_p) output rows, tiles_p = ceil(P / floor(block_m / Q)); stages of `group` slices of
-  /// block_c channels (the most, up to wgmma_max_group, dividing ceil(C / block_c) for which 4 streamed
-  /// stages fit), so the packed filter is pack_filter's as for the other tiles. p must be valid.
+  /// (one part), Q <= block_m output columns whose box row fits TMA's 256 columns (rp below), and either a
+  /// 1x1 filter without padding at stride 1 or 2 with x rows whose TMA strides are multiples of 16 bytes
+  /// (H * W and stride * W multiples of 4), or (direct_taps) a dilated filter (any R x S, padding and
+  /// dilation) at stride 1 with groups 1 under the cooperative policy: a stage per filter row, its box
+  /// the tile's rows shifted by the row's taps and wide enough for the row's S taps, rp >= col_shift +
+  /// (S - 1) dil_w + Q; x copied with a pitch of W rounded up to 4 where W % 4 != 0 (x_pitch). Tiles of
+  /// tile_rows = ceil(P / tiles_p) output rows, tiles_p = ceil(P / floor(block_m / Q)); stages of `group`
+  /// slices of block_c channels (the most, up to wgmma_max_group, dividing ceil(C / block_c) for which 4
+  /// streamed stages fit), so the packed filter is pack_filter's as for the other tiles. p must be valid.
   static bool make_direct_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,
                                  wgmma_conv_params& k, std::size_t& smem_bytes) {
     if constexpr (!Policy::is_tf32 || Policy::parts != 1) {
       (void)p, (void)tail_bytes, (void)max_smem, (void)k, (void)smem_bytes;
       return false;
     } else {
-      if (cannot_implement(p) || p.R != 1 || p.S != 1 || p.pad_h != 0 || p.pad_w != 0) return false;
+      if (cannot_implement(p)) return false;
+      const bool taps = dilated(p);
+      if (!taps && (p.R != 1 || p.S != 1 || p.pad_h != 0 || p.pad_w != 0)) return false;
+      if (taps && (p.stride_h != 1 || p.groups != 1 || Policy::pingpong)) return false;
       const std::int64_t P = p.P(), Q = p.Q(), s = p.stride_h;
-      if (Q > Policy::block_m || (p.H * p.W) % 4 != 0 || (s * p.W) % 4 != 0) return false;
-      // the box's columns: the s * (Q - 1) + 1 read, rounded up to 8 mod 16 floats (a box with an element
-      // stride of 2, so that only the columns read land, stopped the kernel with an illegal address on
-      // the H200)
-      const std::int64_t rp = (s * (Q - 1) + 1 + 7) / 16 * 16 + 8;
+      if (Q > Policy::block_m || (!taps && ((p.H * p.W) % 4 != 0 || (s * p.W) % 4 != 0))) return false;
+      // the box's columns: 1x1, the s * (Q - 1) + 1 read; taps, the row's S taps' reach from the 16-byte
+      // aligned column -(pad_w + shift); rounded up to 8 mod 16 floats (a box with an element stride of 2,
+      // so that only the columns read land, stopped the kernel with an illegal address on the H200)
+      const std::int64_t dw = p.S > 1 ? p.dil_w : 1, shift = taps ? (4 - p.pad_w % 4) % 4 : 0;
+      const std::int64_t cols = taps ? shift + (p.S - 1) * dw + Q : s * (Q - 1) + 1;
+      const std::int64_t rp = (cols + 7) / 16 * 16 + 8;
       if (rp > 256) return false;
       const std::int64_t per = Policy::block_m / Q, tiles_p = (P + per - 1) / per, rows = (P + tiles_p - 1) / tiles_p;
       set_shape(p, k);
-      const std::int64_t slice_b = std::int64_t(Policy::block_n) * Policy::block_c * Policy::filter_elem_bytes;
+      // a stage's packed filter: group slices' taps of one filter row (the whole slice for 1x1)
+      const std::int64_t tap_b = std::int64_t(Policy::block_n) * Policy::block_c * Policy::filter_elem_bytes;
       auto a_bytes = [&](int g) { return (rp * Policy::block_c * g * rows * 4 + 127) / 128 * 128; };
       int g = wgmma_max_group;
       for (; g > 1; --g)
-        if (k.kt % g == 0 && 4 * (g * slice_b + a_bytes(g)) + static_cast<std::int64_t>(tail_bytes) <= static_cast<std::int64_t>(max_smem))
+        if (k.kt % g == 0 &&
+            4 * (g * p.S * tap_b + a_bytes(g)) + static_cast<std::int64_t>(tail_bytes) <= static_cast<std::int64_t>(max_smem))
           break;
-      k.group = g, k.kt /= g;
-      const std::int64_t b_bytes = slice_b * g, a = a_bytes(g), slices = std::int64_t(k.kt) * k.npass;
+      k.group = g, k.kt = k.kt / g * static_cast<std::int32_t>(taps ? p.R : 1);
+      const std::int64_t b_bytes = tap_b * g * p.S, a = a_bytes(g), slices = std::int64_t(k.kt) * k.npass;
       if (slices * b_bytes >= (std::int64_t(1) << 40) || b_bytes + a >= (std::int64_t(1) << 20)) return false;
       const std::int64_t resident = (slices * b_bytes + 127) / 128 * 128, rest = static_cast<std::int64_t>(tail_bytes);
       std::int64_t stage = a, smem = resident + 2 * a + rest;
@@ -245,14 +261,24 @@ struct wgmma_params {
       k.raw_copy_bytes = static_cast<std::int32_t>(rp * Policy::block_c * g * rows * 4), k.raw_bytes = 0;
       k.part_bytes = static_cast<std::int32_t>(a);
       k.b_bytes = static_cast<std::int32_t>(b_bytes), k.stage_bytes = static_cast<std::int32_t>(stage);
+      k.x_pitch = k.W;
+      if (taps) {
+        k.direct_taps = 1, k.col_shift = static_cast<std::int32_t>(shift);
+        k.dil_h = static_cast<std::int32_t>(p.R > 1 ? p.dil_h : 1), k.dil_w = static_cast<std::int32_t>(dw);
+        k.x_pitch = (k.W + 3) / 4 * 4;
+      }
       smem_bytes = static_cast<std::size_t>(smem);
       return true;
     }
   }
 
   /// Bytes of the packed x of flat parameters k (kernel::pack_x_kernel's output: per tile and stage, the
-  /// stage's planes, parts * part_bytes); 0 for tiles of image rows.
+  /// stage's planes, parts * part_bytes), or of direct_taps tiles' copy of x with rows of x_pitch floats
+  /// (N C H x_pitch floats where x_pitch != W); 0 otherwise.
   static std::size_t xpack_bytes(const wgmma_conv_params& k) {
+    if (k.direct_taps && k.x_pitch != k.W)  // the padded copy of x
+      return static_cast<std::size_t>(k.N) * static_cast<std::size_t>(k.C) * static_cast<std::size_t>(k.H) *
+             static_cast<std::size_t>(k.x_pitch) * 4;
     if (!k.flat) return 0;
     return static_cast<std::size_t>(k.tiles) * static_cast<std::size_t>(k.x_stages()) * static_cast<std::size_t>(Policy::parts) *
            static_cast<std::size_t>(k.part_bytes);

@@ -88,8 +88,11 @@ struct dilated : family_defaults<dilated<Inner, Rival>, typename Inner::element_
     if (!sixteen_bit() && ((fh > 1 && s.P() < 3) || (fw > 1 && s.Q() < 3)))
       return "sub-images of fewer than 3 output rows or columns (TF32 and 3xTF32)";
     if (const char* why = Inner::can_implement(s, dev, o)) return why;
-    if (rival_not_slower<Rival>(p, dev, o, configure(p, dev, o).seconds))
+    const double t = configure(p, dev, o).seconds;
+    if (rival_not_slower<Rival>(p, dev, o, t))
       return "space to batch is estimated slower than the mma.sync kernel on the dilated problem";
+    if (o.splits == 0 && Inner::can_implement(p, dev, o) == nullptr && !(t < Inner::configure(p, dev, o).seconds))
+      return "the inner kernel's dilated tiles (the whole problem, a stage per filter row) are estimated as fast";
     return nullptr;
   }
 

@@ -76,7 +76,13 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
     const std::size_t xpack = block::conv_mainloop_wgmma<policy>::xpack_bytes(k);
     const int block_m = c.pingpong ? pingpong_policy::block_m : policy::block_m;
     const std::string tiles =
-        k.direct ? std::to_string(k.tile_rows) + "x" + std::to_string(k.tile_cols) +
+        k.direct_taps
+            ? std::to_string(k.tile_rows) + "x" + std::to_string(k.tile_cols) + "-pixel tiles of dilation " +
+                  std::to_string(k.dil_h) + "x" + std::to_string(k.dil_w) +
+                  ", a stage per filter row (TMA boxes of " + std::to_string(k.group * 8) + " channels x " +
+                  std::to_string(k.rp) + " columns" + (k.x_pitch != k.W ? " from x copied with a pitch of " + std::to_string(k.x_pitch) : std::string(" from NCHW")) +
+                  "; rows reading only padding skipped; A fragments in registers)"
+        : k.direct ? std::to_string(k.tile_rows) + "x" + std::to_string(k.tile_cols) +
                        "-pixel tiles with x read straight from NCHW (TMA boxes of " + std::to_string(k.group * 8) +
                        " channels; A fragments loaded into registers and rounded to tf32 there: no packing pass)"
         : k.flat ? std::string("flat ") + std::to_string(block_m) + "-pixel tiles over x packed (" +
@@ -202,7 +208,9 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
     std::size_t smem = 0;
     if (!choose_wgmma_params<policy>(p, device::detail::wgmma_tail_bytes<policy, op::argmin>(),
                                      device::detail::max_smem_per_block, dev.sm_count, dev.sm_count > 0, k, smem, o))
-      return "its operand stages do not fit in shared memory";
+      return plan::wgmma_params<policy>::dilated(p)
+                 ? "dilation != 1 outside the dilated tiles' reach (groups 1, Q + (S - 1) dil_w up to ~248 columns)"
+                 : "its operand stages do not fit in shared memory";
     // Gathered x (stride 2, W % 4 != 0): the producer's plain loads are slower than TMA, and a 1x1 filter
     // (one tap per stage) leaves it no time at all.
     if (k.gather && p.R * p.S == 1) return "1x1 filter with x gathered (stride 2 or W % 4 != 0)";

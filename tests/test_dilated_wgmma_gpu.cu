@@ -1,0 +1,192 @@
+// The wgmma kernel's dilated tiles (block::wgmma_conv_params::direct_taps): a dilated filter at stride 1
+// runs as direct tiles of whole output rows, a stage per filter row whose TMA box is the tile's rows
+// shifted by the row's taps, the filter rows that read only padding skipped. Host: the parameters (stages,
+// box, column shift, x's padded pitch, the live rows) and the packed sizes. GPU: every op against float64
+// in tf32 through a plan over the wgmma family alone, fused, in pass mode, in partial mode and with a
+// split-K tail, over dilations 2-12 (equal, anisotropic, one dimension only), W a multiple of 4 (x read
+// from NCHW) and not (x copied with a padded pitch), tiles whose every filter row is dead (zero products:
+// the bias alone), K above 128, several slices per stage; a case for compute-sanitizer.
+#include <convred/device/conv2d_reduce_plan.cuh>
+
+#include <string>
+
+#include "adapter_family_check.cuh"
+
+using namespace convred_test_fused;
+namespace math = convred::math;
+namespace fam = convred::device::family;
+using convred::device::conv2d_reduce_plan;
+using convred::device::device_info;
+using convred::device::kernel_kind;
+using convred::device::plan_options;
+using convred::device::wgmma_pass_mode;
+
+namespace {
+
+const device_info h200{9, 0, true, 132};
+
+bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+/// The plan of these tests: the wgmma family alone (its adapter role: not weighed against mma.sync).
+using wgmma_plan = conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>>>;
+using mainloop = convred::block::conv_mainloop_wgmma<fam::wgmma<float, math::tf32>::policy>;
+
+/// The modes the GPU cases force (plan_options), `splits` -1 (the wgmma kernel wherever it serves) unless
+/// a mode sets it.
+enum class mode { model, pass, partial, tail };
+const char* mode_name(mode m) {
+  switch (m) {
+    case mode::pass: return "pass mode";
+    case mode::partial: return "partial mode (2 GEMM_K splits)";
+    case mode::tail: return "a split-K tail over the last tile";
+    default: return "the model's choice";
+  }
+}
+plan_options options_of(mode m) {
+  plan_options o;
+  o.splits = -1;
+  if (m == mode::pass) o.pass = wgmma_pass_mode::on;
+  if (m == mode::partial) o.splits = 2;
+  if (m == mode::tail) o.tail = 1;
+  return o;
+}
+
+/// check_fused's entry: wgmma_plan with mode M's options on the current device, its description naming the
+/// dilated tiles, then run_guarded (adapter_family_check.cuh).
+template <mode M>
+struct dilated_wgmma_entry {
+  using math = math::tf32;      ///< the kernels' math (tolerances)
+  using self_launching = void;  ///< check_fused calls launch
+  template <class T, class Op, class Epi>
+  static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
+                       Op op, Epi epi) {
+    wgmma_plan plan(p, options_of(M));
+    INFO("plan: " << plan.description());
+    REQUIRE(plan.state() == status::success);
+    CHECK(has(plan.description(), "a stage per filter row"));
+    if constexpr (M == mode::partial) CHECK(plan.k_splits() > 0);
+    return run_guarded(plan, x, w, bias, y, indices, op, epi);
+  }
+};
+
+/// One op through dilated_wgmma_entry<M> against float64 on d, with the scale 2 epilogue (-0.5 for max and
+/// argmax).
+template <mode M, class Op>
+void op_check(const std::string& label, const conv2d_problem& p, const host_data<float>& d, Op o) {
+  constexpr bool negative = std::is_same_v<Op, op::max> || std::is_same_v<Op, op::argmax>;
+  opts opt;
+  opt.gain = negative ? 0.5 : 2;
+  const epi::scale<float> s{negative ? -0.5f : 2.0f};
+  check_fused<dilated_wgmma_entry<M>>(label + " " + mode_name(M) + " " + test::op_name<Op>(), p, d, o, s, s, opt);
+}
+
+/// Every op of the standard six through dilated_wgmma_entry<M>.
+template <mode M>
+void all_ops(const char* label, const conv2d_problem& p, std::uint64_t seed) {
+  const auto d = make_data<float>(p, seed, data_kind::real);
+  const std::string l(label);
+  op_check<M>(l, p, d, op::min{});
+  op_check<M>(l, p, d, op::argmin{});
+  op_check<M>(l, p, d, op::sum{});
+  op_check<M>(l, p, d, op::mean{});
+  op_check<M>(l, p, d, op::max{});
+  op_check<M>(l, p, d, op::argmax{});
+}
+
+/// Dilated layers (NCHW): make_problem(N, C, H, W, K, R, S, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w).
+struct dilated_case {
+  const char* name;
+  conv2d_problem p;
+};
+const dilated_case cases[] = {
+    {"d6 pad 6, W 29 (x copied, pitch 32)", make_problem(2, 16, 29, 29, 33, 3, 3, 6, 6, 1, 1, 6, 6)},
+    {"d2 pad 2, W 24 (x from NCHW), K 130 (two passes)", make_problem(2, 8, 17, 24, 130, 3, 3, 2, 2, 1, 1, 2, 2)},
+    {"d12 pad 12 on 13x13 (dilation >= the image)", make_problem(2, 24, 13, 13, 64, 3, 3, 12, 12, 1, 1, 12, 12)},
+    {"d1x3 pad 0x3, C 9", make_problem(2, 9, 14, 20, 17, 3, 3, 0, 3, 1, 1, 1, 3)},
+    {"2x3 d10x2 pad 12x2 (tiles with every filter row dead)", make_problem(2, 16, 5, 60, 40, 2, 3, 12, 2, 1, 1, 10, 2)},
+    {"5x5 d4 pad 8", make_problem(1, 8, 21, 22, 16, 5, 5, 8, 8, 1, 1, 4, 4)},
+    {"d3 pad 3, C 64, K 256 (slices per stage, two passes)", make_problem(1, 64, 20, 20, 256, 3, 3, 3, 3, 1, 1, 3, 3)},
+    {"d2x5 pad 0, 3x1", make_problem(2, 8, 16, 9, 20, 3, 1, 0, 0, 1, 1, 2, 5)},
+};
+
+}  // namespace
+
+TEST_SUITE("host") {
+TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed sizes") {
+  // DeepLab's ASPP at batch 32: 2048 -> 256 channels on 65x65, dilation 36
+  const conv2d_problem p = make_problem(32, 2048, 65, 65, 256, 3, 3, 36, 36, 1, 1, 36, 36);
+  convred::block::wgmma_conv_params k;
+  std::size_t smem = 0;
+  CHECK_FALSE(mainloop::make_params(p, 4096, 227 * 1024, k, smem));        // no row tiles for dilation
+  CHECK_FALSE(mainloop::make_params(p, 4096, 227 * 1024, k, smem, true));  // nor flat ones
+  REQUIRE(mainloop::make_direct_params(p, 4096, 227 * 1024, k, smem));
+  CHECK(k.direct == 1);
+  CHECK(k.direct_taps == 1);
+  CHECK(k.tile_rows == 3);  // floor(256 / 65) whole rows: 22 tiles of 3 rows per image
+  CHECK(k.tiles_p == 22);
+  CHECK(k.tiles == 32 * 22);
+  CHECK(k.col_shift == 0);  // pad 36: the box starts at column -36, 16-byte aligned
+  CHECK(k.rp == 152);       // 65 + 2 * 36 = 137 columns, rounded up to 8 mod 16
+  CHECK(k.x_pitch == 68);   // W = 65: x copied with rows of 68 floats
+  CHECK(mainloop::xpack_bytes(k) == std::size_t(32) * 2048 * 65 * 68 * 4);
+  CHECK(k.kt == 2048 / 8 / k.group * 3);  // a stage per (channel stage, filter row)
+  CHECK(k.row_stages() == 3);
+  CHECK(k.b_bytes == k.group * 3 * 128 * 8 * 4);  // the stage's filter row: S taps of its slices
+  CHECK(mainloop::packed_bytes(k) == std::size_t(2) * 2048 * 9 * 128 * 4);  // the whole filter, 2 passes
+  // live filter rows: output rows 0-2 read input rows -36..-34 through filter row 0 (dead), 0..2 and 36..38
+  // through rows 1 and 2; output rows 33-35 read -3..-1 through row 0 (dead); 36-38 read 0..2 (live); output
+  // rows 30-32 read 66..68 through row 2 (dead), 27-29 read 63..65 (two of them inside: live)
+  CHECK_FALSE(k.row_live(0, 0));
+  CHECK(k.row_live(1, 0));
+  CHECK(k.row_live(2, 0));
+  CHECK_FALSE(k.row_live(0, 33));
+  CHECK(k.row_live(0, 36));
+  CHECK_FALSE(k.row_live(2, 30));  // rows 30..32 + 36 = 66..68 >= 65
+  CHECK(k.row_live(2, 27));        // rows 63, 64 live
+  CHECK(k.stage_row(k.kt + 4) == 1);
+  // W a multiple of 4: read from NCHW, no copy
+  convred::block::wgmma_conv_params k2;
+  REQUIRE(mainloop::make_direct_params(cases[1].p, 4096, 227 * 1024, k2, smem));
+  CHECK(k2.x_pitch == 24);
+  CHECK(k2.col_shift == 2);  // pad 2: the box starts at column -4
+  CHECK(mainloop::xpack_bytes(k2) == 0u);
+  // not served by the dilated tiles: stride 2, groups, rows wider than a TMA box, 3xTF32 and bf16
+  conv2d_problem s2 = cases[0].p, g2 = cases[0].p, wide = cases[0].p;
+  s2.stride_h = s2.stride_w = 2;
+  g2.groups = 2, g2.K = 32;
+  wide.W = 250;
+  CHECK_FALSE(mainloop::make_direct_params(s2, 4096, 227 * 1024, k2, smem));
+  CHECK_FALSE(mainloop::make_direct_params(g2, 4096, 227 * 1024, k2, smem));
+  CHECK_FALSE(mainloop::make_direct_params(wide, 4096, 227 * 1024, k2, smem));
+  CHECK(wgmma_plan(cases[0].p, h200).state() == status::success);
+  using x3 = convred::plan::wgmma_params<fam::wgmma<float, math::tf32x3>::policy>;
+  using b16 = convred::plan::wgmma_params<fam::wgmma<float, math::bf16>::policy>;
+  CHECK(std::string(x3::cannot_implement(cases[0].p)) == "dilation != 1 (the wgmma kernel's dilated tiles: tf32 at stride 1)");
+  CHECK(b16::cannot_implement(cases[0].p) != nullptr);
+  CHECK(has(wgmma_plan(wide, h200).description(), "dilation != 1 outside the dilated tiles' reach"));
+}
+}
+
+TEST_SUITE("gpu") {
+TEST_CASE("wgmma dilated tiles: every op against float64 in tf32, fused, pass mode, partial mode and a split-K tail") {
+  require_gpu();
+  if (!convred::device::detail::wgmma_available()) return;  // (no wgmma kernel on this GPU)
+  std::uint64_t seed = 9900;
+  for (const dilated_case& c : cases) {
+    all_ops<mode::model>(c.name, c.p, ++seed);
+    all_ops<mode::partial>(c.name, c.p, ++seed);
+    all_ops<mode::tail>(c.name, c.p, ++seed);
+    if (c.p.K > 128) all_ops<mode::pass>(c.name, c.p, ++seed);
+  }
+}
+
+TEST_CASE("wgmma dilated tiles sanitizer: a padded copy of x, dead rows, fused, pass mode and partial mode") {
+  require_gpu();
+  if (!convred::device::detail::wgmma_available()) return;
+  const conv2d_problem p = make_problem(2, 16, 5, 30, 140, 2, 3, 12, 2, 1, 1, 10, 2);
+  const auto d = make_data<float>(p, 99, data_kind::real);
+  op_check<mode::model>("dilated wgmma sanitizer", p, d, op::argmin{});
+  op_check<mode::pass>("dilated wgmma sanitizer", p, d, op::argmin{});
+  op_check<mode::partial>("dilated wgmma sanitizer", p, d, op::argmin{});
+}
+}
