@@ -107,6 +107,12 @@ const dilated_case cases[] = {
     {"5x5 d4 pad 8", make_problem(1, 8, 21, 22, 16, 5, 5, 8, 8, 1, 1, 4, 4)},
     {"d3 pad 3, C 64, K 256 (slices per stage, two passes)", make_problem(1, 64, 20, 20, 256, 3, 3, 3, 3, 1, 1, 3, 3)},
     {"d2x5 pad 0, 3x1", make_problem(2, 8, 16, 9, 20, 3, 1, 0, 0, 1, 1, 2, 5)},
+    {"d5 pad 5 (the box 3 columns left of the padding)", make_problem(2, 16, 15, 21, 20, 3, 3, 5, 5, 1, 1, 5, 5)},
+    {"1x3 d6 pad 0x6 (one filter row), C 256 K 256 (filter streamed)", make_problem(2, 256, 12, 40, 256, 1, 3, 0, 6, 1, 1, 1, 6)},
+    {"3x1 d2 on 16x5, C 96 (4 slices per stage)", make_problem(2, 96, 16, 5, 20, 3, 1, 2, 0, 1, 1, 2, 1)},
+    {"d2 on 6x200 (one output row per tile, a 216-column box)", make_problem(1, 16, 6, 200, 40, 3, 3, 2, 2, 1, 1, 2, 2)},
+    {"d6 on 13x13, C 128 K 256 (filter streamed, x copied)", make_problem(2, 128, 13, 13, 256, 3, 3, 6, 6, 1, 1, 6, 6)},
+    {"d2, K 300 (three passes)", make_problem(1, 32, 20, 20, 300, 3, 3, 2, 2, 1, 1, 2, 2)},
 };
 
 }  // namespace
@@ -163,7 +169,38 @@ TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed siz
   using b16 = convred::plan::wgmma_params<fam::wgmma<float, math::bf16>::policy>;
   CHECK(std::string(x3::cannot_implement(cases[0].p)) == "dilation != 1 (the wgmma kernel's dilated tiles: tf32 at stride 1)");
   CHECK(b16::cannot_implement(cases[0].p) != nullptr);
-  CHECK(has(wgmma_plan(wide, h200).description(), "dilation != 1 outside the dilated tiles' reach"));
+  CHECK(has(wgmma_plan(wide, h200).description(), "dilation != 1 not served by its dilated tiles here"));
+  // the shapes the GPU cases cover: the box's column shift 3, one filter row, 4 slices per stage, a streamed
+  // filter with x copied, one output row per tile
+  REQUIRE(mainloop::make_direct_params(cases[8].p, 4096, 227 * 1024, k2, smem));
+  CHECK(k2.col_shift == 3);
+  REQUIRE(mainloop::make_direct_params(cases[9].p, 4096, 227 * 1024, k2, smem));
+  CHECK((k2.row_stages() == 1 && k2.resident_bytes == 0));
+  REQUIRE(mainloop::make_direct_params(cases[10].p, 4096, 227 * 1024, k2, smem));
+  CHECK(k2.group == 4);
+  REQUIRE(mainloop::make_direct_params(cases[11].p, 4096, 227 * 1024, k2, smem));
+  CHECK((k2.tile_rows == 1 && k2.rp == 216));
+  REQUIRE(mainloop::make_direct_params(cases[12].p, 4096, 227 * 1024, k2, smem));
+  CHECK((k2.resident_bytes == 0 && k2.x_pitch == 16 && k2.npass == 2));
+}
+
+TEST_CASE("wgmma dilated tiles: which DeepLab layers the planner gives them on an H200") {
+  // space to batch (family::dilated) yields only where these tiles are estimated below 0.85 of its time;
+  // sub-images of fewer than 3 rows (a dilation of a third of the image or more) leave only them and mma.sync
+  const conv2d_problem d36 = make_problem(32, 2048, 65, 65, 256, 3, 3, 36, 36, 1, 1, 36, 36),
+                       d24 = make_problem(32, 2048, 65, 65, 256, 3, 3, 24, 24, 1, 1, 24, 24),
+                       d12 = make_problem(32, 2048, 65, 65, 256, 3, 3, 12, 12, 1, 1, 12, 12),
+                       c960 = make_problem(32, 960, 33, 33, 256, 3, 3, 24, 24, 1, 1, 24, 24),
+                       n1 = make_problem(1, 2048, 65, 65, 256, 3, 3, 36, 36, 1, 1, 36, 36);
+  for (const conv2d_problem& p : {d36, d24, c960, n1}) {
+    CAPTURE(describe(p));
+    CHECK(has(conv2d_reduce_plan<float, math::tf32>(p, h200).description(), "a stage per filter row"));
+  }
+  // (d12 at batch 32: estimated 7.2 ms against space to batch's 7.4, within the margin)
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(d12, h200).description(), "undilated sub-images"));
+  // 3xTF32 and bf16 do not run them
+  CHECK_FALSE(has(conv2d_reduce_plan<float, math::accurate>(d36, h200).description(), "a stage per filter row"));
+  CHECK_FALSE(has(conv2d_reduce_plan<float, math::bf16>(d36, h200).description(), "a stage per filter row"));
 }
 }
 
@@ -180,13 +217,16 @@ TEST_CASE("wgmma dilated tiles: every op against float64 in tf32, fused, pass mo
   }
 }
 
-TEST_CASE("wgmma dilated tiles sanitizer: a padded copy of x, dead rows, fused, pass mode and partial mode") {
+TEST_CASE("wgmma dilated tiles sanitizer: a padded copy of x, dead rows, resident and streamed filters, three modes") {
   require_gpu();
   if (!convred::device::detail::wgmma_available()) return;
-  const conv2d_problem p = make_problem(2, 16, 5, 30, 140, 2, 3, 12, 2, 1, 1, 10, 2);
-  const auto d = make_data<float>(p, 99, data_kind::real);
-  op_check<mode::model>("dilated wgmma sanitizer", p, d, op::argmin{});
-  op_check<mode::pass>("dilated wgmma sanitizer", p, d, op::argmin{});
-  op_check<mode::partial>("dilated wgmma sanitizer", p, d, op::argmin{});
+  // (the second: its filter streamed, 1.2 MB)
+  for (const conv2d_problem& p : {make_problem(2, 16, 5, 30, 140, 2, 3, 12, 2, 1, 1, 10, 2),
+                                  make_problem(1, 128, 5, 13, 256, 3, 3, 6, 6, 1, 1, 6, 6)}) {
+    const auto d = make_data<float>(p, 99, data_kind::real);
+    op_check<mode::model>("dilated wgmma sanitizer", p, d, op::argmin{});
+    op_check<mode::pass>("dilated wgmma sanitizer", p, d, op::argmin{});
+    op_check<mode::partial>("dilated wgmma sanitizer", p, d, op::argmin{});
+  }
 }
 }

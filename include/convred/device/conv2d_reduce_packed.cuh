@@ -103,7 +103,7 @@ status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_
 /// (y[n,0,p,q] = Op over k of e(bias[k] + conv2d(x, w)[n,k,p,q], k); PyTorch's conv2d), plus `packed`.
 ///
 /// This entry point has no workspace for a packed x, so it runs tiles of image rows only. When they do
-/// not serve p (packed_filter_bytes<Policy, T>(p) is 0, or > 0 only because flat tiles fit, which
+/// not serve p (packed_filter_bytes<Policy, T>(p) is 0, or > 0 only because flat or dilated direct tiles fit, which
 /// conv2d_reduce_packed_split runs), or x is not 16-byte aligned where the kernel reads it with TMA
 /// (stride 1 and W a multiple of 4; otherwise its producer gathers x with plain loads), this is
 /// conv2d_reduce<Policy::fallback> on w (packed is ignored and may be null). Otherwise `packed` must hold
@@ -177,7 +177,8 @@ status conv2d_reduce_packed(const conv2d_problem& p, const T* x, const T* w, con
 /// @brief The GEMM_K split counts conv2d_reduce_packed_split accepts for problem p on the current device:
 /// 0 (the fused kernel) and 1 to the stages per channel pass of the tiles it runs (kt: ceil(C/groups / block_c),
 /// or for flat or direct tiles of a 1x1 filter, whose stages hold wgmma_conv_params::group slices of block_c
-/// channels, that over the group), when the wgmma kernel serves p (every split at least one stage); 0 to
+/// channels, that over the group; for the direct tiles of a dilated filter, a stage per filter row: that
+/// times R), when the wgmma kernel serves p (every split at least one stage); 0 to
 /// max_k_splits when it does not (the mma.sync kernel runs then, split by conv2d_reduce_split for 1 and
 /// more). 0 for an invalid problem. `options`: the planner's options (plan_options) the runs will use.
 /// @tparam Policy a wgmma_policy (or default_wgmma_policy<Math>::type)
@@ -252,8 +253,10 @@ status packed_split_run(const wgmma_plan_t& plan, std::size_t packed, const conv
     if (indices) return status::indices_not_supported;
   }
   if (splits < 0 || splits > plan.k.kt) return status::invalid_argument;
-  // TMA reads x from a 16-byte aligned base: any other x (legal for float) takes the fallback too
-  if (!plan.k.gather && !plan.k.flat && reinterpret_cast<std::uintptr_t>(x) % 16 != 0) return fallback();
+  // TMA reads x from a 16-byte aligned base: any other x (legal for float) takes the fallback too (not where
+  // direct_taps tiles read x's padded copy)
+  const bool copied = plan.k.direct_taps && plan.k.x_pitch != plan.k.W;
+  if (!plan.k.gather && !plan.k.flat && !copied && reinterpret_cast<std::uintptr_t>(x) % 16 != 0) return fallback();
   if constexpr (std::is_same_v<T, float>) {
     const std::int64_t ny = p.y_elements();
     if (ny == 0) return status::success;

@@ -97,7 +97,8 @@ wgmma_plan_t wgmma_plan(const conv2d_problem& p, wgmma_tiles tiles = wgmma_tiles
       return plan;
     }
     if (tiles == wgmma_tiles::either) {  // (dilated problems: direct tiles only)
-      plan.served = rows() || flat() || mainloop::make_direct_params(p, tail, max_smem_per_block, plan.k, plan.smem_bytes);
+      plan.served = rows() || flat() ||
+                    (mainloop::dilated(p) && mainloop::make_direct_params(p, tail, max_smem_per_block, plan.k, plan.smem_bytes));
       return plan;
     }
     int dev = 0, sms = 0;
@@ -145,12 +146,13 @@ bool make_x_tensor_map(CUtensorMap& map, const float* x, const block::wgmma_conv
     return reinterpret_cast<encode_fn>(fn);
   }();
   if (!encode) return false;
+  // (direct_taps: rows of x_pitch floats, of which the first W are x)
   const cuuint64_t W = static_cast<cuuint64_t>(k.direct_taps ? k.x_pitch : k.W), H = static_cast<cuuint64_t>(k.H),
                   C = static_cast<cuuint64_t>(k.C);
   // row tiles: dims (W, H, C, N), box (rp, bh, raw_c, 1); direct tiles: dims (W, C, P rows `stride`
-  // input rows apart, N) (direct_taps: (x_pitch, C, H, N)), box (rp, block_c * group, tile_rows, 1), landing
-  // as [row][channel][column]
-  const cuuint64_t dims[4] = {W, static_cast<cuuint64_t>(k.direct ? k.C : k.H),
+  // input rows apart, N) (direct_taps: (W, C, H, N) with a row pitch of x_pitch: TMA fills the columns past
+  // W with zeros), box (rp, block_c * group, tile_rows, 1), landing as [row][channel][column]
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(k.W), static_cast<cuuint64_t>(k.direct ? k.C : k.H),
                               static_cast<cuuint64_t>(k.direct_taps ? k.H : k.direct ? k.P : k.C), static_cast<cuuint64_t>(k.N)};
   const cuuint64_t strides[3] = {k.direct ? W * H * 4 : W * 4, k.direct ? W * 4 * static_cast<cuuint64_t>(k.stride) : W * H * 4,
                                  W * H * C * 4};
@@ -171,8 +173,8 @@ std::size_t packed_bytes(const wgmma_plan_t& plan) {
 
 /// Launches the wgmma kernel with parameters k (x, filter, bias, xpack and the modes set) on `units`
 /// work units: first, when `pack_tiles` > 0, for flat tiles kernel::pack_x_kernel for that many tiles into
-/// k.xpack, for direct_taps tiles with W % 4 != 0 x's copy into k.xpack (rows of x_pitch floats, the extra
-/// columns zeroed: cudaMemcpy2DAsync, cudaMemset2DAsync); then the persistent kernel, one block per SM (at most one per unit), in the variant the
+/// k.xpack, for direct_taps tiles with W % 4 != 0 x's copy into k.xpack (rows of x_pitch floats:
+/// cudaMemcpy2DAsync); then the persistent kernel, one block per SM (at most one per unit), in the variant the
 /// parameters need (the gathering one also for flat tiles at stride 2, whose taps read stride phases; the
 /// direct one for direct tiles; under 3xTF32 the tap-loop one for filters other than 3x3 and 1x1 and for
 /// stride 2), as
@@ -186,20 +188,12 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
                     bool dependent = false) {
   refused = false;
   CUtensorMap x_map{};  // used by the TMA producer only
-  // direct_taps with W % 4 != 0: the box reads k.xpack, x copied there with rows of x_pitch floats (the
-  // extra columns zero), by the launch that packs (pack_tiles > 0)
+  // direct_taps with W % 4 != 0: the box reads k.xpack, x copied there with rows of x_pitch floats (TMA
+  // reads the first W of each), by the launch that packs (pack_tiles > 0)
   const bool padded = k.direct_taps && k.x_pitch != k.W;
   if (!k.gather && !k.flat && !make_x_tensor_map<Policy>(x_map, padded ? static_cast<const float*>(k.xpack) : k.x, k)) {
     refused = true;
     return status::success;
-  }
-  if (padded && pack_tiles > 0) {
-    const std::size_t rows = static_cast<std::size_t>(k.N) * static_cast<std::size_t>(k.C) * static_cast<std::size_t>(k.H);
-    const std::size_t pitch = static_cast<std::size_t>(k.x_pitch) * 4, w = static_cast<std::size_t>(k.W) * 4;
-    auto* dst = static_cast<unsigned char*>(const_cast<void*>(k.xpack));
-    if (cudaMemcpy2DAsync(dst, pitch, k.x, w, w, rows, cudaMemcpyDeviceToDevice, stream) != cudaSuccess ||
-        cudaMemset2DAsync(dst + w, pitch, 0, pitch - w, rows, stream) != cudaSuccess)
-      return status::cuda_error;
   }
   const bool taps = plan::wgmma_params<Policy>::tap_loop(k);  // 3xTF32: a promoted group per tap
   const bool phased = k.gather || (k.flat && k.stride != 1) || taps;
@@ -215,6 +209,13 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
   int dev = 0, sms = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
     return status::cuda_error;
+  if (padded && pack_tiles > 0) {  // (rows of W floats to rows of x_pitch)
+    const std::size_t rows = static_cast<std::size_t>(k.N) * static_cast<std::size_t>(k.C) * static_cast<std::size_t>(k.H);
+    const std::size_t w = static_cast<std::size_t>(k.W) * 4;
+    if (cudaMemcpy2DAsync(const_cast<void*>(k.xpack), static_cast<std::size_t>(k.x_pitch) * 4, k.x, w, w, rows,
+                          cudaMemcpyDeviceToDevice, stream) != cudaSuccess)
+      return status::cuda_error;
+  }
   if (pack_tiles > 0 && k.flat) {
     auto pack = kernel::pack_x_kernel<Policy>;
     if (status s = check_device(pack); s != status::success) return s;
@@ -246,7 +247,7 @@ inline std::int64_t pass_states_bytes(const conv2d_problem& p, bool pass_states)
 /// (splits > 0); with splits = 0: pass mode's states (`pass_states`: npass x N*P*Q, pass_states_bytes;
 /// a split-K tail's pixels keep theirs unused), then a split-K tail's partial sums (tail_splits x
 /// tail_pixels x K x 4 bytes). 0 when it overflows int64. (N*P*Q*K*4 was validated to fit int64: y's and the conv's sizes;
-/// splits and tail_splits are at most kt <= C.)
+/// splits and tail_splits are at most kt <= C R.)
 inline std::size_t packed_split_bytes(const conv2d_problem& p, std::size_t packed, std::size_t xpack, int splits,
                                       bool pass_states = false, std::int64_t tail_pixels = 0, int tail_splits = 0) {
   std::int64_t plane = 0, sums = 0;

@@ -268,7 +268,7 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
   const bool has_flat = allow_flat && mainloop::make_params(p, tail_bytes, max_smem, flat, flat_smem, true);
   const wgmma_tiling forced = options.tiles;
   if (!has_rect && !has_flat)  // dilated problems: direct tiles only
-    return allow_flat && forced != wgmma_tiling::rows && forced != wgmma_tiling::flat &&
+    return mainloop::dilated(p) && allow_flat && forced != wgmma_tiling::rows && forced != wgmma_tiling::flat &&
            mainloop::make_direct_params(p, tail_bytes, max_smem, k, smem);
   auto estimate = [&](const block::wgmma_conv_params& c) {
     return choose_wgmma_splits<Policy>(p, c, sm_count, plan_math_speed<typename Policy::math>(),

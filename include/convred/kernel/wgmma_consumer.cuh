@@ -15,8 +15,8 @@
 namespace convred::kernel {
 
 /// @brief A consumer warpgroup's work: per stage one commit group of wgmmas (block::conv_mainloop_wgmma),
-/// the stage released when the next stage's group is issued and its own has completed (3xTF32: when
-/// run_stage returns, the stage complete); the first stage of each pass of a unit starts the accumulators
+/// the stage released when the next stage's group is issued and its own has completed (3xTF32 and direct
+/// tiles: when run_stage returns, the stage complete); the first stage of each pass of a unit starts the accumulators
 /// (scale-d = 0). A pass's output channels are wgmma_conv_params::pass_k0 on (pass_channels of them: 128
 /// per pass of a dense convolution, a group's Kg in passes of up to 128 of a grouped one).
 /// Fused mode: per channel pass of 128 output channels (npass of them, K > 128), the
@@ -101,7 +101,7 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
           mainloop::template run_stage<Gather, TapLoop>(filter, stage + prm.a_offset, d, s == sl, prm);
         }
         started = true;
-        if constexpr (mainloop::promotes) {  // the stage has completed: release it now
+        if constexpr (mainloop::promotes || Direct) {  // the stage has completed (run_stage_direct waits): release it now
           convred::detail::mbarrier_arrive(&tail.empty[st.slot]);
           st.advance();
           continue;
@@ -125,11 +125,7 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
             for (int i = 0; i < 64; ++i) d[mt][i] = 0.f;
         }
       }
-      if constexpr (Direct) {  // (no stage of the pass may have run)
-        if (prev >= 0) convred::detail::mbarrier_arrive(&tail.empty[prev]);
-      } else if constexpr (!mainloop::promotes) {
-        convred::detail::mbarrier_arrive(&tail.empty[prev]);
-      }
+      if constexpr (!mainloop::promotes && !Direct) convred::detail::mbarrier_arrive(&tail.empty[prev]);
       prev = -1;
       const int k0 = prm.pass_k0(pass), valid = prm.pass_channels(pass);  // the pass's output channels
       if (prm.partial) {  // partial mode (one pass per unit: done): the raw sums of split z, rows m - partial_m0

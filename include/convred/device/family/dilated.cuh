@@ -91,8 +91,10 @@ struct dilated : family_defaults<dilated<Inner, Rival>, typename Inner::element_
     const double t = configure(p, dev, o).seconds;
     if (rival_not_slower<Rival>(p, dev, o, t))
       return "space to batch is estimated slower than the mma.sync kernel on the dilated problem";
-    if (o.splits == 0 && Inner::can_implement(p, dev, o) == nullptr && !(t < Inner::configure(p, dev, o).seconds))
-      return "the inner kernel's dilated tiles (the whole problem, a stage per filter row) are estimated as fast";
+    // (the list must hold the inner family on its own after this one, as the default list does)
+    if (o.splits == 0 && Inner::can_implement(p, dev, o) == nullptr &&
+        Inner::configure(p, dev, o).seconds < plan_dilated_yield_share * t)
+      return "the inner kernel's dilated tiles (the whole problem, a stage per filter row) are estimated faster";
     return nullptr;
   }
 

@@ -123,8 +123,8 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
              std::to_string(k.tiles) + " tile" + (k.tiles == 1 ? "" : "s") + " x " + std::to_string(k.npass) +
              " channel pass" + (k.npass == 1 ? "" : "es") + " x " + std::to_string(c.splits) + " = " +
              std::to_string(units) + " work units for " + std::to_string(dev.sm_count) + " SMs, " +
-             std::to_string(k.kt) + " stages of " + std::to_string(policy::block_c * k.group) +
-             " channels per pass; " + std::to_string(sums) + " bytes of partial sums, then the fixup; " +
+             std::to_string(k.kt) + " stages of " + std::to_string(policy::block_c * k.group) + " channels" +
+             (k.direct_taps ? " and one filter row" : "") + " per pass; " + std::to_string(sums) + " bytes of partial sums, then the fixup; " +
              std::to_string(c.workspace_bytes) + "-byte workspace)";
     }
     return why + accurate_note<Math>();
@@ -209,7 +209,8 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
     if (!choose_wgmma_params<policy>(p, device::detail::wgmma_tail_bytes<policy, op::argmin>(),
                                      device::detail::max_smem_per_block, dev.sm_count, dev.sm_count > 0, k, smem, o))
       return plan::wgmma_params<policy>::dilated(p)
-                 ? "dilation != 1 outside the dilated tiles' reach (groups 1, Q + (S - 1) dil_w up to ~248 columns)"
+                 ? "dilation != 1 not served by its dilated tiles here (they take groups 1 and Q + (S - 1) dil_w up to "
+                   "~248 columns, and need the SM count; tiles forced to rows or flat exclude them)"
                  : "its operand stages do not fit in shared memory";
     // Gathered x (stride 2, W % 4 != 0): the producer's plain loads are slower than TMA, and a 1x1 filter
     // (one tap per stage) leaves it no time at all.
