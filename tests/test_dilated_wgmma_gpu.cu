@@ -119,13 +119,16 @@ const dilated_case cases[] = {
 
 TEST_SUITE("host") {
 TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed sizes") {
+  // the kernel's own shared-memory budget (as the wgmma family's plans: the argmin tail)
+  const std::size_t tail = convred::device::detail::wgmma_tail_bytes<fam::wgmma<float, math::tf32>::policy, op::argmin>(),
+                    smem_max = convred::device::detail::max_smem_per_block;
   // DeepLab's ASPP at batch 32: 2048 -> 256 channels on 65x65, dilation 36
   const conv2d_problem p = make_problem(32, 2048, 65, 65, 256, 3, 3, 36, 36, 1, 1, 36, 36);
   convred::block::wgmma_conv_params k;
   std::size_t smem = 0;
-  CHECK_FALSE(mainloop::make_params(p, 4096, 227 * 1024, k, smem));        // no row tiles for dilation
-  CHECK_FALSE(mainloop::make_params(p, 4096, 227 * 1024, k, smem, true));  // nor flat ones
-  REQUIRE(mainloop::make_direct_params(p, 4096, 227 * 1024, k, smem));
+  CHECK_FALSE(mainloop::make_params(p, tail, smem_max, k, smem));        // no row tiles for dilation
+  CHECK_FALSE(mainloop::make_params(p, tail, smem_max, k, smem, true));  // nor flat ones
+  REQUIRE(mainloop::make_direct_params(p, tail, smem_max, k, smem));
   CHECK(k.direct == 1);
   CHECK(k.direct_taps == 1);
   CHECK(k.tile_rows == 3);  // floor(256 / 65) whole rows: 22 tiles of 3 rows per image
@@ -152,7 +155,7 @@ TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed siz
   CHECK(k.stage_row(k.kt + 4) == 1);
   // W a multiple of 4: read from NCHW, no copy
   convred::block::wgmma_conv_params k2;
-  REQUIRE(mainloop::make_direct_params(cases[1].p, 4096, 227 * 1024, k2, smem));
+  REQUIRE(mainloop::make_direct_params(cases[1].p, tail, smem_max, k2, smem));
   CHECK(k2.x_pitch == 24);
   CHECK(k2.col_shift == 2);  // pad 2: the box starts at column -4
   CHECK(mainloop::xpack_bytes(k2) == 0u);
@@ -161,9 +164,9 @@ TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed siz
   s2.stride_h = s2.stride_w = 2;
   g2.groups = 2, g2.K = 32;
   wide.W = 250;
-  CHECK_FALSE(mainloop::make_direct_params(s2, 4096, 227 * 1024, k2, smem));
-  CHECK_FALSE(mainloop::make_direct_params(g2, 4096, 227 * 1024, k2, smem));
-  CHECK_FALSE(mainloop::make_direct_params(wide, 4096, 227 * 1024, k2, smem));
+  CHECK_FALSE(mainloop::make_direct_params(s2, tail, smem_max, k2, smem));
+  CHECK_FALSE(mainloop::make_direct_params(g2, tail, smem_max, k2, smem));
+  CHECK_FALSE(mainloop::make_direct_params(wide, tail, smem_max, k2, smem));
   CHECK(wgmma_plan(cases[0].p, h200).state() == status::success);
   using x3 = convred::plan::wgmma_params<fam::wgmma<float, math::tf32x3>::policy>;
   using b16 = convred::plan::wgmma_params<fam::wgmma<float, math::bf16>::policy>;
@@ -172,15 +175,15 @@ TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed siz
   CHECK(has(wgmma_plan(wide, h200).description(), "dilation != 1 not served by its dilated tiles here"));
   // the shapes the GPU cases cover: the box's column shift 3, one filter row, 4 slices per stage, a streamed
   // filter with x copied, one output row per tile
-  REQUIRE(mainloop::make_direct_params(cases[8].p, 4096, 227 * 1024, k2, smem));
+  REQUIRE(mainloop::make_direct_params(cases[8].p, tail, smem_max, k2, smem));
   CHECK(k2.col_shift == 3);
-  REQUIRE(mainloop::make_direct_params(cases[9].p, 4096, 227 * 1024, k2, smem));
+  REQUIRE(mainloop::make_direct_params(cases[9].p, tail, smem_max, k2, smem));
   CHECK((k2.row_stages() == 1 && k2.resident_bytes == 0));
-  REQUIRE(mainloop::make_direct_params(cases[10].p, 4096, 227 * 1024, k2, smem));
+  REQUIRE(mainloop::make_direct_params(cases[10].p, tail, smem_max, k2, smem));
   CHECK(k2.group == 4);
-  REQUIRE(mainloop::make_direct_params(cases[11].p, 4096, 227 * 1024, k2, smem));
+  REQUIRE(mainloop::make_direct_params(cases[11].p, tail, smem_max, k2, smem));
   CHECK((k2.tile_rows == 1 && k2.rp == 216));
-  REQUIRE(mainloop::make_direct_params(cases[12].p, 4096, 227 * 1024, k2, smem));
+  REQUIRE(mainloop::make_direct_params(cases[12].p, tail, smem_max, k2, smem));
   CHECK((k2.resident_bytes == 0 && k2.x_pitch == 16 && k2.npass == 2));
 }
 

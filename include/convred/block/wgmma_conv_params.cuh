@@ -233,7 +233,7 @@ struct wgmma_conv_params {
   /// kt = channel stages x R, stage i of a pass its channel stage i / R and row i % R. Its TMA box holds
   /// tile_rows input rows from p0 + r dil_h - pad_h and rp columns from -col_shift - pad_w, where col_shift
   /// (0-3) aligns the box's start to 16 bytes; tap s of the row reads it at column offset s dil_w + col_shift
-  /// (zero outside x: TMA's fill, and the zeroed pitch columns of a padded copy, x_pitch). A stage whose
+  /// (zero outside x: TMA's fill, also past column W of a padded copy, x_pitch). A stage whose
   /// rows all lie outside x (a large dilation's taps into the padding) is skipped by the producer and the
   /// consumers alike (row_live); a unit with no live stage in a pass folds zeros. 0: a 1x1 filter.
   std::int32_t direct_taps = 0;
@@ -242,10 +242,10 @@ struct wgmma_conv_params {
   /// @var dil_w
   /// @brief horizontal dilation (direct_taps)
   std::int32_t dil_h = 1, dil_w = 1;
-  /// @brief direct_taps: floats per row of the x the TMA box reads: W, or when W % 4 != 0 (TMA rows are
-  /// 16-byte multiples) the pitch of a copy of x with W rounded up to a multiple of 4 and its extra columns
-  /// zero (in the workspace's packed-x region: xpack_bytes; written by cudaMemcpy2DAsync and
-  /// cudaMemset2DAsync before the kernel)
+  /// @brief direct_taps: floats per row of the x the TMA box reads: W, or when W % 4 != 0 (TMA row strides
+  /// are 16-byte multiples) the pitch of a copy of x with W rounded up to a multiple of 4 (in the
+  /// workspace's packed-x region: xpack_bytes; written by cudaMemcpy2DAsync before the kernel; the tensor
+  /// map's rows are W wide, so its extra columns are never read)
   std::int32_t x_pitch = 0;
 
   /// The stage of x (its channels [x_stage * group * block_c, ...) of the image) that packed filter slice

@@ -73,13 +73,13 @@ inline constexpr double plan_wgmma_direct_s2_slowdown = 2.5;
 /// The rate at which one SM's direct_taps stages (wgmma_conv_params::direct_taps: dilated filters) arrive,
 /// bytes per second: each stage's TMA box of x (raw_copy_bytes, its zero-filled columns included) and its
 /// filter row (b_bytes, when streamed); a pass of such a tile takes the longer of its live stages' tensor
-/// work and their bytes at this rate. Fitted on the H100 (5 DeepLab layers, 21-29e9 each, x's padded copy
+/// work and their bytes at this rate. Fitted on the H100 (5 layers of DeepLab's shapes, 21-29e9 each, x's padded copy
 /// counted apart at plan_xpack_bytes_per_s): a stage takes about twice its tensor time, fed at the rate of
 /// the tiles of image rows (bench/NOTES.md, "Dilated layers: direct tiles of filter rows, measured").
 inline constexpr double plan_wgmma_direct_feed_bytes_per_sm = 25e9;
 /// family::dilated (space to batch) yields a layer to the wgmma kernel's direct tiles of filter rows only
-/// where their estimate is below this share of its own: their model was 10 % pessimistic to 14 % optimistic
-/// on the H100's five DeepLab layers, so near ties keep space to batch, the measured path (bench/NOTES.md,
+/// where their estimate is below this share of its own: their model was 14 % pessimistic to 14 % optimistic
+/// on the H100's five timed layers, so near ties keep space to batch, the measured path (bench/NOTES.md,
 /// "Dilated layers: direct tiles of filter rows, measured").
 inline constexpr double plan_dilated_yield_share = 0.85;
 /// The fewest output pixels (N*P*Q) the planner gives the wgmma kernel; at 32 or fewer it takes the mma.sync

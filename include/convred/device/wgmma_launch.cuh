@@ -146,7 +146,7 @@ bool make_x_tensor_map(CUtensorMap& map, const float* x, const block::wgmma_conv
     return reinterpret_cast<encode_fn>(fn);
   }();
   if (!encode) return false;
-  // (direct_taps: rows of x_pitch floats, of which the first W are x)
+  // the row pitch in floats (direct_taps: x_pitch, of which the first W are x)
   const cuuint64_t W = static_cast<cuuint64_t>(k.direct_taps ? k.x_pitch : k.W), H = static_cast<cuuint64_t>(k.H),
                   C = static_cast<cuuint64_t>(k.C);
   // row tiles: dims (W, H, C, N), box (rp, bh, raw_c, 1); direct tiles: dims (W, C, P rows `stride`

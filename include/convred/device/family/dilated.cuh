@@ -66,8 +66,10 @@ struct dilated : family_defaults<dilated<Inner, Rival>, typename Inner::element_
   /// nullptr when it serves p: groups 1, a dilation above 1 in a dimension with a filter size above 1; there
   /// stride 1 and a padding the dilation divides; every extent of the split below 2^31 and the batch
   /// N f_h f_w below 2^40; sub-images of at least 3 output rows (columns) in each split dimension unless
-  /// the inner math is 16-bit; the inner family serves the sub-problem; and Rival is not estimated as
-  /// fast on p.
+  /// the inner math is 16-bit; the inner family serves the sub-problem; Rival is not estimated as fast on
+  /// p; and (unless plan_options::splits forces a choice) the inner family's direct tiles of filter rows on
+  /// the whole problem are not estimated below plan_dilated_yield_share of this time (then it yields to them:
+  /// the list must hold the inner family on its own after this one, as the default list does).
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     if (p.groups != 1) return "groups != 1 (the dilated family takes dense layers)";
     const std::int64_t fh = factor_h(p), fw = factor_w(p);
@@ -94,7 +96,8 @@ struct dilated : family_defaults<dilated<Inner, Rival>, typename Inner::element_
     // (the list must hold the inner family on its own after this one, as the default list does)
     if (o.splits == 0 && Inner::can_implement(p, dev, o) == nullptr &&
         Inner::configure(p, dev, o).seconds < plan_dilated_yield_share * t)
-      return "the inner kernel's dilated tiles (the whole problem, a stage per filter row) are estimated faster";
+      return "the inner kernel's dilated tiles (the whole problem, a stage per filter row) are estimated below 0.85 "
+             "of space to batch's time";
     return nullptr;
   }
 
