@@ -11,6 +11,7 @@
 #include <string>
 
 #include "adapter_family_check.cuh"
+#include "wgmma_mode_check.cuh"
 
 using namespace convred_test_fused;
 namespace math = convred::math;
@@ -18,80 +19,19 @@ namespace fam = convred::device::family;
 using convred::device::conv2d_reduce_plan;
 using convred::device::device_info;
 using convred::device::kernel_kind;
-using convred::device::plan_options;
-using convred::device::wgmma_pass_mode;
 
 namespace {
 
 const device_info h200{9, 0, true, 132};
 
-bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
-
-/// The plan of these tests: the wgmma family alone (its adapter role: not weighed against mma.sync).
-using wgmma_plan = conv2d_reduce_plan<float, math::tf32, fam::family_list<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>>>;
 using mainloop = convred::block::conv_mainloop_wgmma<fam::wgmma<float, math::tf32>::policy>;
 
-/// The modes the GPU cases force (plan_options), `splits` -1 (the wgmma kernel wherever it serves) unless
-/// a mode sets it.
-enum class mode { model, pass, partial, tail };
-const char* mode_name(mode m) {
-  switch (m) {
-    case mode::pass: return "pass mode";
-    case mode::partial: return "partial mode (2 GEMM_K splits)";
-    case mode::tail: return "a split-K tail over the last tile";
-    default: return "the model's choice";
-  }
-}
-plan_options options_of(mode m) {
-  plan_options o;
-  o.splits = -1;
-  if (m == mode::pass) o.pass = wgmma_pass_mode::on;
-  if (m == mode::partial) o.splits = 2;
-  if (m == mode::tail) o.tail = 1;
-  return o;
-}
-
-/// check_fused's entry: wgmma_plan with mode M's options on the current device, its description naming the
-/// dilated tiles, then run_guarded (adapter_family_check.cuh).
-template <mode M>
-struct dilated_wgmma_entry {
-  using math = math::tf32;      ///< the kernels' math (tolerances)
-  using self_launching = void;  ///< check_fused calls launch
-  template <class T, class Op, class Epi>
-  static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
-                       Op op, Epi epi) {
-    wgmma_plan plan(p, options_of(M));
-    INFO("plan: " << plan.description());
-    REQUIRE(plan.state() == status::success);
-    CHECK(has(plan.description(), "a stage per filter row"));
-    if constexpr (M == mode::partial) CHECK(plan.k_splits() > 0);
-    return run_guarded(plan, x, w, bias, y, indices, op, epi);
-  }
+/// The dilated tiles' checks of the GPU cases (wgmma_mode_check.cuh; pass mode's description not checked).
+struct dilated_tiles {
+  static constexpr const char* fragment = "a stage per filter row";
+  static constexpr const char* partial_name = "partial mode (2 GEMM_K splits)";
+  static constexpr bool pass_described = false;
 };
-
-/// One op through dilated_wgmma_entry<M> against float64 on d, with the scale 2 epilogue (-0.5 for max and
-/// argmax).
-template <mode M, class Op>
-void op_check(const std::string& label, const conv2d_problem& p, const host_data<float>& d, Op o) {
-  constexpr bool negative = std::is_same_v<Op, op::max> || std::is_same_v<Op, op::argmax>;
-  opts opt;
-  opt.gain = negative ? 0.5 : 2;
-  const epi::scale<float> s{negative ? -0.5f : 2.0f};
-  check_fused<dilated_wgmma_entry<M>>(label + " " + mode_name(M) + " " + test::op_name<Op>(), p, d, o, s, s, opt);
-}
-
-/// Every op of the standard six through dilated_wgmma_entry<M>.
-template <mode M>
-void all_ops(const char* label, const conv2d_problem& p, std::uint64_t seed) {
-  const auto d = make_data<float>(p, seed, data_kind::real);
-  const std::string l(label);
-  op_check<M>(l, p, d, op::min{});
-  op_check<M>(l, p, d, op::argmin{});
-  op_check<M>(l, p, d, op::sum{});
-  op_check<M>(l, p, d, op::mean{});
-  op_check<M>(l, p, d, op::max{});
-  op_check<M>(l, p, d, op::argmax{});
-}
 
 /// Dilated layers (NCHW): make_problem(N, C, H, W, K, R, S, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w).
 struct dilated_case {
@@ -167,12 +107,12 @@ TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed siz
   CHECK_FALSE(mainloop::make_direct_params(s2, tail, smem_max, k2, smem));
   CHECK_FALSE(mainloop::make_direct_params(g2, tail, smem_max, k2, smem));
   CHECK_FALSE(mainloop::make_direct_params(wide, tail, smem_max, k2, smem));
-  CHECK(wgmma_plan(cases[0].p, h200).state() == status::success);
+  CHECK(wgmma_plan<math::tf32>(cases[0].p, h200).state() == status::success);
   using x3 = convred::plan::wgmma_params<fam::wgmma<float, math::tf32x3>::policy>;
   using b16 = convred::plan::wgmma_params<fam::wgmma<float, math::bf16>::policy>;
   CHECK(std::string(x3::cannot_implement(cases[0].p)) == "dilation != 1 (the wgmma kernel's dilated tiles: tf32 at stride 1)");
   CHECK(b16::cannot_implement(cases[0].p) != nullptr);
-  CHECK(has(wgmma_plan(wide, h200).description(), "dilation != 1 not served by its dilated tiles here"));
+  CHECK(has(wgmma_plan<math::tf32>(wide, h200).description(), "dilation != 1 not served by its dilated tiles here"));
   // the shapes the GPU cases cover: the box's column shift 3, one filter row, 4 slices per stage, a streamed
   // filter with x copied, one output row per tile
   REQUIRE(mainloop::make_direct_params(cases[8].p, tail, smem_max, k2, smem));
@@ -213,10 +153,10 @@ TEST_CASE("wgmma dilated tiles: every op against float64 in tf32, fused, pass mo
   if (!convred::device::detail::wgmma_available()) return;  // (no wgmma kernel on this GPU)
   std::uint64_t seed = 9900;
   for (const dilated_case& c : cases) {
-    all_ops<mode::model>(c.name, c.p, ++seed);
-    all_ops<mode::partial>(c.name, c.p, ++seed);
-    all_ops<mode::tail>(c.name, c.p, ++seed);
-    if (c.p.K > 128) all_ops<mode::pass>(c.name, c.p, ++seed);
+    all_ops<dilated_tiles, math::tf32, mode::model>(c.name, c.p, ++seed);
+    all_ops<dilated_tiles, math::tf32, mode::partial>(c.name, c.p, ++seed);
+    all_ops<dilated_tiles, math::tf32, mode::tail_any_tiles>(c.name, c.p, ++seed);
+    if (c.p.K > 128) all_ops<dilated_tiles, math::tf32, mode::pass>(c.name, c.p, ++seed);
   }
 }
 
@@ -227,9 +167,9 @@ TEST_CASE("wgmma dilated tiles sanitizer: a padded copy of x, dead rows, residen
   for (const conv2d_problem& p : {make_problem(2, 16, 5, 30, 140, 2, 3, 12, 2, 1, 1, 10, 2),
                                   make_problem(1, 128, 5, 13, 256, 3, 3, 6, 6, 1, 1, 6, 6)}) {
     const auto d = make_data<float>(p, 99, data_kind::real);
-    op_check<mode::model>("dilated wgmma sanitizer", p, d, op::argmin{});
-    op_check<mode::pass>("dilated wgmma sanitizer", p, d, op::argmin{});
-    op_check<mode::partial>("dilated wgmma sanitizer", p, d, op::argmin{});
+    op_check<dilated_tiles, math::tf32, mode::model>("dilated wgmma sanitizer", p, d, op::argmin{});
+    op_check<dilated_tiles, math::tf32, mode::pass>("dilated wgmma sanitizer", p, d, op::argmin{});
+    op_check<dilated_tiles, math::tf32, mode::partial>("dilated wgmma sanitizer", p, d, op::argmin{});
   }
 }
 }

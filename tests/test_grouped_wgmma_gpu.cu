@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "adapter_family_check.cuh"
+#include "wgmma_mode_check.cuh"
 
 using namespace convred_test_fused;
 namespace math = convred::math;
@@ -22,87 +23,17 @@ using convred::device::device_info;
 using convred::device::kernel_kind;
 using convred::device::plan_options;
 using convred::device::wgmma_pass_mode;
-using convred::device::wgmma_tiling;
 
 namespace {
 
 const device_info h200{9, 0, true, 132};
 
-bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
-
-/// The plan of these tests: the wgmma family alone (its adapter role: not weighed against mma.sync).
-template <class Math>
-using wgmma_plan = conv2d_reduce_plan<float, Math, fam::family_list<fam::wgmma<float, Math, fam::wgmma_role::adapter>>>;
-
-/// The kernel's modes the GPU cases force (plan_options), `splits` -1 (the wgmma kernel wherever it serves)
-/// unless a mode sets it.
-enum class mode { model, rows, flat, direct, pass, partial, tail };
-const mode all_modes[] = {mode::model, mode::rows, mode::flat, mode::direct, mode::pass, mode::partial, mode::tail};
-const char* mode_name(mode m) {
-  switch (m) {
-    case mode::rows: return "row tiles";
-    case mode::flat: return "flat tiles";
-    case mode::direct: return "direct tiles";
-    case mode::pass: return "pass mode";
-    case mode::partial: return "partial mode (GEMM_K splits forced to 2, at most the stages per pass)";
-    case mode::tail: return "row tiles with a split-K tail over the last tile";
-    default: return "the model's choice";
-  }
-}
-plan_options options_of(mode m) {
-  plan_options o;
-  o.splits = -1;
-  if (m == mode::rows) o.tiles = wgmma_tiling::rows;
-  if (m == mode::flat) o.tiles = wgmma_tiling::flat;
-  if (m == mode::direct) o.tiles = wgmma_tiling::direct;
-  if (m == mode::pass) o.pass = wgmma_pass_mode::on;
-  if (m == mode::partial) o.splits = 2;
-  if (m == mode::tail) o.tiles = wgmma_tiling::rows, o.tail = 1;
-  return o;
-}
-
-/// check_fused's entry: wgmma_plan<Math> with mode M's options on the current device, its description
-/// naming the grouped passes, then run_guarded (adapter_family_check.cuh).
-template <class Math, mode M>
-struct grouped_wgmma_entry {
-  using math = fam::kernel_math_t<float, Math>;  ///< the kernels' math (tolerances)
-  using self_launching = void;                   ///< check_fused calls launch
-  template <class T, class Op, class Epi>
-  static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
-                       Op op, Epi epi) {
-    wgmma_plan<Math> plan(p, options_of(M));
-    INFO("plan: " << plan.description());
-    REQUIRE(plan.state() == status::success);
-    CHECK(has(plan.description(), " groups as channel passes ("));
-    if constexpr (M == mode::partial) CHECK(plan.k_splits() > 0);
-    if constexpr (M == mode::pass) CHECK(has(plan.description(), " in pass mode ("));
-    return run_guarded(plan, x, w, bias, y, indices, op, epi);
-  }
+/// The grouped passes' checks of the GPU cases (wgmma_mode_check.cuh).
+struct grouped_passes {
+  static constexpr const char* fragment = " groups as channel passes (";
+  static constexpr const char* partial_name = "partial mode (GEMM_K splits forced to 2, at most the stages per pass)";
+  static constexpr bool pass_described = true;
 };
-
-/// One op through grouped_wgmma_entry<Math, M> against float64 on d, with the scale 2 epilogue (-0.5 for
-/// max and argmax).
-template <class Math, mode M, class Op>
-void op_check(const std::string& label, const conv2d_problem& p, const host_data<float>& d, Op o) {
-  constexpr bool negative = std::is_same_v<Op, op::max> || std::is_same_v<Op, op::argmax>;
-  opts opt;
-  opt.gain = negative ? 0.5 : 2;
-  const epi::scale<float> s{negative ? -0.5f : 2.0f};
-  check_fused<grouped_wgmma_entry<Math, M>>(label + " " + mode_name(M) + " " + test::op_name<Op>(), p, d, o, s, s, opt);
-}
-
-/// Every op of the standard six through grouped_wgmma_entry<Math, M>.
-template <class Math, mode M>
-void all_ops(const char* label, const conv2d_problem& p, std::uint64_t seed) {
-  const auto d = make_data<float>(p, seed, data_kind::real);
-  const std::string l(label);
-  op_check<Math, M>(l, p, d, op::min{});
-  op_check<Math, M>(l, p, d, op::argmin{});
-  op_check<Math, M>(l, p, d, op::sum{});
-  op_check<Math, M>(l, p, d, op::mean{});
-  op_check<Math, M>(l, p, d, op::max{});
-  op_check<Math, M>(l, p, d, op::argmax{});
-}
 
 /// Grouped layers (NCHW): make_problem(N, C, H, W, K, R, S, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w,
 /// groups). C/groups a multiple of 16 (block_c of bf16; 8 for tf32) except where marked.
@@ -219,15 +150,15 @@ TEST_CASE("wgmma grouped passes: every op against float64 in tf32, every tiling 
   if (!convred::device::detail::wgmma_available()) return;  // (no wgmma kernel on this GPU)
   std::uint64_t seed = 9700;
   for (const grouped_case& c : cases) {
-    all_ops<math::tf32, mode::model>(c.name, c.p, ++seed);
-    all_ops<math::tf32, mode::rows>(c.name, c.p, ++seed);
-    all_ops<math::tf32, mode::flat>(c.name, c.p, ++seed);
-    all_ops<math::tf32, mode::pass>(c.name, c.p, ++seed);
-    all_ops<math::tf32, mode::partial>(c.name, c.p, ++seed);
-    all_ops<math::tf32, mode::tail>(c.name, c.p, ++seed);
+    all_ops<grouped_passes, math::tf32, mode::model>(c.name, c.p, ++seed);
+    all_ops<grouped_passes, math::tf32, mode::rows>(c.name, c.p, ++seed);
+    all_ops<grouped_passes, math::tf32, mode::flat>(c.name, c.p, ++seed);
+    all_ops<grouped_passes, math::tf32, mode::pass>(c.name, c.p, ++seed);
+    all_ops<grouped_passes, math::tf32, mode::partial>(c.name, c.p, ++seed);
+    all_ops<grouped_passes, math::tf32, mode::tail>(c.name, c.p, ++seed);
   }
   // direct tiles: tf32, 1x1, no padding
-  all_ops<math::tf32, mode::direct>(cases[2].name, cases[2].p, ++seed);
+  all_ops<grouped_passes, math::tf32, mode::direct>(cases[2].name, cases[2].p, ++seed);
 }
 
 TEST_CASE("wgmma grouped passes: every op against float64 in bf16 and math::accurate") {
@@ -236,13 +167,13 @@ TEST_CASE("wgmma grouped passes: every op against float64 in bf16 and math::accu
   std::uint64_t seed = 9800;
   for (const grouped_case& c : cases) {
     if (c.bf16) {
-      all_ops<math::bf16, mode::model>(c.name, c.p, ++seed);
-      all_ops<math::bf16, mode::pass>(c.name, c.p, ++seed);
-      all_ops<math::bf16, mode::partial>(c.name, c.p, ++seed);
+      all_ops<grouped_passes, math::bf16, mode::model>(c.name, c.p, ++seed);
+      all_ops<grouped_passes, math::bf16, mode::pass>(c.name, c.p, ++seed);
+      all_ops<grouped_passes, math::bf16, mode::partial>(c.name, c.p, ++seed);
     }
     if (c.accurate) {
-      all_ops<math::accurate, mode::model>(c.name, c.p, ++seed);
-      all_ops<math::accurate, mode::partial>(c.name, c.p, ++seed);
+      all_ops<grouped_passes, math::accurate, mode::model>(c.name, c.p, ++seed);
+      all_ops<grouped_passes, math::accurate, mode::partial>(c.name, c.p, ++seed);
     }
   }
 }
@@ -259,7 +190,7 @@ TEST_CASE("wgmma grouped passes: the plan equals the wgmma plans of each group, 
   };
   for (const grouped_case& c : big) {
     for (mode m : {mode::rows, mode::flat}) {
-      const std::string name = std::string(c.name) + ", " + mode_name(m);
+      const std::string name = std::string(c.name) + ", " + mode_name<grouped_passes>(m);
       CAPTURE(name);
       plan_options o = options_of(m);
       o.pass = wgmma_pass_mode::off, o.tail = -1;  // fused, as the groups' own plans
@@ -277,8 +208,8 @@ TEST_CASE("wgmma grouped passes sanitizer: a small grouped layer, fused, pass mo
   if (!convred::device::detail::wgmma_available()) return;
   const conv2d_problem p = make_problem(2, 32, 9, 11, 96, 3, 3, 1, 1, 1, 1, 1, 1, 2);
   const auto d = make_data<float>(p, 99, data_kind::real);
-  op_check<math::tf32, mode::model>("grouped wgmma sanitizer", p, d, op::argmin{});
-  op_check<math::tf32, mode::pass>("grouped wgmma sanitizer", p, d, op::argmin{});
-  op_check<math::tf32, mode::partial>("grouped wgmma sanitizer", p, d, op::argmin{});
+  op_check<grouped_passes, math::tf32, mode::model>("grouped wgmma sanitizer", p, d, op::argmin{});
+  op_check<grouped_passes, math::tf32, mode::pass>("grouped wgmma sanitizer", p, d, op::argmin{});
+  op_check<grouped_passes, math::tf32, mode::partial>("grouped wgmma sanitizer", p, d, op::argmin{});
 }
 }
