@@ -5,7 +5,8 @@
 // in tf32 through a plan over the wgmma family alone, fused, in pass mode, in partial mode and with a
 // split-K tail, over dilations 2-12 (equal, anisotropic, one dimension only), W a multiple of 4 (x read
 // from NCHW) and not (x copied with a padded pitch), tiles whose every filter row is dead (zero products:
-// the bias alone), K above 128, several slices per stage; a case for compute-sanitizer.
+// the bias alone), K above 128, several slices per stage; the same in bf16 (and fp16 on three layers): the
+// tiles over a copy of x as pairs of 16-bit channels; a case for compute-sanitizer.
 #include <convred/device/conv2d_reduce_plan.cuh>
 
 #include <string>
@@ -99,7 +100,7 @@ TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed siz
   CHECK(k2.x_pitch == 24);
   CHECK(k2.col_shift == 2);  // pad 2: the box starts at column -4
   CHECK(mainloop::xpack_bytes(k2) == 0u);
-  // not served by the dilated tiles: stride 2, groups, rows wider than a TMA box, 3xTF32 and bf16
+  // not served by the dilated tiles: stride 2, groups, rows wider than a TMA box, 3xTF32
   conv2d_problem s2 = cases[0].p, g2 = cases[0].p, wide = cases[0].p;
   s2.stride_h = s2.stride_w = 2;
   g2.groups = 2, g2.K = 32;
@@ -110,8 +111,10 @@ TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed siz
   CHECK(wgmma_plan<math::tf32>(cases[0].p, h200).state() == status::success);
   using x3 = convred::plan::wgmma_params<fam::wgmma<float, math::tf32x3>::policy>;
   using b16 = convred::plan::wgmma_params<fam::wgmma<float, math::bf16>::policy>;
-  CHECK(std::string(x3::cannot_implement(cases[0].p)) == "dilation != 1 (the wgmma kernel's dilated tiles: tf32 at stride 1)");
-  CHECK(b16::cannot_implement(cases[0].p) != nullptr);
+  CHECK(std::string(x3::cannot_implement(cases[0].p)) ==
+        "dilation != 1 (the wgmma kernel's dilated tiles: tf32, bf16 or fp16 at stride 1)");
+  CHECK(b16::cannot_implement(cases[0].p) == nullptr);  // bf16: the same tiles over pairs of channels (below)
+  CHECK(b16::cannot_implement(s2) != nullptr);
   CHECK(has(wgmma_plan<math::tf32>(wide, h200).description(), "dilation != 1 not served by its dilated tiles here"));
   // the shapes the GPU cases cover: the box's column shift 3, one filter row, 4 slices per stage, a streamed
   // filter with x copied, one output row per tile
@@ -125,6 +128,47 @@ TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed siz
   CHECK((k2.tile_rows == 1 && k2.rp == 216));
   REQUIRE(mainloop::make_direct_params(cases[12].p, tail, smem_max, k2, smem));
   CHECK((k2.resident_bytes == 0 && k2.x_pitch == 16 && k2.npass == 2));
+}
+
+TEST_CASE("wgmma dilated tiles in bf16 and fp16: channel pairs of x's copy, the same boxes") {
+  using b16 = convred::block::conv_mainloop_wgmma<fam::wgmma<float, math::bf16>::policy>;
+  using f16 = convred::block::conv_mainloop_wgmma<fam::wgmma<float, math::fp16>::policy>;
+  const std::size_t tail = convred::device::detail::wgmma_tail_bytes<fam::wgmma<float, math::bf16>::policy, op::argmin>(),
+                    smem_max = convred::device::detail::max_smem_per_block;
+  const conv2d_problem p = make_problem(32, 2048, 65, 65, 256, 3, 3, 36, 36, 1, 1, 36, 36);
+  convred::block::wgmma_conv_params k, t;
+  std::size_t smem = 0, tsmem = 0;
+  REQUIRE(b16::make_direct_params(p, tail, smem_max, k, smem));
+  REQUIRE(mainloop::make_direct_params(p, tail, smem_max, t, tsmem));
+  // a slice is 16 channels, 8 pairs: a box entry per pair, so the box has the tf32 tiles' geometry
+  CHECK(b16::box_c == 8);
+  CHECK(k.direct_taps == 1);
+  CHECK(k.tile_rows == 3);
+  CHECK(k.rp == 152);
+  CHECK(k.x_pitch == 68);
+  CHECK(k.kt == 2048 / 16 / k.group * 3);
+  CHECK(k.raw_copy_bytes == 152 * 8 * k.group * 3 * 4);
+  CHECK(k.b_bytes == k.group * 3 * 128 * 16 * 2);  // the row's S taps of 16 channels in bf16: tf32's bytes
+  CHECK(b16::packed_bytes(k) == std::size_t(2) * 2048 * 9 * 128 * 2);
+  // x always copied (pairs converted to bf16), ceil(C / 2) pair planes of rows x_pitch entries
+  CHECK(b16::x_copied(k));
+  CHECK(b16::x_copy_channels(k) == 1024);
+  CHECK(b16::xpack_bytes(k) == std::size_t(32) * 1024 * 65 * 68 * 4);
+  // W a multiple of 4: still copied under bf16 (tf32 reads NCHW); C = 8 is one pair slice of 16 channels
+  REQUIRE(b16::make_direct_params(cases[1].p, tail, smem_max, k, smem));
+  CHECK(k.x_pitch == 24);
+  CHECK(b16::x_copied(k));
+  CHECK((k.kt == 3 && k.group == 1));
+  CHECK(b16::xpack_bytes(k) == std::size_t(2) * 4 * 17 * 24 * 4);
+  REQUIRE(mainloop::make_direct_params(cases[1].p, tail, smem_max, t, tsmem));
+  CHECK_FALSE(mainloop::x_copied(t));
+  // C = 9: 5 pairs, the last one's high half zero
+  REQUIRE(f16::make_direct_params(cases[3].p, tail, smem_max, k, smem));
+  CHECK(f16::x_copy_channels(k) == 5);
+  // 16-bit math takes no 1x1 direct tiles (they read NCHW fp32 without a copy) and no ping-pong
+  CHECK_FALSE(b16::make_direct_params(make_problem(2, 64, 16, 16, 64, 1, 1, 0, 0, 1, 1, 1, 1), tail, smem_max, k, smem));
+  using b16pp = convred::block::conv_mainloop_wgmma<convred::wgmma_pingpong<fam::wgmma<float, math::bf16>::policy>::type>;
+  CHECK_FALSE(b16pp::make_direct_params(p, tail, smem_max, k, smem));
 }
 
 TEST_CASE("wgmma dilated tiles: which DeepLab layers the planner gives them on an H200") {
@@ -141,9 +185,13 @@ TEST_CASE("wgmma dilated tiles: which DeepLab layers the planner gives them on a
   }
   // (d12 at batch 32: estimated 7.2 ms against space to batch's 7.4, within the margin)
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(d12, h200).description(), "undilated sub-images"));
-  // 3xTF32 and bf16 do not run them
+  // bf16 runs them over x's channel pairs (its space to batch's sub-images of 2 rows estimated 2.3x slower at
+  // d36); 3xTF32 does not run them
+  for (const conv2d_problem& p : {d36, d24, c960, n1}) {
+    CAPTURE(describe(p));
+    CHECK(has(conv2d_reduce_plan<float, math::bf16>(p, h200).description(), "16-bit pairs"));
+  }
   CHECK_FALSE(has(conv2d_reduce_plan<float, math::accurate>(d36, h200).description(), "a stage per filter row"));
-  CHECK_FALSE(has(conv2d_reduce_plan<float, math::bf16>(d36, h200).description(), "a stage per filter row"));
 }
 }
 
@@ -160,6 +208,25 @@ TEST_CASE("wgmma dilated tiles: every op against float64 in tf32, fused, pass mo
   }
 }
 
+TEST_CASE("wgmma dilated tiles in bf16 and fp16: every op against float64 over x's channel pairs") {
+  require_gpu();
+  if (!convred::device::detail::wgmma_available()) return;
+  std::uint64_t seed = 9950;
+  // bf16: every case (odd C: the last pair's high half zero; C 9 < 16: one slice, pairs past C zero-filled)
+  for (const dilated_case& c : cases) {
+    all_ops<dilated_tiles, math::bf16, mode::model>(c.name, c.p, ++seed);
+    all_ops<dilated_tiles, math::bf16, mode::partial>(c.name, c.p, ++seed);
+    if (c.p.K > 128) all_ops<dilated_tiles, math::bf16, mode::pass>(c.name, c.p, ++seed);
+  }
+  all_ops<dilated_tiles, math::bf16, mode::tail_any_tiles>(cases[6].name, cases[6].p, ++seed);
+  // fp16: the same tiles with the other conversion and wgmma kind; two ops on three cases
+  for (int i : {0, 3, 12}) {
+    const auto d = make_data<float>(cases[i].p, ++seed, data_kind::real);
+    op_check<dilated_tiles, math::fp16, mode::model>(cases[i].name, cases[i].p, d, op::min{});
+    op_check<dilated_tiles, math::fp16, mode::model>(cases[i].name, cases[i].p, d, op::argmax{});
+  }
+}
+
 TEST_CASE("wgmma dilated tiles sanitizer: a padded copy of x, dead rows, resident and streamed filters, three modes") {
   require_gpu();
   if (!convred::device::detail::wgmma_available()) return;
@@ -170,6 +237,7 @@ TEST_CASE("wgmma dilated tiles sanitizer: a padded copy of x, dead rows, residen
     op_check<dilated_tiles, math::tf32, mode::model>("dilated wgmma sanitizer", p, d, op::argmin{});
     op_check<dilated_tiles, math::tf32, mode::pass>("dilated wgmma sanitizer", p, d, op::argmin{});
     op_check<dilated_tiles, math::tf32, mode::partial>("dilated wgmma sanitizer", p, d, op::argmin{});
+    op_check<dilated_tiles, math::bf16, mode::model>("dilated wgmma sanitizer bf16", p, d, op::argmin{});
   }
 }
 }

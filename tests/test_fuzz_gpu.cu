@@ -512,6 +512,10 @@ std::vector<std::pair<fcase, std::string>> plan_family_cases(std::uint64_t& seed
   add("wgmma grouped", elem::f32, mathk::tf32, opk::argmin, 2, 32, 8, 8, 32, 3, 1, 1, 2, -1);
   // (dilation 12 on 20 x 20: sub-images of 2 rows, not the dilated family's in TF32; every tap live somewhere)
   add("wgmma dilated", elem::f32, mathk::tf32, opk::argmin, 1, 8, 20, 20, 24, 3, 1, 12, 1, -1);
+  // (bf16: the same tiles over x's channel pairs; the padding 11, which dilation 12 does not divide, keeps it
+  // from space to batch, which serves 16-bit sub-images of 2 rows)
+  add("wgmma dilated", elem::f32, mathk::bf16, opk::max, 1, 8, 20, 20, 24, 3, 1, 12, 1, -1);
+  v.back().first.p.pad_h = v.back().first.p.pad_w = 11;
   // (dense layers of C <= 16 go to the direct family under TF32 and 3xTF32 where it is estimated faster:
   // K = 64 here, and C = 20 in the mma.sync case, keep these two on the tensor-core kernels)
   add("wgmma", elem::f32, mathk::accurate, opk::argmax, 1, 8, 10, 16, 64, 3, 1, 1, 1, 0);

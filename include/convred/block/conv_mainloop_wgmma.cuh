@@ -57,6 +57,9 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy> {
   static constexpr int kind = Policy::is_tf32 ? 0 : (std::is_same_v<math_t, math::bf16> ? 1 : 2);
   /// bytes of one filter tap's 128 x block_c slice in shared memory
   static constexpr std::uint32_t tap_bytes = 128u * Policy::block_c * Policy::filter_elem_bytes;
+  /// Direct tiles: 32-bit entries per pixel of a slice in a stage's box of x, 8: block_c fp32 channels
+  /// (tf32), or block_c / 2 pairs of 16-bit channels (bf16, fp16: x copied as pairs, wgmma_params::x_copied)
+  static constexpr int box_c = plan::wgmma_params<Policy>::box_c;
   static_assert(Policy::tile_w == 64 && Policy::tile_h == (Policy::pingpong ? 2 : 4),
                 "conv_mainloop_wgmma: tiles are 4 rows (cooperative) or 2 rows (ping-pong) of 64 pixels");
   /// First tile row of this thread's warpgroup: 2g cooperative, 0 ping-pong (its own tile).
@@ -209,12 +212,12 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy> {
         : "memory");
   }
 
-  /// Direct tiles (wgmma_conv_params::direct): the offsets, in floats within a stage's box, of channel 0
+  /// Direct tiles (wgmma_conv_params::direct): the offsets, in 32-bit entries within a stage's box, of entry 0
   /// at this consumer thread's accumulator rows' pixels (tile_m(i): box row px / Q, column stride * (px %
   /// Q) + col_shift, direct_taps' tap 0; 0 for the pixels past tile_rows * Q, computed and dropped). The
   /// same for every tile and stage.
   __device__ static void direct_offsets(const wgmma_conv_params& p, int (&off)[TM]) {
-    const int row_floats = p.rp * Policy::block_c * p.group, used = p.tile_rows * p.tile_cols;
+    const int row_floats = p.rp * box_c * p.group, used = p.tile_rows * p.tile_cols;
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
       const int px = tile_m(i);
@@ -224,8 +227,9 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy> {
 
   /// Direct tiles: issues one stage's wgmmas (group k8 slices x the warpgroup's two m64 rows; direct_taps:
   /// x the S taps of the stage's filter row, each reading the box shifted by s dil_w columns) with A from
-  /// registers, loaded from the stage's box (`box`, [row][channel][column] fp32, direct_offsets `off`) and
-  /// rounded to tf32 (warp::to_tf32, as the packing of the other tiles), B the stage's packed filter:
+  /// registers, loaded from the stage's box (`box`, [row][entry][column] of 32-bit entries, direct_offsets
+  /// `off`: fp32 channels rounded to tf32 there (warp::to_tf32, as the packing of the other tiles), or the
+  /// bf16 / fp16 channel pairs of x's copy as they are), B the stage's packed filter:
   /// slice j's taps at `filter` + j `slice_bytes` (direct_taps: its row's S taps, one after another);
   /// `first` starts d (scale-d = 0). Waits for the wgmmas before it returns (their A registers are then
   /// free), so the stage is complete.
@@ -288,10 +292,10 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy> {
   }
 
  private:
-  /// run_stage_direct for G slices per stage: lane 4g + t loads channel 8j + t (a[0], a[1]: rows g, g + 8)
-  /// and 8j + t + 4 (a[2], a[3]) of slice j; with rp = 8 mod 16 floats per channel, the quad's 4 channels
-  /// lie 8 banks apart and the 8 groups' pixels are consecutive: one conflict-free load per register at
-  /// stride 1 (two-way at stride 2). Slice j is its own commit group, its registers one of two sets: the
+  /// run_stage_direct for G slices per stage: lane 4g + t loads entry 8j + t (a[0], a[1]: rows g, g + 8)
+  /// and 8j + t + 4 (a[2], a[3]) of slice j (an entry: a tf32 channel, or a 16-bit channel pair); with rp =
+  /// 8 mod 16 entries per box row, the quad's 4 entries lie 8 banks apart and the 8 groups' pixels are
+  /// consecutive: one conflict-free load per register at stride 1 (two-way at stride 2). Slice j is its own commit group, its registers one of two sets: the
   /// set is loaded again for slice j + 2 once slice j's group has completed (wait<1>), so that 16
   /// registers hold the A fragments, not 8 G (8 G spilled ~120 bytes: sm_90a, nvcc 13.0).
   template <int G>
@@ -303,7 +307,7 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy> {
 #pragma unroll
     for (int j = 0; j < G; ++j) {
       if (j >= 2) warpgroup::wait<1>();  // slice j - 2's group has completed: its registers are free
-      direct_step(b0 + ((static_cast<std::uint64_t>(j) * slice_bytes) >> 4), x + 8 * j * p.rp, a[j % 2], d,
+      direct_step(b0 + ((static_cast<std::uint64_t>(j) * slice_bytes) >> 4), x + box_c * j * p.rp, a[j % 2], d,
                   !(first && j == 0), p, off);
     }
     warpgroup::wait<0>();
@@ -323,7 +327,7 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy> {
     auto next = [&](std::uint32_t(&r)[2][4], int i) {
       if (i >= 2) warpgroup::wait<1>();  // step i - 2's group has completed: its registers are free
       direct_step(b0 + ((static_cast<std::uint64_t>(j) * slice_bytes + static_cast<std::uint64_t>(s) * tap_bytes) >> 4),
-                  x + 8 * j * p.rp + s * p.dil_w, r, d, !(first && i == 0), p, off);
+                  x + box_c * j * p.rp + s * p.dil_w, r, d, !(first && i == 0), p, off);
       if (++s == p.S) s = 0, ++j;
     };
 #pragma unroll 1
@@ -334,23 +338,24 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy> {
     warpgroup::wait<0>();
   }
 
-  /// One k8 step of direct tiles: this lane's A fragments of both m64 rows from `c` (channel 0 of the
-  /// step's slice at the step's column shift; channels t and t + 4 at direct_offsets `off`), rounded to
-  /// tf32, and the two m64n128k8 wgmmas with B at descriptor `b`, accumulating into d when `acc`; one
-  /// commit group, not waited for.
+  /// One k step of direct tiles (k8 tf32, k16 bf16 / fp16): this lane's A fragments of both m64 rows from
+  /// `c` (entry 0 of the step's slice at the step's column shift; entries t and t + 4 at direct_offsets
+  /// `off`), rounded to tf32 (16-bit pairs: as they are), and the two m64n128 wgmmas with B at descriptor
+  /// `b`, accumulating into d when `acc`; one commit group, not waited for.
   __device__ static void direct_step(std::uint64_t b, const float* c, std::uint32_t (&r)[2][4], float (&d)[2][64], bool acc,
                                      const wgmma_conv_params& p, const int (&off)[TM]) {
     const int c4 = 4 * p.rp;
+    auto entry = [](float v) { return Policy::is_tf32 ? warp::to_tf32(v) : __float_as_uint(v); };
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt) {
-      r[mt][0] = warp::to_tf32(c[off[2 * mt]]);
-      r[mt][1] = warp::to_tf32(c[off[2 * mt + 1]]);
-      r[mt][2] = warp::to_tf32(c[c4 + off[2 * mt]]);
-      r[mt][3] = warp::to_tf32(c[c4 + off[2 * mt + 1]]);
+      r[mt][0] = entry(c[off[2 * mt]]);
+      r[mt][1] = entry(c[off[2 * mt + 1]]);
+      r[mt][2] = entry(c[c4 + off[2 * mt]]);
+      r[mt][3] = entry(c[c4 + off[2 * mt + 1]]);
     }
     warpgroup::fence();
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt) warpgroup::mma_rs_m64n128_tf32(d[mt], r[mt], b, acc);
+    for (int mt = 0; mt < 2; ++mt) warpgroup::mma_rs_m64n128<kind>(d[mt], r[mt], b, acc);
     warpgroup::commit();
   }
 

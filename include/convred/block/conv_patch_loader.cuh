@@ -84,7 +84,8 @@ struct conv_patch_loader {
 
   /// Direct tiles (wgmma_conv_params::direct): copies the stage of packed filter slice `slice` (none when
   /// the filter is resident) and one TMA box of x (the direct tensor map: rp columns from column 0, 8 *
-  /// group channels from the stage's first, tile_rows rows from output row p0, image n) into `stage`
+  /// group channels, or under bf16 / fp16 8 * group channel pairs of x's copy, from the stage's first,
+  /// tile_rows rows from output row p0, image n) into `stage`
   /// (128-byte aligned); `bar` is armed with all their bytes and this thread's arrival. direct_taps: the
   /// stage's filter row r = stage_row(slice) of its group slices (one bulk copy of S taps each, laid out
   /// one after another), and the box from input row p0 + r dil_h - pad_h, column -(pad_w + col_shift).
@@ -102,7 +103,8 @@ struct conv_patch_loader {
       for (int j = 0; j < p.group; ++j)
         convred::detail::bulk_copy_g2s(stage + j * row, packed + first + static_cast<std::int64_t>(j) * R * row, row, bar);
     }
-    const int c0 = p.x_stage(slice) / R * Policy::block_c * p.group;
+    // the stage's first entry of x (or of its copy): a channel, or a 16-bit channel pair (8 per slice)
+    const int c0 = p.x_stage(slice) / R * plan::wgmma_params<Policy>::box_c * p.group;
     if (p.direct_taps)
       convred::detail::tma_load_4d(stage + p.a_offset, x_map, -(p.pad_w + p.col_shift), c0, p0 + r * p.dil_h - p.pad_h, n,
                                    bar);

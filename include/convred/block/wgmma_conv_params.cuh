@@ -212,7 +212,8 @@ struct wgmma_conv_params {
   /// rows apart) lands in the stage as [row][channel][column] fp32, rp = 8 mod 16 (so that the 4 channels
   /// a quad of lanes reads fall in distinct banks), and the consumers load their wgmma A fragments from it
   /// into registers, rounding to tf32 there (conv_mainloop_wgmma::run_stage_direct); the filter slice is
-  /// the shared-memory B operand as in the other tiles. Set by make_direct_params.
+  /// the shared-memory B operand as in the other tiles; direct_taps (below) generalises it to filters of
+  /// several taps, also in bf16 / fp16. Set by make_direct_params.
   std::int32_t direct = 0;
   convred::detail::fast_divmod div_image;  ///< flat: divides by flat_rows * pw (plane pixel -> image)
   convred::detail::fast_divmod div_pw;     ///< flat: divides by pw (pixel within an image -> row, column)
@@ -228,8 +229,9 @@ struct wgmma_conv_params {
   std::int32_t group_passes = 1;
   /// @brief output channels per group, K / conv_groups (K for a dense convolution)
   std::int32_t Kg = 0;
-  /// @brief 1: direct tiles of a filter with several taps (make_direct_params: tf32, stride 1, any R x S,
-  /// padding and dilation; DeepLab's ASPP layers): a stage is one filter row r of `group` channel slices,
+  /// @brief 1: direct tiles of a filter with several taps (make_direct_params: tf32, bf16 or fp16, stride 1,
+  /// any R x S, padding and dilation; DeepLab's ASPP layers; bf16 / fp16 read a copy of x as pairs of 16-bit
+  /// channels, one 32-bit box entry per pair, 8 per slice of 16): a stage is one filter row r of `group` channel slices,
   /// kt = channel stages x R, stage i of a pass its channel stage i / R and row i % R. Its TMA box holds
   /// tile_rows input rows from p0 + r dil_h - pad_h and rp columns from -col_shift - pad_w, where col_shift
   /// (0-3) aligns the box's start to 16 bytes; tap s of the row reads it at column offset s dil_w + col_shift
@@ -242,10 +244,11 @@ struct wgmma_conv_params {
   /// @var dil_w
   /// @brief horizontal dilation (direct_taps)
   std::int32_t dil_h = 1, dil_w = 1;
-  /// @brief direct_taps: floats per row of the x the TMA box reads: W, or when W % 4 != 0 (TMA row strides
-  /// are 16-byte multiples) the pitch of a copy of x with W rounded up to a multiple of 4 (in the
-  /// workspace's packed-x region: xpack_bytes; written by cudaMemcpy2DAsync before the kernel; the tensor
-  /// map's rows are W wide, so its extra columns are never read)
+  /// @brief direct_taps: 32-bit entries per row of the x the TMA box reads: W, or when x is copied
+  /// (plan::wgmma_params::x_copied: W % 4 != 0, since TMA row strides are 16-byte multiples, or bf16 / fp16
+  /// math, whose copy holds channel pairs) W rounded up to a multiple of 4 (the copy lies in the
+  /// workspace's packed-x region: xpack_bytes; written before the kernel by cudaMemcpy2DAsync or
+  /// kernel::pack_x_pairs_kernel; the tensor map's rows are W wide, so its extra columns are never read)
   std::int32_t x_pitch = 0;
 
   /// The stage of x (its channels [x_stage * group * block_c, ...) of the image) that packed filter slice

@@ -124,8 +124,11 @@ wgmma_plan_t wgmma_plan(const conv2d_problem& p, wgmma_tiles tiles = wgmma_tiles
 
 /// The TMA descriptor of x (NCHW fp32, dims W, H, C, N innermost first) with box (rp, bh, raw_c, 1), or for
 /// direct tiles (wgmma_conv_params::direct) dims W, C, P, N (row r of the P at input row stride * r) with box
-/// (rp, block_c * group, tile_rows, 1), and zero fill outside the tensor, encoded with the driver's cuTensorMapEncodeTiled (found through the
-/// runtime, so nothing links libcuda). False if the driver lacks it or refuses the map.
+/// (rp, 8 * group, tile_rows, 1) (direct_taps: dims W, C', H, N of x or of its copy, plan::wgmma_params::x_copied,
+/// rows x_pitch entries apart, C' = x_copy_channels: C, or ceil(C / 2) 16-bit channel pairs), and zero fill
+/// outside the tensor, encoded with the driver's cuTensorMapEncodeTiled (found through the runtime, so
+/// nothing links libcuda); the elements are 4 bytes (fp32 channels or channel pairs). False if the driver
+/// lacks it or refuses the map.
 template <class Policy>
 bool make_x_tensor_map(CUtensorMap& map, const float* x, const block::wgmma_conv_params& k) {
   using encode_fn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
@@ -146,18 +149,19 @@ bool make_x_tensor_map(CUtensorMap& map, const float* x, const block::wgmma_conv
     return reinterpret_cast<encode_fn>(fn);
   }();
   if (!encode) return false;
-  // the row pitch in floats (direct_taps: x_pitch, of which the first W are x)
+  // the row pitch in 4-byte entries (direct_taps: x_pitch, of which the first W are x) and the channel
+  // entries (direct tiles: x_copy_channels, C or 16-bit channel pairs)
   const cuuint64_t W = static_cast<cuuint64_t>(k.direct_taps ? k.x_pitch : k.W), H = static_cast<cuuint64_t>(k.H),
-                  C = static_cast<cuuint64_t>(k.C);
+                  C = static_cast<cuuint64_t>(k.direct ? plan::wgmma_params<Policy>::x_copy_channels(k) : k.C);
   // row tiles: dims (W, H, C, N), box (rp, bh, raw_c, 1); direct tiles: dims (W, C, P rows `stride`
   // input rows apart, N) (direct_taps: (W, C, H, N) with a row pitch of x_pitch: TMA fills the columns past
   // W with zeros), box (rp, block_c * group, tile_rows, 1), landing as [row][channel][column]
-  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(k.W), static_cast<cuuint64_t>(k.direct ? k.C : k.H),
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(k.W), k.direct ? C : H,
                               static_cast<cuuint64_t>(k.direct_taps ? k.H : k.direct ? k.P : k.C), static_cast<cuuint64_t>(k.N)};
   const cuuint64_t strides[3] = {k.direct ? W * H * 4 : W * 4, k.direct ? W * 4 * static_cast<cuuint64_t>(k.stride) : W * H * 4,
                                  W * H * C * 4};
   const cuuint32_t box[4] = {static_cast<cuuint32_t>(k.rp),
-                             static_cast<cuuint32_t>(k.direct ? Policy::block_c * k.group : k.bh),
+                             static_cast<cuuint32_t>(k.direct ? plan::wgmma_params<Policy>::box_c * k.group : k.bh),
                              static_cast<cuuint32_t>(k.direct ? k.bh : Policy::raw_c), 1};
   const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
   return encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(x), dims, strides, box, elem_strides,
@@ -173,13 +177,14 @@ std::size_t packed_bytes(const wgmma_plan_t& plan) {
 
 /// Launches the wgmma kernel with parameters k (x, filter, bias, xpack and the modes set) on `units`
 /// work units: first, when `pack_tiles` > 0, for flat tiles kernel::pack_x_kernel for that many tiles into
-/// k.xpack, for direct_taps tiles with W % 4 != 0 x's copy into k.xpack (rows of x_pitch floats:
-/// cudaMemcpy2DAsync); then the persistent kernel, one block per SM (at most one per unit), in the variant the
+/// k.xpack, for direct_taps tiles that read a copy of x (plan::wgmma_params::x_copied) that copy into
+/// k.xpack: tf32 with W % 4 != 0 rows of x_pitch floats (cudaMemcpy2DAsync), bf16 / fp16 channel pairs
+/// (kernel::pack_x_pairs_kernel); then the persistent kernel, one block per SM (at most one per unit), in the variant the
 /// parameters need (the gathering one also for flat tiles at stride 2, whose taps read stride phases; the
 /// direct one for direct tiles; under 3xTF32 the tap-loop one for filters other than 3x3 and 1x1 and for
 /// stride 2), as
-/// a programmatic dependent launch of the kernel before it when `dependent` (after the packing pass, or a
-/// split-K tail after the head's launch). `refused` is set (and success returned, nothing launched) when
+/// a programmatic dependent launch of the kernel before it when `dependent` (after the packing pass or
+/// the pairs' copy, or a split-K tail after the head's launch). `refused` is set (and success returned, nothing launched) when
 /// the driver refuses x's tensor map: the caller runs its fallback. `Direct` = false (conv2d_reduce_packed,
 /// whose parameters are row tiles) leaves the direct tiles' kernel out of the build.
 template <class Policy, bool Direct = true, class Op, class Epilogue>
@@ -188,10 +193,10 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
                     bool dependent = false) {
   refused = false;
   CUtensorMap x_map{};  // used by the TMA producer only
-  // direct_taps with W % 4 != 0: the box reads k.xpack, x copied there with rows of x_pitch floats (TMA
-  // reads the first W of each), by the launch that packs (pack_tiles > 0)
-  const bool padded = k.direct_taps && k.x_pitch != k.W;
-  if (!k.gather && !k.flat && !make_x_tensor_map<Policy>(x_map, padded ? static_cast<const float*>(k.xpack) : k.x, k)) {
+  // direct_taps with W % 4 != 0 or 16-bit math: the box reads k.xpack, x copied there with rows of x_pitch
+  // entries (TMA reads the first W of each), by the launch that packs (pack_tiles > 0)
+  const bool copied = plan::wgmma_params<Policy>::x_copied(k);
+  if (!k.gather && !k.flat && !make_x_tensor_map<Policy>(x_map, copied ? static_cast<const float*>(k.xpack) : k.x, k)) {
     refused = true;
     return status::success;
   }
@@ -202,19 +207,30 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
   if constexpr (Policy::parts == 2) {
     if (taps) kern = kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, true, false, true>;
   }
-  if constexpr (Direct && Policy::is_tf32 && Policy::parts == 1) {  // (only tf32 makes direct parameters)
+  // (direct parameters: one part; 16-bit only direct_taps, never ping-pong)
+  if constexpr (Direct && Policy::parts == 1 && (Policy::is_tf32 || !Policy::pingpong)) {
     if (k.direct) kern = kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, false, true>;
   }
   if (status s = check_device(kern, smem); s != status::success) return s;
   int dev = 0, sms = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
     return status::cuda_error;
-  if (padded && pack_tiles > 0) {  // (rows of W floats to rows of x_pitch)
-    const std::size_t rows = static_cast<std::size_t>(k.N) * static_cast<std::size_t>(k.C) * static_cast<std::size_t>(k.H);
-    const std::size_t w = static_cast<std::size_t>(k.W) * 4;
-    if (cudaMemcpy2DAsync(const_cast<void*>(k.xpack), static_cast<std::size_t>(k.x_pitch) * 4, k.x, w, w, rows,
-                          cudaMemcpyDeviceToDevice, stream) != cudaSuccess)
-      return status::cuda_error;
+  const bool pairs = copied && !Policy::is_tf32 && pack_tiles > 0;  // (a kernel: the main one follows with PDL)
+  if (copied && pack_tiles > 0) {
+    if constexpr (Policy::is_tf32) {  // rows of W floats to rows of x_pitch
+      const std::size_t rows = static_cast<std::size_t>(k.N) * static_cast<std::size_t>(k.C) * static_cast<std::size_t>(k.H);
+      const std::size_t w = static_cast<std::size_t>(k.W) * 4;
+      if (cudaMemcpy2DAsync(const_cast<void*>(k.xpack), static_cast<std::size_t>(k.x_pitch) * 4, k.x, w, w, rows,
+                            cudaMemcpyDeviceToDevice, stream) != cudaSuccess)
+        return status::cuda_error;
+    } else {  // 16-bit channel pairs, a block per (n, pair) plane at a time
+      auto copy = kernel::pack_x_pairs_kernel<typename Policy::math>;
+      if (status s = check_device(copy); s != status::success) return s;
+      const std::int64_t planes = k.N * ((k.C + 1) / 2), cap = std::int64_t(sms) * 16;
+      copy<<<static_cast<unsigned>(planes < cap ? planes : cap), dim3(32, 8), 0, stream>>>(
+          k.x, static_cast<std::uint32_t*>(const_cast<void*>(k.xpack)), k);
+      if (status s = launch_status(); s != status::success) return s;
+    }
   }
   if (pack_tiles > 0 && k.flat) {
     auto pack = kernel::pack_x_kernel<Policy>;
@@ -225,8 +241,10 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
     if (status s = launch_status(); s != status::success) return s;
   }
   const std::int64_t grid = units < sms ? units : sms;
-  const int threads = phased ? kernel::wgmma_block<Policy, true>::threads : kernel::wgmma_block<Policy, false>::threads;
-  launch_kernel(dependent || (pack_tiles > 0 && k.flat), kern, dim3(static_cast<unsigned>(grid)), dim3(threads), smem, stream, x_map,
+  const int threads = phased     ? kernel::wgmma_block<Policy, true>::threads
+                      : k.direct ? kernel::wgmma_block<Policy, false, true>::threads
+                                 : kernel::wgmma_block<Policy, false>::threads;
+  launch_kernel(dependent || (pack_tiles > 0 && k.flat) || pairs, kern, dim3(static_cast<unsigned>(grid)), dim3(threads), smem, stream, x_map,
                 k, op, epi, y, indices);
   return launch_status();
 }

@@ -39,8 +39,9 @@ namespace convred::kernel {
 /// (consume). Synchronisation is by mbarriers only (no block-wide barrier after the set-up).
 /// Its phases have probes (CONVRED_WGMMA_PHASE and friends, nothing by default) that a diagnosis build
 /// may time (bench/wgmma_clocks.cuh).
-/// Direct: the variant for direct tiles (prm.direct: tf32 1x1, x read by TMA from NCHW, the consumers
-/// loading the A fragments into registers; produce's and consume's Direct code, compiled out of the others).
+/// Direct: the variant for direct tiles (prm.direct: tf32 1x1, or dilated filters in tf32, bf16 or fp16; x
+/// read by TMA from NCHW or from its copy, the consumers loading the A fragments into registers; produce's
+/// and consume's Direct code, compiled out of the others; one producer warpgroup, wgmma_block).
 /// Gather: the variant for parameters with `gather` set (stride 2, W % 4 != 0; the producer threads load x
 /// themselves) and for flat tiles at stride 2 (their taps read stride phases); the TMA variant (Gather =
 /// false) is compiled without that code, which would cost its 72-register producer spills. TapLoop
@@ -50,7 +51,7 @@ namespace convred::kernel {
 /// (conv_patch_loader::copy_flat). Pass mode (prm.states): y and indices unused; each unit's reduction
 /// states go to prm.states for kernel::conv2d_reduce_pass_combine_kernel.
 template <class Policy, class Op, class Epilogue, bool Gather = false, bool Direct = false, bool TapLoop = false>
-__global__ void __launch_bounds__(wgmma_block<Policy, Gather>::threads, 1)
+__global__ void __launch_bounds__(wgmma_block<Policy, Gather, Direct>::threads, 1)
     conv2d_reduce_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const block::wgmma_conv_params prm, Op op,
                                Epilogue epi, float* y, std::int64_t* indices) {
 #if CONVRED_HAS_WGMMA
@@ -60,7 +61,7 @@ __global__ void __launch_bounds__(wgmma_block<Policy, Gather>::threads, 1)
   // the TMA producer's tensor map, fetched while the block sets up
   if (tid == Policy::consumer_threads && !prm.gather && !prm.flat) convred::detail::prefetch_tensormap(&x_map);
   if (tid == 0) init_barriers<Policy, Op, Gather>(sm.tail, prm);
-  using blk = wgmma_block<Policy, Gather>;
+  using blk = wgmma_block<Policy, Gather, Direct>;
   for (int i = tid; i < Policy::block_n; i += blk::threads)
     sm.tail.bias[i] = prm.bias && i < prm.K ? prm.bias[i] : 0.f;
   __syncthreads();

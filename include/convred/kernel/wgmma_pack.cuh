@@ -111,4 +111,34 @@ __global__ void pack_x_kernel(const float* __restrict__ x, void* __restrict__ ou
   if constexpr (W == 8) dst[per] = make_uint4(wd[4], wd[5], wd[6], wd[7]);  // the small parts: part 1
 }
 
+/// @brief Copies x (NCHW fp32) for the bf16 / fp16 dilated direct tiles (wgmma_conv_params::direct_taps under
+/// a 16-bit policy; plan::wgmma_params::x_copied) as pairs of channels: entry (n, c2, h, w) of `out`, rows of
+/// k.x_pitch 32-bit entries ([n][c2][h][x_pitch], c2 < ceil(C / 2)), holds channels 2 c2 (low half) and
+/// 2 c2 + 1 (high half, zero past C) of x at (n, h, w), rounded to Math's type (round to nearest even, as
+/// pack_x_kernel and the row tiles' planes; fp16 overflows to +-inf as they do). Columns w >= W are not
+/// written: the tensor map's rows are W wide, so TMA never reads them. The wgmma kernel's consumers load a
+/// box entry as the A fragment register of the k16 step's K indices 2 c2 and 2 c2 + 1
+/// (block::conv_mainloop_wgmma::direct_step). Block (32, 8): a warp takes 32 consecutive columns of one
+/// row (coalesced loads and stores, no division), the block 8 rows at a time of one (n, c2) plane, blocks
+/// striding over the N ceil(C / 2) planes. Calls launch_dependent_grids first: the wgmma kernel, launched
+/// after it with PDL, reads the copy only after its wait_prior_grids.
+template <class Math>
+__global__ void pack_x_pairs_kernel(const float* __restrict__ x, std::uint32_t* __restrict__ out, const block::wgmma_conv_params k) {
+  convred::detail::launch_dependent_grids();  // the main kernel's set-up overlaps this pass (PDL)
+  const std::int64_t pairs = (k.C + 1) / 2, planes = k.N * pairs, hw = std::int64_t(k.H) * k.W;
+  for (std::int64_t q = blockIdx.x; q < planes; q += gridDim.x) {
+    const std::int64_t n = q / pairs, c = 2 * (q % pairs);
+    const float* lo = x + (n * k.C + c) * hw;
+    const bool has_hi = c + 1 < k.C;
+    std::uint32_t* dst = out + q * k.H * std::int64_t(k.x_pitch);
+    for (std::int32_t h = static_cast<std::int32_t>(threadIdx.y); h < k.H; h += static_cast<std::int32_t>(blockDim.y))
+      for (std::int32_t w = static_cast<std::int32_t>(threadIdx.x); w < k.W; w += static_cast<std::int32_t>(blockDim.x)) {
+        const std::int64_t i = std::int64_t(h) * k.W + w;
+        const float a = lo[i], b = has_hi ? lo[hw + i] : 0.f;
+        dst[std::int64_t(h) * k.x_pitch + w] =
+            std::is_same_v<Math, math::bf16> ? warp::pack_bf16x2(a, b) : warp::pack_f16x2(a, b);
+      }
+  }
+}
+
 }  // namespace convred::kernel

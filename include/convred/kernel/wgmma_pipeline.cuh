@@ -177,15 +177,16 @@ struct wgmma_smem {
         tail(*reinterpret_cast<wgmma_tail_storage<Policy, Op>*>(raw + Policy::raw_stages * prm.raw_bytes)) {}
 };
 
-/// @brief The block of conv2d_reduce_wgmma_kernel<Policy, ..., Gather>: two consumer warpgroups and
+/// @brief The block of conv2d_reduce_wgmma_kernel<Policy, ..., Gather, Direct>: two consumer warpgroups and
 /// Policy::producer_threads / 128 producer warpgroups in the TMA variant, Policy::gather_producers in the
-/// gathering one; the registers each side gets after setmaxnreg (216 / 72 with one producer warpgroup,
-/// 184 / 72 with two), and the transform threads: all producer threads but warp 0 in the TMA variant
-/// (thread 0 issues the TMA boxes, thread 1 the filter copies: 96 or 224 threads), all of them in the
-/// gathering one (thread 0 also copies the filter slices).
-template <class Policy, bool Gather>
+/// gathering one, one in the direct one (its thread 0 issues every copy: the bf16 / fp16 policies' second
+/// producer warpgroup would only take the consumers' registers); the registers each side gets after
+/// setmaxnreg (216 / 72 with one producer warpgroup, 184 / 72 with two), and the transform threads: all
+/// producer threads but warp 0 in the TMA variant (thread 0 issues the TMA boxes, thread 1 the filter
+/// copies: 96 or 224 threads), all of them in the gathering one (thread 0 also copies the filter slices).
+template <class Policy, bool Gather, bool Direct = false>
 struct wgmma_block {
-  static constexpr int producers = Gather ? Policy::gather_producers : Policy::producer_threads / 128;  ///< producer warpgroups
+  static constexpr int producers = Gather ? Policy::gather_producers : Direct ? 1 : Policy::producer_threads / 128;  ///< producer warpgroups
   static constexpr int producer_threads = 128 * producers;                    ///< 128 or 256
   static constexpr int threads = Policy::consumer_threads + producer_threads;  ///< 384 or 512
   static constexpr int consumer_registers = wgmma_consumer_registers(producers);  ///< after setmaxnreg

@@ -27,6 +27,11 @@ struct wgmma_params {
   static constexpr bool promotes = x3;            ///< 3xTF32's promoted stages (conv_mainloop_wgmma::promotes)
 
  public:
+  /// Direct tiles: 32-bit entries per pixel of one slice of block_c input channels in a stage's box of x:
+  /// 8 fp32 channels (tf32), or 8 pairs of 16-bit channels (bf16, fp16: block_c = 16, x copied as pairs).
+  static constexpr int box_c = Policy::block_c * Policy::filter_elem_bytes / 4;
+  static_assert(box_c == 8, "wgmma_params: a slice's box entries are the 8 k-columns of one wgmma step");
+
   /// @brief Whether a problem of parameters k runs the kernel's TapLoop variant: 3xTF32 with a filter
   /// other than 3x3 and 1x1, or at stride 2 (block::conv_mainloop_wgmma::run_stage).
   static constexpr bool tap_loop(const wgmma_conv_params& k) {
@@ -39,7 +44,7 @@ struct wgmma_params {
   /// @brief The shape rules of the can-implement check (host): nullptr when the mainloop implements p's
   /// layout and shape, else why not (a static string naming the rule, for conv2d_reduce_plan's reason).
   /// Shared-memory fit is checked by make_params. p must be valid (convred::validate). A dilated p passes
-  /// under tf32 at stride 1: only direct tiles (make_direct_params) serve it.
+  /// under tf32, bf16 and fp16 (not 3xTF32) at stride 1: only direct tiles (make_direct_params) serve it.
   static const char* cannot_implement(const conv2d_problem& p) {
     if (p.x_layout != layout::nchw) return "x is not NCHW";
     if (p.groups != 1 && p.C_per_group() % Policy::block_c != 0)
@@ -48,8 +53,8 @@ struct wgmma_params {
     if (p.stride_h != p.stride_w || p.stride_h > 2) return "stride other than 1 or 2 (the same in both dimensions)";
     // (a dilation along a 1-wide filter dimension moves no tap: the kernel, which never reads it, serves it;
     // direct tiles of several taps serve any dilation at stride 1: make_direct_params)
-    if (dilated(p) && (!Policy::is_tf32 || Policy::parts != 1 || p.stride_h != 1))
-      return "dilation != 1 (the wgmma kernel's dilated tiles: tf32 at stride 1)";
+    if (dilated(p) && (Policy::parts != 1 || p.stride_h != 1))
+      return "dilation != 1 (the wgmma kernel's dilated tiles: tf32, bf16 or fp16 at stride 1)";
     if (p.P() <= 0 || p.Q() <= 0) return "empty output";
     if (p.N > 0x7fffffff || p.C * p.H * p.W * 4 >= (std::int64_t(1) << 40)) return "N >= 2^31 or an image of 2^40 bytes or more";
     return nullptr;
@@ -200,25 +205,27 @@ struct wgmma_params {
 
   /// @brief Parameters of the direct tiles (wgmma_conv_params::direct: x read by TMA from NCHW, the A
   /// fragments loaded into registers by the consumers) and their dynamic shared memory (as make_params:
-  /// the resident filter when it fits, operand stages, then `tail_bytes`), if they serve p: tf32 math
-  /// (one part), Q <= block_m output columns whose box row fits TMA's 256 columns (rp below), and either a
-  /// 1x1 filter without padding at stride 1 or 2 with x rows whose TMA strides are multiples of 16 bytes
-  /// (H * W and stride * W multiples of 4), or (direct_taps) a dilated filter (any R x S, padding and
-  /// dilation) at stride 1 with groups 1 under the cooperative policy: a stage per filter row, its box
-  /// the tile's rows shifted by the row's taps and wide enough for the row's S taps, rp >= col_shift +
-  /// (S - 1) dil_w + Q; x copied with a pitch of W rounded up to 4 where W % 4 != 0 (x_pitch). Tiles of
+  /// the resident filter when it fits, operand stages, then `tail_bytes`), if they serve p: one part (not
+  /// 3xTF32), Q <= block_m output columns whose box row fits TMA's 256 columns (rp below), and either (tf32
+  /// only) a 1x1 filter without padding at stride 1 or 2 with x rows whose TMA strides are multiples of 16
+  /// bytes (H * W and stride * W multiples of 4), or (direct_taps; tf32, bf16 or fp16) a dilated filter (any
+  /// R x S, padding and dilation) at stride 1 with groups 1 under the cooperative policy: a stage per filter
+  /// row, its box the tile's rows shifted by the row's taps and wide enough for the row's S taps, rp >=
+  /// col_shift + (S - 1) dil_w + Q; x copied (x_copied) with a pitch of W rounded up to 4 where W % 4 != 0
+  /// (x_pitch), and under bf16 / fp16 always, as pairs of channels converted to the math's type. Tiles of
   /// tile_rows = ceil(P / tiles_p) output rows, tiles_p = ceil(P / floor(block_m / Q)); stages of `group`
   /// slices of block_c channels (the most, up to wgmma_max_group, dividing ceil(C / block_c) for which 4
-  /// streamed stages fit), so the packed filter is pack_filter's as for the other tiles. p must be valid.
+  /// streamed stages fit), so the packed filter is pack_filter's as for the other tiles; a slice's box
+  /// holds box_c entries per pixel (8 fp32 channels, or 8 pairs of 16-bit channels). p must be valid.
   static bool make_direct_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,
                                  wgmma_conv_params& k, std::size_t& smem_bytes) {
-    if constexpr (!Policy::is_tf32 || Policy::parts != 1) {
+    if constexpr (Policy::parts != 1) {
       (void)p, (void)tail_bytes, (void)max_smem, (void)k, (void)smem_bytes;
       return false;
     } else {
       if (cannot_implement(p)) return false;
       const bool taps = dilated(p);
-      if (!taps && (p.R != 1 || p.S != 1 || p.pad_h != 0 || p.pad_w != 0)) return false;
+      if (!taps && (!Policy::is_tf32 || p.R != 1 || p.S != 1 || p.pad_h != 0 || p.pad_w != 0)) return false;
       if (taps && (p.stride_h != 1 || p.groups != 1 || Policy::pingpong)) return false;
       const std::int64_t P = p.P(), Q = p.Q(), s = p.stride_h;
       if (Q > Policy::block_m || (!taps && ((p.H * p.W) % 4 != 0 || (s * p.W) % 4 != 0))) return false;
@@ -233,7 +240,7 @@ struct wgmma_params {
       set_shape(p, k);
       // a stage's packed filter: group slices' taps of one filter row (the whole slice for 1x1)
       const std::int64_t tap_b = std::int64_t(Policy::block_n) * Policy::block_c * Policy::filter_elem_bytes;
-      auto a_bytes = [&](int g) { return (rp * Policy::block_c * g * rows * 4 + 127) / 128 * 128; };
+      auto a_bytes = [&](int g) { return (rp * box_c * g * rows * 4 + 127) / 128 * 128; };
       int g = wgmma_max_group;
       for (; g > 1; --g)
         if (k.kt % g == 0 &&
@@ -258,7 +265,7 @@ struct wgmma_params {
       k.tiles_p = static_cast<std::int32_t>(tiles_p), k.tiles_q = 1, k.tiles = p.N * tiles_p;
       k.rp = static_cast<std::int32_t>(rp), k.bh = static_cast<std::int32_t>(rows), k.ph = k.bh;
       k.pw = static_cast<std::int32_t>(Q);
-      k.raw_copy_bytes = static_cast<std::int32_t>(rp * Policy::block_c * g * rows * 4), k.raw_bytes = 0;
+      k.raw_copy_bytes = static_cast<std::int32_t>(rp * box_c * g * rows * 4), k.raw_bytes = 0;
       k.part_bytes = static_cast<std::int32_t>(a);
       k.b_bytes = static_cast<std::int32_t>(b_bytes), k.stage_bytes = static_cast<std::int32_t>(stage);
       k.x_pitch = k.W;
@@ -272,12 +279,22 @@ struct wgmma_params {
     }
   }
 
+  /// Whether direct_taps tiles of parameters k read a copy of x (in the workspace's packed-x region,
+  /// written before the kernel) rather than x: where W % 4 != 0 (TMA row strides are 16-byte multiples: rows
+  /// of x_pitch floats), and always under bf16 / fp16 (x_copy_channels pairs of channels converted to the
+  /// math's type, kernel::pack_x_pairs_kernel, rows of x_pitch pairs).
+  static bool x_copied(const wgmma_conv_params& k) { return k.direct_taps && (!Policy::is_tf32 || k.x_pitch != k.W); }
+
+  /// The channel entries of x's copy (x_copied): C fp32 channels, or ceil(C / 2) pairs of 16-bit channels
+  /// (the last pair's second half zero when C is odd).
+  static std::int64_t x_copy_channels(const wgmma_conv_params& k) { return Policy::is_tf32 ? k.C : (k.C + 1) / 2; }
+
   /// Bytes of the packed x of flat parameters k (kernel::pack_x_kernel's output: per tile and stage, the
-  /// stage's planes, parts * part_bytes), or of direct_taps tiles' copy of x with rows of x_pitch floats
-  /// (N C H x_pitch floats where x_pitch != W); 0 otherwise.
+  /// stage's planes, parts * part_bytes), or of direct_taps tiles' copy of x (x_copied: N x
+  /// x_copy_channels x H rows of x_pitch 32-bit entries); 0 otherwise.
   static std::size_t xpack_bytes(const wgmma_conv_params& k) {
-    if (k.direct_taps && k.x_pitch != k.W)  // the padded copy of x
-      return static_cast<std::size_t>(k.N) * static_cast<std::size_t>(k.C) * static_cast<std::size_t>(k.H) *
+    if (x_copied(k))
+      return static_cast<std::size_t>(k.N) * static_cast<std::size_t>(x_copy_channels(k)) * static_cast<std::size_t>(k.H) *
              static_cast<std::size_t>(k.x_pitch) * 4;
     if (!k.flat) return 0;
     return static_cast<std::size_t>(k.tiles) * static_cast<std::size_t>(k.x_stages()) * static_cast<std::size_t>(Policy::parts) *

@@ -1,6 +1,6 @@
 /// @file warpgroup/wgmma.cuh
 /// @brief Warpgroup-level tensor-core pieces (sm_90a): `wgmma.mma_async` with both operands from
-/// shared-memory descriptors (or, tf32, A from registers), its fences, and the descriptor itself (PTX ISA, "Asynchronous warpgroup level
+/// shared-memory descriptors (or A from registers), its fences, and the descriptor itself (PTX ISA, "Asynchronous warpgroup level
 /// matrix multiply-accumulate", shapes m64n128k8 .tf32 and m64n128k16 .bf16/.f16).
 ///
 /// A warpgroup is 4 consecutive warps (128 threads, the first warp a multiple of 4). Warp w of the group
@@ -116,21 +116,39 @@ __device__ __forceinline__ void mma_ss_m64n128(float (&d)[64], std::uint64_t des
 #endif
 }
 
-/// @brief d += A(64 x 8, registers) * B(8 x 128, shared K-major), tf32 inputs, fp32 accumulate: the
-/// register-A form of m64n128k8 (PTX ISA, "Register Fragments and Shared Memory Matrix Layouts", matrix A
-/// for .tf32). Warp w of the warpgroup supplies rows 16w..16w+15; lane = 4g + t holds a[0] = (16w+g, t),
-/// a[1] = (16w+g+8, t), a[2] = (16w+g, t+4), a[3] = (16w+g+8, t+4), each a tf32 bit pattern (warp::to_tf32).
+/// @brief d += A(64 x k, registers) * B(k x 128, shared K-major), fp32 accumulate: the register-A form of
+/// m64n128k8 .tf32 (`Kind` 0) or m64n128k16 .bf16 (1) / .f16 (2) (PTX ISA, "Register Fragments and Shared
+/// Memory Matrix Layouts", matrix A). Warp w of the warpgroup supplies rows 16w..16w+15; lane = 4g + t
+/// holds a[0] = (16w+g, k-column t), a[1] = (16w+g+8, t), a[2] = (16w+g, t+4), a[3] = (16w+g+8, t+4), where
+/// a k-column is one tf32 bit pattern (warp::to_tf32) for Kind 0 and a pair of 16-bit values (K indices 2c
+/// and 2c + 1, the lower index in the low half) for Kinds 1 and 2: the same four registers and positions.
 /// The registers a must not change until the wgmma has completed (wait()); issue fence() after writing
 /// them. With `accumulate` false, d = A * B.
-__device__ __forceinline__ void mma_rs_m64n128_tf32(float (&d)[64], const std::uint32_t (&a)[4], std::uint64_t desc_b,
-                                                    bool accumulate = true) {
+template <int Kind>
+__device__ __forceinline__ void mma_rs_m64n128(float (&d)[64], const std::uint32_t (&a)[4], std::uint64_t desc_b,
+                                               bool accumulate = true) {
 #if CONVRED_HAS_WGMMA
+  static_assert(Kind >= 0 && Kind <= 2, "mma_rs_m64n128: Kind is 0 (tf32), 1 (bf16) or 2 (f16)");
   const std::uint32_t acc = accumulate ? 1u : 0u;
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
-      : CONVRED_WGMMA_D128
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(acc));
+  if constexpr (Kind == 0) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+        : CONVRED_WGMMA_D128
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(acc));
+  } else if constexpr (Kind == 1) {  // (register A: no transpose of A; B K-major, not transposed)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+        : CONVRED_WGMMA_D128
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(acc));
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+        : CONVRED_WGMMA_D128
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(acc));
+  }
 #else
   (void)d, (void)a, (void)desc_b, (void)accumulate;
 #endif

@@ -79,8 +79,13 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
         k.direct_taps
             ? std::to_string(k.tile_rows) + "x" + std::to_string(k.tile_cols) + "-pixel tiles of dilation " +
                   std::to_string(k.dil_h) + "x" + std::to_string(k.dil_w) +
-                  ", a stage per filter row (TMA boxes of " + std::to_string(k.group * 8) + " channels x " +
-                  std::to_string(k.rp) + " columns" + (k.x_pitch != k.W ? " from x copied with a pitch of " + std::to_string(k.x_pitch) : std::string(" from NCHW")) +
+                  ", a stage per filter row (TMA boxes of " +
+                  (policy::is_tf32 ? std::to_string(k.group * 8) + " channels x "
+                                   : std::to_string(k.group * 16) + " channels as 16-bit pairs x ") +
+                  std::to_string(k.rp) + " columns" +
+                  (!policy::is_tf32 ? " from x copied as pairs with a pitch of " + std::to_string(k.x_pitch)
+                   : k.x_pitch != k.W ? " from x copied with a pitch of " + std::to_string(k.x_pitch)
+                                      : std::string(" from NCHW")) +
                   "; rows reading only padding skipped; A fragments in registers)"
         : k.direct ? std::to_string(k.tile_rows) + "x" + std::to_string(k.tile_cols) +
                        "-pixel tiles with x read straight from NCHW (TMA boxes of " + std::to_string(k.group * 8) +
