@@ -6,7 +6,9 @@
 // split-K tail, over dilations 2-12 (equal, anisotropic, one dimension only), W a multiple of 4 (x read
 // from NCHW) and not (x copied with a padded pitch), tiles whose every filter row is dead (zero products:
 // the bias alone), K above 128, several slices per stage; the same in bf16 (and fp16 on three layers): the
-// tiles over a copy of x as pairs of 16-bit channels; a case for compute-sanitizer.
+// tiles over a copy of x as pairs of 16-bit channels; under 3xTF32 (both parts of each filter row, every
+// m64 row's stage promoted), also for undilated 5x5 and 7x7 filters too large for other stages; a case for
+// compute-sanitizer.
 #include <convred/device/conv2d_reduce_plan.cuh>
 
 #include <string>
@@ -111,10 +113,9 @@ TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed siz
   CHECK(wgmma_plan<math::tf32>(cases[0].p, h200).state() == status::success);
   using x3 = convred::plan::wgmma_params<fam::wgmma<float, math::tf32x3>::policy>;
   using b16 = convred::plan::wgmma_params<fam::wgmma<float, math::bf16>::policy>;
-  CHECK(std::string(x3::cannot_implement(cases[0].p)) ==
-        "dilation != 1 (the wgmma kernel's dilated tiles: tf32, bf16 or fp16 at stride 1)");
+  CHECK(x3::cannot_implement(cases[0].p) == nullptr);   // 3xTF32: promoted rows (below)
   CHECK(b16::cannot_implement(cases[0].p) == nullptr);  // bf16: the same tiles over pairs of channels (below)
-  CHECK(b16::cannot_implement(s2) != nullptr);
+  CHECK(std::string(b16::cannot_implement(s2)) == "dilation != 1 at stride 2 (the wgmma kernel's dilated tiles: stride 1)");
   CHECK(has(wgmma_plan<math::tf32>(wide, h200).description(), "dilation != 1 not served by its dilated tiles here"));
   // the shapes the GPU cases cover: the box's column shift 3, one filter row, 4 slices per stage, a streamed
   // filter with x copied, one output row per tile
@@ -171,6 +172,28 @@ TEST_CASE("wgmma dilated tiles in bf16 and fp16: channel pairs of x's copy, the 
   CHECK_FALSE(b16pp::make_direct_params(p, tail, smem_max, k, smem));
 }
 
+TEST_CASE("wgmma dilated tiles under 3xTF32: both parts of each filter row, and undilated filters too large for other stages") {
+  using x3 = convred::block::conv_mainloop_wgmma<fam::wgmma<float, math::tf32x3>::policy>;
+  const std::size_t tail = convred::device::detail::wgmma_tail_bytes<fam::wgmma<float, math::tf32x3>::policy, op::argmin>(),
+                    smem_max = convred::device::detail::max_smem_per_block;
+  convred::block::wgmma_conv_params k;
+  std::size_t smem = 0;
+  REQUIRE(x3::make_direct_params(cases[0].p, tail, smem_max, k, smem));
+  CHECK(k.direct_taps == 1);
+  CHECK(k.b_bytes == k.group * 2 * 3 * 128 * 8 * 4);  // the row's S taps of both parts
+  CHECK(x3::packed_bytes(k) == std::size_t(2) * 16 * 9 * 128 * 4);  // 2 parts of C 16, K 33 in one pass
+  CHECK_FALSE(x3::tap_loop(k));  // direct tiles promote themselves
+  // undilated: only as the fallback (any_filter), never for 1x1 or where other stages fit
+  const conv2d_problem c5 = make_problem(2, 16, 13, 14, 40, 5, 5, 2, 2, 1, 1, 1, 1);
+  CHECK_FALSE(x3::make_params(c5, tail, smem_max, k, smem));
+  CHECK_FALSE(x3::make_params(c5, tail, smem_max, k, smem, true));
+  CHECK_FALSE(x3::make_direct_params(c5, tail, smem_max, k, smem));
+  REQUIRE(x3::make_direct_params(c5, tail, smem_max, k, smem, true));
+  CHECK((k.direct_taps == 1 && k.dil_h == 1 && k.dil_w == 1 && k.kt == 5));
+  CHECK(wgmma_plan<math::tf32x3>(c5, h200).state() == status::success);
+  CHECK(has(wgmma_plan<math::tf32x3>(c5, h200).description(), "tiles of a 5x5 filter, a stage per filter row"));
+}
+
 TEST_CASE("wgmma dilated tiles: which DeepLab layers the planner gives them on an H200") {
   // space to batch (family::dilated) yields only where these tiles are estimated below 0.85 of its time;
   // sub-images of fewer than 3 rows (a dilation of a third of the image or more) leave only them and mma.sync
@@ -191,7 +214,18 @@ TEST_CASE("wgmma dilated tiles: which DeepLab layers the planner gives them on a
     CAPTURE(describe(p));
     CHECK(has(conv2d_reduce_plan<float, math::bf16>(p, h200).description(), "16-bit pairs"));
   }
-  CHECK_FALSE(has(conv2d_reduce_plan<float, math::accurate>(d36, h200).description(), "a stage per filter row"));
+  // 3xTF32 too, its rows promoted (n32 d36 estimated 10.0 ms against the mma.sync kernel's 32.0; measured
+  // 29.9 there on the H200)
+  for (const conv2d_problem& p : {d36, d24, c960, n1}) {
+    CAPTURE(describe(p));
+    CHECK(has(conv2d_reduce_plan<float, math::accurate>(p, h200).description(), "wgmma tf32x3"));
+    CHECK(has(conv2d_reduce_plan<float, math::accurate>(p, h200).description(), "a stage per filter row"));
+  }
+  // an undilated 5x5 whose 3xTF32 row and flat stages do not fit (two parts of 25 taps of 8 x 128 weights
+  // per slice): the direct tiles of filter rows (Inception's 5x5 at batch 32; the mma.sync kernel measured
+  // 0.350 ms against strict-fp32 eager's 0.252 on the H200, the new plan estimated 0.159)
+  const conv2d_problem c48 = make_problem(32, 48, 35, 35, 64, 5, 5, 2, 2, 1, 1, 1, 1);
+  CHECK(has(conv2d_reduce_plan<float, math::accurate>(c48, h200).description(), "tiles of a 5x5 filter, a stage per filter row"));
 }
 }
 
@@ -227,6 +261,19 @@ TEST_CASE("wgmma dilated tiles in bf16 and fp16: every op against float64 over x
   }
 }
 
+TEST_CASE("wgmma dilated tiles under 3xTF32: every op against float64, fused and partial mode") {
+  require_gpu();
+  if (!convred::device::detail::wgmma_available()) return;
+  std::uint64_t seed = 9980;
+  for (const dilated_case& c : cases) {
+    all_ops<dilated_tiles, math::tf32x3, mode::model>(c.name, c.p, ++seed);
+    all_ops<dilated_tiles, math::tf32x3, mode::partial>(c.name, c.p, ++seed);
+  }
+  // undilated filters whose row and flat stages do not fit under 3xTF32: 5x5 (W % 4 != 0: x copied), 7x7
+  all_ops<dilated_tiles, math::tf32x3, mode::model>("5x5 pad 2, 13x14", make_problem(2, 16, 13, 14, 40, 5, 5, 2, 2, 1, 1, 1, 1), ++seed);
+  all_ops<dilated_tiles, math::tf32x3, mode::model>("7x7 pad 3, C 24, K 130", make_problem(1, 24, 16, 20, 130, 7, 7, 3, 3, 1, 1, 1, 1), ++seed);
+}
+
 TEST_CASE("wgmma dilated tiles sanitizer: a padded copy of x, dead rows, resident and streamed filters, three modes") {
   require_gpu();
   if (!convred::device::detail::wgmma_available()) return;
@@ -238,6 +285,7 @@ TEST_CASE("wgmma dilated tiles sanitizer: a padded copy of x, dead rows, residen
     op_check<dilated_tiles, math::tf32, mode::pass>("dilated wgmma sanitizer", p, d, op::argmin{});
     op_check<dilated_tiles, math::tf32, mode::partial>("dilated wgmma sanitizer", p, d, op::argmin{});
     op_check<dilated_tiles, math::bf16, mode::model>("dilated wgmma sanitizer bf16", p, d, op::argmin{});
+    op_check<dilated_tiles, math::tf32x3, mode::model>("dilated wgmma sanitizer 3xTF32", p, d, op::argmin{});
   }
 }
 }

@@ -230,17 +230,25 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy> {
   /// registers, loaded from the stage's box (`box`, [row][entry][column] of 32-bit entries, direct_offsets
   /// `off`: fp32 channels rounded to tf32 there (warp::to_tf32, as the packing of the other tiles), or the
   /// bf16 / fp16 channel pairs of x's copy as they are), B the stage's packed filter:
-  /// slice j's taps at `filter` + j `slice_bytes` (direct_taps: its row's S taps, one after another);
-  /// `first` starts d (scale-d = 0). Waits for the wgmmas before it returns (their A registers are then
-  /// free), so the stage is complete.
-  __device__ static void run_stage_direct(const unsigned char* filter, int slice_bytes, const unsigned char* box,
-                                          float (&d)[2][64], bool first, const wgmma_conv_params& p, const int (&off)[TM]) {
-    if (p.direct_taps) return issue_direct_taps(filter, slice_bytes, box, d, first, p, off);
-    switch (p.group) {
-      case 4: issue_direct<4>(filter, slice_bytes, box, d, first, p, off); break;
-      case 3: issue_direct<3>(filter, slice_bytes, box, d, first, p, off); break;
-      case 2: issue_direct<2>(filter, slice_bytes, box, d, first, p, off); break;
-      default: issue_direct<1>(filter, slice_bytes, box, d, first, p, off); break;
+  /// slice j's taps at `filter` + j `slice_bytes` (direct_taps: its row's S taps, one after another;
+  /// 3xTF32: the small part's `small_bytes` after the big part's); `first` starts d (scale-d = 0). Waits for
+  /// the wgmmas before it returns (their A registers are then free), so the stage is complete. 3xTF32
+  /// (direct_taps only) promotes: each m64 row's stage runs into a fresh tile that is then added to d
+  /// (issue_direct_taps_x3).
+  __device__ static void run_stage_direct(const unsigned char* filter, int slice_bytes, int small_bytes,
+                                          const unsigned char* box, float (&d)[2][64], bool first,
+                                          const wgmma_conv_params& p, const int (&off)[TM]) {
+    if constexpr (x3) {
+      return issue_direct_taps_x3(filter, slice_bytes, small_bytes, box, d, first, p, off);
+    } else {
+      (void)small_bytes;
+      if (p.direct_taps) return issue_direct_taps(filter, slice_bytes, box, d, first, p, off);
+      switch (p.group) {
+        case 4: issue_direct<4>(filter, slice_bytes, box, d, first, p, off); break;
+        case 3: issue_direct<3>(filter, slice_bytes, box, d, first, p, off); break;
+        case 2: issue_direct<2>(filter, slice_bytes, box, d, first, p, off); break;
+        default: issue_direct<1>(filter, slice_bytes, box, d, first, p, off); break;
+      }
     }
   }
 
@@ -336,6 +344,71 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy> {
       if (i + 1 < steps) next(a[1], i + 1);
     }
     warpgroup::wait<0>();
+  }
+
+  /// run_stage_direct for 3xTF32 (direct_taps): for each m64 row mt of the warpgroup and each half nh of
+  /// its 128 channels, the steps (j, s) as issue_direct_taps, each loading this lane's four entries of row
+  /// mt, splitting them into tf32 big and small parts (warp::split_tf32, as the packing of the other tiles)
+  /// and issuing the three m64n64k8 wgmmas (small x big, big x small, big x big: the small terms first, as
+  /// issue) into a fresh tile `part` (32 registers: d, part and two sets of A fragments fit the consumers'
+  /// 216 registers, where a whole m64n128 tile spilled ~1.7 KB: sm_90a, nvcc 13), one commit group per step
+  /// from one of two register sets; then waits and adds the tile to d[mt][32 nh ..] with IEEE adds
+  /// (promotes: a chain of at most group x 8 x S products per tile under the tensor cores' own
+  /// accumulation; `first` sets d to it). B: the big part at `filter` + j slice_bytes + s tap_bytes
+  /// (channels 64 nh on: 8 nh core matrices along N, 256 bytes each), the small part `small_bytes` further.
+  __device__ static void issue_direct_taps_x3(const unsigned char* filter, int slice_bytes, int small_bytes,
+                                              const unsigned char* box, float (&d)[2][64], bool first,
+                                              const wgmma_conv_params& p, const int (&off)[TM]) {
+    const float* x = reinterpret_cast<const float*>(box) + (lane() % 4) * p.rp;
+    const std::uint64_t b_small = static_cast<std::uint64_t>(small_bytes) >> 4;
+    const int steps = p.group * p.S, c4 = 4 * p.rp;
+#pragma unroll 1
+    for (int h = 0; h < 4; ++h) {  // (row mt, half nh) = (h / 2, h % 2), a run-time loop
+      const int nh = h % 2, o0 = h < 2 ? off[0] : off[2], o1 = h < 2 ? off[1] : off[3];
+      const std::uint64_t b0 = warpgroup::make_smem_desc(filter + nh * 2048, 128, 256);
+      float part[32];
+      std::uint32_t a[2][2][4];  // [register set][big, small][register]
+      int j = 0, s = 0;          // the next step's slice and tap
+      auto next = [&](std::uint32_t(&r)[2][4], int i) {
+        if (i >= 2) warpgroup::wait<1>();  // step i - 2's group has completed: its registers are free
+        const float* c = x + box_c * j * p.rp + s * p.dil_w;
+        warp::split_tf32(c[o0], r[0][0], r[1][0]);
+        warp::split_tf32(c[o1], r[0][1], r[1][1]);
+        warp::split_tf32(c[c4 + o0], r[0][2], r[1][2]);
+        warp::split_tf32(c[c4 + o1], r[0][3], r[1][3]);
+        const std::uint64_t b =
+            b0 + ((static_cast<std::uint64_t>(j) * slice_bytes + static_cast<std::uint64_t>(s) * tap_bytes) >> 4);
+        warpgroup::fence();
+        warpgroup::mma_rs_m64n64_tf32(part, r[1], b, i != 0);
+        warpgroup::mma_rs_m64n64_tf32(part, r[0], b + b_small);
+        warpgroup::mma_rs_m64n64_tf32(part, r[0], b);
+        warpgroup::commit();
+        if (++s == p.S) s = 0, ++j;
+      };
+#pragma unroll 1
+      for (int i = 0; i < steps; i += 2) {
+        next(a[0], i);
+        if (i + 1 < steps) next(a[1], i + 1);
+      }
+      warpgroup::wait<0>();
+      switch (h) {  // (static indices into d)
+        case 0: promote<0, 0>(d, part, first); break;
+        case 1: promote<0, 1>(d, part, first); break;
+        case 2: promote<1, 0>(d, part, first); break;
+        default: promote<1, 1>(d, part, first); break;
+      }
+    }
+  }
+
+  /// issue_direct_taps_x3's promotion of a completed fresh tile `part` into d[MT][32 NH ..] (IEEE adds;
+  /// `first`: d set to it).
+  template <int MT, int NH>
+  __device__ static void promote(float (&d)[2][64], float (&part)[32], bool first) {
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      fence_operand(part[i]);
+      d[MT][32 * NH + i] = first ? part[i] : d[MT][32 * NH + i] + part[i];
+    }
   }
 
   /// One k step of direct tiles (k8 tf32, k16 bf16 / fp16): this lane's A fragments of both m64 rows from

@@ -87,8 +87,9 @@ struct conv_patch_loader {
   /// group channels, or under bf16 / fp16 8 * group channel pairs of x's copy, from the stage's first,
   /// tile_rows rows from output row p0, image n) into `stage`
   /// (128-byte aligned); `bar` is armed with all their bytes and this thread's arrival. direct_taps: the
-  /// stage's filter row r = stage_row(slice) of its group slices (one bulk copy of S taps each, laid out
-  /// one after another), and the box from input row p0 + r dil_h - pad_h, column -(pad_w + col_shift).
+  /// stage's filter row r = stage_row(slice) of its group slices (one bulk copy of S taps per slice and
+  /// part, laid out [slice][part][tap]: 3xTF32's small part's S taps after the big part's), and the box
+  /// from input row p0 + r dil_h - pad_h, column -(pad_w + col_shift).
   __device__ static void copy_direct(unsigned char* stage, std::uint64_t* bar, const void* x_map, const wgmma_conv_params& p,
                                      int slice, int n, int p0) {
     const std::uint32_t filter = p.resident_bytes ? 0u : static_cast<std::uint32_t>(p.b_bytes);
@@ -97,11 +98,15 @@ struct conv_patch_loader {
     const int R = p.row_stages(), r = p.stage_row(slice);
     if (filter && R == 1) {
       convred::detail::bulk_copy_g2s(stage, packed + static_cast<std::int64_t>(slice) * p.b_bytes, filter, bar);
-    } else if (filter) {  // slice j's taps (r, 0..S-1): of its R * S taps, from the channel stage's first slice
-      const std::uint32_t row = filter / p.group;  // S taps
-      const std::int64_t first = static_cast<std::int64_t>(slice / R) * R * p.b_bytes + static_cast<std::int64_t>(r) * row;
+    } else if (filter) {  // slice j's taps (r, 0..S-1) of each part: of its parts x R * S taps, from the channel stage's first slice
+      const std::uint32_t row = filter / p.group, part_row = row / Policy::parts;  // S taps of every part, of one
+      const std::int64_t first = static_cast<std::int64_t>(slice / R) * R * p.b_bytes + static_cast<std::int64_t>(r) * part_row;
       for (int j = 0; j < p.group; ++j)
-        convred::detail::bulk_copy_g2s(stage + j * row, packed + first + static_cast<std::int64_t>(j) * R * row, row, bar);
+#pragma unroll
+        for (int q = 0; q < Policy::parts; ++q)
+          convred::detail::bulk_copy_g2s(stage + j * row + q * part_row,
+                                         packed + first + static_cast<std::int64_t>(j) * R * row + static_cast<std::int64_t>(q) * R * part_row,
+                                         part_row, bar);
     }
     // the stage's first entry of x (or of its copy): a channel, or a 16-bit channel pair (8 per slice)
     const int c0 = p.x_stage(slice) / R * plan::wgmma_params<Policy>::box_c * p.group;

@@ -96,9 +96,9 @@ wgmma_plan_t wgmma_plan(const conv2d_problem& p, wgmma_tiles tiles = wgmma_tiles
       plan.served = rows();
       return plan;
     }
-    if (tiles == wgmma_tiles::either) {  // (dilated problems: direct tiles only)
+    if (tiles == wgmma_tiles::either) {  // (dilated problems, and 3xTF32's whose other stages do not fit: direct tiles)
       plan.served = rows() || flat() ||
-                    (mainloop::dilated(p) && mainloop::make_direct_params(p, tail, max_smem_per_block, plan.k, plan.smem_bytes));
+                    mainloop::make_direct_params(p, tail, max_smem_per_block, plan.k, plan.smem_bytes, Policy::parts == 2);
       return plan;
     }
     int dev = 0, sms = 0;
@@ -155,7 +155,7 @@ bool make_x_tensor_map(CUtensorMap& map, const float* x, const block::wgmma_conv
                   C = static_cast<cuuint64_t>(k.direct ? plan::wgmma_params<Policy>::x_copy_channels(k) : k.C);
   // row tiles: dims (W, H, C, N), box (rp, bh, raw_c, 1); direct tiles: dims (W, C, P rows `stride`
   // input rows apart, N) (direct_taps: (W, C, H, N) with a row pitch of x_pitch: TMA fills the columns past
-  // W with zeros), box (rp, block_c * group, tile_rows, 1), landing as [row][channel][column]
+  // W with zeros), box (rp, box_c * group, tile_rows, 1), landing as [row][entry][column]
   const cuuint64_t dims[4] = {static_cast<cuuint64_t>(k.W), k.direct ? C : H,
                               static_cast<cuuint64_t>(k.direct_taps ? k.H : k.direct ? k.P : k.C), static_cast<cuuint64_t>(k.N)};
   const cuuint64_t strides[3] = {k.direct ? W * H * 4 : W * 4, k.direct ? W * 4 * static_cast<cuuint64_t>(k.stride) : W * H * 4,
@@ -207,8 +207,9 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
   if constexpr (Policy::parts == 2) {
     if (taps) kern = kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, true, false, true>;
   }
-  // (direct parameters: one part; 16-bit only direct_taps, never ping-pong)
-  if constexpr (Direct && Policy::parts == 1 && (Policy::is_tf32 || !Policy::pingpong)) {
+  // (direct parameters: the tf32 1x1 ones also ping-pong; direct_taps, in every math, never)
+  constexpr bool direct_kernel = Direct && (!Policy::pingpong || (Policy::is_tf32 && Policy::parts == 1));
+  if constexpr (direct_kernel) {
     if (k.direct) kern = kernel::conv2d_reduce_wgmma_kernel<Policy, Op, Epilogue, false, true>;
   }
   if (status s = check_device(kern, smem); s != status::success) return s;
@@ -241,9 +242,9 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
     if (status s = launch_status(); s != status::success) return s;
   }
   const std::int64_t grid = units < sms ? units : sms;
-  const int threads = phased     ? kernel::wgmma_block<Policy, true>::threads
-                      : k.direct ? kernel::wgmma_block<Policy, false, true>::threads
-                                 : kernel::wgmma_block<Policy, false>::threads;
+  const int threads = phased                     ? kernel::wgmma_block<Policy, true>::threads
+                      : direct_kernel && k.direct ? kernel::wgmma_block<Policy, false, true>::threads
+                                                  : kernel::wgmma_block<Policy, false>::threads;
   launch_kernel(dependent || (pack_tiles > 0 && k.flat) || pairs, kern, dim3(static_cast<unsigned>(grid)), dim3(threads), smem, stream, x_map,
                 k, op, epi, y, indices);
   return launch_status();

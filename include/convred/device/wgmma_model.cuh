@@ -142,8 +142,9 @@ void choose_wgmma_tail(const conv2d_problem& p, const block::wgmma_conv_params& 
 /// plan_wgmma_gather_slowdown): fused 201 us; 2 splits: 128 units in one wave of 50 us, 12.8 MB of partial
 /// sums (8.6 us) + 5 us = 64 us (tests/test_plan_host.cu checks these numbers). Flat tiles
 /// (wgmma_conv_params::flat) add the packing pass to both: x and the packed planes at
-/// plan_xpack_bytes_per_s, plus plan_xpack_fixed_seconds (direct_taps tiles with W % 4 != 0 likewise x's
-/// padded copy). Direct_taps tiles (dilated filters) run only their live stages (the share of (tile, filter
+/// plan_xpack_bytes_per_s, plus plan_xpack_fixed_seconds (direct_taps tiles that read a copy of x likewise:
+/// W % 4 != 0, or bf16 / fp16 channel pairs; plan::wgmma_params::x_copied). Direct_taps tiles (dilated
+/// filters; 3xTF32 filters too large for other stages) run only their live stages (the share of (tile, filter
 /// row) pairs that read x: wgmma_conv_params::row_live), a pass the longer of their tensor work and their
 /// bytes at plan_wgmma_direct_feed_bytes_per_sm.
 /// When the tiles fill the GPU (tiles >= sm_count), only a split-K tail over the last wave's tiles is
@@ -190,8 +191,8 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
   const double pass_s = std::max(
       {live * 2.0 * Policy::block_m * Policy::block_n * channels * static_cast<double>(p.R * p.S) / rate, convert_s, feed_s});
   const double sms = sm_count > 0 ? sm_count : 1;
-  // flat tiles: the packing pass first (x read, the packed planes written); direct_taps tiles with W % 4
-  // != 0: x's copy with a padded pitch, likewise
+  // flat tiles: the packing pass first (x read, the packed planes written); direct_taps tiles that read a
+  // copy of x (W % 4 != 0, or 16-bit pairs), likewise
   const double xpack = static_cast<double>(plan::wgmma_params<Policy>::xpack_bytes(k));
   const double pre = k.flat || xpack > 0
                          ? plan_xpack_fixed_seconds + (4.0 * static_cast<double>(p.x_elements()) + xpack) / plan_xpack_bytes_per_s
@@ -267,9 +268,11 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
   const bool has_rect = mainloop::make_params(p, tail_bytes, max_smem, rect, rect_smem);
   const bool has_flat = allow_flat && mainloop::make_params(p, tail_bytes, max_smem, flat, flat_smem, true);
   const wgmma_tiling forced = options.tiles;
-  if (!has_rect && !has_flat)  // dilated problems: direct tiles only
-    return mainloop::dilated(p) && allow_flat && forced != wgmma_tiling::rows && forced != wgmma_tiling::flat &&
-           mainloop::make_direct_params(p, tail_bytes, max_smem, k, smem);
+  // dilated problems, and under 3xTF32 those whose row and flat stages do not fit (5x5 filters: two parts
+  // of 25 taps per slice): direct tiles of filter rows only
+  if (!has_rect && !has_flat)
+    return allow_flat && forced != wgmma_tiling::rows && forced != wgmma_tiling::flat &&
+           mainloop::make_direct_params(p, tail_bytes, max_smem, k, smem, Policy::parts == 2);
   auto estimate = [&](const block::wgmma_conv_params& c) {
     return choose_wgmma_splits<Policy>(p, c, sm_count, plan_math_speed<typename Policy::math>(),
                                        default_split_workspace_limit, options);

@@ -91,11 +91,13 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
         CONVRED_WGMMA_PHASE(1, st.wait_full(tail.full));
         const unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
         if constexpr (Direct) {  // the stage's filter row of its group slices: streamed, or in the resident filter
-          const int R = prm.row_stages(), row = prm.b_bytes / prm.group;  // a slice's S taps of one row
+          // a slice's S taps of one row (of every part; part_row: of one), its small part's offset (3xTF32)
+          const int R = prm.row_stages(), row = prm.b_bytes / prm.group, part_row = row / Policy::parts;
           const unsigned char* filter = prm.resident_bytes ? sm.base + static_cast<std::int64_t>(s / R) * R * prm.b_bytes +
-                                                                 static_cast<std::int64_t>(prm.stage_row(s)) * row
+                                                                 static_cast<std::int64_t>(prm.stage_row(s)) * part_row
                                                            : stage;
-          mainloop::run_stage_direct(filter, prm.resident_bytes ? R * row : row, stage + prm.a_offset, d, !started, prm, off);
+          mainloop::run_stage_direct(filter, prm.resident_bytes ? R * row : row, prm.resident_bytes ? R * part_row : part_row,
+                                     stage + prm.a_offset, d, !started, prm, off);
         } else {
           const unsigned char* filter = prm.resident_bytes ? sm.base + static_cast<std::int64_t>(s) * prm.b_bytes : stage;
           mainloop::template run_stage<Gather, TapLoop>(filter, stage + prm.a_offset, d, s == sl, prm);

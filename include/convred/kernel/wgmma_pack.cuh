@@ -135,8 +135,12 @@ __global__ void pack_x_pairs_kernel(const float* __restrict__ x, std::uint32_t* 
       for (std::int32_t w = static_cast<std::int32_t>(threadIdx.x); w < k.W; w += static_cast<std::int32_t>(blockDim.x)) {
         const std::int64_t i = std::int64_t(h) * k.W + w;
         const float a = lo[i], b = has_hi ? lo[hw + i] : 0.f;
-        dst[std::int64_t(h) * k.x_pitch + w] =
-            std::is_same_v<Math, math::bf16> ? warp::pack_bf16x2(a, b) : warp::pack_f16x2(a, b);
+        std::uint32_t e;
+        if constexpr (std::is_same_v<Math, math::bf16>)
+          e = warp::pack_bf16x2(a, b);
+        else
+          e = warp::pack_f16x2(a, b);
+        dst[std::int64_t(h) * k.x_pitch + w] = e;
       }
   }
 }

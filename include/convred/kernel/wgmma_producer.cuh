@@ -46,7 +46,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
         if (Direct && !prm.row_live(prm.stage_row(sl), p0)) continue;  // a filter row reading only padding
         CONVRED_WGMMA_PHASE(6, st.wait_free(tail.empty));
         unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
-        if constexpr (Direct)  // a TMA box of x from NCHW
+        if constexpr (Direct)  // a TMA box of x from NCHW (or of its copy: padded pitch, 16-bit pairs)
           loader::copy_direct(stage, &tail.full[st.slot], x_map, prm, sl, static_cast<int>(t.n), p0);
         else  // the stage's planes of the packed x
           loader::copy_flat(stage, &tail.full[st.slot], prm, sl, t.n);

@@ -33,9 +33,10 @@ struct wgmma_params {
   static_assert(box_c == 8, "wgmma_params: a slice's box entries are the 8 k-columns of one wgmma step");
 
   /// @brief Whether a problem of parameters k runs the kernel's TapLoop variant: 3xTF32 with a filter
-  /// other than 3x3 and 1x1, or at stride 2 (block::conv_mainloop_wgmma::run_stage).
+  /// other than 3x3 and 1x1, or at stride 2 (block::conv_mainloop_wgmma::run_stage); never direct tiles,
+  /// which promote each stage's rows themselves (run_stage_direct).
   static constexpr bool tap_loop(const wgmma_conv_params& k) {
-    return x3 && !(k.stride == 1 && ((k.R == 3 && k.S == 3) || (k.R == 1 && k.S == 1)));
+    return x3 && !k.direct && !(k.stride == 1 && ((k.R == 3 && k.S == 3) || (k.R == 1 && k.S == 1)));
   }
 
   /// Whether p has a dilation above 1 along a filter dimension above 1 (only direct tiles serve it).
@@ -44,7 +45,7 @@ struct wgmma_params {
   /// @brief The shape rules of the can-implement check (host): nullptr when the mainloop implements p's
   /// layout and shape, else why not (a static string naming the rule, for conv2d_reduce_plan's reason).
   /// Shared-memory fit is checked by make_params. p must be valid (convred::validate). A dilated p passes
-  /// under tf32, bf16 and fp16 (not 3xTF32) at stride 1: only direct tiles (make_direct_params) serve it.
+  /// at stride 1: only direct tiles (make_direct_params) serve it.
   static const char* cannot_implement(const conv2d_problem& p) {
     if (p.x_layout != layout::nchw) return "x is not NCHW";
     if (p.groups != 1 && p.C_per_group() % Policy::block_c != 0)
@@ -53,8 +54,7 @@ struct wgmma_params {
     if (p.stride_h != p.stride_w || p.stride_h > 2) return "stride other than 1 or 2 (the same in both dimensions)";
     // (a dilation along a 1-wide filter dimension moves no tap: the kernel, which never reads it, serves it;
     // direct tiles of several taps serve any dilation at stride 1: make_direct_params)
-    if (dilated(p) && (Policy::parts != 1 || p.stride_h != 1))
-      return "dilation != 1 (the wgmma kernel's dilated tiles: tf32, bf16 or fp16 at stride 1)";
+    if (dilated(p) && p.stride_h != 1) return "dilation != 1 at stride 2 (the wgmma kernel's dilated tiles: stride 1)";
     if (p.P() <= 0 || p.Q() <= 0) return "empty output";
     if (p.N > 0x7fffffff || p.C * p.H * p.W * 4 >= (std::int64_t(1) << 40)) return "N >= 2^31 or an image of 2^40 bytes or more";
     return nullptr;
@@ -203,13 +203,15 @@ struct wgmma_params {
     k.npass = k.conv_groups * k.group_passes;
   }
 
-  /// @brief Parameters of the direct tiles (wgmma_conv_params::direct: x read by TMA from NCHW, the A
+  /// @brief Parameters of the direct tiles (wgmma_conv_params::direct: x read by TMA from NCHW or from a copy
+  /// of it (x_copied), the A
   /// fragments loaded into registers by the consumers) and their dynamic shared memory (as make_params:
-  /// the resident filter when it fits, operand stages, then `tail_bytes`), if they serve p: one part (not
-  /// 3xTF32), Q <= block_m output columns whose box row fits TMA's 256 columns (rp below), and either (tf32
-  /// only) a 1x1 filter without padding at stride 1 or 2 with x rows whose TMA strides are multiples of 16
-  /// bytes (H * W and stride * W multiples of 4), or (direct_taps; tf32, bf16 or fp16) a dilated filter (any
-  /// R x S, padding and dilation) at stride 1 with groups 1 under the cooperative policy: a stage per filter
+  /// the resident filter when it fits, operand stages, then `tail_bytes`), if they serve p: Q <= block_m
+  /// output columns whose box row fits TMA's 256 columns (rp below), and either (tf32 only) a 1x1 filter
+  /// without padding at stride 1 or 2 with x rows whose TMA strides are multiples of 16 bytes (H * W and
+  /// stride * W multiples of 4), or (direct_taps; any math: tf32, 3xTF32, bf16, fp16) a dilated filter (with
+  /// `any_filter`, any filter: the fallback where no other tiles fit; any R x S, padding and dilation) at
+  /// stride 1 with groups 1 under the cooperative policy: a stage per filter
   /// row, its box the tile's rows shifted by the row's taps and wide enough for the row's S taps, rp >=
   /// col_shift + (S - 1) dil_w + Q; x copied (x_copied) with a pitch of W rounded up to 4 where W % 4 != 0
   /// (x_pitch), and under bf16 / fp16 always, as pairs of channels converted to the math's type. Tiles of
@@ -218,65 +220,61 @@ struct wgmma_params {
   /// streamed stages fit), so the packed filter is pack_filter's as for the other tiles; a slice's box
   /// holds box_c entries per pixel (8 fp32 channels, or 8 pairs of 16-bit channels). p must be valid.
   static bool make_direct_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,
-                                 wgmma_conv_params& k, std::size_t& smem_bytes) {
-    if constexpr (Policy::parts != 1) {
-      (void)p, (void)tail_bytes, (void)max_smem, (void)k, (void)smem_bytes;
-      return false;
+                                 wgmma_conv_params& k, std::size_t& smem_bytes, bool any_filter = false) {
+    if (cannot_implement(p)) return false;
+    const bool taps = dilated(p) || any_filter;
+    if (!taps && (!Policy::is_tf32 || x3 || p.R != 1 || p.S != 1 || p.pad_h != 0 || p.pad_w != 0)) return false;
+    if (taps && (p.stride_h != 1 || p.groups != 1 || Policy::pingpong)) return false;
+    const std::int64_t P = p.P(), Q = p.Q(), s = p.stride_h;
+    if (Q > Policy::block_m || (!taps && ((p.H * p.W) % 4 != 0 || (s * p.W) % 4 != 0))) return false;
+    // the box's columns: 1x1, the s * (Q - 1) + 1 read; taps, the row's S taps' reach from the 16-byte
+    // aligned column -(pad_w + shift); rounded up to 8 mod 16 floats (a box with an element stride of 2,
+    // so that only the columns read land, stopped the kernel with an illegal address on the H200)
+    const std::int64_t dw = p.S > 1 ? p.dil_w : 1, shift = taps ? (4 - p.pad_w % 4) % 4 : 0;
+    const std::int64_t cols = taps ? shift + (p.S - 1) * dw + Q : s * (Q - 1) + 1;
+    const std::int64_t rp = (cols + 7) / 16 * 16 + 8;
+    if (rp > 256) return false;
+    const std::int64_t per = Policy::block_m / Q, tiles_p = (P + per - 1) / per, rows = (P + tiles_p - 1) / tiles_p;
+    set_shape(p, k);
+    // a stage's packed filter: group slices' taps of one filter row (the whole slice for 1x1), of each part
+    // (3xTF32: big and small)
+    const std::int64_t tap_b = std::int64_t(Policy::parts) * Policy::block_n * Policy::block_c * Policy::filter_elem_bytes;
+    auto a_bytes = [&](int g) { return (rp * box_c * g * rows * 4 + 127) / 128 * 128; };
+    int g = wgmma_max_group;
+    for (; g > 1; --g)
+      if (k.kt % g == 0 &&
+          4 * (g * p.S * tap_b + a_bytes(g)) + static_cast<std::int64_t>(tail_bytes) <= static_cast<std::int64_t>(max_smem))
+        break;
+    k.group = g, k.kt = k.kt / g * static_cast<std::int32_t>(taps ? p.R : 1);
+    const std::int64_t b_bytes = tap_b * g * p.S, a = a_bytes(g), slices = std::int64_t(k.kt) * k.npass;
+    if (slices * b_bytes >= (std::int64_t(1) << 40) || b_bytes + a >= (std::int64_t(1) << 20)) return false;
+    const std::int64_t resident = (slices * b_bytes + 127) / 128 * 128, rest = static_cast<std::int64_t>(tail_bytes);
+    std::int64_t stage = a, smem = resident + 2 * a + rest;
+    if (smem > static_cast<std::int64_t>(max_smem) || resident >= (std::int64_t(1) << 20)) {
+      stage = b_bytes + a, smem = 2 * stage + rest;  // streamed
+      k.resident_bytes = 0, k.a_offset = static_cast<std::int32_t>(b_bytes);
     } else {
-      if (cannot_implement(p)) return false;
-      const bool taps = dilated(p);
-      if (!taps && (!Policy::is_tf32 || p.R != 1 || p.S != 1 || p.pad_h != 0 || p.pad_w != 0)) return false;
-      if (taps && (p.stride_h != 1 || p.groups != 1 || Policy::pingpong)) return false;
-      const std::int64_t P = p.P(), Q = p.Q(), s = p.stride_h;
-      if (Q > Policy::block_m || (!taps && ((p.H * p.W) % 4 != 0 || (s * p.W) % 4 != 0))) return false;
-      // the box's columns: 1x1, the s * (Q - 1) + 1 read; taps, the row's S taps' reach from the 16-byte
-      // aligned column -(pad_w + shift); rounded up to 8 mod 16 floats (a box with an element stride of 2,
-      // so that only the columns read land, stopped the kernel with an illegal address on the H200)
-      const std::int64_t dw = p.S > 1 ? p.dil_w : 1, shift = taps ? (4 - p.pad_w % 4) % 4 : 0;
-      const std::int64_t cols = taps ? shift + (p.S - 1) * dw + Q : s * (Q - 1) + 1;
-      const std::int64_t rp = (cols + 7) / 16 * 16 + 8;
-      if (rp > 256) return false;
-      const std::int64_t per = Policy::block_m / Q, tiles_p = (P + per - 1) / per, rows = (P + tiles_p - 1) / tiles_p;
-      set_shape(p, k);
-      // a stage's packed filter: group slices' taps of one filter row (the whole slice for 1x1)
-      const std::int64_t tap_b = std::int64_t(Policy::block_n) * Policy::block_c * Policy::filter_elem_bytes;
-      auto a_bytes = [&](int g) { return (rp * box_c * g * rows * 4 + 127) / 128 * 128; };
-      int g = wgmma_max_group;
-      for (; g > 1; --g)
-        if (k.kt % g == 0 &&
-            4 * (g * p.S * tap_b + a_bytes(g)) + static_cast<std::int64_t>(tail_bytes) <= static_cast<std::int64_t>(max_smem))
-          break;
-      k.group = g, k.kt = k.kt / g * static_cast<std::int32_t>(taps ? p.R : 1);
-      const std::int64_t b_bytes = tap_b * g * p.S, a = a_bytes(g), slices = std::int64_t(k.kt) * k.npass;
-      if (slices * b_bytes >= (std::int64_t(1) << 40) || b_bytes + a >= (std::int64_t(1) << 20)) return false;
-      const std::int64_t resident = (slices * b_bytes + 127) / 128 * 128, rest = static_cast<std::int64_t>(tail_bytes);
-      std::int64_t stage = a, smem = resident + 2 * a + rest;
-      if (smem > static_cast<std::int64_t>(max_smem) || resident >= (std::int64_t(1) << 20)) {
-        stage = b_bytes + a, smem = 2 * stage + rest;  // streamed
-        k.resident_bytes = 0, k.a_offset = static_cast<std::int32_t>(b_bytes);
-      } else {
-        k.resident_bytes = static_cast<std::int32_t>(resident), k.a_offset = 0;
-      }
-      if (smem > static_cast<std::int64_t>(max_smem)) return false;
-      k.stages = 2;  // as many more as fit, up to wgmma_max_stages
-      while (k.stages < wgmma_max_stages && smem + stage <= static_cast<std::int64_t>(max_smem)) ++k.stages, smem += stage;
-      k.direct = 1;
-      k.tile_rows = static_cast<std::int32_t>(rows), k.tile_cols = static_cast<std::int32_t>(Q), k.mrow_step = Policy::tile_w;
-      k.tiles_p = static_cast<std::int32_t>(tiles_p), k.tiles_q = 1, k.tiles = p.N * tiles_p;
-      k.rp = static_cast<std::int32_t>(rp), k.bh = static_cast<std::int32_t>(rows), k.ph = k.bh;
-      k.pw = static_cast<std::int32_t>(Q);
-      k.raw_copy_bytes = static_cast<std::int32_t>(rp * box_c * g * rows * 4), k.raw_bytes = 0;
-      k.part_bytes = static_cast<std::int32_t>(a);
-      k.b_bytes = static_cast<std::int32_t>(b_bytes), k.stage_bytes = static_cast<std::int32_t>(stage);
-      k.x_pitch = k.W;
-      if (taps) {
-        k.direct_taps = 1, k.col_shift = static_cast<std::int32_t>(shift);
-        k.dil_h = static_cast<std::int32_t>(p.R > 1 ? p.dil_h : 1), k.dil_w = static_cast<std::int32_t>(dw);
-        k.x_pitch = (k.W + 3) / 4 * 4;
-      }
-      smem_bytes = static_cast<std::size_t>(smem);
-      return true;
+      k.resident_bytes = static_cast<std::int32_t>(resident), k.a_offset = 0;
     }
+    if (smem > static_cast<std::int64_t>(max_smem)) return false;
+    k.stages = 2;  // as many more as fit, up to wgmma_max_stages
+    while (k.stages < wgmma_max_stages && smem + stage <= static_cast<std::int64_t>(max_smem)) ++k.stages, smem += stage;
+    k.direct = 1;
+    k.tile_rows = static_cast<std::int32_t>(rows), k.tile_cols = static_cast<std::int32_t>(Q), k.mrow_step = Policy::tile_w;
+    k.tiles_p = static_cast<std::int32_t>(tiles_p), k.tiles_q = 1, k.tiles = p.N * tiles_p;
+    k.rp = static_cast<std::int32_t>(rp), k.bh = static_cast<std::int32_t>(rows), k.ph = k.bh;
+    k.pw = static_cast<std::int32_t>(Q);
+    k.raw_copy_bytes = static_cast<std::int32_t>(rp * box_c * g * rows * 4), k.raw_bytes = 0;
+    k.part_bytes = static_cast<std::int32_t>(a);
+    k.b_bytes = static_cast<std::int32_t>(b_bytes), k.stage_bytes = static_cast<std::int32_t>(stage);
+    k.x_pitch = k.W;
+    if (taps) {
+      k.direct_taps = 1, k.col_shift = static_cast<std::int32_t>(shift);
+      k.dil_h = static_cast<std::int32_t>(p.R > 1 ? p.dil_h : 1), k.dil_w = static_cast<std::int32_t>(dw);
+      k.x_pitch = (k.W + 3) / 4 * 4;
+    }
+    smem_bytes = static_cast<std::size_t>(smem);
+    return true;
   }
 
   /// Whether direct_taps tiles of parameters k read a copy of x (in the workspace's packed-x region,

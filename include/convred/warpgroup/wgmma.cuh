@@ -154,6 +154,31 @@ __device__ __forceinline__ void mma_rs_m64n128(float (&d)[64], const std::uint32
 #endif
 }
 
+/// @cond CONVRED_INTERNAL
+// The 32 fp32 accumulator operands of an m64n64 wgmma (d[0..31] as "+f" asm operands %0..%31).
+#define CONVRED_WGMMA_D64 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+/// @endcond
+
+/// @brief d += A(64 x 8, registers) * B(8 x 64, shared K-major), tf32, fp32 accumulate: the register-A form
+/// of m64n64k8 (the operands as mma_rs_m64n128<0>; B's 64 channels are the first 8 core matrices along N).
+/// d holds channels 8j + 2t + e of rows 16w + g (d[4j + e]) and 16w + g + 8 (d[4j + 2 + e]), j = 0..7: the
+/// first 32 registers of an m64n128 tile, so that the second half of one (channels 64..127, B 8 core
+/// matrices further) is d + 32 of it. With `accumulate` false, d = A * B.
+__device__ __forceinline__ void mma_rs_m64n64_tf32(float (&d)[32], const std::uint32_t (&a)[4], std::uint64_t desc_b,
+                                                   bool accumulate = true) {
+#if CONVRED_HAS_WGMMA
+  const std::uint32_t acc = accumulate ? 1u : 0u;
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+      : CONVRED_WGMMA_D64
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(acc));
+#else
+  (void)d, (void)a, (void)desc_b, (void)accumulate;
+#endif
+}
+
+#undef CONVRED_WGMMA_D64
 #undef CONVRED_WGMMA_D128
 
 }  // namespace convred::warpgroup
