@@ -35,8 +35,8 @@ std::vector<split_shape> split_shapes() {
       {make_problem(2, 33, 15, 18, 130, 3, 3, 1, 1, 2, 2), true, false},   // stride 2, narrow (Q = 9)
       {make_problem(1, 65, 9, 140, 33, 3, 3, 1, 1, 2, 2), true, false},    // stride 2, wide (Q = 70)
       {make_problem(1, 130, 10, 12, 33, 1, 1, 0, 0, 2, 2), true, true},    // 1x1 stride 2 (gathered; 3xTF32: tap loop)
-      {make_problem(1, 7, 9, 16, 65, 5, 5, 2, 2), true, false},            // 5x5 (C <= 8: fits, kt = 1)
-      {make_problem(1, 33, 9, 16, 65, 5, 5, 2, 2), true, false},           // 5x5, C = 33: only flat tiles fit
+      {make_problem(1, 7, 9, 16, 65, 5, 5, 2, 2), true, true},             // 5x5 (C <= 8: fits, kt = 1; 3xTF32: direct tiles of filter rows)
+      {make_problem(1, 33, 9, 16, 65, 5, 5, 2, 2), true, true},            // 5x5, C = 33: only flat tiles fit (3xTF32: direct tiles)
       {make_problem(8, 33, 30, 28, 130, 3, 3, 1, 1), true, true},          // 32 tiles x 2 passes x splits > 132 units
   };
 }
@@ -92,7 +92,7 @@ void split_sweep(const char* label, std::uint64_t seed, int max_runs_per_shape =
       const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen, forced_options());
       if (plan.served) {
         kt = plan.k.kt;
-        CHECK(plan.k.kt * plan.k.group == slices);
+        CHECK(plan.k.kt / plan.k.row_stages() * plan.k.group == slices);  // (direct tiles: a stage per filter row)
       }
       CHECK(convred::device::max_packed_k_splits<Policy, float>(p, forced_options()) == (served ? kt : convred::device::max_k_splits));
     }
@@ -269,8 +269,17 @@ void flat_sweep(const char* label, std::uint64_t seed, bool stride2) {
   for (const conv2d_problem& p : flat_shapes()) {
     if (p.stride_h != 1 && !stride2) continue;
     const std::size_t packed = convred::device::packed_filter_bytes<Policy, float>(p);
-    // 3xTF32 where its two-part stages fit (filters other than 3x3 and 1x1, and stride 2: the tap loop)
+    // 3xTF32 where its two-part flat stages fit (filters other than 3x3 and 1x1, and stride 2: the tap loop;
+    // a packed filter alone may be the direct tiles')
     if (Policy::parts == 2 && packed == 0) continue;
+    if constexpr (Policy::parts == 2) {
+      convred::block::wgmma_conv_params fk;
+      std::size_t fsmem = 0;
+      if (!convred::plan::wgmma_params<Policy>::make_params(
+              p, convred::device::detail::wgmma_tail_bytes<Policy, op::argmin>(), convred::device::detail::max_smem_per_block,
+              fk, fsmem, true))
+        continue;
+    }
     int kt = static_cast<int>((p.C + Policy::block_c - 1) / Policy::block_c);  // slices of block_c channels
     if (on_hopper()) {  // stages per pass of the flat tiles (1x1: group slices per stage)
       const force_choice forced(2, 1);

@@ -100,9 +100,10 @@ TEST_CASE("dilated family: which layers run on the wgmma kernel as undilated sub
     CHECK((plan.kernel() == kernel_kind::mma_sync || has(plan.description(), "a stage per filter row")));
   }
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(pad, h200, served()).description(), "a stage per filter row"));
-  CHECK(has(conv2d_reduce_plan<float, math::accurate>(pad, h200, served()).description(), "dilation != 1"));
-  // sub-images of 2 output columns: left to mma.sync in tf32 and 3xTF32, served under bf16 (measured faster)
-  CHECK(conv2d_reduce_plan<float, math::accurate>(wide, h200, served()).kernel() == kernel_kind::mma_sync);
+  // 3xTF32 too (test_dilated_wgmma_gpu.cu); sub-images of 2 output columns: left to the wgmma kernel's
+  // dilated tiles in tf32 and 3xTF32, served under bf16 (measured faster)
+  CHECK(has(conv2d_reduce_plan<float, math::accurate>(pad, h200, served()).description(), "a stage per filter row"));
+  CHECK(has(conv2d_reduce_plan<float, math::accurate>(wide, h200, served()).description(), "a stage per filter row"));
   CHECK(has(conv2d_reduce_plan<float, math::bf16>(wide, h200, served()).description(), "undilated sub-images"));
   CHECK(conv2d_reduce_plan<__half, math::fp16>(aspp, h200, served()).kernel() == kernel_kind::mma_sync);
   CHECK(conv2d_reduce_plan<float, math::tf32>(aspp, device_info{9, 0, false, 132}, served()).kernel() ==
@@ -116,11 +117,15 @@ TEST_CASE("dilated family: which layers run on the wgmma kernel as undilated sub
   CHECK_FALSE(has(pc.description(), "sub-images"));
   CHECK(convred::plan::wgmma_params<conv2d_reduce_plan<float, math::tf32>::wgmma_policy_t>::cannot_implement(col) ==
         nullptr);
-  col.dil_w = 2;  // a dilation along the 3-wide dimension: only the direct tiles of filter rows (tf32) serve it
+  col.dil_w = 2;  // a dilation along the 3-wide dimension: only the direct tiles of filter rows serve it
   CHECK(convred::plan::wgmma_params<conv2d_reduce_plan<float, math::tf32>::wgmma_policy_t>::cannot_implement(col) ==
         nullptr);
+  CHECK(convred::plan::wgmma_params<conv2d_reduce_plan<float, math::accurate>::wgmma_policy_t>::cannot_implement(col) ==
+        nullptr);
+  col.stride_h = col.stride_w = 2;  // not at stride 2
   CHECK(convred::plan::wgmma_params<conv2d_reduce_plan<float, math::accurate>::wgmma_policy_t>::cannot_implement(col) !=
         nullptr);
+  col.stride_h = col.stride_w = 1;
   // a 1x1 filter's dilation moves no tap: the wgmma kernel serves it as it is
   conv2d_problem one = aspp;
   one.R = one.S = 1, one.pad_h = one.pad_w = 0;

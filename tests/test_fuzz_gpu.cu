@@ -516,6 +516,9 @@ std::vector<std::pair<fcase, std::string>> plan_family_cases(std::uint64_t& seed
   // from space to batch, which serves 16-bit sub-images of 2 rows)
   add("wgmma dilated", elem::f32, mathk::bf16, opk::max, 1, 8, 20, 20, 24, 3, 1, 12, 1, -1);
   v.back().first.p.pad_h = v.back().first.p.pad_w = 11;
+  // (3xTF32: both parts of each filter row, every stage promoted; the same padding)
+  add("wgmma dilated", elem::f32, mathk::accurate, opk::argmax, 1, 8, 20, 20, 24, 3, 1, 12, 1, -1);
+  v.back().first.p.pad_h = v.back().first.p.pad_w = 11;
   // (dense layers of C <= 16 go to the direct family under TF32 and 3xTF32 where it is estimated faster:
   // K = 64 here, and C = 20 in the mma.sync case, keep these two on the tensor-core kernels)
   add("wgmma", elem::f32, mathk::accurate, opk::argmax, 1, 8, 10, 16, 64, 3, 1, 1, 1, 0);

@@ -238,7 +238,7 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy> {
   __device__ static void run_stage_direct(const unsigned char* filter, int slice_bytes, int small_bytes,
                                           const unsigned char* box, float (&d)[2][64], bool first,
                                           const wgmma_conv_params& p, const int (&off)[TM]) {
-    if constexpr (x3) {
+    if constexpr (x3) {  // (3xTF32 direct tiles are always direct_taps: make_direct_params refuses its 1x1 ones)
       return issue_direct_taps_x3(filter, slice_bytes, small_bytes, box, d, first, p, off);
     } else {
       (void)small_bytes;

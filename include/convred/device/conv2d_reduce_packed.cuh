@@ -28,17 +28,18 @@ namespace convred::device {
 
 /// @brief Bytes of the packed filter that conv2d_reduce_packed needs for problem p on the current device.
 ///
-/// Zero when the wgmma kernel cannot serve p, in tiles of image rows or flat tiles (then
+/// Zero when the wgmma kernel cannot serve p, in tiles of image rows, flat tiles or direct tiles (then
 /// conv2d_reduce_packed and conv2d_reduce_packed_split run `Policy::fallback`, the mma.sync tensor-core
 /// kernel with the same math, on the KCRS weights w, and need no packed filter). The packed filter does not
 /// depend on the tiles.
 /// The wgmma kernel serves: T = float, NCHW x, groups 1 or any groups with C/groups a multiple of
 /// Policy::block_c (8 for TF32 and 3xTF32, 16 for bf16 and fp16; each group's K/groups channels its own
 /// ceil(K/groups / 128) channel passes), stride 1 or 2 (the same in both dimensions),
-/// dilation 1, N < 2^31, any K (K > 128 runs ceil(K/128) channel passes per tile), and R, S, padding and
-/// output width whose operand stages fit in shared memory (every 3x3, 3x1, 1x3 and 1x1 filter with the
-/// default policies; under 3xTF32, whose stages hold two parts, 1x7, 7x1, 2x2 and 1x1 at stride 2 too, but
-/// not most 3x3 at stride 2, nor 5x5), on a compute capability 9.0 device running
+/// dilation 1 (dilated filters at stride 1: direct tiles of filter rows), N < 2^31, any K (K > 128 runs
+/// ceil(K/128) channel passes per tile), and R, S, padding and output width whose operand stages fit in
+/// shared memory (every 3x3, 3x1, 1x3 and 1x1 filter with the default policies; under 3xTF32, whose stages
+/// hold two parts, 1x7, 7x1, 2x2 and 1x1 at stride 2 too, at stride 1 any filter (5x5 and larger: direct
+/// tiles of filter rows), but not most 3x3 at stride 2), on a compute capability 9.0 device running
 /// an sm_90a image. The answer does not depend on N or on the reduction op. Size: groups * ceil(K/groups/128) *
 /// ceil(C/groups/block_c) * parts * R*S * 128 * block_c * (4 bytes for tf32/tf32x3, 2 for bf16/fp16); the seed
 /// problem (C = 64, K = 128, 3x3): 294,912 bytes for tf32, 589,824 for tf32x3, 147,456 for bf16/fp16.
@@ -103,7 +104,7 @@ status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_
 /// (y[n,0,p,q] = Op over k of e(bias[k] + conv2d(x, w)[n,k,p,q], k); PyTorch's conv2d), plus `packed`.
 ///
 /// This entry point has no workspace for a packed x, so it runs tiles of image rows only. When they do
-/// not serve p (packed_filter_bytes<Policy, T>(p) is 0, or > 0 only because flat or dilated direct tiles fit, which
+/// not serve p (packed_filter_bytes<Policy, T>(p) is 0, or > 0 only because flat or direct tiles of filter rows fit, which
 /// conv2d_reduce_packed_split runs), or x is not 16-byte aligned where the kernel reads it with TMA
 /// (stride 1 and W a multiple of 4; otherwise its producer gathers x with plain loads), this is
 /// conv2d_reduce<Policy::fallback> on w (packed is ignored and may be null). Otherwise `packed` must hold
@@ -203,7 +204,8 @@ int max_packed_k_splits(const conv2d_problem& p, const plan_options& options = {
 /// (fused), pass mode's npass x N*P*Q reduction states of pass_state_bytes, or with a split-K tail the
 /// head's states (pass mode) rounded up to 16 bytes and then the tail's Z x its pixels x K partial sums.
 /// Otherwise the partial sums of the mma.sync split path that then runs
-/// (conv2d_reduce_split_workspace_bytes<T>(p, splits); 0 for splits = 0). Example: ResNet-50 layer3 3x3, x
+/// (conv2d_reduce_split_workspace_bytes<T>(p, splits); 0 for splits = 0), after the packed filter where
+/// one is packed all the same (packed_filter_bytes > 0: `options` force tiles that do not serve p). Example: ResNet-50 layer3 3x3, x
 /// (32, 256, 14, 14), K = 256, tf32, 2 splits: 2,359,296 bytes of packed filter, the packed x if flat, then
 /// 2 x 6,272 x 256 x 4 = 12,845,056 bytes of partial sums.
 /// `options`: the planner's options (plan_options) the runs will use.
@@ -215,7 +217,12 @@ std::size_t packed_split_workspace_bytes(const conv2d_problem& p, int splits, co
                 "convred: Policy must be a wgmma_policy<Math, ...>, e.g. convred::default_wgmma_policy<convred::math::tf32>::type");
   if (validate(p, sizeof(T)) != status::success || p.y_elements() == 0 || splits < 0) return 0;
   const detail::wgmma_plan_t plan = detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::chosen, options);
-  if (!plan.served) return splits == 0 ? 0 : conv2d_reduce_split_workspace_bytes<T>(p, splits);
+  if (!plan.served) {  // the fallback: its partial sums after the packed filter, if any (conv2d_reduce_packed_split)
+    const std::size_t packed = detail::packed_bytes<Policy>(detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::either));
+    if (splits == 0) return packed;
+    const std::size_t sums = conv2d_reduce_split_workspace_bytes<T>(p, splits);
+    return sums == 0 ? 0 : detail::partial_offset(packed) + sums;
+  }
   if (splits > plan.k.kt) return 0;
   return detail::packed_split_bytes(p, detail::packed_bytes<Policy>(plan),
                                     block::conv_mainloop_wgmma<Policy>::xpack_bytes(plan.k), splits,

@@ -62,7 +62,9 @@ inline constexpr double plan_wgmma_gather_slowdown = 2.0;
 /// family's whole estimate (its split and mode chosen first; plan_wgmma_fixed_seconds added after): fitted
 /// on the H200 over the 17 tap-loop layers measured (error rms 0.12 in log; Inception's 1x7 / 7x1 at batch
 /// 32: 134 us against 74 us modelled), where it is also weighed against the mma.sync family (bench/NOTES.md,
-/// "3xTF32 on the Hopper kernel for any filter" and "One model of the mma.sync kernel").
+/// "3xTF32 on the Hopper kernel for any filter" and "One model of the mma.sync kernel"). Applied to
+/// 3xTF32's direct tiles of filter rows too (each stage's four promoted fresh tiles waited for in turn), not
+/// yet measured there.
 inline constexpr double plan_wgmma_tap_loop_slowdown = 1.6;
 /// The planner's wgmma kernel on direct tiles at stride 2 (wgmma_conv_params::direct), counted as this
 /// factor on the time: TMA cannot skip columns in a box's innermost dimension, so each box carries the odd

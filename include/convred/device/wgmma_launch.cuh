@@ -98,7 +98,8 @@ wgmma_plan_t wgmma_plan(const conv2d_problem& p, wgmma_tiles tiles = wgmma_tiles
     }
     if (tiles == wgmma_tiles::either) {  // (dilated problems, and 3xTF32's whose other stages do not fit: direct tiles)
       plan.served = rows() || flat() ||
-                    mainloop::make_direct_params(p, tail, max_smem_per_block, plan.k, plan.smem_bytes, Policy::parts == 2);
+                    ((mainloop::dilated(p) || Policy::parts == 2) &&
+                     mainloop::make_direct_params(p, tail, max_smem_per_block, plan.k, plan.smem_bytes, Policy::parts == 2));
       return plan;
     }
     int dev = 0, sms = 0;

@@ -272,6 +272,7 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
   // of 25 taps per slice): direct tiles of filter rows only
   if (!has_rect && !has_flat)
     return allow_flat && forced != wgmma_tiling::rows && forced != wgmma_tiling::flat &&
+           (mainloop::dilated(p) || Policy::parts == 2) &&
            mainloop::make_direct_params(p, tail_bytes, max_smem, k, smem, Policy::parts == 2);
   auto estimate = [&](const block::wgmma_conv_params& c) {
     return choose_wgmma_splits<Policy>(p, c, sm_count, plan_math_speed<typename Policy::math>(),

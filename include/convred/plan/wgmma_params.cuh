@@ -222,6 +222,7 @@ struct wgmma_params {
   static bool make_direct_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,
                                  wgmma_conv_params& k, std::size_t& smem_bytes, bool any_filter = false) {
     if (cannot_implement(p)) return false;
+    if (any_filter && !dilated(p) && p.R * p.S == 1) return false;  // (1x1: the other tiles serve it)
     const bool taps = dilated(p) || any_filter;
     if (!taps && (!Policy::is_tf32 || x3 || p.R != 1 || p.S != 1 || p.pad_h != 0 || p.pad_w != 0)) return false;
     if (taps && (p.stride_h != 1 || p.groups != 1 || Policy::pingpong)) return false;

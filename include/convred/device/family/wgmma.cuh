@@ -232,9 +232,10 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
     const double speed = plan_math_speed<kernel_math>();
     wgmma_split_estimate est =
         choose_wgmma_splits<policy>(p, k, dev.sm_count, speed, default_split_workspace_limit, o);
-    // (3xTF32's tap loop: the whole estimate times plan_wgmma_tap_loop_slowdown, as measured; every run
-    // plus plan_wgmma_fixed_seconds)
-    const bool taps = plan::wgmma_params<policy>::tap_loop(k);
+    // (3xTF32's tap loop: the whole estimate times plan_wgmma_tap_loop_slowdown, as measured; 3xTF32's
+    // direct tiles likewise, not yet measured: each stage waits four times for its promoted fresh tiles,
+    // as the tap loop waits per tap; every run plus plan_wgmma_fixed_seconds)
+    const bool taps = plan::wgmma_params<policy>::tap_loop(k) || (k.direct && policy::parts == 2);
     const double t_wgmma = plan_wgmma_fixed_seconds + (est.splits > 0      ? est.split_s
                                                        : est.tail_tiles > 0 ? est.tail_s
                                                        : est.pass_mode      ? est.pass_mode_s
