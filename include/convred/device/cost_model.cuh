@@ -66,6 +66,19 @@ inline constexpr double plan_wgmma_gather_slowdown = 2.0;
 /// 3xTF32's direct tiles of filter rows too (each stage's four promoted fresh tiles waited for in turn), not
 /// yet measured there.
 inline constexpr double plan_wgmma_tap_loop_slowdown = 1.6;
+/// @def CONVRED_PLAN_UNVERIFIED_DIRECT_TAPS
+/// Define as 1 to let the planner pick the kernels of plan_unverified_direct_taps (default 0).
+#ifndef CONVRED_PLAN_UNVERIFIED_DIRECT_TAPS
+#define CONVRED_PLAN_UNVERIFIED_DIRECT_TAPS 0
+#endif
+/// Whether the planner's wgmma family may take, on its own (plan_options::splits == 0), its direct tiles of
+/// filter rows in bf16 / fp16 and 3xTF32 (wgmma_conv_params::direct_taps under a 16-bit or two-part policy:
+/// written and tested on the host in a session without a GPU, not yet run on one). False (the default)
+/// keeps those layers on the paths measured before (space to batch, the mma.sync kernel); plans that force
+/// the wgmma kernel (splits != 0), as the tests do, and the entry points (conv2d_reduce_packed_split) run
+/// them regardless. bench/NOTES.md, "What waits for the next device session (after session 14)": set it
+/// once their GPU tests pass. TF32's direct tiles of filter rows are measured and always taken.
+inline constexpr bool plan_unverified_direct_taps = CONVRED_PLAN_UNVERIFIED_DIRECT_TAPS != 0;
 /// The planner's wgmma kernel on direct tiles at stride 2 (wgmma_conv_params::direct), counted as this
 /// factor on the time: TMA cannot skip columns in a box's innermost dimension, so each box carries the odd
 /// input columns too (twice the bytes of the pixels used, in a row pitch padded from 2Q - 1 to 8 mod 16

@@ -221,6 +221,11 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
                  ? "dilation != 1 not served by its dilated tiles here (they take groups 1 and Q + (S - 1) dil_w up to "
                    "~248 columns, and need the SM count; tiles forced to rows or flat exclude them)"
                  : "its operand stages do not fit in shared memory";
+    // The direct tiles of filter rows in bf16 / fp16 and 3xTF32: written and host-tested, not yet run on a
+    // GPU; taken only where a choice is forced, as the tests do, until plan_unverified_direct_taps is set
+    if (k.direct_taps && !(policy::is_tf32 && policy::parts == 1) && !plan_unverified_direct_taps && o.splits == 0)
+      return "its direct tiles of filter rows in bf16, fp16 and 3xTF32 are not yet run on a GPU "
+             "(plan_unverified_direct_taps)";
     // Gathered x (stride 2, W % 4 != 0): the producer's plain loads are slower than TMA, and a 1x1 filter
     // (one tap per stage) leaves it no time at all.
     if (k.gather && p.R * p.S == 1) return "1x1 filter with x gathered (stride 2 or W % 4 != 0)";
