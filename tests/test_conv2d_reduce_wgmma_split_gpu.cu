@@ -16,7 +16,8 @@ struct split_shape {
   conv2d_problem p;
   bool tf32;    ///< served under tf32 and bf16
   bool tf32x3;  ///< served under 3xTF32 (where its two-part stages fit; filters other than 3x3 and 1x1, and
-                ///< stride 2, in its tap-loop variant)
+                ///< stride 2, in its tap-loop variant; at stride 1 larger filters on its direct tiles of
+                ///< filter rows)
 };
 
 /// Shapes of the partial mode: C and K from {7, 33, 65, 130, 257} (channel tails in a stage, 1 to 3

@@ -40,7 +40,8 @@ struct pruned_setup {
   /// The plans choose from the default list less the families that serve none of the problems here
   /// (direct: C/groups == 1 or grouped; tiny: at most 32 pixels and 512 im2col values; grouped; SIMT:
   /// math::ieee, or math::accurate below sm_80): the pruned family, then what the default planner takes
-  /// where it does not serve (dilated for the 5x5 d4 case in bf16, mma.sync for the others; wgmma ahead
+  /// where it does not serve (with served()'s forced choice the wgmma kernel's direct tiles of filter rows
+  /// for the 5x5 d4 case in bf16 and 3xTF32, mma.sync for the others; wgmma ahead
   /// of mma.sync so that its rejection is named as in the default plan's description), in the default
   /// order. Each plan is checked to be the default planner's choice (check_default_choice, and the host
   /// test "... the GPU checks' family list makes the default planner's choice" for every problem and

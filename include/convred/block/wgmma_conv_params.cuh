@@ -229,8 +229,9 @@ struct wgmma_conv_params {
   std::int32_t group_passes = 1;
   /// @brief output channels per group, K / conv_groups (K for a dense convolution)
   std::int32_t Kg = 0;
-  /// @brief 1: direct tiles of a filter with several taps (make_direct_params: tf32, bf16 or fp16, stride 1,
-  /// any R x S, padding and dilation; DeepLab's ASPP layers; bf16 / fp16 read a copy of x as pairs of 16-bit
+  /// @brief 1: direct tiles of a filter with several taps (make_direct_params: any math, stride 1, any R x S,
+  /// padding and dilation; DeepLab's ASPP layers; under 3xTF32 also undilated filters too large for its other
+  /// stages (any_filter), both parts per stage; bf16 / fp16 read a copy of x as pairs of 16-bit
   /// channels, one 32-bit box entry per pair, 8 per slice of 16): a stage is one filter row r of `group` channel slices,
   /// kt = channel stages x R, stage i of a pass its channel stage i / R and row i % R. Its TMA box holds
   /// tile_rows input rows from p0 + r dil_h - pad_h and rp columns from -col_shift - pad_w, where col_shift

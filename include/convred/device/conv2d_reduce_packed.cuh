@@ -38,8 +38,9 @@ namespace convred::device {
 /// dilation 1 (dilated filters at stride 1: direct tiles of filter rows), N < 2^31, any K (K > 128 runs
 /// ceil(K/128) channel passes per tile), and R, S, padding and output width whose operand stages fit in
 /// shared memory (every 3x3, 3x1, 1x3 and 1x1 filter with the default policies; under 3xTF32, whose stages
-/// hold two parts, 1x7, 7x1, 2x2 and 1x1 at stride 2 too, at stride 1 any filter (5x5 and larger: direct
-/// tiles of filter rows), but not most 3x3 at stride 2), on a compute capability 9.0 device running
+/// hold two parts, 1x7, 7x1, 2x2 and 1x1 at stride 2 too, at stride 1 any filter with groups 1 and a box of
+/// at most 256 columns (5x5 and larger: direct tiles of filter rows), but not most 3x3 at stride 2), on a
+/// compute capability 9.0 device running
 /// an sm_90a image. The answer does not depend on N or on the reduction op. Size: groups * ceil(K/groups/128) *
 /// ceil(C/groups/block_c) * parts * R*S * 128 * block_c * (4 bytes for tf32/tf32x3, 2 for bf16/fp16); the seed
 /// problem (C = 64, K = 128, 3x3): 294,912 bytes for tf32, 589,824 for tf32x3, 147,456 for bf16/fp16.

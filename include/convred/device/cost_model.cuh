@@ -77,7 +77,9 @@ inline constexpr double plan_wgmma_tap_loop_slowdown = 1.6;
 /// keeps those layers on the paths measured before (space to batch, the mma.sync kernel); plans that force
 /// the wgmma kernel (splits != 0), as the tests do, and the entry points (conv2d_reduce_packed_split) run
 /// them regardless. bench/NOTES.md, "What waits for the next device session (after session 14)": set it
-/// once their GPU tests pass. TF32's direct tiles of filter rows are measured and always taken.
+/// once their GPU tests pass. TF32's direct tiles of filter rows are measured and never gated (the model
+/// still chooses them or not). Define the macro alike in every translation unit of a program (the constant
+/// is inline: two values would break the one-definition rule).
 inline constexpr bool plan_unverified_direct_taps = CONVRED_PLAN_UNVERIFIED_DIRECT_TAPS != 0;
 /// The planner's wgmma kernel on direct tiles at stride 2 (wgmma_conv_params::direct), counted as this
 /// factor on the time: TMA cannot skip columns in a box's innermost dimension, so each box carries the odd

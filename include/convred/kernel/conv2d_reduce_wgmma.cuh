@@ -39,7 +39,8 @@ namespace convred::kernel {
 /// (consume). Synchronisation is by mbarriers only (no block-wide barrier after the set-up).
 /// Its phases have probes (CONVRED_WGMMA_PHASE and friends, nothing by default) that a diagnosis build
 /// may time (bench/wgmma_clocks.cuh).
-/// Direct: the variant for direct tiles (prm.direct: tf32 1x1, or dilated filters in tf32, bf16 or fp16; x
+/// Direct: the variant for direct tiles (prm.direct: tf32 1x1, or dilated filters in any math, and under
+/// 3xTF32 undilated filters too large for its other stages; x
 /// read by TMA from NCHW or from its copy, the consumers loading the A fragments into registers; produce's
 /// and consume's Direct code, compiled out of the others; one producer warpgroup, wgmma_block).
 /// Gather: the variant for parameters with `gather` set (stride 2, W % 4 != 0; the producer threads load x

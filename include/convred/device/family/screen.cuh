@@ -85,14 +85,16 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
 
   /// pass 1's family is available
   static bool available(const device_info& dev) { return inner::available(dev); }
-  /// nullptr when it serves p: float data, groups 1, no dilation, K <= 65535, GEMM_K <= 2^20, and pass 1's
-  /// family serves p.
+  /// nullptr when it serves p: float data, groups 1, no dilation unless pass 1 is TF32, K <= 65535, GEMM_K
+  /// <= 2^20, and pass 1's family serves p.
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     if (!std::is_same_v<T, float>) return "x is not float";
     if (p.groups != 1) return "groups != 1";
-    // (pass 1's wgmma family serves dilated fp16 problems on its direct tiles of filter rows, which the
+    // (pass 1's wgmma family serves dilated 16-bit problems on its direct tiles of filter rows, which the
     // screening op has not been run on)
-    if ((p.dil_h != 1 && p.R > 1) || (p.dil_w != 1 && p.S > 1)) return "dilation != 1";
+    if constexpr (!std::is_same_v<InnerMath, math::tf32>) {
+      if ((p.dil_h != 1 && p.R > 1) || (p.dil_w != 1 && p.S > 1)) return "dilation != 1 (pass 1 in 16-bit math)";
+    }
     if (p.K > kernel::screen_max_channels) return "K above 65535";
     if (p.gemm_k() > kernel::screen_max_gemm_k) return "GEMM_K above 2^20";
     if (kernel::screen_tile_of(p).cc == 0) return "R * S * K above pass 2's filter rows (200 KB of shared memory)";
