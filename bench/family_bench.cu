@@ -1,7 +1,7 @@
 /// @file bench/family_bench.cu
 /// @brief Diagnosis benchmark of the planner's rules: one layer (or a built-in list) timed through each kernel
 /// family of the default list on its own (conv2d_reduce_plan<float, Math, family_list<F>>, where F serves
-/// the layer) and through the planner, in TF32 and math::accurate, so that a rule's choice can be checked
+/// the layer) and through the planner, in TF32, bf16 and math::accurate, so that a rule's choice can be checked
 /// against every alternative it has. Job: y = min over channels of 2 (conv2d(x, W) + b), x fp32 NCHW.
 ///
 ///   family_bench                                  # the built-in list (tiny images, small grouped layers)
@@ -228,6 +228,7 @@ void run_layer(const conv2d_problem& p) {
               (long long)p.stride_h, (long long)p.pad_h, (long long)p.groups, (long long)p.dil_h);
   layer_data d(p);
   one_math<convred::math::tf32>("tf32", p, d);
+  one_math<convred::math::bf16>("bf16", p, d);
   one_math<convred::math::accurate>("accurate", p, d);
 }
 
