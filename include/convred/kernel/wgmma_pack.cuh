@@ -118,7 +118,7 @@ __global__ void pack_x_kernel(const float* __restrict__ x, void* __restrict__ ou
 /// pack_x_kernel and the row tiles' planes; fp16 overflows to +-inf as they do). Columns w >= W are not
 /// written: the tensor map's rows are W wide, so TMA never reads them. The wgmma kernel's consumers load a
 /// box entry as the A fragment register of the k16 step's K indices 2 c2 and 2 c2 + 1
-/// (block::conv_mainloop_wgmma::direct_step). Block (32, 8): a warp takes 32 consecutive columns of one
+/// (block::conv_mainloop_wgmma_direct::direct_step). Block (32, 8): a warp takes 32 consecutive columns of one
 /// row (coalesced loads and stores, no division), the block 8 rows at a time of one (n, c2) plane, blocks
 /// striding over the N ceil(C / 2) planes. Calls launch_dependent_grids first: the wgmma kernel, launched
 /// after it with PDL, reads the copy only after its wait_prior_grids.
