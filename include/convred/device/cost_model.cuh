@@ -63,24 +63,15 @@ inline constexpr double plan_wgmma_gather_slowdown = 2.0;
 /// on the H200 over the 17 tap-loop layers measured (error rms 0.12 in log; Inception's 1x7 / 7x1 at batch
 /// 32: 134 us against 74 us modelled), where it is also weighed against the mma.sync family (bench/NOTES.md,
 /// "3xTF32 on the Hopper kernel for any filter" and "One model of the mma.sync kernel"). Applied to
-/// 3xTF32's direct tiles of filter rows too (each stage's four promoted fresh tiles waited for in turn), not
-/// yet measured there.
 inline constexpr double plan_wgmma_tap_loop_slowdown = 1.6;
-/// @def CONVRED_PLAN_UNVERIFIED_DIRECT_TAPS
-/// Define as 1 to let the planner pick the kernels of plan_unverified_direct_taps (default 0).
-#ifndef CONVRED_PLAN_UNVERIFIED_DIRECT_TAPS
-#define CONVRED_PLAN_UNVERIFIED_DIRECT_TAPS 0
-#endif
-/// Whether the planner's wgmma family may take, on its own (plan_options::splits == 0), its direct tiles of
-/// filter rows in bf16 / fp16 and 3xTF32 (wgmma_conv_params::direct_taps under a 16-bit or two-part policy:
-/// written and tested on the host in a session without a GPU, not yet run on one). False (the default)
-/// keeps those layers on the paths measured before (space to batch, the mma.sync kernel); plans that force
-/// the wgmma kernel (splits != 0), as the tests do, and the entry points (conv2d_reduce_packed_split) run
-/// them regardless. bench/NOTES.md, "What waits for the next device session (after session 14)": set it
-/// once their GPU tests pass. TF32's direct tiles of filter rows are measured and never gated (the model
-/// still chooses them or not). Define the macro alike in every translation unit of a program (the constant
-/// is inline: two values would break the one-definition rule).
-inline constexpr bool plan_unverified_direct_taps = CONVRED_PLAN_UNVERIFIED_DIRECT_TAPS != 0;
+/// The planner's wgmma kernel under 3xTF32 on its direct tiles of filter rows (wgmma_conv_params::direct_taps
+/// under a two-part policy: each stage's four promoted m64n64 fresh tiles waited for in turn), counted as this
+/// factor on the family's whole estimate (as plan_wgmma_tap_loop_slowdown on the tap loop). Fitted on the
+/// H100 over six layers timed on their own through `bench/family_bench` (DeepLab's n32 c2048 65x65 d12 / d36,
+/// c960 33x33 d24, n1 c2048 d36, SSD's c512 19x19 d6, Inception's 5x5 at batch 32): 1.6 left them 1.25-1.51x
+/// (geomean 1.33x) slower than estimated, 2.1 within -9 % / +15 % (bench/NOTES.md, "The direct tiles of filter
+/// rows in bf16 and 3xTF32, measured").
+inline constexpr double plan_wgmma_direct_x3_slowdown = 2.1;
 /// The planner's wgmma kernel on direct tiles at stride 2 (wgmma_conv_params::direct), counted as this
 /// factor on the time: TMA cannot skip columns in a box's innermost dimension, so each box carries the odd
 /// input columns too (twice the bytes of the pixels used, in a row pitch padded from 2Q - 1 to 8 mod 16

@@ -221,11 +221,6 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
                  ? "dilation != 1 not served by its dilated tiles here (they take groups 1 and Q + (S - 1) dil_w up to "
                    "~248 columns, and need the SM count; tiles forced to rows or flat exclude them)"
                  : "its operand stages do not fit in shared memory";
-    // The direct tiles of filter rows in bf16 / fp16 and 3xTF32: written and host-tested, not yet run on a
-    // GPU; taken only where a choice is forced, as the tests do, until plan_unverified_direct_taps is set
-    if (k.direct_taps && !(policy::is_tf32 && policy::parts == 1) && !plan_unverified_direct_taps && o.splits == 0)
-      return "its direct tiles of filter rows in bf16, fp16 and 3xTF32 are not yet run on a GPU "
-             "(plan_unverified_direct_taps)";
     // Gathered x (stride 2, W % 4 != 0): the producer's plain loads are slower than TMA, and a 1x1 filter
     // (one tap per stage) leaves it no time at all.
     if (k.gather && p.R * p.S == 1) return "1x1 filter with x gathered (stride 2 or W % 4 != 0)";
@@ -237,15 +232,17 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
     const double speed = plan_math_speed<kernel_math>();
     wgmma_split_estimate est =
         choose_wgmma_splits<policy>(p, k, dev.sm_count, speed, default_split_workspace_limit, o);
-    // (3xTF32's tap loop: the whole estimate times plan_wgmma_tap_loop_slowdown, as measured; 3xTF32's
-    // direct tiles likewise, not yet measured: each stage waits four times for its promoted fresh tiles,
-    // as the tap loop waits per tap; every run plus plan_wgmma_fixed_seconds)
-    const bool taps = plan::wgmma_params<policy>::tap_loop(k) || (k.direct && policy::parts == 2);
+    // (3xTF32's tap loop: the whole estimate times plan_wgmma_tap_loop_slowdown; 3xTF32's direct tiles,
+    // whose stages each wait four times for their promoted fresh tiles, plan_wgmma_direct_x3_slowdown; both
+    // measured; every run plus plan_wgmma_fixed_seconds)
+    const double slowdown = plan::wgmma_params<policy>::tap_loop(k)      ? plan_wgmma_tap_loop_slowdown
+                            : k.direct && policy::parts == 2 ? plan_wgmma_direct_x3_slowdown
+                                                             : 1.0;
     const double t_wgmma = plan_wgmma_fixed_seconds + (est.splits > 0      ? est.split_s
                                                        : est.tail_tiles > 0 ? est.tail_s
                                                        : est.pass_mode      ? est.pass_mode_s
                                                                             : est.fused_s) *
-                                                          (taps ? plan_wgmma_tap_loop_slowdown : 1.0);
+                                                          slowdown;
     if constexpr (Role == wgmma_role::standalone) {
       if (rival_not_slower<mma_sync<T, Math>>(p, dev, o, t_wgmma))
         return "the mma.sync kernel is estimated faster than the wgmma kernel's fused and split modes";
