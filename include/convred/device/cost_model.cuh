@@ -62,14 +62,14 @@ inline constexpr double plan_wgmma_gather_slowdown = 2.0;
 /// family's whole estimate (its split and mode chosen first; plan_wgmma_fixed_seconds added after): fitted
 /// on the H200 over the 17 tap-loop layers measured (error rms 0.12 in log; Inception's 1x7 / 7x1 at batch
 /// 32: 134 us against 74 us modelled), where it is also weighed against the mma.sync family (bench/NOTES.md,
-/// "3xTF32 on the Hopper kernel for any filter" and "One model of the mma.sync kernel"). Applied to
+/// "3xTF32 on the Hopper kernel for any filter" and "One model of the mma.sync kernel").
 inline constexpr double plan_wgmma_tap_loop_slowdown = 1.6;
 /// The planner's wgmma kernel under 3xTF32 on its direct tiles of filter rows (wgmma_conv_params::direct_taps
 /// under a two-part policy: each stage's four promoted m64n64 fresh tiles waited for in turn), counted as this
 /// factor on the family's whole estimate (as plan_wgmma_tap_loop_slowdown on the tap loop). Fitted on the
 /// H100 over six layers timed on their own through `bench/family_bench` (DeepLab's n32 c2048 65x65 d12 / d36,
 /// c960 33x33 d24, n1 c2048 d36, SSD's c512 19x19 d6, Inception's 5x5 at batch 32): 1.6 left them 1.25-1.51x
-/// (geomean 1.33x) slower than estimated, 2.1 within -9 % / +15 % (bench/NOTES.md, "The direct tiles of filter
+/// (geomean 1.33x) slower than estimated; with 2.1 each measured within -5 % / +15 % of its estimate (bench/NOTES.md, "The direct tiles of filter
 /// rows in bf16 and 3xTF32, measured").
 inline constexpr double plan_wgmma_direct_x3_slowdown = 2.1;
 /// The planner's wgmma kernel on direct tiles at stride 2 (wgmma_conv_params::direct), counted as this
