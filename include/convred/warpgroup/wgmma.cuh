@@ -80,6 +80,22 @@ __device__ __forceinline__ void set_max_registers() {
 /// @cond CONVRED_INTERNAL
 // The 64 fp32 accumulator operands of an m64n128 wgmma (d[0..63] as "+f" asm operands %0..%63).
 #define CONVRED_WGMMA_D128 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+// The same 64 operands as the instruction's destination list.
+#define CONVRED_WGMMA_D128_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+// One m64n128 wgmma.mma_async of shape and types SHAPE_TYPES (e.g. "m64n128k16.f32.bf16.bf16") into d,
+// scale-d from `acc`, scale-a and scale-b 1, then TAIL (the transpose immediates the 16-bit types take):
+// both operands from descriptors (SS: desc_a, desc_b) or A from the registers a[0..3] (RS).
+#define CONVRED_WGMMA_SS128(SHAPE_TYPES, TAIL)                                                              \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                 \
+               "wgmma.mma_async.sync.aligned." SHAPE_TYPES " " CONVRED_WGMMA_D128_REGS ", %64, %65, p, 1, 1" TAIL ";\n}\n"       \
+               : CONVRED_WGMMA_D128                                                                          \
+               : "l"(desc_a), "l"(desc_b), "r"(acc))
+#define CONVRED_WGMMA_RS128(SHAPE_TYPES, TAIL)                                                              \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                                 \
+               "wgmma.mma_async.sync.aligned." SHAPE_TYPES " " CONVRED_WGMMA_D128_REGS ", {%64, %65, %66, %67}, %68, p, 1, 1" TAIL \
+               ";\n}\n"                                                                                    \
+               : CONVRED_WGMMA_D128                                                                          \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(acc))
 /// @endcond
 
 /// @brief d += A(64 x k, shared K-major) * B(k x 128, shared K-major), fp32 accumulate, both operands from
@@ -92,25 +108,12 @@ __device__ __forceinline__ void mma_ss_m64n128(float (&d)[64], std::uint64_t des
 #if CONVRED_HAS_WGMMA
   static_assert(Kind >= 0 && Kind <= 2, "mma_ss_m64n128: Kind is 0 (tf32), 1 (bf16) or 2 (f16)");
   const std::uint32_t acc = accumulate ? 1u : 0u;
-  if constexpr (Kind == 0) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
-        : CONVRED_WGMMA_D128
-        : "l"(desc_a), "l"(desc_b), "r"(acc));
-  } else if constexpr (Kind == 1) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-        : CONVRED_WGMMA_D128
-        : "l"(desc_a), "l"(desc_b), "r"(acc));
-  } else {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-        : CONVRED_WGMMA_D128
-        : "l"(desc_a), "l"(desc_b), "r"(acc));
-  }
+  if constexpr (Kind == 0)
+    CONVRED_WGMMA_SS128("m64n128k8.f32.tf32.tf32", "");
+  else if constexpr (Kind == 1)
+    CONVRED_WGMMA_SS128("m64n128k16.f32.bf16.bf16", ", 0, 0");  // (no transpose of A or B: both K-major)
+  else
+    CONVRED_WGMMA_SS128("m64n128k16.f32.f16.f16", ", 0, 0");
 #else
   (void)d, (void)desc_a, (void)desc_b, (void)accumulate;
 #endif
@@ -130,25 +133,12 @@ __device__ __forceinline__ void mma_rs_m64n128(float (&d)[64], const std::uint32
 #if CONVRED_HAS_WGMMA
   static_assert(Kind >= 0 && Kind <= 2, "mma_rs_m64n128: Kind is 0 (tf32), 1 (bf16) or 2 (f16)");
   const std::uint32_t acc = accumulate ? 1u : 0u;
-  if constexpr (Kind == 0) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
-        : CONVRED_WGMMA_D128
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(acc));
-  } else if constexpr (Kind == 1) {  // (register A: no transpose of A; B K-major, not transposed)
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-        : CONVRED_WGMMA_D128
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(acc));
-  } else {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-        : CONVRED_WGMMA_D128
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(acc));
-  }
+  if constexpr (Kind == 0)
+    CONVRED_WGMMA_RS128("m64n128k8.f32.tf32.tf32", "");
+  else if constexpr (Kind == 1)
+    CONVRED_WGMMA_RS128("m64n128k16.f32.bf16.bf16", ", 0");  // (register A: no transpose; B K-major)
+  else
+    CONVRED_WGMMA_RS128("m64n128k16.f32.f16.f16", ", 0");
 #else
   (void)d, (void)a, (void)desc_b, (void)accumulate;
 #endif
@@ -179,6 +169,9 @@ __device__ __forceinline__ void mma_rs_m64n64_tf32(float (&d)[32], const std::ui
 }
 
 #undef CONVRED_WGMMA_D64
+#undef CONVRED_WGMMA_RS128
+#undef CONVRED_WGMMA_D128_REGS
+#undef CONVRED_WGMMA_SS128
 #undef CONVRED_WGMMA_D128
 
 }  // namespace convred::warpgroup
