@@ -1,7 +1,7 @@
 /// @file bench/family_bench.cu
 /// @brief Diagnosis benchmark of the planner's rules: one layer (or a built-in list) timed through each kernel
 /// family of the default list on its own (conv2d_reduce_plan<float, Math, family_list<F>>, where F serves
-/// the layer) and through the planner, in TF32, bf16 and math::accurate, so that a rule's choice can be checked
+/// the layer) and through the planner, in TF32, bf16 and math::accurate (then the planner under math::ieee), so that a rule's choice can be checked
 /// against every alternative it has. Job: y = min over channels of 2 (conv2d(x, W) + b), x fp32 NCHW.
 ///
 ///   family_bench                                  # the built-in list (tiny images, small grouped layers)
@@ -230,6 +230,12 @@ void run_layer(const conv2d_problem& p) {
   one_math<convred::math::tf32>("tf32", p, d);
   one_math<convred::math::bf16>("bf16", p, d);
   one_math<convred::math::accurate>("accurate", p, d);
+  // exact fp32 FMA (the planner under math::ieee: the direct, narrow and SIMT families), which math::accurate
+  // may take where it is faster than 3xTF32 (it is the more exact of the two)
+  std::string why;
+  double est = 0;
+  const double t = time_plan<convred::math::ieee, fam::default_families_t<float, convred::math::ieee>>(p, d, &why, &est);
+  std::printf("  %-8s plan %8.4f [%7.4f] | %.110s\n", "ieee", t, est, why.c_str());
 }
 
 conv2d_problem layer(long long N, long long C, long long H, long long W, long long K, long long R, long long s,

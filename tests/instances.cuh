@@ -72,9 +72,10 @@
 /// The planner's policies: the exact kernels (direct, SIMT) and, per tensor-core math M, the mma.sync
 /// kernel and the wgmma kernel in its cooperative policy (also the wgmma kernel's fallback) and, where the
 /// planner may take it (tf32, bf16; not 3xTF32), its ping-pong policy.
-#define CONVRED_TEST_EXACT(EXTERN, OP, EPI) \
-  CONVRED_TEST_DIRECT(EXTERN, OP, EPI)      \
-  CONVRED_TEST_FUSED_SPLIT(EXTERN, convred::default_simt_policy<float>::type, OP, EPI)
+#define CONVRED_TEST_EXACT(EXTERN, OP, EPI)                                              \
+  CONVRED_TEST_DIRECT(EXTERN, OP, EPI)                                                   \
+  CONVRED_TEST_FUSED_SPLIT(EXTERN, convred::default_simt_policy<float>::type, OP, EPI) \
+  CONVRED_TEST_FUSED_SPLIT(EXTERN, convred::narrow_simt_policy<float>::type, OP, EPI)
 #define CONVRED_TEST_COOPERATIVE(EXTERN, M, OP, EPI)                                    \
   CONVRED_TEST_FUSED_SPLIT(EXTERN, convred::default_mma_sync_policy<M>::type, OP, EPI) \
   CONVRED_TEST_WGMMA(EXTERN, convred::default_wgmma_policy<M>::type, OP, EPI)

@@ -3,7 +3,8 @@
 //
 // narrow_k: the SIMT kernel with 32-channel tiles for layers of at most 32 output channels and groups 1,
 // where the default SIMT policy's 128-channel tile computes mostly padding. Exact FMA, like the SIMT
-// family, so it may serve any math; a real family would give a cost model too (here: none, seconds 0).
+// family, so it may serve any math; a real family gives a cost model too (convred's own narrow family,
+// device/family/simt_narrow.cuh, does, with 16-channel tiles; here: none, seconds 0).
 #pragma once
 
 #include <convred/device/conv2d_reduce.cuh>

@@ -526,7 +526,10 @@ std::vector<std::pair<fcase, std::string>> plan_family_cases(std::uint64_t& seed
   add("direct depthwise", elem::f32, mathk::accurate, opk::mean, 2, 8, 9, 9, 8, 3, 2, 1, 8, 0);
   add("direct grouped", elem::f32, mathk::tf32, opk::argmin, 1, 16, 8, 8, 8, 3, 1, 1, 4, 0);
   add("mma.sync", elem::f32, mathk::tf32, opk::argmin, 1, 20, 4, 4, 16, 3, 1, 1, 1, 0);
-  add("simt", elem::f32, mathk::ieee, opk::range, 1, 3, 6, 6, 5, 3, 1, 1, 1, 0);
+  // (K 33: more than the narrow family's 16 channels)
+  add("simt", elem::f32, mathk::ieee, opk::range, 1, 3, 6, 6, 33, 3, 1, 1, 1, 0);
+  add("narrow simt", elem::f32, mathk::ieee, opk::range, 1, 3, 6, 6, 5, 3, 1, 1, 1, 0);
+  add("narrow simt", elem::f32, mathk::accurate, opk::argmax, 2, 40, 12, 12, 12, 3, 1, 1, 1, 0);
   add("pruned", elem::f32, mathk::tf32, opk::argmin, 1, 4, 5, 8, 16, 3, 1, 12, 1, 0);  // only the centre tap
   add("tiny", elem::f32, mathk::accurate, opk::mean, 1, 12, 1, 1, 20, 1, 1, 1, 1, 0);   // 12 im2col values
   return v;
@@ -594,11 +597,11 @@ std::vector<fcase> plan_fixed_cases(int n) {
 constexpr int plan_fixed_count = 300;
 
 /// The families (result::family, plan_family) plan_fixed_cases must reach on an H200 running sm_90a code;
-/// the first five on any device with tensor cores.
-const char* const plan_families[] = {"direct depthwise", "direct grouped", "mma.sync", "simt",          "tiny",
-                                     "wgmma",            "dilated",        "grouped",  "pruned",        "wgmma grouped",
-                                     "wgmma dilated"};
-[[maybe_unused]] constexpr int plan_families_any_device = 5;
+/// the first six on any device with tensor cores.
+const char* const plan_families[] = {"direct depthwise", "direct grouped", "mma.sync",      "simt",
+                                     "tiny",             "narrow simt",    "wgmma",         "dilated",
+                                     "grouped",          "pruned",         "wgmma grouped", "wgmma dilated"};
+[[maybe_unused]] constexpr int plan_families_any_device = 6;
 
 }  // namespace
 }  // namespace convred::fuzz

@@ -134,6 +134,16 @@ struct default_simt_policy<double> {
   using type = simt_policy<64, 64, 8, 4, 4, 2>;  ///< the default simt_policy for double
 };
 
+/// @brief SIMT policy of the narrow family (family::simt_narrow: at most 16 output channels per group, K = 1
+/// to 16): 128 pixels x 16 channels x 8 deep, 4x4 per thread, 128 threads, 3 cp.async stages (no
+/// occupancy hint: its few registers let several blocks share an SM anyway). The default policy's
+/// 128-channel tile would compute 8x (K = 16) to 128x (K = 1) the layer's FMAs there, the tensor-core
+/// policies' 128-channel tiles as much of their operations.
+template <class T>
+struct narrow_simt_policy {
+  using type = simt_policy<128, 16, 8, 4, 4, 1, 3>;  ///< the narrow family's simt_policy for T
+};
+
 /// Registers per producer thread of a wgmma block after `setmaxnreg` (the transform holds E 16-byte
 /// loads and their 4 converted plane entries).
 inline constexpr int wgmma_producer_registers = 72;

@@ -66,7 +66,7 @@ class plan_impl final : public plan {
 };
 
 /// The exact-FMA kernels every math's plan of one element type T may run (the SIMT kernel, fused and
-/// split, and the depthwise direct kernel, with the plan's tiling or its own) are compiled once, in T's ieee translation unit
+/// split, in the default and the narrow policy, and the depthwise direct kernel, with the plan's tiling or its own) are compiled once, in T's ieee translation unit
 /// (CONVRED_EXT_INSTANTIATE_EXACT); the other translation units of T only declare them (extern template).
 #define CONVRED_EXT_EXACT_KERNELS(EXTERN, T, OP)                                                                 \
   EXTERN template convred::status convred::device::conv2d_reduce<typename convred::default_simt_policy<T>::type,  \
@@ -75,6 +75,14 @@ class plan_impl final : public plan {
       cudaStream_t);                                                                                              \
   EXTERN template convred::status                                                                                 \
   convred::device::conv2d_reduce_split<typename convred::default_simt_policy<T>::type, T, OP, convred_ext::scale_epi<T>>( \
+      const convred::conv2d_problem&, const T*, const T*, const T*, T*, std::int64_t*, void*, std::size_t, int, OP,  \
+      convred_ext::scale_epi<T>, cudaStream_t);                                                                   \
+  EXTERN template convred::status convred::device::conv2d_reduce<typename convred::narrow_simt_policy<T>::type,   \
+                                                                 T, OP, convred_ext::scale_epi<T>>(                \
+      const convred::conv2d_problem&, const T*, const T*, const T*, T*, std::int64_t*, OP, convred_ext::scale_epi<T>, \
+      cudaStream_t);                                                                                              \
+  EXTERN template convred::status                                                                                 \
+  convred::device::conv2d_reduce_split<typename convred::narrow_simt_policy<T>::type, T, OP, convred_ext::scale_epi<T>>( \
       const convred::conv2d_problem&, const T*, const T*, const T*, T*, std::int64_t*, void*, std::size_t, int, OP,  \
       convred_ext::scale_epi<T>, cudaStream_t);                                                                   \
   EXTERN template convred::status convred::device::conv2d_reduce_direct<T, OP, convred_ext::scale_epi<T>>(        \

@@ -150,6 +150,11 @@ constexpr double plan_mma_flops_per_sm() {
 /// problem (36 TFLOP/s on 132 SMs; bench/NOTES.md, "Split path v2"). Used for double data too, whose fp64
 /// FMA runs at about half the rate: its estimates are optimistic (they decide only double's split count).
 inline constexpr double plan_simt_flops_per_sm = 0.27e12;
+/// family::simt_narrow's time per FMA over plan_simt_flops_per_sm's (narrow_simt_policy): its 4x4
+/// accumulators per thread take two 16-byte shared-memory loads per 16 FMAs where the default policy's 8x8
+/// take four per 64; a model assumption until fitted on measured layers (bench/NOTES.md, "The narrow
+/// family").
+inline constexpr double plan_simt_narrow_slowdown = 1.5;
 
 /// @brief The conv2d_reduce kernel's time on problem p in seconds with Policy (an mma_sync_policy or a
 /// simt_policy), fused (`splits` = 0) or split into `splits` GEMM_K ranges (conv2d_reduce_split), on

@@ -11,6 +11,7 @@
 #include "mma_sync.cuh"
 #include "pruned.cuh"
 #include "simt.cuh"
+#include "simt_narrow.cuh"
 #include "tiny.cuh"
 #include "wgmma.cuh"
 
@@ -23,6 +24,9 @@ namespace convred::device::family {
 /// serve them and its model estimates it faster); then,
 /// for a tensor-core math (math::accurate on float, half or bf16 data included), the tiny family for groups
 /// 1, 32 or fewer output pixels and at most 512 im2col values (exact FMA: one kernel sized for them), the
+/// narrow family for at most 16 output channels per group under 3xTF32 where its estimate beats the
+/// tensor-core families' (exact FMA in 16-channel tiles; under math::ieee where it beats the SIMT
+/// family's), the
 /// wgmma family (sm_90a) for layers whose outer taps read only padding (family::pruned: the smaller filter
 /// of the other taps), for dilated layers at stride 1 (family::dilated: space to batch) and for grouped
 /// layers with wide groups (family::grouped: one group at a time), each where its estimate beats the
@@ -31,8 +35,9 @@ namespace convred::device::family {
 /// math::accurate on GPUs older than sm_80).
 template <class T, class Math>
 using default_families_t =
-    std::conditional_t<std::is_same_v<kernel_math_t<T, Math>, math::ieee>, family_list<direct<T, Math>, simt<T, Math>>,
-                       family_list<direct<T, Math>, tiny<T, Math>,
+    std::conditional_t<std::is_same_v<kernel_math_t<T, Math>, math::ieee>,
+                       family_list<direct<T, Math>, simt_narrow<T, Math>, simt<T, Math>>,
+                       family_list<direct<T, Math>, tiny<T, Math>, simt_narrow<T, Math>,
                                    pruned<wgmma<T, Math, wgmma_role::adapter>, mma_sync<T, Math>>,
                                    dilated<wgmma<T, Math, wgmma_role::adapter>, mma_sync<T, Math>>,
                                    grouped<wgmma<T, Math, wgmma_role::adapter>, mma_sync<T, Math>>, wgmma<T, Math>,

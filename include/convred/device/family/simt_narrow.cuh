@@ -1,0 +1,81 @@
+/// @file device/family/simt_narrow.cuh
+/// @brief The narrow family: the exact CUDA-core FMA kernel (conv2d_reduce, or its split over GEMM_K) with
+/// 16-channel tiles (narrow_simt_policy) for layers of at most 16 output channels per group (K = 1 to 16:
+/// heads, bottlenecks, attention maps), where every other kernel's 128-channel tile computes mostly
+/// padding. Exact (the SIMT kernel's FMA order), so it may serve any math: under 3xTF32 (math::accurate
+/// on sm_80+) where its estimate beats the tensor-core families' (family::direct::tensor_seconds), under
+/// math::ieee (and on GPUs without tensor cores) where it beats the SIMT family's; not under TF32, bf16 or
+/// fp16, whose tensor cores it has not been measured against.
+#pragma once
+
+#include <string>
+#include <type_traits>
+
+#include "../../policy.cuh"
+#include "../cost_model.cuh"
+#include "direct.cuh"
+#include "family.cuh"
+#include "simt.cuh"
+
+namespace convred::device::family {
+
+/// @brief The narrow family for element type T under the plan's math tag Math (see the file comment).
+template <class T, class Math>
+struct simt_narrow : family_defaults<simt_narrow<T, Math>, T> {
+  using policy = typename narrow_simt_policy<T>::type;  ///< its policy (16-channel tiles)
+  /// the family's kind (plan_config::kind): the SIMT kernel
+  static constexpr kernel_kind kind = kernel_kind::simt;
+  /// its name in descriptions ("the <name> kernel does not serve this problem: ...")
+  static constexpr const char* name = "narrow simt";
+
+  /// Every device with convred's code (the kernel needs no tensor cores).
+  static bool available(const device_info& dev) { return dev.cc_major > 0; }
+  /// nullptr when it serves p on dev with options o: K/groups <= policy::block_n (16), no wgmma choice
+  /// forced (plan_options::splits == 0), and its estimate (configure) below the tensor-core families' on
+  /// p (family::direct::tensor_seconds: the mma.sync kernel, the wgmma kernel and one group at a time) under
+  /// 3xTF32 on sm_80+ (not under TF32, bf16 or fp16 there), else below the SIMT family's (math::ieee, double
+  /// data, older GPUs).
+  static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
+    if (!available(dev)) return "no CUDA device";
+    if (p.K_per_group() > policy::block_n) return "K/groups > 16";
+    if (o.splits != 0) return "a wgmma choice is forced (plan_options::splits)";
+    const double t = configure(p, dev, o).seconds;
+    if constexpr (!std::is_same_v<kernel_math_t<T, Math>, math::ieee>) {
+      if (dev.cc_major >= 8) {
+        // TF32 and the 16-bit maths run the tensor cores at 3-6x 3xTF32's rate (plan_math_speed): not
+        // weighed against them until measured
+        if (!std::is_same_v<kernel_math_t<T, Math>, math::tf32x3>) return "a TF32 or 16-bit math (the tensor-core kernels)";
+        return t < direct<T, Math>::tensor_seconds(p, dev) ? nullptr
+                                                            : "estimated slower than the tensor-core kernels";
+      }
+    }
+    return t < simt<T, Math>::configure(p, dev, o).seconds ? nullptr
+                                                            : "estimated slower than the SIMT family's 128-channel tiles";
+  }
+  /// The split heuristic's choice (choose_k_splits) for its policy and the workspace; seconds:
+  /// plan_conv2d_reduce_seconds for that choice on dev's SMs, its part beyond plan_mma_fixed_seconds times
+  /// plan_simt_narrow_slowdown.
+  static plan_config configure(const conv2d_problem& p, const device_info& dev, const plan_options&) {
+    plan_config c = detail::split_config<policy, T>(p, dev);
+    const double t = plan_conv2d_reduce_seconds<policy>(p, dev.sm_count, c.splits, sizeof(compute_t<T>));
+    c.seconds = plan_mma_fixed_seconds + (t - plan_mma_fixed_seconds) * plan_simt_narrow_slowdown;
+    return c;
+  }
+  /// "simt ieee (exact fp32 FMA, 128-pixel x 16-channel tiles): K/groups <= 16", or with the split; ", exact
+  /// for any math" under a tensor-core math.
+  static std::string describe(const conv2d_problem& p, const plan_config& c, const device_info& dev, const std::string&) {
+    const char* fma = std::is_same_v<T, double> ? "fp64" : "fp32";
+    const bool exact_asked = std::is_same_v<Math, math::ieee> || std::is_same_v<Math, math::accurate>;
+    return std::string("simt ieee") + detail::describe_split<policy, T>(p, c, dev, std::string("exact ") + fma + " FMA, ") +
+           ": K/groups <= 16 (the narrow family)" + (exact_asked ? "" : ", exact for any math");
+  }
+  /// Runs the configuration c for p on `stream` with the buffers in a (conv2d_reduce_plan::run's
+  /// semantics and codes).
+  template <class Op, class Epilogue>
+  static status launch(const conv2d_problem& p, const plan_config& c, const run_arguments<T>& a, Op op, Epilogue epi,
+                       cudaStream_t stream) {
+    return detail::launch_split_path<policy>(p, c, a, op, epi, stream);
+  }
+};
+
+}  // namespace convred::device::family

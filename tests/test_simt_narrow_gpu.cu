@@ -1,0 +1,182 @@
+// The narrow family (device/family/simt_narrow.cuh): the exact SIMT kernel in 16-channel tiles for layers
+// of at most 16 output channels per group. Host: where the planner takes it (3xTF32 and math::ieee, not
+// TF32 or the 16-bit maths), why it is passed over, its description. GPU: through a plan over the family
+// alone (its estimate not weighed: the tests' small problems), every op against float64 for K 1 to 16, C 1
+// to 513, groups 1 to 32, strides 1 to 3, dilation 2, NHWC, the split path; 16-bit data; its results bitwise
+// equal to the default SIMT policy's (the same FMA order over GEMM_K); a case for compute-sanitizer.
+#include <convred/device/conv2d_reduce_plan.cuh>
+
+#include <string>
+
+#include "adapter_family_check.cuh"
+
+using namespace convred_test_fused;
+namespace math = convred::math;
+namespace fam = convred::device::family;
+using convred::device::conv2d_reduce_plan;
+using convred::device::device_info;
+using convred::device::kernel_kind;
+
+namespace {
+
+const device_info h200{9, 0, true, 132}, turing{7, 5, false, 40};
+
+bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+/// The narrow family wherever K/groups <= 16, its estimate not weighed (the GPU checks' small problems).
+template <class T, class Math>
+struct any_narrow : fam::simt_narrow<T, Math> {
+  static const char* can_implement(const conv2d_problem& p, const device_info& dev, const convred::device::plan_options&) {
+    if (!fam::simt_narrow<T, Math>::available(dev)) return "no CUDA device";
+    return p.K_per_group() <= fam::simt_narrow<T, Math>::policy::block_n ? nullptr : "K/groups > 16";
+  }
+};
+
+/// check_fused's tag: a plan over any_narrow alone on the current device, run with guard bytes after its
+/// workspace (run_guarded); exact FMA's tolerances.
+struct narrow_entry {
+  using math = convred::math::ieee;  ///< the kernel's math (tolerances)
+  using self_launching = void;       ///< check_fused calls launch
+  template <class T, class Op, class Epi>
+  static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
+                       Op op, Epi epi) {
+    conv2d_reduce_plan<T, convred::math::accurate, fam::family_list<any_narrow<T, convred::math::accurate>>> plan(p);
+    INFO("plan: " << plan.description());
+    REQUIRE(plan.state() == status::success);
+    CHECK(has(plan.description(), "(the narrow family)"));
+    return run_guarded(plan, x, w, bias, y, indices, op, epi);
+  }
+};
+
+struct narrow_case {
+  const char* name;
+  conv2d_problem p;
+};
+using convred::layout;
+// make_problem(N, C, H, W, K, R, S, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups, layout)
+const narrow_case cases[] = {
+    {"K 1, C 33, 3x3 pad 1", make_problem(2, 33, 11, 13, 1, 3, 3, 1, 1)},
+    {"K 3, C 130, 1x1", make_problem(3, 130, 9, 10, 3, 1, 1)},
+    {"K 7, C 7, 5x5 stride 2 pad 2", make_problem(2, 7, 19, 17, 7, 5, 5, 2, 2, 2, 2)},
+    {"K 16, C 65, 3x3 dilation 2 pad 2 stride 3", make_problem(1, 65, 20, 23, 16, 3, 3, 2, 2, 3, 3, 2, 2)},
+    {"groups 2, C 66, K 12", make_problem(2, 66, 9, 9, 12, 3, 3, 1, 1, 1, 1, 1, 1, 2)},
+    {"groups 4, C 132, K 16, NHWC", make_problem(2, 132, 8, 7, 16, 3, 3, 1, 1, 1, 1, 1, 1, 4, layout::nhwc)},
+    {"groups 32, C 768 (24 per group), K 32 (1 per group)", make_problem(1, 768, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 32)},
+    {"K 16, C 33, NHWC", make_problem(2, 33, 11, 13, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, layout::nhwc)},
+    {"batch 1, 5x6, C 513, K 9 (the split path)", make_problem(1, 513, 5, 6, 9, 3, 3, 1, 1)},
+    {"N 4, C 64, 40x41, K 16 (52 tiles)", make_problem(4, 64, 40, 41, 16, 3, 3, 1, 1)},
+    {"K 5, C 1, 7x1 pad 3x0", make_problem(3, 1, 16, 9, 5, 7, 1, 3, 0)},
+};
+
+/// Every op through narrow_entry against float64 (scale 2; max and argmax -0.5).
+void all_ops(const std::string& label, const conv2d_problem& p, std::uint64_t seed) {
+  const auto d = make_data<float>(p, seed, data_kind::real);
+  const auto one = [&](auto o) {
+    using Op = decltype(o);
+    constexpr bool negative = std::is_same_v<Op, op::max> || std::is_same_v<Op, op::argmax>;
+    opts opt;
+    opt.gain = negative ? 0.5 : 2;
+    const epi::scale<float> s{negative ? -0.5f : 2.0f};
+    check_fused<narrow_entry>(label + " " + test::op_name<Op>(), p, d, o, s, s, opt);
+  };
+  one(op::min{}), one(op::argmin{}), one(op::max{}), one(op::argmax{}), one(op::sum{}), one(op::mean{});
+}
+
+}  // namespace
+
+TEST_SUITE("host") {
+TEST_CASE("narrow family: where the planner takes it, and why not elsewhere") {
+  // narrow layers of the torchvision sweep that 3xTF32 ran slower than PyTorch's strict fp32
+  const conv2d_problem k12 = make_problem(32, 256, 25, 34, 12, 1, 1), k16 = make_problem(32, 512, 38, 38, 16, 3, 3, 1, 1),
+                       k1 = make_problem(32, 256, 25, 34, 1, 3, 3, 1, 1);
+  for (const conv2d_problem& p : {k12, k16, k1}) {
+    CAPTURE(describe(p));
+    const conv2d_reduce_plan<float, math::accurate> acc(p, h200);
+    CAPTURE(acc.description());
+    CHECK(acc.kernel() == kernel_kind::simt);
+    CHECK(has(acc.description(), "simt ieee (exact fp32 FMA, 128-pixel x 16-channel tiles): K/groups <= 16 (the narrow family)"));
+    CHECK(acc.workspace_bytes() == 0u);
+    // not under TF32 or bf16: their tensor cores are not weighed against it
+    CHECK(conv2d_reduce_plan<float, math::tf32>(p, h200).kernel() != kernel_kind::simt);
+    CHECK(conv2d_reduce_plan<float, math::bf16>(p, h200).kernel() != kernel_kind::simt);
+    CHECK(std::string(fam::simt_narrow<float, math::tf32>::can_implement(p, h200, {})) ==
+          "a TF32 or 16-bit math (the tensor-core kernels)");
+    // math::ieee: 16-channel tiles in place of the SIMT family's 128
+    CHECK(has(conv2d_reduce_plan<float, math::ieee>(p, h200).description(), "(the narrow family)"));
+    // a forced wgmma choice
+    convred::device::plan_options forced;
+    forced.splits = 2;
+    CHECK(fam::simt_narrow<float, math::accurate>::can_implement(p, h200, forced) != nullptr);
+  }
+  // the same under math::ieee without tensor cores, and under math::accurate on such a GPU
+  CHECK(has(conv2d_reduce_plan<float, math::ieee>(k12, turing).description(), "(the narrow family)"));
+  CHECK(has(conv2d_reduce_plan<float, math::accurate>(k12, turing).description(), "(the narrow family)"));
+  // more than 16 output channels per group: not served; the default SIMT policy under math::ieee
+  const conv2d_problem k17 = make_problem(32, 256, 25, 34, 17, 1, 1);
+  CHECK(std::string(fam::simt_narrow<float, math::ieee>::can_implement(k17, h200, {})) == "K/groups > 16");
+  CHECK(has(conv2d_reduce_plan<float, math::ieee>(k17, h200).description(), "256-pixel x 128-channel tiles"));
+  // depthwise and narrow grouped layers stay with the direct family
+  CHECK(conv2d_reduce_plan<float, math::accurate>(make_problem(32, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64), h200)
+            .kernel() == kernel_kind::direct);
+  CHECK(conv2d_reduce_plan<float, math::ieee>(make_problem(2, 16, 9, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2), h200).kernel() ==
+        kernel_kind::direct);
+}
+}
+
+TEST_SUITE("gpu") {
+TEST_CASE("narrow family: every op against float64") {
+  require_gpu();
+  std::uint64_t seed = 12100;
+  for (const narrow_case& c : cases) all_ops(c.name, c.p, ++seed);
+}
+
+TEST_CASE("narrow family: 16-bit data, and results bitwise equal to the default SIMT policy's") {
+  require_gpu();
+  {  // __half and bf16 x, w, b through the register-staged loader
+    const conv2d_problem p = cases[4].p;
+    opts o;
+    o.gain = 2;
+    const epi::scale<float> s{2.0f};
+    const auto dh = make_data<__half>(p, 12201, data_kind::real);
+    check_fused<narrow_entry>("half argmin", p, dh, op::argmin{}, s, s, o);
+    check_fused<narrow_entry>("half sum", p, dh, op::sum{}, s, s, o);
+    const auto db = make_data<__nv_bfloat16>(p, 12202, data_kind::real);
+    check_fused<narrow_entry>("bf16 argmax", p, db, op::argmax{}, s, s, o);
+  }
+  // fused (no split): each channel's sum runs over GEMM_K in the same order, in slices of 8, as the default
+  // policy's, so values and indices are bitwise the same
+  for (const narrow_case& c : {cases[0], cases[5], cases[9]}) {
+    const conv2d_problem p = c.p;
+    CAPTURE(describe(p));
+    const auto d = make_data<float>(p, 12300, data_kind::real);
+    auto dx = test::to_device(d.x);
+    auto dw = test::to_device(d.w);
+    auto db = test::to_device(d.b);
+    const std::size_t ny = static_cast<std::size_t>(p.y_elements());
+    thrust::device_vector<float> y1(ny), y2(ny);
+    thrust::device_vector<std::int64_t> i1(ny), i2(ny);
+    test::poison(y1), test::poison(y2), test::poison(i1), test::poison(i2);
+    const epi::scale<float> e{2.0f};
+    using narrow = convred::narrow_simt_policy<float>::type;
+    using wide = convred::default_simt_policy<float>::type;
+    REQUIRE(convred::device::conv2d_reduce<narrow>(p, craw(dx), craw(dw), craw(db), raw(y1), raw(i1), op::argmin{}, e) ==
+            status::success);
+    REQUIRE(convred::device::conv2d_reduce<wide>(p, craw(dx), craw(dw), craw(db), raw(y2), raw(i2), op::argmin{}, e) ==
+            status::success);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    CHECK(bytes_equal(test::to_host(y1), test::to_host(y2)));
+    CHECK(test::to_host(i1) == test::to_host(i2));
+  }
+}
+
+TEST_CASE("narrow family sanitizer: fused and split, through the plan") {
+  require_gpu();
+  for (const narrow_case& c : {cases[5], cases[8]}) {
+    const auto d = make_data<float>(c.p, 12400, data_kind::real);
+    opts o;
+    o.gain = 2;
+    const epi::scale<float> s{2.0f};
+    check_fused<narrow_entry>(std::string("narrow sanitizer ") + c.name, c.p, d, op::argmin{}, s, s, o);
+  }
+}
+}
