@@ -66,6 +66,7 @@ const narrow_case cases[] = {
     {"batch 1, 5x6, C 513, K 9 (the split path)", make_problem(1, 513, 5, 6, 9, 3, 3, 1, 1)},
     {"N 4, C 64, 40x41, K 16 (52 tiles)", make_problem(4, 64, 40, 41, 16, 3, 3, 1, 1)},
     {"K 5, C 1, 7x1 pad 3x0", make_problem(3, 1, 16, 9, 5, 7, 1, 3, 0)},
+    {"K 16, C 512, 3x3 on 12x12 (GEMM_K 4,608: four sums of 1,152 under 3xTF32)", make_problem(2, 512, 12, 12, 16, 3, 3, 1, 1)},
 };
 
 /// Every op through narrow_entry against float64 (scale 2; max and argmax -0.5).
@@ -94,8 +95,15 @@ TEST_CASE("narrow family: where the planner takes it, and why not elsewhere") {
     const conv2d_reduce_plan<float, math::accurate> acc(p, h200);
     CAPTURE(acc.description());
     CHECK(acc.kernel() == kernel_kind::simt);
-    CHECK(has(acc.description(), "simt ieee (exact fp32 FMA, 128-pixel x 16-channel tiles): K/groups <= 16 (the narrow family)"));
-    CHECK(acc.workspace_bytes() == 0u);
+    CHECK(has(acc.description(), "(exact fp32 FMA, 128-pixel x 16-channel tiles"));
+    CHECK(has(acc.description(), "K/groups <= 16 (the narrow family)"));
+    // 3xTF32's bound: at most plan_narrow_accurate_chain (1152) GEMM_K values per partial sum (k12: 256, one
+    // sum; k1: 2,304, two; k16: 4,608, four); math::ieee keeps the kernel's own order (unsplit here)
+    const int chains = static_cast<int>((p.gemm_k() + 1151) / 1152);
+    CHECK(acc.k_splits() == (chains > 1 ? chains : 0));
+    CHECK(acc.workspace_bytes() ==
+          (chains > 1 ? convred::device::conv2d_reduce_split_workspace_bytes<float>(p, chains) : std::size_t(0)));
+    CHECK(conv2d_reduce_plan<float, math::ieee>(p, h200).k_splits() == 0);
     // not under TF32 or bf16: their tensor cores are not weighed against it
     CHECK(conv2d_reduce_plan<float, math::tf32>(p, h200).kernel() != kernel_kind::simt);
     CHECK(conv2d_reduce_plan<float, math::bf16>(p, h200).kernel() != kernel_kind::simt);

@@ -150,11 +150,18 @@ constexpr double plan_mma_flops_per_sm() {
 /// problem (36 TFLOP/s on 132 SMs; bench/NOTES.md, "Split path v2"). Used for double data too, whose fp64
 /// FMA runs at about half the rate: its estimates are optimistic (they decide only double's split count).
 inline constexpr double plan_simt_flops_per_sm = 0.27e12;
-/// family::simt_narrow's time per FMA over plan_simt_flops_per_sm's (narrow_simt_policy): its 4x4
+/// family::simt_narrow's time per FMA over plan_simt_flops_per_sm's (narrow_simt_policy: its 4x4
 /// accumulators per thread take two 16-byte shared-memory loads per 16 FMAs where the default policy's 8x8
-/// take four per 64; a model assumption until fitted on measured layers (bench/NOTES.md, "The narrow
-/// family").
-inline constexpr double plan_simt_narrow_slowdown = 1.5;
+/// take four per 64). Fitted on the H100 to eight layers of 1 to 16 output channels timed on their own
+/// (bench/family_bench): estimate / measured 0.79-1.16 on the six above 15 us, 0.66 on an 11 us one
+/// (bench/NOTES.md, "The narrow family").
+inline constexpr double plan_simt_narrow_slowdown = 2.1;
+/// The most GEMM_K values one partial sum of family::simt_narrow runs in sequence under 3xTF32
+/// (math::accurate): longer layers are split over GEMM_K (the partial sums added by the fixup). Its
+/// unsplit sums, one fp32 FMA after another, measured 1.04e-6 against float64 over 4,608 values (n32
+/// c512 38x38 k16 3x3) and 8.4e-7 over 2,304, where 3xTF32's bound is 1e-6 and its blocked sums gave
+/// 4.7e-7 and 4.9e-7 (H100, bench/torchvision_sweep.py; bench/NOTES.md, "The narrow family").
+inline constexpr std::int64_t plan_narrow_accurate_chain = 1152;
 
 /// @brief The conv2d_reduce kernel's time on problem p in seconds with Policy (an mma_sync_policy or a
 /// simt_policy), fused (`splits` = 0) or split into `splits` GEMM_K ranges (conv2d_reduce_split), on

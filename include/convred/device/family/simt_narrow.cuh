@@ -8,6 +8,8 @@
 /// fp16, whose tensor cores it has not been measured against.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 
@@ -33,18 +35,21 @@ struct simt_narrow : family_defaults<simt_narrow<T, Math>, T> {
   /// nullptr when it serves p on dev with options o: K/groups <= policy::block_n (16), no wgmma choice
   /// forced (plan_options::splits == 0), and its estimate (configure) below the tensor-core families' on
   /// p (family::direct::tensor_seconds: the mma.sync kernel, the wgmma kernel and one group at a time) under
-  /// 3xTF32 on sm_80+ (not under TF32, bf16 or fp16 there), else below the SIMT family's (math::ieee, double
-  /// data, older GPUs).
+  /// 3xTF32 on sm_80+ with its partial sums (if split) within default_split_workspace_limit (not under TF32,
+  /// bf16 or fp16 there), else below the SIMT family's (math::ieee, double data, older GPUs).
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     if (!available(dev)) return "no CUDA device";
     if (p.K_per_group() > policy::block_n) return "K/groups > 16";
     if (o.splits != 0) return "a wgmma choice is forced (plan_options::splits)";
-    const double t = configure(p, dev, o).seconds;
+    const plan_config c = configure(p, dev, o);
+    const double t = c.seconds;
     if constexpr (!std::is_same_v<kernel_math_t<T, Math>, math::ieee>) {
       if (dev.cc_major >= 8) {
         // TF32 and the 16-bit maths run the tensor cores at 3-6x 3xTF32's rate (plan_math_speed): not
         // weighed against them until measured
         if (!std::is_same_v<kernel_math_t<T, Math>, math::tf32x3>) return "a TF32 or 16-bit math (the tensor-core kernels)";
+        if (c.splits > 0 && (c.workspace_bytes == 0 || c.workspace_bytes > default_split_workspace_limit))
+          return "its GEMM_K splits' partial sums above 64 MiB";
         return t < direct<T, Math>::tensor_seconds(p, dev) ? nullptr
                                                             : "estimated slower than the tensor-core kernels";
       }
@@ -52,11 +57,20 @@ struct simt_narrow : family_defaults<simt_narrow<T, Math>, T> {
     return t < simt<T, Math>::configure(p, dev, o).seconds ? nullptr
                                                             : "estimated slower than the SIMT family's 128-channel tiles";
   }
-  /// The split heuristic's choice (choose_k_splits) for its policy and the workspace; seconds:
-  /// plan_conv2d_reduce_seconds for that choice on dev's SMs, its part beyond plan_mma_fixed_seconds times
-  /// plan_simt_narrow_slowdown.
+  /// The split heuristic's choice (choose_k_splits) for its policy and the workspace; under a tensor-core
+  /// math (3xTF32) at least ceil(GEMM_K / plan_narrow_accurate_chain) GEMM_K splits, so that no sum runs
+  /// more than that many FMAs in sequence before the fixup adds the partial sums (3xTF32's error bound,
+  /// 1e-6 against float64, holds). seconds: plan_conv2d_reduce_seconds for that choice on dev's SMs, its
+  /// part beyond plan_mma_fixed_seconds times plan_simt_narrow_slowdown.
   static plan_config configure(const conv2d_problem& p, const device_info& dev, const plan_options&) {
     plan_config c = detail::split_config<policy, T>(p, dev);
+    if constexpr (!std::is_same_v<kernel_math_t<T, Math>, math::ieee>) {
+      const std::int64_t chains = (p.gemm_k() + plan_narrow_accurate_chain - 1) / plan_narrow_accurate_chain;
+      if (chains > 1 && c.splits < chains) {
+        c.splits = static_cast<int>(std::min<std::int64_t>(chains, max_k_splits));
+        c.workspace_bytes = conv2d_reduce_split_workspace_bytes<T>(p, c.splits);
+      }
+    }
     const double t = plan_conv2d_reduce_seconds<policy>(p, dev.sm_count, c.splits, sizeof(compute_t<T>));
     c.seconds = plan_mma_fixed_seconds + (t - plan_mma_fixed_seconds) * plan_simt_narrow_slowdown;
     return c;
