@@ -1,8 +1,9 @@
 /// @file bench/family_bench.cu
 /// @brief Diagnosis benchmark of the planner's rules: one layer (or a built-in list) timed through each kernel
 /// family of the default list on its own (conv2d_reduce_plan<float, Math, family_list<F>>, where F serves
-/// the layer) and through the planner, in TF32, bf16 and math::accurate (then the planner under math::ieee), so that a rule's choice can be checked
-/// against every alternative it has. Job: y = min over channels of 2 (conv2d(x, W) + b), x fp32 NCHW.
+/// the layer) and through the planner, in TF32, bf16 and math::accurate (then the planner under math::ieee,
+/// whose row times the narrow family on K/groups <= 16), so that a rule's choice can be checked against
+/// every alternative it has. Job: y = min over channels of 2 (conv2d(x, W) + b), x fp32 NCHW.
 ///
 ///   family_bench                                  # the built-in list (tiny images, small grouped layers)
 ///   family_bench N C H W K R stride pad groups [dilation]   # one layer (an R x R filter, square stride,

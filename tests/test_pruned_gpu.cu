@@ -45,7 +45,7 @@ struct pruned_setup {
   /// of mma.sync so that its rejection is named as in the default plan's description), in the default
   /// order. Each plan is checked to be the default planner's choice (check_default_choice, and the host
   /// test "... the GPU checks' family list makes the default planner's choice" for every problem and
-  /// math below). A run of a default-list plan would compile the launch of all eight default families for
+  /// math below). A run of a default-list plan would compile the launch of all nine default families for
   /// each op and math (the direct family's alone: about 150 kernels in this file). The wgmma family's
   /// launch already holds the mma.sync kernels (its fallback), so mma.sync costs nothing more, and the
   /// dilated family adds two copy kernels. (The wgmma kernels, up to six per op and math, are most of the

@@ -66,7 +66,7 @@ const narrow_case cases[] = {
     {"batch 1, 5x6, C 513, K 9 (the split path)", make_problem(1, 513, 5, 6, 9, 3, 3, 1, 1)},
     {"N 4, C 64, 40x41, K 16 (52 tiles)", make_problem(4, 64, 40, 41, 16, 3, 3, 1, 1)},
     {"K 5, C 1, 7x1 pad 3x0", make_problem(3, 1, 16, 9, 5, 7, 1, 3, 0)},
-    {"K 16, C 512, 3x3 on 12x12 (GEMM_K 4,608: four sums of 1,152 under 3xTF32)", make_problem(2, 512, 12, 12, 16, 3, 3, 1, 1)},
+    {"K 16, C 512, 3x3 on 12x12 (GEMM_K 4,608)", make_problem(2, 512, 12, 12, 16, 3, 3, 1, 1)},
 };
 
 /// Every op through narrow_entry against float64 (scale 2; max and argmax -0.5).
@@ -119,6 +119,18 @@ TEST_CASE("narrow family: where the planner takes it, and why not elsewhere") {
   // the same under math::ieee without tensor cores, and under math::accurate on such a GPU
   CHECK(has(conv2d_reduce_plan<float, math::ieee>(k12, turing).description(), "(the narrow family)"));
   CHECK(has(conv2d_reduce_plan<float, math::accurate>(k12, turing).description(), "(the narrow family)"));
+  // an explicit tensor-core math below sm_80 keeps its own answer (no tensor cores: not served); an unknown SM
+  // count leaves 3xTF32's layers to the tensor-core families; math::accurate without tensor cores runs the
+  // SIMT family's order (no sums split for 3xTF32's bound)
+  CHECK(std::string(fam::simt_narrow<float, math::tf32>::can_implement(k12, turing, {})) ==
+        "a TF32 or 16-bit math (the tensor-core kernels)");
+  CHECK(std::string(fam::simt_narrow<float, math::tf32x3>::can_implement(k12, turing, {})) ==
+        "tf32x3 tensor-core math needs sm_80 or newer");
+  CHECK(conv2d_reduce_plan<float, math::tf32x3>(k12, turing).state() != status::success);
+  CHECK(std::string(fam::simt_narrow<float, math::accurate>::can_implement(k16, device_info{9, 0, true, 0}, {})) ==
+        "an unknown SM count (its estimate is per SM)");
+  CHECK(conv2d_reduce_plan<float, math::accurate>(k16, turing).k_splits() ==
+        conv2d_reduce_plan<float, math::ieee>(k16, turing).k_splits());
   // more than 16 output channels per group: not served; the default SIMT policy under math::ieee
   const conv2d_problem k17 = make_problem(32, 256, 25, 34, 17, 1, 1);
   CHECK(std::string(fam::simt_narrow<float, math::ieee>::can_implement(k17, h200, {})) == "K/groups > 16");

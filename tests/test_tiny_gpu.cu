@@ -37,7 +37,7 @@ struct tiny_setup {
   /// The plans choose from the tiny family alone: every GPU check here requires the tiny family's plan
   /// (check_plan), and the default planner makes the same choice (check_default_choice; the host test
   /// "... the GPU checks' family list makes the default planner's choice" for every problem and math
-  /// below). A run of a default-list plan would compile the launch of all eight default families for each
+  /// below). A run of a default-list plan would compile the launch of all nine default families for each
   /// op and math (the direct family's many kernel variants, wgmma, mma.sync, SIMT); the tiny family's
   /// kernels take neither the math nor a fallback family (the SIMT kernel it calls for an op whose state
   /// exceeds 16 bytes is never compiled for the built-in ops), so this list compiles exactly the kernels
@@ -103,7 +103,7 @@ TEST_CASE("tiny family: which problems it serves, its shape, and what the plan s
   CHECK(conv2d_reduce_plan<float, math::tf32>(se, h200).description() ==
         "tiny (exact fp32 FMA, 1 output pixel: its im2col row in shared memory, a warp per output channel, 1 "
         "block): at most 512 im2col values, exact for any math");
-  // every tensor-core math and 16-bit data; math::ieee keeps its list (direct, simt)
+  // every tensor-core math and 16-bit data; math::ieee keeps its list (direct, narrow simt, simt)
   CHECK(conv2d_reduce_plan<float, math::accurate>(se, h200).kernel() == kernel_kind::tiny);
   CHECK(conv2d_reduce_plan<float, math::bf16>(se, h200).kernel() == kernel_kind::tiny);
   CHECK(conv2d_reduce_plan<__half, math::fp16>(se, h200).kernel() == kernel_kind::tiny);

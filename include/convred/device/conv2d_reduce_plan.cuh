@@ -45,6 +45,11 @@ namespace convred::device {
 ///   under a tensor-core math where its model estimates it faster than the tensor-core families, and for
 ///   dense layers with C <= 16 (stems: "dense, C = n") under TF32 and 3xTF32 where it estimates so too
 ///   (family::direct::can_implement);
+/// - at most 16 output channels per group (K = 1 to 16): the SIMT kernel in 16-channel tiles
+///   (family::simt_narrow, narrow_simt_policy<T>: "(the narrow family)") under 3xTF32 where its model
+///   estimates it faster than the tensor-core families (its sums then split over GEMM_K to at most
+///   plan_narrow_accurate_chain values each), and under math::ieee where it estimates it faster than the
+///   default SIMT policy;
 /// - math::accurate (the default: the error vs float64 held to 1e-6): tf32x3's chain below on sm_80 and
 ///   newer, else (older GPUs, double data) the SIMT kernel in exact FMA;
 /// - math::ieee (exact fp32 FMA for float/16-bit data, fp64 for double): the SIMT kernel,
@@ -84,8 +89,8 @@ namespace convred::device {
 /// batches, deep layers), the plan may split instead (choose_k_splits: channel tiles x GEMM_K splits, the
 /// count whose estimate (plan_conv2d_reduce_seconds: waves of resident blocks, sm_count x the policy's
 /// min_blocks_per_sm at a time, the partial sums, the fixup) is least, with at most 64 MiB of partial
-/// sums; the fused kernel stays when its own estimate is not slower) and then runs conv2d_reduce_split
-/// with the same policy and math (k_splits() > 0).
+/// sums; the fused kernel stays when its own estimate is not slower; the narrow family splits further for
+/// 3xTF32's error) and then runs conv2d_reduce_split with the same policy and math (k_splits() > 0).
 /// Use: construct; query workspace_bytes(); prepare(w) (binds the workspace: packs the filter into it once
 /// when the wgmma kernel was picked, and keeps it for the split's partial sums, after the packed filter in
 /// the wgmma kernel's partial mode; one the plan allocates and
@@ -147,7 +152,8 @@ class conv2d_reduce_plan {
   /// GPU): family::select<T, Families>(p, dev, options), once. state() says whether it can run:
   /// validate(p)'s code for an invalid problem, status::no_device for no device or an explicit
   /// tensor-core math (not math::accurate) on a GPU older than sm_80 where no exact family (direct, tiny)
-  /// serves the problem. `options` as above.
+  /// serves the problem (the narrow family does not serve an explicit tensor-core math there). `options` as
+  /// above.
   conv2d_reduce_plan(const conv2d_problem& p, const device_info& dev, const plan_options& options = {})
       : p_(p), options_(options) {
     family::selection s = family::select<T, Families>(p, dev, options);

@@ -33,38 +33,43 @@ struct simt_narrow : family_defaults<simt_narrow<T, Math>, T> {
   /// Every device with convred's code (the kernel needs no tensor cores).
   static bool available(const device_info& dev) { return dev.cc_major > 0; }
   /// nullptr when it serves p on dev with options o: K/groups <= policy::block_n (16), no wgmma choice
-  /// forced (plan_options::splits == 0), and its estimate (configure) below the tensor-core families' on
-  /// p (family::direct::tensor_seconds: the mma.sync kernel, the wgmma kernel and one group at a time) under
-  /// 3xTF32 on sm_80+ with its partial sums (if split) within default_split_workspace_limit (not under TF32,
-  /// bf16 or fp16 there), else below the SIMT family's (math::ieee, double data, older GPUs).
+  /// forced (plan_options::splits == 0), and its estimate (configure) below the SIMT family's under
+  /// math::ieee (double data, and math::accurate on GPUs without tensor cores, whose SIMT family runs it),
+  /// or below the tensor-core families' on p (family::direct::tensor_seconds: the mma.sync kernel, the
+  /// wgmma kernel and one group at a time) under 3xTF32 (math::accurate, math::tf32x3) on sm_80+ with a
+  /// known SM count and its partial sums within default_split_workspace_limit; never under TF32, bf16 or
+  /// fp16, nor under math::tf32x3 below sm_80 (the tensor-core maths' own "needs sm_80" then).
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     if (!available(dev)) return "no CUDA device";
     if (p.K_per_group() > policy::block_n) return "K/groups > 16";
     if (o.splits != 0) return "a wgmma choice is forced (plan_options::splits)";
-    const plan_config c = configure(p, dev, o);
-    const double t = c.seconds;
     if constexpr (!std::is_same_v<kernel_math_t<T, Math>, math::ieee>) {
-      if (dev.cc_major >= 8) {
-        // TF32 and the 16-bit maths run the tensor cores at 3-6x 3xTF32's rate (plan_math_speed): not
-        // weighed against them until measured
-        if (!std::is_same_v<kernel_math_t<T, Math>, math::tf32x3>) return "a TF32 or 16-bit math (the tensor-core kernels)";
-        if (c.splits > 0 && (c.workspace_bytes == 0 || c.workspace_bytes > default_split_workspace_limit))
+      // TF32 and the 16-bit maths run the tensor cores at 3-6x 3xTF32's rate (plan_math_speed): not weighed
+      // against them until measured
+      if (!std::is_same_v<kernel_math_t<T, Math>, math::tf32x3>) return "a TF32 or 16-bit math (the tensor-core kernels)";
+      if (chained(dev)) {
+        if (dev.sm_count <= 0) return "an unknown SM count (its estimate is per SM)";
+        const plan_config c = configure(p, dev, o);
+        if (c.splits > 0 && (c.workspace_bytes == 0 || c.workspace_bytes > default_split_workspace_limit ||
+                             split_channel_tiles<policy, T>(p) > max_k_splits))
           return "its GEMM_K splits' partial sums above 64 MiB";
-        return t < direct<T, Math>::tensor_seconds(p, dev) ? nullptr
-                                                            : "estimated slower than the tensor-core kernels";
+        return c.seconds < direct<T, Math>::tensor_seconds(p, dev) ? nullptr
+                                                                    : "estimated slower than the tensor-core kernels";
       }
+      if (!std::is_same_v<Math, math::accurate>) return "tf32x3 tensor-core math needs sm_80 or newer";
     }
-    return t < simt<T, Math>::configure(p, dev, o).seconds ? nullptr
-                                                            : "estimated slower than the SIMT family's 128-channel tiles";
+    return configure(p, dev, o).seconds < simt<T, Math>::configure(p, dev, o).seconds
+               ? nullptr
+               : "estimated slower than the SIMT family's 128-channel tiles";
   }
-  /// The split heuristic's choice (choose_k_splits) for its policy and the workspace; under a tensor-core
-  /// math (3xTF32) at least ceil(GEMM_K / plan_narrow_accurate_chain) GEMM_K splits, so that no sum runs
-  /// more than that many FMAs in sequence before the fixup adds the partial sums (3xTF32's error bound,
+  /// The split heuristic's choice (choose_k_splits) for its policy and the workspace; in place of 3xTF32
+  /// (chained: sm_80+) at least ceil(GEMM_K / plan_narrow_accurate_chain) GEMM_K splits, so that no sum
+  /// runs more than that many FMAs in sequence before the fixup adds the partial sums (3xTF32's error,
   /// 1e-6 against float64, holds). seconds: plan_conv2d_reduce_seconds for that choice on dev's SMs, its
   /// part beyond plan_mma_fixed_seconds times plan_simt_narrow_slowdown.
   static plan_config configure(const conv2d_problem& p, const device_info& dev, const plan_options&) {
     plan_config c = detail::split_config<policy, T>(p, dev);
-    if constexpr (!std::is_same_v<kernel_math_t<T, Math>, math::ieee>) {
+    if (chained(dev)) {
       const std::int64_t chains = (p.gemm_k() + plan_narrow_accurate_chain - 1) / plan_narrow_accurate_chain;
       if (chains > 1 && c.splits < chains) {
         c.splits = static_cast<int>(std::min<std::int64_t>(chains, max_k_splits));
@@ -89,6 +94,13 @@ struct simt_narrow : family_defaults<simt_narrow<T, Math>, T> {
   static status launch(const conv2d_problem& p, const plan_config& c, const run_arguments<T>& a, Op op, Epilogue epi,
                        cudaStream_t stream) {
     return detail::launch_split_path<policy>(p, c, a, op, epi, stream);
+  }
+
+ private:
+  /// Whether it runs in place of 3xTF32 on dev (a 3xTF32 kernel math on sm_80+): its sums then chained
+  /// to plan_narrow_accurate_chain values.
+  static bool chained(const device_info& dev) {
+    return std::is_same_v<kernel_math_t<T, Math>, math::tf32x3> && dev.cc_major >= 8;
   }
 };
 
