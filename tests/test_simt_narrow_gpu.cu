@@ -189,7 +189,7 @@ TEST_CASE("narrow family: 16-bit data, and results bitwise equal to the default 
   }
 }
 
-TEST_CASE("narrow family sanitizer: fused and split, through the plan") {
+TEST_CASE("narrow family sanitizer: two problems through the plan (both split on 114-132 SMs)") {
   require_gpu();
   for (const narrow_case& c : {cases[5], cases[8]}) {
     const auto d = make_data<float>(c.p, 12400, data_kind::real);
