@@ -9,9 +9,10 @@
 ///   family_bench N C H W K R stride pad groups [dilation]   # one layer (an R x R filter, square stride,
 ///                                                 # padding and dilation; dilation 1 when left out;
 ///                                                 # R and pad may be RxS and PHxPW: 1x7 with 0x3)
-///   family_bench --pingpong N C H W K R stride pad groups [dilation]   # the planner in TF32 and bf16 with
-///                                                 # the wgmma ping-pong policy as the model picks it, forced
-///                                                 # on, forced off (plan_options::pingpong)
+///   family_bench --options N C H W K R stride pad groups [dilation]   # the planner in TF32, bf16 and
+///                                                 # accurate with each wgmma choice forced (plan_options:
+///                                                 # tiles, pass mode, ping-pong, no tail, splits = -1,
+///                                                 # a tail of 1 or 2 tiles)
 ///   family_bench --direct-sweep N C H W K R stride pad groups [dilation]   # the direct kernel's tilings
 ///                                                 # (C/groups <= 16): the model's best 60 and its pick, timed
 ///
@@ -117,28 +118,52 @@ void one_math(const char* label, const conv2d_problem& p, layer_data& d) {
               plan.c_str());
 }
 
-/// The planner's row against the same planner with the wgmma family's ping-pong policy forced on and off
-/// (plan_options::pingpong), in TF32 and bf16: ms, [the estimate], and each plan's description.
-void pingpong_rows(const conv2d_problem& p) {
-  using convred::device::wgmma_pingpong_mode;
+/// The planner against the same planner with each of its wgmma choices forced (plan_options: the tiles rows,
+/// flat or direct; pass mode on or off; the ping-pong policy on or off; no split-K tail; the wgmma family
+/// wherever it serves, splits = -1; a split-K tail of the last 1 or 2 tiles), in TF32, bf16 and math::accurate: ms, [the estimate], and each plan's
+/// description. A forced choice that makes the same plan as a row before it is not timed again ("same").
+void option_rows(const conv2d_problem& p) {
+  namespace dev = convred::device;
   layer_data d(p);
-  auto row = [&](auto math, const char* label) {
+  struct forced { const char* label; dev::plan_options o; };
+  std::vector<forced> list(12);
+  list[0].label = "model";
+  list[1].label = "rows", list[1].o.tiles = dev::wgmma_tiling::rows;
+  list[2].label = "flat", list[2].o.tiles = dev::wgmma_tiling::flat;
+  list[3].label = "direct", list[3].o.tiles = dev::wgmma_tiling::direct;
+  list[4].label = "pass-on", list[4].o.pass = dev::wgmma_pass_mode::on;
+  list[5].label = "pass-off", list[5].o.pass = dev::wgmma_pass_mode::off;
+  list[6].label = "pp-on", list[6].o.pingpong = dev::wgmma_pingpong_mode::on;
+  list[7].label = "pp-off", list[7].o.pingpong = dev::wgmma_pingpong_mode::off;
+  list[8].label = "no-tail", list[8].o.tail = -1;
+  list[9].label = "wgmma", list[9].o.splits = -1;
+  list[10].label = "tail-1", list[10].o.tail = 1;
+  list[11].label = "tail-2", list[11].o.tail = 2;
+  auto rows = [&](auto math, const char* label) {
     using Math = decltype(math);
-    std::printf("N%lld C%lld %lldx%lld K%lld %lldx%lld s%lld p%lld %s\n", (long long)p.N, (long long)p.C, (long long)p.H,
-                (long long)p.W, (long long)p.K, (long long)p.R, (long long)p.S, (long long)p.stride_h, (long long)p.pad_h,
-                label);
-    for (wgmma_pingpong_mode m : {wgmma_pingpong_mode::model, wgmma_pingpong_mode::on, wgmma_pingpong_mode::off}) {
-      convred::device::plan_options o;
-      o.pingpong = m;
+    std::printf("N%lld C%lld %lldx%lld K%lld %lldx%lld s%lld p%lld g%lld d%lld %s\n", (long long)p.N, (long long)p.C,
+                (long long)p.H, (long long)p.W, (long long)p.K, (long long)p.R, (long long)p.S, (long long)p.stride_h,
+                (long long)p.pad_h, (long long)p.groups, (long long)p.dil_h, label);
+    std::vector<std::string> seen;
+    for (const forced& f : list) {
       std::string why;
       double est = 0;
-      const double t = time_plan<Math, fam::default_families_t<float, Math>>(p, d, &why, &est, o);
-      std::printf("  pingpong %-5s %8.4f [%7.4f] %.300s\n",
-                  m == wgmma_pingpong_mode::model ? "model" : m == wgmma_pingpong_mode::on ? "on" : "off", t, est, why.c_str());
+      {  // the plan's description first: a plan already timed is not timed again
+        dev::conv2d_reduce_plan<float, Math, fam::default_families_t<float, Math>> plan(p, f.o);
+        why = plan.state() == status::success ? plan.description() : "not served";
+      }
+      if (std::find(seen.begin(), seen.end(), why) != seen.end()) {
+        std::printf("  %-8s same\n", f.label);
+        continue;
+      }
+      seen.push_back(why);
+      const double t = time_plan<Math, fam::default_families_t<float, Math>>(p, d, nullptr, &est, f.o);
+      std::printf("  %-8s %8.4f [%7.4f] %.400s\n", f.label, t, est, why.c_str());
     }
   };
-  row(convred::math::tf32{}, "tf32");
-  row(convred::math::bf16{}, "bf16");
+  rows(convred::math::tf32{}, "tf32");
+  rows(convred::math::bf16{}, "bf16");
+  rows(convred::math::accurate{}, "accurate");
 }
 
 /// The direct kernel's tilings for p (C/groups <= 16), fp32 scale + min: every candidate choose_direct_config
@@ -255,14 +280,14 @@ int main(int argc, char** argv) {
     std::printf("family_bench: no CUDA device\n");
     return 2;
   }
-  // --pingpong: the planner with the ping-pong policy forced on and off (plan_options::pingpong)
-  const bool pingpong = argc > 1 && std::strcmp(argv[1], "--pingpong") == 0;
-  if (pingpong) ++argv, --argc;
+  // --options: the planner with each wgmma choice forced (plan_options)
+  const bool options = argc > 1 && std::strcmp(argv[1], "--options") == 0;
+  if (options) ++argv, --argc;
   // --direct-sweep: the direct kernel's tilings, the model's best 60 and its pick, timed
   const bool sweep = argc > 1 && std::strcmp(argv[1], "--direct-sweep") == 0;
   if (sweep) ++argv, --argc;
-  if ((pingpong || sweep) && ((pingpong && sweep) || (argc != 10 && argc != 11))) {
-    std::printf("usage: family_bench [--pingpong | --direct-sweep] N C H W K R stride pad groups [dilation]\n");
+  if ((options || sweep) && ((options && sweep) || (argc != 10 && argc != 11))) {
+    std::printf("usage: family_bench [--options | --direct-sweep] N C H W K R stride pad groups [dilation]\n");
     return 1;
   }
   if (argc == 10 || argc == 11) {
@@ -272,8 +297,8 @@ int main(int argc, char** argv) {
     // "RxS" filter and "PHxPW" padding (1x7 with padding 0x3): the second number after the 'x'
     if (const char* x = std::strchr(argv[6], 'x')) p.S = std::atoll(x + 1);
     if (const char* x = std::strchr(argv[8], 'x')) p.pad_w = std::atoll(x + 1);
-    if (pingpong)
-      pingpong_rows(p);
+    if (options)
+      option_rows(p);
     else if (sweep)
       direct_sweep(p, 60);
     else

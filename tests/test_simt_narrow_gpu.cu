@@ -2,8 +2,10 @@
 // of at most 16 output channels per group. Host: where the planner takes it (3xTF32 and math::ieee, not
 // TF32 or the 16-bit maths), why it is passed over, its description. GPU: through a plan over the family
 // alone (its estimate not weighed: the tests' small problems), every op against float64 for K 1 to 16, C 1
-// to 513, groups 1 to 32, strides 1 to 3, dilation 2, NHWC, the split path; 16-bit data; its results bitwise
-// equal to the default SIMT policy's (the same FMA order over GEMM_K); a case for compute-sanitizer.
+// to 513, groups 1 to 32, strides 1 to 3, dilation 2, NHWC, the split path; 16-bit data and a case for
+// compute-sanitizer on the split path and the fused kernel (each path checked on its plan); its results bitwise
+// equal to the default SIMT policy's (the same FMA order over GEMM_K); on sm_80+ the GEMM_K splits that 3xTF32's
+// chains force (plan_narrow_accurate_chain) and math::accurate's 1e-6 against float64.
 #include <convred/device/conv2d_reduce_plan.cuh>
 
 #include <string>
@@ -16,6 +18,7 @@ namespace fam = convred::device::family;
 using convred::device::conv2d_reduce_plan;
 using convred::device::device_info;
 using convred::device::kernel_kind;
+using convred::device::plan_narrow_accurate_chain;
 
 namespace {
 
@@ -32,15 +35,20 @@ struct any_narrow : fam::simt_narrow<T, Math> {
   }
 };
 
-/// check_fused's tag: a plan over any_narrow alone on the current device, run with guard bytes after its
-/// workspace (run_guarded); exact FMA's tolerances.
+/// A plan over any_narrow alone for T's data under math::accurate (on the current device: narrow_entry's).
+template <class T>
+using narrow_plan =
+    conv2d_reduce_plan<T, convred::math::accurate, fam::family_list<any_narrow<T, convred::math::accurate>>>;
+
+/// check_fused's tag: narrow_plan on the current device, run with guard bytes after its workspace
+/// (run_guarded); exact FMA's tolerances.
 struct narrow_entry {
   using math = convred::math::ieee;  ///< the kernel's math (tolerances)
   using self_launching = void;       ///< check_fused calls launch
   template <class T, class Op, class Epi>
   static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
                        Op op, Epi epi) {
-    conv2d_reduce_plan<T, convred::math::accurate, fam::family_list<any_narrow<T, convred::math::accurate>>> plan(p);
+    narrow_plan<T> plan(p);
     INFO("plan: " << plan.description());
     REQUIRE(plan.state() == status::success);
     CHECK(has(plan.description(), "(the narrow family)"));
@@ -68,6 +76,21 @@ const narrow_case cases[] = {
     {"K 5, C 1, 7x1 pad 3x0", make_problem(3, 1, 16, 9, 5, 7, 1, 3, 0)},
     {"K 16, C 512, 3x3 on 12x12 (GEMM_K 4,608)", make_problem(2, 512, 12, 12, 16, 3, 3, 1, 1)},
 };
+/// 256 pixel tiles, GEMM_K 576: the fused kernel (a split needs fewer pixel tiles than half the SMs), where the
+/// small cases above split
+const narrow_case many_tiles{"N 8, C 64, 64x64, K 16 (256 pixel tiles, fused)",
+                             make_problem(8, 64, 64, 64, 16, 3, 3, 1, 1)};
+
+/// The case reaches its path: narrow_plan<T> for p on the current device runs the split path (`split`) or the
+/// fused kernel (k_splits() 0, no GEMM_K splits in its description).
+template <class T>
+void check_path(const conv2d_problem& p, bool split) {
+  const narrow_plan<T> plan(p);
+  INFO(describe(p) << ": " << plan.description());
+  REQUIRE(plan.state() == status::success);
+  CHECK((plan.k_splits() > 0) == split);
+  CHECK(has(plan.description(), "GEMM_K splits") == split);
+}
 
 /// Every op through narrow_entry against float64 (scale 2; max and argmax -0.5).
 void all_ops(const std::string& label, const conv2d_problem& p, std::uint64_t seed) {
@@ -81,6 +104,41 @@ void all_ops(const std::string& label, const conv2d_problem& p, std::uint64_t se
     check_fused<narrow_entry>(label + " " + test::op_name<Op>(), p, d, o, s, s, opt);
   };
   one(op::min{}), one(op::argmin{}), one(op::max{}), one(op::argmax{}), one(op::sum{}), one(op::mean{});
+}
+
+/// __half and bf16 x, w, b through the register-staged loader against float64 (argmin and sum on __half, argmax
+/// on bf16, scale 2), on the path `split` says (check_path).
+void sixteen_bit(const std::string& label, const conv2d_problem& p, bool split, std::uint64_t seed) {
+  check_path<__half>(p, split);
+  check_path<__nv_bfloat16>(p, split);
+  opts o;
+  o.gain = 2;
+  const epi::scale<float> s{2.0f};
+  const auto dh = make_data<__half>(p, seed, data_kind::real);
+  check_fused<narrow_entry>("half argmin" + label, p, dh, op::argmin{}, s, s, o);
+  check_fused<narrow_entry>("half sum" + label, p, dh, op::sum{}, s, s, o);
+  const auto db = make_data<__nv_bfloat16>(p, seed + 1, data_kind::real);
+  check_fused<narrow_entry>("bf16 argmax" + label, p, db, op::argmax{}, s, s, o);
+}
+
+/// math::accurate's goal as tests/test_plan_gpu.cu measures it: the relative norm error vs float64 of min over
+/// channels of 2 conv2d(x, w, b), here through narrow_plan (guard bytes after its workspace) on the data d.
+double accurate_error(const conv2d_problem& p, const host_data<float>& d) {
+  auto dx = test::to_device(d.x);
+  auto dw = test::to_device(d.w);
+  auto db = test::to_device(d.b);
+  thrust::device_vector<float> dy(static_cast<std::size_t>(p.y_elements()));
+  test::poison(dy);
+  const epi::scale<float> e{2.0f};
+  narrow_plan<float> plan(p);
+  REQUIRE(plan.state() == status::success);
+  REQUIRE(run_guarded(plan, craw(dx), craw(dw), craw(db), raw(dy), nullptr, op::min{}, e) == status::success);
+  std::vector<double> ref(dy.size());
+  convred::reference::conv2d_reduce(p, d.x.data(), d.w.data(), d.b.data(), ref.data(),
+                                    static_cast<std::int64_t*>(nullptr), op::min{}, e);
+  const std::vector<float> y = test::to_host(dy);
+  CHECK(test::count_nan(y) == 0);  // every pixel written (the poison is NaN)
+  return test::rel_norm_error(y, ref);
 }
 
 }  // namespace
@@ -152,17 +210,9 @@ TEST_CASE("narrow family: every op against float64") {
 
 TEST_CASE("narrow family: 16-bit data, and results bitwise equal to the default SIMT policy's") {
   require_gpu();
-  {  // __half and bf16 x, w, b through the register-staged loader
-    const conv2d_problem p = cases[4].p;
-    opts o;
-    o.gain = 2;
-    const epi::scale<float> s{2.0f};
-    const auto dh = make_data<__half>(p, 12201, data_kind::real);
-    check_fused<narrow_entry>("half argmin", p, dh, op::argmin{}, s, s, o);
-    check_fused<narrow_entry>("half sum", p, dh, op::sum{}, s, s, o);
-    const auto db = make_data<__nv_bfloat16>(p, 12202, data_kind::real);
-    check_fused<narrow_entry>("bf16 argmax", p, db, op::argmax{}, s, s, o);
-  }
+  // 16-bit data on the split path (cases[4]: 2 pixel tiles) and through the fused kernel (many_tiles)
+  sixteen_bit("", cases[4].p, true, 12201);
+  sixteen_bit(std::string(" ") + many_tiles.name, many_tiles.p, false, 12203);
   // fused (no split): each channel's sum runs over GEMM_K in the same order, in slices of 8, as the default
   // policy's, so values and indices are bitwise the same
   for (const narrow_case& c : {cases[0], cases[5], cases[9]}) {
@@ -189,14 +239,59 @@ TEST_CASE("narrow family: 16-bit data, and results bitwise equal to the default 
   }
 }
 
-TEST_CASE("narrow family sanitizer: two problems through the plan (both split on 114-132 SMs)") {
+TEST_CASE("narrow family sanitizer: the split path and the fused kernel through the plan") {
   require_gpu();
-  for (const narrow_case& c : {cases[5], cases[8]}) {
+  // cases[5] and cases[8] split (1 pixel tile), many_tiles fused: each path checked on the plan first
+  const struct {
+    narrow_case c;
+    bool split;
+  } runs[] = {{cases[5], true}, {cases[8], true}, {many_tiles, false}};
+  for (const auto& [c, split] : runs) {
+    check_path<float>(c.p, split);
     const auto d = make_data<float>(c.p, 12400, data_kind::real);
     opts o;
     o.gain = 2;
     const epi::scale<float> s{2.0f};
     check_fused<narrow_entry>(std::string("narrow sanitizer ") + c.name, c.p, d, op::argmin{}, s, s, o);
+  }
+}
+
+TEST_CASE("narrow family: 3xTF32's chains of at most 1,152 values hold math::accurate's 1e-6 against float64") {
+  require_gpu();
+  const device_info dev = device_info::current();
+  if (dev.cc_major < 8) {
+    MESSAGE("skipped: below sm_80 math::accurate runs no 3xTF32 (the narrow family's sums are not chained)");
+    return;
+  }
+  // enough pixel tiles that the split heuristic alone does not split (98 and 213 tiles), GEMM_K above 1,152:
+  // the GEMM_K splits plan_narrow_accurate_chain forces (the planner's choice for both on 108-148 SMs)
+  const narrow_case chained[] = {
+      {"N 16, C 512, 28x28, K 16 (GEMM_K 4,608)", make_problem(16, 512, 28, 28, 16, 3, 3, 1, 1)},
+      {"N 32, C 256, 25x34, K 1 (GEMM_K 2,304)", make_problem(32, 256, 25, 34, 1, 3, 3, 1, 1)},
+  };
+  std::uint64_t seed = 12500;
+  for (const narrow_case& c : chained) {
+    const conv2d_problem& p = c.p;
+    const conv2d_reduce_plan<float, math::accurate> def(p);  // the default planner's choice (made, not run)
+    if (!has(def.description(), "(the narrow family)")) {
+      MESSAGE("skipped " << c.name << ": the planner takes " << def.description());
+      continue;
+    }
+    const std::int64_t chains = (p.gemm_k() + plan_narrow_accurate_chain - 1) / plan_narrow_accurate_chain;
+    const narrow_plan<float> plan(p);
+    INFO(c.name << ": " << def.description());
+    CHECK(def.kernel() == kernel_kind::simt);
+    CHECK(def.k_splits() >= chains);
+    CHECK(fam::simt_narrow<float, math::ieee>::configure(p, dev, {}).splits < chains);  // forced by the chains
+    CHECK(plan.description() == def.description());  // narrow_entry runs the planner's choice
+    const auto d = make_data<float>(p, ++seed, data_kind::real);
+    opts o;
+    o.gain = 2;
+    const epi::scale<float> s{2.0f};
+    check_fused<narrow_entry>(std::string(c.name) + " argmin", p, d, op::argmin{}, s, s, o);
+    const double err = accurate_error(p, d);
+    MESSAGE(c.name << ": min, relative norm error vs float64 " << err);
+    CHECK(err <= test::tol::accurate);
   }
 }
 }

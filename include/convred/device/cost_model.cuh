@@ -72,6 +72,14 @@ inline constexpr double plan_wgmma_tap_loop_slowdown = 1.6;
 /// (geomean 1.33x) slower than estimated; with 2.1 each measured within -5 % / +15 % of its estimate (bench/NOTES.md, "The direct tiles of filter
 /// rows in bf16 and 3xTF32, measured").
 inline constexpr double plan_wgmma_direct_x3_slowdown = 2.1;
+/// The wgmma kernel's flat tiles of a 1x1 filter under 3xTF32 (one tap and one 8-channel slice per stage, so
+/// a stage's bulk copies and its three promoted products are short against their fixed costs), counted as
+/// this factor on the family's whole estimate. Measured with bench/family_bench --options (H100,
+/// 2026-12-06) on 12 layers (C 512-3712, 7x7 to 25x34, batch 1 and 32): the model's estimate was 1.18-1.21x
+/// below the measured time on the four smallest (up to 73 us) and up to 2x on the largest; 1.25 moves the
+/// four to the mma.sync kernel, measured 1.18-1.32x faster there, and no other (bench/NOTES.md, "The wgmma
+/// choices forced").
+inline constexpr double plan_wgmma_x3_flat_1x1_slowdown = 1.25;
 /// The planner's wgmma kernel on direct tiles at stride 2 (wgmma_conv_params::direct), counted as this
 /// factor on the time: TMA cannot skip columns in a box's innermost dimension, so each box carries the odd
 /// input columns too (twice the bytes of the pixels used, in a row pitch padded from 2Q - 1 to 8 mod 16
@@ -146,6 +154,13 @@ constexpr double plan_mma_flops_per_sm() {
   else if constexpr (std::is_same_v<KernelMath, math::tf32x3>) return 0.34e12;
   else return 0.78e12;
 }
+/// The mma.sync mainloop's speed on a dense 1x1 filter at stride 1 over plan_mma_flops_per_sm's, in TF32,
+/// bf16 and fp16 (not 3xTF32): its im2col rows are contiguous channels of x, so a slice's loads need no tap
+/// arithmetic. Measured with bench/family_bench --options on 14 such layers (H100, 2026-12-06: C 512-3712,
+/// K 128-3840, 7x7 to 28x28, batch 1 and 32): the fitted model's estimate over the measured time was
+/// 0.72-0.97 (median 0.80) in TF32 and bf16, 0.82-1.02 (median 0.93) under 3xTF32 (bench/NOTES.md, "The
+/// wgmma choices forced").
+inline constexpr double plan_mma_1x1_speedup = 1.3;
 /// The SIMT (math::ieee) mainloop's rate per SM (FLOP/s): the default float policy's on the H200 seed
 /// problem (36 TFLOP/s on 132 SMs; bench/NOTES.md, "Split path v2"). Used for double data too, whose fp64
 /// FMA runs at about half the rate: its estimates are optimistic (they decide only double's split count).
@@ -172,7 +187,8 @@ inline constexpr std::int64_t plan_narrow_accurate_chain = 1152;
 /// x K floats, twice, at plan_mma_partial_bytes_per_s) and plan_mma_split_fixed_seconds; m_tiles =
 /// ceil(N*P*Q / BlockM), channel_tiles = groups x ceil((K/groups) / BlockN) (split_channel_tiles), slices =
 /// ceil(GEMM_K / BlockK), a slice time 2 BlockM BlockN BlockK FLOP at plan_mma_flops_per_sm (tensor-core
-/// policies) or plan_simt_flops_per_sm; plus plan_mma_fixed_seconds. The partial sums are `value_bytes` each
+/// policies; times plan_mma_1x1_speedup for a dense 1x1 filter at stride 1 outside 3xTF32) or
+/// plan_simt_flops_per_sm; plus plan_mma_fixed_seconds. The partial sums are `value_bytes` each
 /// (4: the fp32 compute type; choose_k_splits passes sizeof(compute_t<T>), 8 for double). Fitted on the
 /// H200 (plan_mma_fixed_seconds says how).
 template <class Policy>
@@ -184,7 +200,12 @@ double plan_conv2d_reduce_seconds(const conv2d_problem& p, int sm_count, int spl
   const double ctiles = static_cast<double>(p.groups) * ceil_div(static_cast<double>(p.K_per_group()), Policy::block_n);
   const double slices = ceil_div(static_cast<double>(p.gemm_k()), Policy::block_k);
   double rate = plan_simt_flops_per_sm;
-  if constexpr (Policy::tensor_core) rate = plan_mma_flops_per_sm<typename Policy::math>();
+  if constexpr (Policy::tensor_core) {
+    rate = plan_mma_flops_per_sm<typename Policy::math>();
+    if (!std::is_same_v<typename Policy::math, math::tf32x3> && p.R * p.S == 1 && p.stride_h == 1 && p.stride_w == 1 &&
+        p.groups == 1)
+      rate *= plan_mma_1x1_speedup;
+  }
   const double slice_s = 2.0 * Policy::block_m * Policy::block_n * Policy::block_k / rate;
   if (splits <= 0)
     return plan_mma_fixed_seconds + ceil_div(m_tiles, resident) * (ctiles * slices + plan_mma_overhead_slices) * slice_s;

@@ -148,7 +148,9 @@ void choose_wgmma_tail(const conv2d_problem& p, const block::wgmma_conv_params& 
 /// row) pairs that read x: wgmma_conv_params::row_live), a pass the longer of their tensor work and their
 /// bytes at plan_wgmma_direct_feed_bytes_per_sm.
 /// When the tiles fill the GPU (tiles >= sm_count), only a split-K tail over the last wave's tiles is
-/// considered (choose_wgmma_tail: e.tail_tiles, e.tail_splits, e.tail_s), after a fused or pass-mode head.
+/// considered (choose_wgmma_tail: e.tail_tiles, e.tail_splits, e.tail_s), after a fused or pass-mode head;
+/// with fewer tiles whose pass-mode units fill it (tiles x npass >= sm_count), a tail after a pass-mode head
+/// is weighed against partial mode too (the least estimate wins).
 /// `options` (plan_options) may force these choices: pass, where pass mode applies and sm_count > 0: off
 /// never pass mode, on pass mode and no split (a tail only where options' tail forces one); splits and tail
 /// as plan_options says.
@@ -228,6 +230,12 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
     choose_wgmma_tail<Policy>(p, k, sm_count, pre, pass_s, max_workspace_bytes, e, options);
     return e;
   }
+  // fewer tiles than SMs but pass mode's units fill the GPU (a few tiles of many channel passes: K > 1024
+  // on 7x7 images): its last wave may be mostly empty, and a split-K tail over the last tiles' passes fills
+  // it (choose_wgmma_tail, weighed below against partial mode)
+  wgmma_split_estimate tail = e;
+  if (e.pass_mode_s > 0 && k.tiles * k.npass >= sm_count && options.pass != wgmma_pass_mode::off)
+    choose_wgmma_tail<Policy>(p, k, sm_count, pre, pass_s, max_workspace_bytes, tail, options);
   const double unsplit = e.pass_mode ? e.pass_mode_s : e.fused_s;
   // 3xTF32 has no pass mode (its consumers would spill): where a layer's few tiles hold many channel passes
   // (K = 7392 on 12 x 12 images: 18 tiles of 58 passes), partial mode is its only way to fill the GPU, so
@@ -239,6 +247,7 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
     const double t = split_time(z);
     if (t < unsplit && (e.splits == 0 || t < e.split_s)) e.splits = z, e.split_s = t, e.units = k.tiles * k.npass * z;
   }
+  if (tail.tail_tiles > 0 && (e.splits == 0 || tail.tail_s < e.split_s)) return tail;
   if (e.splits > 0) e.pass_mode = false;
   return e;
 }
@@ -285,14 +294,16 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
   // (a 1 x 1 filter with x gathered leaves the row tiles' producer no time at all: plan_wgmma_gather_slowdown
   // understates it, so flat tiles take it whenever they serve); options' tiles may force either where it
   // serves
-  // Two rules measured on the H200, where the wave model's FLOP-rate stages miss the row tiles' own bound
-  // (bench/NOTES.md, "Moved from header comments"): flat tiles for a 1x1 filter whose flat stages hold
-  // wgmma_max_group slices, or any 1x1 filter under 3xTF32 (row-tile stages of one tap are bound by the
-  // transform of x), and for 16-bit math with x gathered at stride 2 (two producer warpgroups converting
-  // what they gather); stride 1 with W % 4 != 0 is left to the model
+  // Rules measured where the wave model's FLOP-rate stages miss the row tiles' own bound (bench/NOTES.md,
+  // "Moved from header comments", "The wgmma choices forced"): flat tiles for a 1x1 filter whose flat
+  // stages hold wgmma_max_group slices, or any 1x1 filter under 3xTF32 (row-tile stages of one tap are
+  // bound by the transform of x); with x gathered at stride 2, for filters of at most 4 taps in any math
+  // (a 2x2 filter's raw patch serves only 4 taps: 1.37x slower gathered in TF32 and bf16) and for 16-bit
+  // math from 64 channels (two producer warpgroups converting what they gather; at C = 32 the packing
+  // pass costs more than the gather saves: rows 1.64x faster); stride 1 with W % 4 != 0 is left to the model
   const bool measured = has_flat && has_rect &&
                         ((p.R * p.S == 1 && (flat.group == block::wgmma_max_group || Policy::parts == 2)) ||
-                         (rect.gather && rect.stride == 2 && !Policy::is_tf32));
+                         (rect.gather && rect.stride == 2 && (p.R * p.S <= 4 || (!Policy::is_tf32 && p.C >= 64))));
   const bool flat_wins = has_flat && (!has_rect || forced == wgmma_tiling::flat ||
                                       (forced != wgmma_tiling::rows && (measured || (rect.gather && p.R * p.S == 1) ||
                                                                         best(flat) < best(rect))));
