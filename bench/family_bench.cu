@@ -22,6 +22,7 @@
 /// time model in ms (the planner's row names its choice). Exit 0, or 2 without a device.
 #include <convred/convred.cuh>
 #include <convred/device/conv2d_reduce_plan.cuh>
+#include <convred/device/family/mma_narrow.cuh>
 
 #include <algorithm>
 #include <cmath>
@@ -30,6 +31,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <thrust/device_vector.h>
@@ -67,6 +69,19 @@ struct layer_data {
                         v.begin(), uniform{a, s});
     };
     fill(x, 1.7f, 1), fill(w, fan, 2), fill(b, fan, 3);
+  }
+};
+
+/// family::mma_narrow wherever it serves (K/groups <= 32 under TF32, bf16 or fp16), its estimate not weighed:
+/// the narrow column
+template <class T, class Math>
+struct any_mma_narrow : fam::mma_narrow<T, Math> {
+  static const char* can_implement(const conv2d_problem& p, const convred::device::device_info& dev,
+                                   const convred::device::plan_options&) {
+    using km = fam::kernel_math_t<T, Math>;
+    if (std::is_same_v<km, convred::math::tf32x3> || std::is_same_v<km, convred::math::ieee>) return "not a TF32 or 16-bit math";
+    if (!fam::mma_narrow<T, Math>::available(dev)) return "no sm_80";
+    return p.K_per_group() <= fam::mma_narrow<T, Math>::policy::block_n ? nullptr : "K/groups > 32";
   }
 };
 
@@ -112,10 +127,12 @@ void one_math(const char* label, const conv2d_problem& p, layer_data& d) {
   const double t_wgmma = time_plan<Math, fam::family_list<fam::wgmma<float, Math, fam::wgmma_role::pass1>>>(p, d, nullptr, &e_wgmma);
   const double t_mma = time_plan<Math, fam::family_list<fam::mma_sync<float, Math>>>(p, d, nullptr, &e_mma);
   const double t_simt = time_plan<Math, fam::family_list<fam::simt<float, Math>>>(p, d, nullptr);
+  double e_narrow = 0;
+  const double t_narrow = time_plan<Math, fam::family_list<any_mma_narrow<float, Math>>>(p, d, nullptr, &e_narrow);
   std::printf("  %-8s plan %8.4f [%7.4f] | direct %8.4f [%7.4f] grouped %8.4f [%7.4f] wgmma %8.4f [%7.4f] "
-              "mma.sync %8.4f [%7.4f] simt %8.4f | %.110s\n",
-              label, t_plan, e_plan, t_direct, e_direct, t_grouped, e_grouped, t_wgmma, e_wgmma, t_mma, e_mma, t_simt,
-              plan.c_str());
+              "mma.sync %8.4f [%7.4f] narrow %8.4f [%7.4f] simt %8.4f | %.110s\n",
+              label, t_plan, e_plan, t_direct, e_direct, t_grouped, e_grouped, t_wgmma, e_wgmma, t_mma, e_mma, t_narrow,
+              e_narrow, t_simt, plan.c_str());
 }
 
 /// The planner against the same planner with each of its wgmma choices forced (plan_options: the tiles rows,

@@ -4,8 +4,8 @@
 /// tests/instances_*.cu.
 ///
 /// A test file that runs device::conv2d_reduce_plan<float, Math>::run with an op and an epilogue compiles
-/// the kernels of every family the plan may pick for them (direct, SIMT, mma.sync fused and split, wgmma
-/// in both policies); the entry points' own tests compile some of the same ones again. nvcc compiles each
+/// the kernels of every family the plan may pick for them (direct, SIMT, mma.sync fused and split in the
+/// default and the narrow policy, wgmma in both policies); the entry points' own tests compile some of the same ones again. nvcc compiles each
 /// kernel again in every translation unit that instantiates it (about 43 % of the kernels of the test
 /// objects were such copies). The functions below hold those launches: an including file only calls them,
 /// and each is compiled once, in the instances_*.cu file that defines it (CONVRED_TEST_INSTANCES_* with an
@@ -81,6 +81,8 @@
   CONVRED_TEST_WGMMA(EXTERN, convred::default_wgmma_policy<M>::type, OP, EPI)
 #define CONVRED_TEST_PINGPONG(EXTERN, M, OP, EPI) \
   CONVRED_TEST_WGMMA(EXTERN, convred::wgmma_pingpong<convred::default_wgmma_policy<M>::type>::type, OP, EPI)
+#define CONVRED_TEST_NARROW(EXTERN, M, OP, EPI) \
+  CONVRED_TEST_FUSED_SPLIT(EXTERN, convred::narrow_mma_sync_policy<M>::type, OP, EPI)
 
 /// F(ARGS..., OP, EPI) for the six standard ops with epilogue::scale<float>; ARGS: EXTERN, then M for the
 /// macros of one tensor-core math.
@@ -106,12 +108,15 @@
   CONVRED_TEST_IDENTITY_OPS(CONVRED_TEST_COOPERATIVE, EXTERN, convred::math::tf32)
 #define CONVRED_TEST_INSTANCES_TF32_PINGPONG(EXTERN)                            \
   CONVRED_TEST_SCALED_OPS(CONVRED_TEST_PINGPONG, EXTERN, convred::math::tf32)   \
-  CONVRED_TEST_IDENTITY_OPS(CONVRED_TEST_PINGPONG, EXTERN, convred::math::tf32)
+  CONVRED_TEST_IDENTITY_OPS(CONVRED_TEST_PINGPONG, EXTERN, convred::math::tf32) \
+  CONVRED_TEST_SCALED_OPS(CONVRED_TEST_NARROW, EXTERN, convred::math::tf32)     \
+  CONVRED_TEST_IDENTITY_OPS(CONVRED_TEST_NARROW, EXTERN, convred::math::tf32)
 #define CONVRED_TEST_INSTANCES_TF32X3(EXTERN) \
   CONVRED_TEST_SCALED_OPS(CONVRED_TEST_COOPERATIVE, EXTERN, convred::math::tf32x3)
 #define CONVRED_TEST_INSTANCES_BF16(EXTERN)                                      \
   CONVRED_TEST_SCALED_OPS(CONVRED_TEST_COOPERATIVE, EXTERN, convred::math::bf16) \
-  CONVRED_TEST_SCALED_OPS(CONVRED_TEST_PINGPONG, EXTERN, convred::math::bf16)
+  CONVRED_TEST_SCALED_OPS(CONVRED_TEST_PINGPONG, EXTERN, convred::math::bf16)    \
+  CONVRED_TEST_SCALED_OPS(CONVRED_TEST_NARROW, EXTERN, convred::math::bf16)
 
 CONVRED_TEST_INSTANCES_EXACT(extern)
 CONVRED_TEST_INSTANCES_TF32(extern)

@@ -50,6 +50,9 @@ namespace convred::device {
 ///   estimates it faster than the tensor-core families (its sums then split over GEMM_K to at most
 ///   plan_narrow_accurate_chain values each), and under math::ieee where it estimates it faster than the
 ///   default SIMT policy;
+/// - at most 32 output channels per group under TF32, bf16 and fp16: the mma.sync kernel in 32-channel tiles
+///   (family::mma_narrow, narrow_mma_sync_policy<Math>: "(the narrow tensor-core family)") where its model
+///   estimates it faster than the other tensor-core families (and the direct family weighs itself against it);
 /// - math::accurate (the default: the error vs float64 held to 1e-6): tf32x3's chain below on sm_80 and
 ///   newer, else (older GPUs, double data) the SIMT kernel in exact FMA;
 /// - math::ieee (exact fp32 FMA for float/16-bit data, fp64 for double): the SIMT kernel,

@@ -171,6 +171,16 @@ inline constexpr double plan_simt_flops_per_sm = 0.27e12;
 /// (bench/family_bench): estimate / measured 0.79-1.16 on the six above 15 us, 0.66 on an 11 us one
 /// (bench/NOTES.md, "The narrow family").
 inline constexpr double plan_simt_narrow_slowdown = 2.1;
+/// family::mma_narrow's time per slice over plan_mma_flops_per_sm's at its 32-channel tile
+/// (narrow_mma_sync_policy: 32 x 32 warp tiles reuse each fragment half as often as the default's 64 x 64,
+/// and its 128-thread blocks keep fewer loads in flight).
+inline constexpr double plan_mma_narrow_slowdown = 2.0;
+/// family::mma_narrow's rate (bytes/s) over its im2col operand: N*P*Q x GEMM_K x groups elements of x, each
+/// loaded once (one channel tile per group). Its other bound: with 32 channels a tile's loads are not hidden
+/// behind its products. Fitted with plan_mma_narrow_slowdown to 16 layers of K/groups 1-32 timed on their own
+/// (H100, bench/family_bench: 3x3 layers of 8-850 MB of operand at 2.3-3.2 TB/s; bench/NOTES.md, "A narrow
+/// tensor-core tile").
+inline constexpr double plan_mma_narrow_operand_bytes_per_s = 2.5e12;
 /// The most GEMM_K values one partial sum of family::simt_narrow runs in sequence under 3xTF32
 /// (math::accurate): longer layers are split over GEMM_K (the partial sums added by the fixup). Its
 /// unsplit sums, one fp32 FMA after another, measured 1.04e-6 against float64 over 4,608 values (n32

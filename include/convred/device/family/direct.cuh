@@ -17,6 +17,7 @@
 #include "../direct_config.cuh"
 #include "family.cuh"
 #include "grouped.cuh"
+#include "mma_narrow.cuh"
 #include "mma_sync.cuh"
 #include "tiny.cuh"
 #include "wgmma.cuh"
@@ -40,7 +41,8 @@ struct direct : family_defaults<direct<T, Math>, T> {
   /// (groups == 1) with C <= 16 (stems such as 3 -> 16 channels 3x3 at stride 2), where no wgmma choice is forced
   /// (plan_options::splits == 0), the kernel unrolls the filter (direct_unrolled_filter: 3x3, 5x5, 7x7;
   /// grouped layers at stride 1, dense ones at stride 1 or 2) and its time estimate (configure) is below
-  /// tensor_seconds.
+  /// tensor_seconds and the narrow tensor-core family's (mma_narrow::rival_seconds: K/groups <= 32 under
+  /// TF32, bf16 or fp16).
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     if (!available(dev)) return "no CUDA device";
     const std::int64_t cg = p.C_per_group();
@@ -65,7 +67,7 @@ struct direct : family_defaults<direct<T, Math>, T> {
         if (direct_unrolled_filter(p) == 0 || (!dense && p.stride_h != 1))
           return dense ? "a dense convolution with a filter the direct kernel does not unroll"
                        : "grouped with a filter the direct kernel does not unroll at stride 1";
-        if (!(configure(p, dev, o).seconds < tensor_seconds(p, dev)))
+        if (!(configure(p, dev, o).seconds < std::min(tensor_seconds(p, dev), mma_narrow<T, Math>::rival_seconds(p, dev))))
           return dense ? "a dense convolution of C <= 16: estimated slower than the tensor-core kernels"
                        : "grouped: estimated slower than the tensor-core kernels";
         return nullptr;
