@@ -7,8 +7,8 @@
 /// conv2d_reduce_packed_split, the split path conv2d_reduce_split with its GEMM_K split count, or the
 /// planner: device::conv2d_reduce_plan<T, Math> with the library's default family list and the case's
 /// plan_options, prepared with a lent workspace, whichever family it picks: direct (depthwise, grouped),
-/// tiny, narrow simt, pruned, dilated, grouped, wgmma, mma.sync, simt), an element type, a math (`accurate`: the plan's default
-/// math::accurate, plan entry only), a reduction op, the problem,
+/// tiny, narrow simt, narrow mma.sync, pruned, dilated, grouped, wgmma, mma.sync, simt), an element type, a
+/// math (`accurate`: the plan's default math::accurate, plan entry only), a reduction op, the problem,
 /// the epilogue (scale of either sign or zero, composed with an optional per-channel scale), bias on/off,
 /// element offsets of every pointer from an aligned allocation, the data kind (uniform reals, or small
 /// integers: exact sums and real ties) and how many NaN / +-inf / +-0 / huge values are injected, plus the
@@ -27,7 +27,8 @@
 /// repeated on the same stream and on two streams at once, and all outputs must be bitwise identical.
 ///
 /// Plan cases also record the family the plan picked (`result::family`: "direct depthwise", "direct grouped",
-/// "tiny", "narrow simt", "pruned", "dilated", "grouped", "wgmma", "mma.sync" or "simt"; plan_family gives it without a GPU)
+/// "tiny", "narrow simt", "narrow mma.sync", "pruned", "dilated", "grouped", "wgmma", "mma.sync" or "simt"; plan_family
+/// gives it without a GPU)
 /// and check that the lent workspace is not written past its end and that runs leave its prepared bytes unchanged; with
 /// `run_opts::determinism` the later launches each bind a scratch of their own (conv2d_reduce_plan::bind).
 ///
@@ -926,8 +927,9 @@ struct plan_device {
   int sm_count = 132;              ///< SMs (132: an H200)
 };
 /// The family conv2d_reduce_plan picks for plan case c on device d, host only (no CUDA call: the planner's
-/// choice from a device description): its name in the default list ("tiny", "narrow simt", "pruned", "dilated", "grouped",
-/// "wgmma", "mma.sync", "simt"; the direct family's "direct depthwise" for C/groups == 1, else "direct grouped"); the
+/// choice from a device description): its name in the default list ("tiny", "narrow simt", "narrow mma.sync",
+/// "pruned", "dilated", "grouped", "wgmma", "mma.sync", "simt"; the direct family's "direct depthwise" for
+/// C/groups == 1, else "direct grouped"); the
 /// plan's description ("none: <why>") when it cannot plan; "" for a combination not instantiated:
 /// test_fuzz_plan.cu.
 std::string plan_family(const fcase& c, const plan_device& d);

@@ -525,13 +525,19 @@ std::vector<std::pair<fcase, std::string>> plan_family_cases(std::uint64_t& seed
   add("wgmma", elem::f32, mathk::bf16, opk::max, 1, 8, 8, 8, 40, 3, 1, 1, 1, 0);
   add("direct depthwise", elem::f32, mathk::accurate, opk::mean, 2, 8, 9, 9, 8, 3, 2, 1, 8, 0);
   add("direct grouped", elem::f32, mathk::tf32, opk::argmin, 1, 16, 8, 8, 8, 3, 1, 1, 4, 0);
-  add("mma.sync", elem::f32, mathk::tf32, opk::argmin, 1, 20, 4, 4, 16, 3, 1, 1, 1, 0);
+  // (K 33: more than the narrow tensor-core family's 32 channels, which takes this layer at K 16)
+  add("mma.sync", elem::f32, mathk::tf32, opk::argmin, 1, 20, 4, 4, 33, 3, 1, 1, 1, 0);
   // (K 33: more than the narrow family's 16 channels)
   add("simt", elem::f32, mathk::ieee, opk::range, 1, 3, 6, 6, 33, 3, 1, 1, 1, 0);
   add("narrow simt", elem::f32, mathk::ieee, opk::range, 1, 3, 6, 6, 5, 3, 1, 1, 1, 0);
   add("narrow simt", elem::f32, mathk::accurate, opk::argmax, 2, 40, 12, 12, 12, 3, 1, 1, 1, 0);
-  add("pruned", elem::f32, mathk::tf32, opk::argmin, 1, 4, 5, 8, 16, 3, 1, 12, 1, 0);  // only the centre tap
+  // (only the centre tap; K 33: the narrow tensor-core family takes it at K 16)
+  add("pruned", elem::f32, mathk::tf32, opk::argmin, 1, 4, 5, 8, 33, 3, 1, 12, 1, 0);
   add("tiny", elem::f32, mathk::accurate, opk::mean, 1, 12, 1, 1, 20, 1, 1, 1, 1, 0);   // 12 im2col values
+  // (last, so that the cases above keep their seeds and data; pointwise on 1x1 images, fused; a 3x3 layer of 3
+  // pixel tiles under bf16, fused)
+  add("narrow mma.sync", elem::f32, mathk::tf32, opk::argmin, 32, 96, 1, 1, 4, 1, 1, 1, 1, 0);
+  add("narrow mma.sync", elem::f32, mathk::bf16, opk::max, 2, 33, 11, 13, 16, 3, 1, 1, 1, 0);
   return v;
 }
 
@@ -597,11 +603,12 @@ std::vector<fcase> plan_fixed_cases(int n) {
 constexpr int plan_fixed_count = 300;
 
 /// The families (result::family, plan_family) plan_fixed_cases must reach on an H200 running sm_90a code;
-/// the first six on any device with tensor cores.
-const char* const plan_families[] = {"direct depthwise", "direct grouped", "mma.sync",      "simt",
-                                     "tiny",             "narrow simt",    "wgmma",         "dilated",
-                                     "grouped",          "pruned",         "wgmma grouped", "wgmma dilated"};
-[[maybe_unused]] constexpr int plan_families_any_device = 6;
+/// the first seven (those that need no wgmma kernel) on any device with tensor cores.
+const char* const plan_families[] = {"direct depthwise", "direct grouped", "mma.sync",        "simt",
+                                     "tiny",             "narrow simt",    "narrow mma.sync", "wgmma",
+                                     "dilated",          "grouped",        "pruned",          "wgmma grouped",
+                                     "wgmma dilated"};
+[[maybe_unused]] constexpr int plan_families_any_device = 7;
 
 }  // namespace
 }  // namespace convred::fuzz
