@@ -136,7 +136,7 @@ def test_matches_pytorch_seed_like():
 
 def test_module_packs_once_and_repacks_on_change():
     need_tc("tf32")
-    conv = torch.nn.Conv2d(16, 32, 3).cuda()
+    conv = torch.nn.Conv2d(16, 64, 3).cuda()  # 64 output channels: the wgmma kernel (packed), not the narrow tile
     m = convred.nn.Conv2dReduce.from_conv(conv, scale=2.0, reduce="min", math="tf32")
     x = torch.rand(2, 16, 20, 24, device="cuda")
     kernel = m.kernel_for(x)
@@ -174,7 +174,7 @@ def test_module_packs_once_and_repacks_on_change():
 def test_packed_op_checks_size():
     if sm() != 90:
         pytest.skip("the wgmma packed path needs sm_90")
-    x, w, b = make((1, 16, 12, 16), (32, 16, 3, 3), torch.float32)
+    x, w, b = make((1, 16, 12, 16), (64, 16, 3, 3), torch.float32)  # the wgmma kernel's packed filter (K > 32)
     small = torch.empty(16, dtype=torch.uint8, device="cuda")
     with pytest.raises(ValueError, match="'packed'"):
         torch.ops.convred.conv2d_reduce_packed(x, w, small, b, [1, 1], [0, 0], [1, 1], 1, 1.0, "min", "tf32")
@@ -261,7 +261,7 @@ def test_module_without_indices_runs_amin_amax(math, reduce):
     recomputes the index with one more argmin / argmax call)."""
     need_tc(math)
     torch.manual_seed(5)
-    conv = torch.nn.Conv2d(16, 32, 3).cuda()
+    conv = torch.nn.Conv2d(16, 64, 3).cuda()  # 64 output channels: the wgmma path, not the narrow tile
     m = convred.nn.Conv2dReduce.from_conv(conv, scale=2.0, reduce=reduce, math=math)
     mi = convred.nn.Conv2dReduce.from_conv(conv, scale=2.0, reduce=reduce, math=math, return_indices=True)
     x = torch.rand(2, 16, 20, 24, device="cuda", requires_grad=True)
