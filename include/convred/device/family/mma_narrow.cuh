@@ -70,13 +70,14 @@ struct mma_narrow : family_defaults<mma_narrow<T, Math>, T> {
   }
   /// The split heuristic's choice (choose_k_splits) for its policy and the workspace; seconds:
   /// plan_mma_fixed_seconds plus the longer of plan_conv2d_reduce_seconds' part beyond it (that choice on
-  /// dev's SMs) times plan_mma_narrow_slowdown and its im2col operand (N*P*Q x GEMM_K x groups elements of
-  /// T) at plan_mma_narrow_operand_bytes_per_s.
+  /// dev's SMs) times plan_mma_narrow_slowdown and its im2col operand (N*P*Q x GEMM_K x groups elements, 4
+  /// bytes each for any T: measured on fp32 data) at plan_mma_narrow_operand_bytes_per_s.
   static plan_config configure(const conv2d_problem& p, const device_info& dev, const plan_options&) {
     plan_config c = detail::split_config<policy, T>(p, dev);
     const double t = plan_conv2d_reduce_seconds<policy>(p, dev.sm_count, c.splits, sizeof(compute_t<T>));
+    // (counted at 4 bytes per element whatever T: fitted on fp32 data, the gather's cost per element)
     const double operand = static_cast<double>(p.gemm_m()) * static_cast<double>(p.gemm_k()) *
-                           static_cast<double>(p.groups) * sizeof(T);
+                           static_cast<double>(p.groups) * 4.0;
     c.seconds = plan_mma_fixed_seconds + std::max((t - plan_mma_fixed_seconds) * plan_mma_narrow_slowdown,
                                                   operand / plan_mma_narrow_operand_bytes_per_s);
     return c;
