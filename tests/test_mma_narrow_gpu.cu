@@ -280,6 +280,15 @@ TEST_CASE("narrow mma.sync family: where it is passed over, and why") {
   CHECK(conv2d_reduce_plan<float, math::tf32>(k16, h200).kernel() == kernel_kind::wgmma);
   check_not_taken<math::tf32>(k16, h200);
   check_taken<float, math::tf32>(k16, a100, "mma.sync tf32");
+  // a narrow layer whose off-centre taps read only padding (dilation 12 on 5 x 8): family::pruned, after it in
+  // the list, runs the 1x1 of the centre tap on the wgmma kernel, estimated faster in TF32 (it weighs pruned
+  // and dilated where they serve)
+  const conv2d_problem centre = make_problem(1, 4, 5, 8, 16, 3, 3, 12, 12, 1, 1, 12, 12);
+  const conv2d_reduce_plan<float, math::tf32> pr(centre, h200);
+  CAPTURE(pr.description());
+  CHECK(has(pr.description(), "taps reading only padding pruned"));
+  CHECK(std::string(tf32_family::can_implement(centre, h200, {})) ==
+        "estimated slower than the tensor-core kernels' 128-channel tiles");
 }
 }
 

@@ -349,6 +349,22 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
   CHECK_FALSE(has(conv2d_reduce_plan<float>(rows[0].p, h200).description(), "ping-pong"));  // (3xTF32)
   // the flat and pass-mode choices the rows rely on, as the descriptions name them
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[3].p, h200).description(), "with a split-K tail (132 tiles"));
+  {  // fewer tiles than SMs whose pass-mode units fill them (K 2520 on 7x7 at batch 32: 7 flat tiles x 20 passes
+     // on 132 SMs): a tail over the last tile after a pass-mode head, estimated below the plan without a tail
+     // (partial mode's best split, or pass mode)
+    const conv2d_problem deep = layer(32, 2520, 7, 2520, 1, 0, 1);
+    const conv2d_reduce_plan<float, math::tf32> tail(deep, h200);
+    CAPTURE(tail.description());
+    CHECK(has(tail.description(), "flat 256-pixel tiles"));
+    CHECK(has(tail.description(), "in pass mode with a split-K tail (6 tiles x 20 channel passes"));
+    CHECK(tail.k_splits() == 0);
+    convred::device::plan_options no_tail;
+    no_tail.tail = -1;
+    const conv2d_reduce_plan<float, math::tf32> untailed(deep, h200, no_tail);
+    CAPTURE(untailed.description());
+    CHECK_FALSE(has(untailed.description(), "split-K tail"));
+    CHECK(tail.config().seconds < untailed.config().seconds);
+  }
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[4].p, h200).description(), "flat 256-pixel tiles"));
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[5].p, h200).description(), "flat 256-pixel tiles"));
   CHECK(has(conv2d_reduce_plan<float, math::bf16>(rows[5].p, h200).description(), "flat 256-pixel tiles"));

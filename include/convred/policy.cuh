@@ -146,8 +146,9 @@ struct narrow_simt_policy {
 
 /// @brief mma.sync policy of the narrow tensor-core family (family::mma_narrow: at most 32 output channels per
 /// group under TF32, bf16 or fp16): 128 pixels x 32 channels x 32 deep, 4 x 1 warps (32 x 32 warp tiles),
-/// two blocks per SM, 3 cp.async stages. The default policy's 128-channel tile computes 4x (K = 32) to 128x
-/// (K = 1) the layer's products there.
+/// two blocks per SM, 3 cp.async stages (fp32 data: ~68 KB of shared memory a block, so two fit on sm_80 and
+/// sm_90, one on sm_86 and sm_89, where the model's two resident blocks are optimistic). The default policy's
+/// 128-channel tile computes 4x (K = 32) to 128x (K = 1) the layer's products there.
 template <class Math>
 struct narrow_mma_sync_policy {
   using type = mma_sync_policy<Math, 128, 32, 32, 4, 1, 2, 3>;  ///< the narrow tensor-core family's policy

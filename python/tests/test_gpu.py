@@ -202,7 +202,7 @@ def test_misaligned_x_falls_back():
     need_tc("tf32")
     base = torch.rand(1 * 8 * 12 * 16 + 1, device="cuda")
     x = base[1:].view(1, 8, 12, 16)
-    w = torch.rand(16, 8, 3, 3, device="cuda") - 0.5
+    w = torch.rand(64, 8, 3, 3, device="cuda") - 0.5  # K 64: the wgmma kernel's plan, not the narrow tile
     d = convred.kernel_name(x, w, math="tf32")
     assert "mma.sync" in d or ("flat " in d or "x gathered" in d), d
     check(x, w, None, (1, 1), (0, 0), (1, 1), 1, 1.0, "min", "tf32")

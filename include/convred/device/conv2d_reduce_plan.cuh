@@ -81,8 +81,8 @@ namespace convred::device {
 ///   waves of work units, plus the partial sums' traffic and the fixup) may run it in partial (split-K)
 ///   mode instead (conv2d_reduce_packed_split: (tile, GEMM_K split, channel pass) units over all SMs, then
 ///   the split path's fixup kernel; k_splits() > 0, the description says "split into Z GEMM_K ranges");
-///   when they fill the GPU but leave the last wave short, the same model may split only that wave's tiles
-///   (a split-K tail after a fused or pass-mode head: k_splits() stays 0, the description says "with a
+///   when they (or, in pass mode, their channel passes) fill the GPU but leave the last wave short, the same
+///   model may split only that wave's tiles (a split-K tail after a fused or pass-mode head: k_splits() stays 0, the description says "with a
 ///   split-K tail (...)"; the workspace holds the tail's partial sums);
 ///   the mma.sync kernel below (fused or split) is taken wherever its model (plan_conv2d_reduce_seconds)
 ///   estimates it at least as fast as the wgmma kernel's, fixed costs included (the description: "the
@@ -129,7 +129,9 @@ class conv2d_reduce_plan {
   using families_t = Families;
   /// the SIMT policy (math::ieee)
   using simt_policy_t = typename default_simt_policy<T>::type;
-  /// the mma.sync policy (tensor-core maths; the SIMT policy for math::ieee, never used)
+  /// the default mma.sync policy (tensor-core maths; the SIMT policy for math::ieee, never used); a plan of
+  /// kernel_kind::mma_sync may also run the narrow tensor-core family's narrow_mma_sync_policy (its description
+  /// says "32-channel tiles")
   using mma_sync_policy_t = typename std::conditional_t<tensor_math, default_mma_sync_policy<kernel_math_t>,
                                                         default_simt_policy<T>>::type;
   /// the wgmma policy (tensor-core maths; the SIMT policy for math::ieee, never used)

@@ -50,8 +50,8 @@ struct wgmma_split_estimate {
 };
 
 
-/// @brief The split-K tail's part of choose_wgmma_splits (tiles >= sm_count, the estimate e's fused and
-/// pass mode times set; not under 3xTF32, whose consumers spill with the tail's offsets: kernel::conv2d_reduce_wgmma_kernel): for
+/// @brief The split-K tail's part of choose_wgmma_splits (tiles >= sm_count, or fewer tiles whose pass-mode
+/// units fill the SMs; the estimate e's fused and pass mode times set; not under 3xTF32, whose consumers spill with the tail's offsets: kernel::conv2d_reduce_wgmma_kernel): for
 /// tiles that cover contiguous output pixels (conv_mainloop_wgmma::tail_serves),
 /// the last T tiles in partial mode with Z GEMM_K splits (1 <= Z <= kt; Z = 1 only after a fused head of
 /// several passes), after a head of the other tiles fused or in pass mode
@@ -298,7 +298,8 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
   // "Moved from header comments", "The wgmma choices forced"): flat tiles for a 1x1 filter whose flat
   // stages hold wgmma_max_group slices, or any 1x1 filter under 3xTF32 (row-tile stages of one tap are
   // bound by the transform of x); with x gathered at stride 2, for filters of at most 4 taps in any math
-  // (a 2x2 filter's raw patch serves only 4 taps: 1.37x slower gathered in TF32 and bf16) and for 16-bit
+  // (a 2x2 filter's raw patch serves only 4 taps: 1.37x slower gathered in TF32 and bf16; 3xTF32, already
+  // on flat tiles for 1x1 filters, takes the rule unmeasured) and for 16-bit
   // math from 64 channels (two producer warpgroups converting what they gather; at C = 32 the packing
   // pass costs more than the gather saves: rows 1.64x faster); stride 1 with W % 4 != 0 is left to the model
   const bool measured = has_flat && has_rect &&

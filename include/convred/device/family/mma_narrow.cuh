@@ -14,8 +14,12 @@
 
 #include "../../policy.cuh"
 #include "../cost_model.cuh"
+#include "dilated.cuh"
 #include "family.cuh"
+#include "mma_sync.cuh"
+#include "pruned.cuh"
 #include "simt.cuh"
+#include "wgmma.cuh"
 
 namespace convred::device::family {
 
@@ -40,7 +44,8 @@ struct mma_narrow : family_defaults<mma_narrow<T, Math>, T> {
   /// nullptr when it serves p on dev with options o: a TF32, bf16 or fp16 kernel math, K/groups <=
   /// policy::block_n (32), a known SM count, no wgmma choice forced (plan_options::splits == 0), and its
   /// estimate (configure) below the tensor-core families' on p (family::direct::tensor_seconds: the
-  /// default mma.sync policy, the wgmma kernel and one group at a time).
+  /// default mma.sync policy, the wgmma kernel and one group at a time) and below family::pruned's and
+  /// family::dilated's where they serve p (after it in the default list).
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     if constexpr (std::is_same_v<kernel_math, math::ieee> || std::is_same_v<kernel_math, math::tf32x3>) {
       (void)p, (void)dev, (void)o;
@@ -50,9 +55,17 @@ struct mma_narrow : family_defaults<mma_narrow<T, Math>, T> {
       if (p.K_per_group() > policy::block_n) return "K/groups > 32";
       if (o.splits != 0) return "a wgmma choice is forced (plan_options::splits)";
       if (dev.sm_count <= 0) return "an unknown SM count (its estimate is per SM)";
-      return configure(p, dev, o).seconds < direct<T, Math>::tensor_seconds(p, dev)
-                 ? nullptr
-                 : "estimated slower than the tensor-core kernels' 128-channel tiles";
+      // its rivals: the tensor-core families (direct::tensor_seconds), and the adapters after it in the
+      // default list where they serve p (taps reading only padding dropped, dilation as space to batch),
+      // which weigh themselves against the default mma.sync family only
+      using W = wgmma<T, Math, wgmma_role::adapter>;
+      using P = pruned<W, mma_sync<T, Math>>;
+      using D = dilated<W, mma_sync<T, Math>>;
+      double rival = direct<T, Math>::tensor_seconds(p, dev);
+      if (P::can_implement(p, dev, o) == nullptr) rival = std::min(rival, P::cost(p, dev, o));
+      if (D::can_implement(p, dev, o) == nullptr) rival = std::min(rival, D::cost(p, dev, o));
+      return configure(p, dev, o).seconds < rival ? nullptr
+                                                  : "estimated slower than the tensor-core kernels' 128-channel tiles";
     }
   }
   /// Its estimate (configure's seconds) where it could serve p on dev by shape (a TF32, bf16 or fp16 kernel
