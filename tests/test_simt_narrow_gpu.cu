@@ -279,7 +279,7 @@ TEST_CASE("narrow family: 3xTF32's chains of at most 1,152 values hold math::acc
     }
     const std::int64_t chains = (p.gemm_k() + plan_narrow_accurate_chain - 1) / plan_narrow_accurate_chain;
     const narrow_plan<float> plan(p);
-    INFO(c.name << ": " << def.description());
+    INFO(std::string(c.name) << ": " << def.description());
     CHECK(def.kernel() == kernel_kind::simt);
     CHECK(def.k_splits() >= chains);
     CHECK(fam::simt_narrow<float, math::ieee>::configure(p, dev, {}).splits < chains);  // forced by the chains
@@ -290,7 +290,7 @@ TEST_CASE("narrow family: 3xTF32's chains of at most 1,152 values hold math::acc
     const epi::scale<float> s{2.0f};
     check_fused<narrow_entry>(std::string(c.name) + " argmin", p, d, op::argmin{}, s, s, o);
     const double err = accurate_error(p, d);
-    MESSAGE(c.name << ": min, relative norm error vs float64 " << err);
+    MESSAGE(std::string(c.name) << ": min, relative norm error vs float64 " << err);
     CHECK(err <= test::tol::accurate);
   }
 }
