@@ -31,6 +31,23 @@
 
 namespace convred_test_fused {
 
+/// A GPU case's problem and the name its messages give it.
+struct named_problem {
+  const char* name;   ///< what the case is, in messages
+  conv2d_problem p;   ///< the problem
+};
+
+/// The case reaches its path: Plan (a conv2d_reduce_plan) for p on the current device runs the split path
+/// (`split`: k_splits() > 0 and "GEMM_K splits" in its description) or the fused kernel (neither).
+template <class Plan>
+void check_split_path(const conv2d_problem& p, bool split) {
+  const Plan plan(p);
+  INFO(describe(p) << ": " << plan.description());
+  REQUIRE(plan.state() == status::success);
+  CHECK((plan.k_splits() > 0) == split);
+  CHECK((plan.description().find("GEMM_K splits") != std::string::npos) == split);
+}
+
 /// plan_options with `splits` -1: the wgmma kernel and its adapters (pruned, dilated, grouped) wherever they
 /// serve, not weighed against the mma.sync kernel, which the time model prefers on many of the tests' small
 /// layers (the adapters' copies and the wgmma kernel's launch cost more than their whole work)

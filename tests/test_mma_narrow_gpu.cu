@@ -60,10 +60,7 @@ struct narrow_entry {
   }
 };
 
-struct narrow_case {
-  const char* name;
-  conv2d_problem p;
-};
+using narrow_case = named_problem;
 using convred::layout;
 // make_problem(N, C, H, W, K, R, S, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups, layout)
 const narrow_case cases[] = {
@@ -90,11 +87,7 @@ const narrow_case many_tiles{"N 4, C 33, 40x64, K 32 (80 pixel tiles, fused)",
 /// or the fused kernel (k_splits() 0, no GEMM_K splits in its description).
 template <class T, class Math>
 void check_path(const conv2d_problem& p, bool split) {
-  const narrow_plan<T, Math> plan(p);
-  INFO(describe(p) << ": " << plan.description());
-  REQUIRE(plan.state() == status::success);
-  CHECK((plan.k_splits() > 0) == split);
-  CHECK(has(plan.description(), "GEMM_K splits") == split);
+  check_split_path<narrow_plan<T, Math>>(p, split);
 }
 
 /// One op through narrow_entry<Math> against float64 on the data d (scale 2; max and argmax -0.5).

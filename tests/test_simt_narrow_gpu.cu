@@ -56,10 +56,7 @@ struct narrow_entry {
   }
 };
 
-struct narrow_case {
-  const char* name;
-  conv2d_problem p;
-};
+using narrow_case = named_problem;
 using convred::layout;
 // make_problem(N, C, H, W, K, R, S, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups, layout)
 const narrow_case cases[] = {
@@ -85,11 +82,7 @@ const narrow_case many_tiles{"N 8, C 64, 64x64, K 16 (256 pixel tiles, fused)",
 /// fused kernel (k_splits() 0, no GEMM_K splits in its description).
 template <class T>
 void check_path(const conv2d_problem& p, bool split) {
-  const narrow_plan<T> plan(p);
-  INFO(describe(p) << ": " << plan.description());
-  REQUIRE(plan.state() == status::success);
-  CHECK((plan.k_splits() > 0) == split);
-  CHECK(has(plan.description(), "GEMM_K splits") == split);
+  check_split_path<narrow_plan<T>>(p, split);
 }
 
 /// Every op through narrow_entry against float64 (scale 2; max and argmax -0.5).
