@@ -5,7 +5,7 @@
 ///
 /// A test file that runs device::conv2d_reduce_plan<float, Math>::run with an op and an epilogue compiles
 /// the kernels of every family the plan may pick for them (direct, SIMT, mma.sync fused and split in the
-/// default and the narrow policy, wgmma in both policies); the entry points' own tests compile some of the same ones again. nvcc compiles each
+/// default and the narrow policies, wgmma in both policies); the entry points' own tests compile some of the same ones again. nvcc compiles each
 /// kernel again in every translation unit that instantiates it (about 43 % of the kernels of the test
 /// objects were such copies). The functions below hold those launches: an including file only calls them,
 /// and each is compiled once, in the instances_*.cu file that defines it (CONVRED_TEST_INSTANCES_* with an
@@ -69,13 +69,19 @@
       const convred::conv2d_problem&, const float*, const float*, const void*, std::size_t, const float*,    \
       float*, std::int64_t*, OP, EPI, cudaStream_t);
 
+namespace convred_test_instances {
+/// the narrow family's 32-channel SIMT policy (a name without a comma, for the macros)
+using narrow32_simt = convred::narrow_simt_policy<float, 32>::type;
+}  // namespace convred_test_instances
+
 /// The planner's policies: the exact kernels (direct, SIMT) and, per tensor-core math M, the mma.sync
 /// kernel and the wgmma kernel in its cooperative policy (also the wgmma kernel's fallback) and, where the
 /// planner may take it (tf32, bf16; not 3xTF32), its ping-pong policy.
 #define CONVRED_TEST_EXACT(EXTERN, OP, EPI)                                              \
   CONVRED_TEST_DIRECT(EXTERN, OP, EPI)                                                   \
   CONVRED_TEST_FUSED_SPLIT(EXTERN, convred::default_simt_policy<float>::type, OP, EPI) \
-  CONVRED_TEST_FUSED_SPLIT(EXTERN, convred::narrow_simt_policy<float>::type, OP, EPI)
+  CONVRED_TEST_FUSED_SPLIT(EXTERN, convred::narrow_simt_policy<float>::type, OP, EPI)    \
+  CONVRED_TEST_FUSED_SPLIT(EXTERN, convred_test_instances::narrow32_simt, OP, EPI)
 #define CONVRED_TEST_COOPERATIVE(EXTERN, M, OP, EPI)                                    \
   CONVRED_TEST_FUSED_SPLIT(EXTERN, convred::default_mma_sync_policy<M>::type, OP, EPI) \
   CONVRED_TEST_WGMMA(EXTERN, convred::default_wgmma_policy<M>::type, OP, EPI)

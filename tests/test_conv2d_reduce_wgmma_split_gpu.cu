@@ -584,5 +584,10 @@ TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: flat tiles") {
   run(wg<math::tf32>{}, "sanitizer flat tf32 7x7", make_problem(3, 20, 7, 7, 140, 3, 3, 1, 1), 0, 60, op::argmin{});
   run(wg<math::bf16>{}, "sanitizer flat bf16 stride 2", make_problem(2, 20, 11, 13, 40, 3, 3, 1, 1, 2, 2), 2, 61, op::min{});
   run(wg<math::tf32x3>{}, "sanitizer flat tf32x3 1x1", make_problem(2, 17, 12, 13, 33, 1, 1), 0, 62, op::mean{});
+  // stages of two slices (C 32), fused and split; at stride 2 (phase 0 only: the 1x1 stages, not the tap loop)
+  run(wg<math::tf32x3>{}, "sanitizer flat tf32x3 1x1 two slices", make_problem(2, 32, 12, 13, 140, 1, 1), 0, 63, op::argmin{});
+  run(wg<math::tf32x3>{}, "sanitizer flat tf32x3 1x1 two slices split", make_problem(1, 48, 9, 11, 40, 1, 1), 2, 64, op::sum{});
+  run(wg<math::tf32x3>{}, "sanitizer flat tf32x3 1x1 stride 2", make_problem(2, 32, 13, 14, 33, 1, 1, 0, 0, 2, 2), 0, 65,
+      op::argmax{});
 }
 }

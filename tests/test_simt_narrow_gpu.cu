@@ -1,5 +1,5 @@
 // The narrow family (device/family/simt_narrow.cuh): the exact SIMT kernel in 16-channel tiles for layers
-// of at most 16 output channels per group. Host: where the planner takes it (3xTF32 and math::ieee, not
+// of at most 16 output channels per group, and in 32-channel tiles for 17 to 32. Host: where the planner takes it (3xTF32 and math::ieee, not
 // TF32 or the 16-bit maths), why it is passed over, its description. GPU: through a plan over the family
 // alone (its estimate not weighed: the tests' small problems), every op against float64 for K 1 to 16, C 1
 // to 513, groups 1 to 32, strides 1 to 3, dilation 2, NHWC, the split path; 16-bit data and a case for
@@ -26,35 +26,40 @@ const device_info h200{9, 0, true, 132}, turing{7, 5, false, 40};
 
 bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
-/// The narrow family wherever K/groups <= 16, its estimate not weighed (the GPU checks' small problems).
-template <class T, class Math>
-struct any_narrow : fam::simt_narrow<T, Math> {
+/// The narrow family in BN-channel tiles wherever K/groups <= BN, its estimate not weighed (the GPU checks'
+/// small problems).
+template <class T, class Math, int BN = 16>
+struct any_narrow : fam::simt_narrow<T, Math, BN> {
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const convred::device::plan_options&) {
-    if (!fam::simt_narrow<T, Math>::available(dev)) return "no CUDA device";
-    return p.K_per_group() <= fam::simt_narrow<T, Math>::policy::block_n ? nullptr : "K/groups > 16";
+    if (!fam::simt_narrow<T, Math, BN>::available(dev)) return "no CUDA device";
+    return p.K_per_group() <= BN ? nullptr : "K/groups above the tile";
   }
 };
 
 /// A plan over any_narrow alone for T's data under math::accurate (on the current device: narrow_entry's).
-template <class T>
+template <class T, int BN = 16>
 using narrow_plan =
-    conv2d_reduce_plan<T, convred::math::accurate, fam::family_list<any_narrow<T, convred::math::accurate>>>;
+    conv2d_reduce_plan<T, convred::math::accurate, fam::family_list<any_narrow<T, convred::math::accurate, BN>>>;
 
-/// check_fused's tag: narrow_plan on the current device, run with guard bytes after its workspace
-/// (run_guarded); exact FMA's tolerances.
-struct narrow_entry {
+/// check_fused's tag: narrow_plan in BN-channel tiles on the current device, run with guard bytes after its
+/// workspace (run_guarded); exact FMA's tolerances.
+template <int BN>
+struct narrow_entry_t {
   using math = convred::math::ieee;  ///< the kernel's math (tolerances)
   using self_launching = void;       ///< check_fused calls launch
   template <class T, class Op, class Epi>
   static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
                        Op op, Epi epi) {
-    narrow_plan<T> plan(p);
+    narrow_plan<T, BN> plan(p);
     INFO("plan: " << plan.description());
     REQUIRE(plan.state() == status::success);
     CHECK(has(plan.description(), "(the narrow family)"));
+    CHECK(has(plan.description(), BN == 16 ? "x 16-channel tiles" : "x 32-channel tiles"));
     return run_guarded(plan, x, w, bias, y, indices, op, epi);
   }
 };
+using narrow_entry = narrow_entry_t<16>;    ///< 16-channel tiles
+using narrow32_entry = narrow_entry_t<32>;  ///< 32-channel tiles
 
 using narrow_case = named_problem;
 using convred::layout;
@@ -73,19 +78,31 @@ const narrow_case cases[] = {
     {"K 5, C 1, 7x1 pad 3x0", make_problem(3, 1, 16, 9, 5, 7, 1, 3, 0)},
     {"K 16, C 512, 3x3 on 12x12 (GEMM_K 4,608)", make_problem(2, 512, 12, 12, 16, 3, 3, 1, 1)},
 };
+/// 32-channel tiles: K/groups 17 to 32 (RegNet's 24-channel groups among them), odd C and K, strides,
+/// dilation, NHWC, the split path (few pixel tiles) and the fused kernel
+const narrow_case cases32[] = {
+    {"K 17, C 33, 3x3 pad 1", make_problem(2, 33, 11, 13, 17, 3, 3, 1, 1)},
+    {"groups 7, C 168, K 168 (24 per group), 3x3 stride 2", make_problem(2, 168, 14, 14, 168, 3, 3, 1, 1, 2, 2, 1, 1, 7)},
+    {"K 32, C 65, 3x3 dilation 2 pad 2 stride 3, NHWC",
+     make_problem(1, 65, 20, 23, 32, 3, 3, 2, 2, 3, 3, 2, 2, 1, layout::nhwc)},
+    {"groups 2, C 66, K 62 (31 per group), 1x1", make_problem(3, 66, 9, 10, 62, 1, 1, 0, 0, 1, 1, 1, 1, 2)},
+    {"batch 1, 5x6, C 513, K 20 (the split path)", make_problem(1, 513, 5, 6, 20, 3, 3, 1, 1)},
+    {"N 8, C 64, 64x64, K 24 (256 pixel tiles, fused)", make_problem(8, 64, 64, 64, 24, 3, 3, 1, 1)},
+};
 /// 256 pixel tiles, GEMM_K 576: the fused kernel (a split needs fewer pixel tiles than half the SMs), where the
 /// small cases above split
 const narrow_case many_tiles{"N 8, C 64, 64x64, K 16 (256 pixel tiles, fused)",
                              make_problem(8, 64, 64, 64, 16, 3, 3, 1, 1)};
 
-/// The case reaches its path: narrow_plan<T> for p on the current device runs the split path (`split`) or the
-/// fused kernel (k_splits() 0, no GEMM_K splits in its description).
-template <class T>
+/// The case reaches its path: narrow_plan<T, BN> for p on the current device runs the split path (`split`) or
+/// the fused kernel (k_splits() 0, no GEMM_K splits in its description).
+template <class T, int BN = 16>
 void check_path(const conv2d_problem& p, bool split) {
-  check_split_path<narrow_plan<T>>(p, split);
+  check_split_path<narrow_plan<T, BN>>(p, split);
 }
 
-/// Every op through narrow_entry against float64 (scale 2; max and argmax -0.5).
+/// Every op through Entry (narrow_entry or narrow32_entry) against float64 (scale 2; max and argmax -0.5).
+template <class Entry = narrow_entry>
 void all_ops(const std::string& label, const conv2d_problem& p, std::uint64_t seed) {
   const auto d = make_data<float>(p, seed, data_kind::real);
   const auto one = [&](auto o) {
@@ -94,7 +111,7 @@ void all_ops(const std::string& label, const conv2d_problem& p, std::uint64_t se
     opts opt;
     opt.gain = negative ? 0.5 : 2;
     const epi::scale<float> s{negative ? -0.5f : 2.0f};
-    check_fused<narrow_entry>(label + " " + test::op_name<Op>(), p, d, o, s, s, opt);
+    check_fused<Entry>(label + " " + test::op_name<Op>(), p, d, o, s, s, opt);
   };
   one(op::min{}), one(op::argmin{}), one(op::max{}), one(op::argmax{}), one(op::sum{}), one(op::mean{});
 }
@@ -182,10 +199,18 @@ TEST_CASE("narrow family: where the planner takes it, and why not elsewhere") {
         "an unknown SM count (its estimate is per SM)");
   CHECK(conv2d_reduce_plan<float, math::accurate>(k16, turing).k_splits() ==
         conv2d_reduce_plan<float, math::ieee>(k16, turing).k_splits());
-  // more than 16 output channels per group: not served; the default SIMT policy under math::ieee
-  const conv2d_problem k17 = make_problem(32, 256, 25, 34, 17, 1, 1);
+  // 17 to 32 output channels per group: not served by the 16-channel tiles; the 32-channel tiles under
+  // math::ieee, which do not serve 16 or fewer, nor more than 32 (the default SIMT policy)
+  const conv2d_problem k17 = make_problem(32, 256, 25, 34, 17, 1, 1), k33 = make_problem(32, 256, 25, 34, 33, 1, 1);
   CHECK(std::string(fam::simt_narrow<float, math::ieee>::can_implement(k17, h200, {})) == "K/groups > 16");
-  CHECK(has(conv2d_reduce_plan<float, math::ieee>(k17, h200).description(), "256-pixel x 128-channel tiles"));
+  CHECK(has(conv2d_reduce_plan<float, math::ieee>(k17, h200).description(), "128-pixel x 32-channel tiles"));
+  CHECK(has(conv2d_reduce_plan<float, math::ieee>(k17, h200).description(), "16 < K/groups <= 32 (the narrow family)"));
+  CHECK(std::string(fam::simt_narrow<float, math::ieee, 32>::can_implement(k12, h200, {})) ==
+        "K/groups <= 16 (its 16-channel tiles)");
+  CHECK(std::string(fam::simt_narrow<float, math::ieee, 32>::can_implement(k33, h200, {})) == "K/groups > 32");
+  CHECK(has(conv2d_reduce_plan<float, math::ieee>(k33, h200).description(), "256-pixel x 128-channel tiles"));
+  CHECK(std::string(fam::simt_narrow<float, math::bf16, 32>::can_implement(k17, h200, {})) ==
+        "a TF32 or 16-bit math (the tensor-core kernels)");
   // depthwise and narrow grouped layers stay with the direct family
   CHECK(conv2d_reduce_plan<float, math::accurate>(make_problem(32, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64), h200)
             .kernel() == kernel_kind::direct);
@@ -199,6 +224,45 @@ TEST_CASE("narrow family: every op against float64") {
   require_gpu();
   std::uint64_t seed = 12100;
   for (const narrow_case& c : cases) all_ops(c.name, c.p, ++seed);
+}
+
+TEST_CASE("narrow family, 32-channel tiles: every op against float64, each path, bitwise equal to the default SIMT policy") {
+  require_gpu();
+  check_path<float, 32>(cases32[4].p, true);
+  check_path<float, 32>(cases32[5].p, false);
+  std::uint64_t seed = 12150;
+  for (const narrow_case& c : cases32) all_ops<narrow32_entry>(c.name, c.p, ++seed);
+  // 16-bit data through the register-staged loader
+  const conv2d_problem p = cases32[1].p;
+  opts o;
+  o.gain = 2;
+  const epi::scale<float> s{2.0f};
+  check_fused<narrow32_entry>("half argmin 32", p, make_data<__half>(p, 12170, data_kind::real), op::argmin{}, s, s, o);
+  check_fused<narrow32_entry>("bf16 argmax 32", p, make_data<__nv_bfloat16>(p, 12171, data_kind::real), op::argmax{}, s, s,
+                              o);
+  // fused: the default policy's FMA order, so values and indices bitwise the same
+  for (const narrow_case& c : {cases32[1], cases32[5]}) {
+    const conv2d_problem q = c.p;
+    CAPTURE(describe(q));
+    const auto d = make_data<float>(q, 12180, data_kind::real);
+    auto dx = test::to_device(d.x);
+    auto dw = test::to_device(d.w);
+    auto db = test::to_device(d.b);
+    const std::size_t ny = static_cast<std::size_t>(q.y_elements());
+    thrust::device_vector<float> y1(ny), y2(ny);
+    thrust::device_vector<std::int64_t> i1(ny), i2(ny);
+    test::poison(y1), test::poison(y2), test::poison(i1), test::poison(i2);
+    const epi::scale<float> e{2.0f};
+    using narrow = convred::narrow_simt_policy<float, 32>::type;
+    using wide = convred::default_simt_policy<float>::type;
+    REQUIRE(convred::device::conv2d_reduce<narrow>(q, craw(dx), craw(dw), craw(db), raw(y1), raw(i1), op::argmin{}, e) ==
+            status::success);
+    REQUIRE(convred::device::conv2d_reduce<wide>(q, craw(dx), craw(dw), craw(db), raw(y2), raw(i2), op::argmin{}, e) ==
+            status::success);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    CHECK(bytes_equal(test::to_host(y1), test::to_host(y2)));
+    CHECK(test::to_host(i1) == test::to_host(i2));
+  }
 }
 
 TEST_CASE("narrow family: 16-bit data, and results bitwise equal to the default SIMT policy's") {
@@ -239,13 +303,18 @@ TEST_CASE("narrow family sanitizer: the split path and the fused kernel through 
     narrow_case c;
     bool split;
   } runs[] = {{cases[5], true}, {cases[8], true}, {many_tiles, false}};
+  opts o;
+  o.gain = 2;
+  const epi::scale<float> s{2.0f};
   for (const auto& [c, split] : runs) {
     check_path<float>(c.p, split);
     const auto d = make_data<float>(c.p, 12400, data_kind::real);
-    opts o;
-    o.gain = 2;
-    const epi::scale<float> s{2.0f};
     check_fused<narrow_entry>(std::string("narrow sanitizer ") + c.name, c.p, d, op::argmin{}, s, s, o);
+  }
+  // 32-channel tiles: the split path and the fused kernel
+  for (const narrow_case& c : {cases32[4], cases32[5]}) {
+    const auto d = make_data<float>(c.p, 12410, data_kind::real);
+    check_fused<narrow32_entry>(std::string("narrow sanitizer 32 ") + c.name, c.p, d, op::argmin{}, s, s, o);
   }
 }
 

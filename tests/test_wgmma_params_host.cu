@@ -52,12 +52,12 @@ void check_flat(const conv2d_problem& p, const convred::block::wgmma_conv_params
   CHECK(k.flat_pixels == k.tiles * BM + halo_h * pw + halo_w);
   const std::int64_t phases = std::min<std::int64_t>(st, p.R) * std::min<std::int64_t>(st, p.S);
   CHECK(k.plane_bytes == phases * window * 16);
-  // 1x1 (not 3xTF32): group slices of block_c channels per stage, a divisor of the slices, at most
-  // wgmma_max_group; otherwise one
+  // 1x1: group slices of block_c channels per stage, a divisor of the slices, at most wgmma_max_group (3xTF32:
+  // 2, the stages its consumers compile); otherwise one
   const std::int64_t slices = (p.C + Policy::block_c - 1) / Policy::block_c;
   CHECK(k.group >= 1);
-  CHECK(k.group <= convred::block::wgmma_max_group);
-  if (p.R != 1 || p.S != 1 || Policy::parts != 1) CHECK(k.group == 1);
+  CHECK(k.group <= (Policy::parts == 2 ? 2 : convred::block::wgmma_max_group));
+  if (p.R != 1 || p.S != 1) CHECK(k.group == 1);
   CHECK(static_cast<std::int64_t>(k.kt) * k.group == slices);
   CHECK(k.b_bytes == static_cast<std::int64_t>(k.group) * Policy::parts * p.R * p.S * 128 * Policy::block_c *
                          Policy::filter_elem_bytes);
@@ -359,8 +359,24 @@ TEST_CASE("wgmma choose_wgmma_params: 3xTF32 takes flat tiles for 1x1 filters") 
     std::size_t smem = 0;
     REQUIRE(convred::device::choose_wgmma_params<P>(p, tail, convred::device::detail::max_smem_per_block, 132, true, k, smem));
     CHECK(k.flat == 1);
-    CHECK(k.group == 1);  // (no stages of several slices under 3xTF32)
+    // stages of two slices where the slices are even (C 64: 8 slices), else one (C 24: 3)
+    CHECK(k.group == (C == 64 ? 2 : 1));
+    CHECK_FALSE(convred::plan::wgmma_params<P>::tap_loop(k));  // the unrolled 1x1 stages
   }
+  // at stride 2 flat 1x1 tiles read phase 0 only: the same 1x1 stages, not the tap loop (ResNet-50
+  // layer3.0's projection); a 3x3 filter at stride 2 keeps the tap loop
+  conv2d_problem s2;
+  s2.N = 32, s2.C = 512, s2.H = s2.W = 28, s2.K = 1024, s2.R = s2.S = 1, s2.stride_h = s2.stride_w = 2;
+  convred::block::wgmma_conv_params k;
+  std::size_t smem = 0;
+  REQUIRE(convred::device::choose_wgmma_params<P>(s2, tail, convred::device::detail::max_smem_per_block, 132, true, k, smem));
+  CHECK(k.flat == 1);
+  CHECK(k.group == 2);
+  CHECK_FALSE(convred::plan::wgmma_params<P>::tap_loop(k));
+  s2.R = s2.S = 3, s2.pad_h = s2.pad_w = 1, s2.C = 64;
+  REQUIRE(convred::device::choose_wgmma_params<P>(s2, tail, convred::device::detail::max_smem_per_block, 132, true, k, smem));
+  CHECK(k.group == 1);
+  CHECK(convred::plan::wgmma_params<P>::tap_loop(k));
 }
 
 TEST_CASE("wgmma choose_wgmma_params: 16-bit math takes flat tiles where row tiles would gather x") {

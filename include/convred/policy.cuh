@@ -134,14 +134,16 @@ struct default_simt_policy<double> {
   using type = simt_policy<64, 64, 8, 4, 4, 2>;  ///< the default simt_policy for double
 };
 
-/// @brief SIMT policy of the narrow family (family::simt_narrow: at most 16 output channels per group, K = 1
-/// to 16): 128 pixels x 16 channels x 8 deep, 4x4 per thread, 128 threads, 3 cp.async stages (no
-/// occupancy hint: its few registers let several blocks share an SM anyway). The default policy's
-/// 128-channel tile would compute 8x (K = 16) to 128x (K = 1) the layer's FMAs there, the tensor-core
-/// policies' 128-channel tiles as much of their operations.
-template <class T>
+/// @brief SIMT policies of the narrow family (family::simt_narrow), by tile width BlockN: 16 channels (K/groups
+/// 1 to 16: 128 pixels x 16 channels x 8 deep, 4x4 per thread) and 32 channels (K/groups 17 to 32: 128 x 32 x
+/// 8, 4x8 per thread); 128 threads, 3 cp.async stages (no occupancy hint: their few registers let several
+/// blocks share an SM anyway). The default policy's 128-channel tile would compute 4x (K = 32) to 128x (K =
+/// 1) the layer's FMAs there, the tensor-core policies' 128-channel tiles as much of their operations.
+template <class T, int BlockN = 16>
 struct narrow_simt_policy {
-  using type = simt_policy<128, 16, 8, 4, 4, 1, 3>;  ///< the narrow family's simt_policy for T
+  static_assert(BlockN == 16 || BlockN == 32, "narrow_simt_policy: 16- or 32-channel tiles");
+  /// the narrow family's simt_policy for T and BlockN
+  using type = std::conditional_t<BlockN == 16, simt_policy<128, 16, 8, 4, 4, 1, 3>, simt_policy<128, 32, 8, 4, 8, 1, 3>>;
 };
 
 /// @brief mma.sync policy of the narrow tensor-core family (family::mma_narrow: at most 32 output channels per

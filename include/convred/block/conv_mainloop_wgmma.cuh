@@ -281,7 +281,12 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy>,
         issue<0, 0, Rows, 2>(filter, planes, d, row, first, p);
     } else if (p.R == 3 && p.S == 3) {
       issue<3, 3, Rows, 1>(filter, planes, d, row, first, p);
-    } else if (promotes || (p.R == 1 && p.S == 1)) {  // promotes: 1x1 here (the TapLoop variant serves others)
+    } else if (promotes) {  // 1x1 here (the TapLoop variant serves others): flat stages of 1 or 2 slices
+      if (p.group == 2)
+        issue<1, 1, Rows, 1, 2>(filter, planes, d, row, first, p);
+      else
+        issue<1, 1, Rows, 1, 1>(filter, planes, d, row, first, p);
+    } else if (p.R == 1 && p.S == 1) {
       issue<1, 1, Rows, 1>(filter, planes, d, row, first, p);
     } else {
       issue<0, 0, Rows, 1>(filter, planes, d, row, first, p);
@@ -311,8 +316,11 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy>,
 
   /// One commit group of the stage's wgmmas for an R x S filter known at compile time (FR, FS > 0) or at
   /// run time (FR = FS = 0) and stride ST (tap (r, s) reads phase (r % ST, s % ST) at (r / ST, s / ST)):
-  /// rows row .. row + Rows - 1 of the warpgroup's, into d[0 .. Rows - 1].
-  template <int FR, int FS, int Rows, int ST>
+  /// rows row .. row + Rows - 1 of the warpgroup's, into d[0 .. Rows - 1]. G > 0: the stage's slices
+  /// (wgmma_conv_params::group) known at compile time and unrolled (3xTF32's flat 1x1 stages of 1 or 2
+  /// slices: its promoted stages spilled ~370 bytes with the run-time loop); G = 0: p.group slices for a
+  /// 1x1 filter in a run-time loop (not 3xTF32), else 1.
+  template <int FR, int FS, int Rows, int ST, int G = 0>
   __device__ static void issue(const unsigned char* filter, const unsigned char* planes, float (&d)[Rows][64],
                                int row, bool first, const wgmma_conv_params& p) {
     const int R = FR > 0 ? FR : p.R, S = FS > 0 ? FS : p.S;
@@ -337,11 +345,9 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy>,
         const std::uint64_t a = a0 + static_cast<std::uint64_t>(phase) * static_cast<std::uint64_t>(p.phase_pixels) +
                                 static_cast<std::uint64_t>(r / ST) * row_step + static_cast<std::uint64_t>(s / ST);
         // 1x1 filters: the stage's `group` slices of block_c channels, slice g's planes g * J planes on
-        // and its filter slice g * parts * tap_bytes on (wgmma_conv_params::group)
-        // (not 3xTF32: its promoted stages spilled ~370 bytes with this loop; make_params keeps it at 1)
-        const int group = FR == 1 && FS == 1 && !x3 ? p.group : 1;
-#pragma unroll 1
-        for (int g = 0; g < group; ++g) {
+        // and its filter slice g * parts * tap_bytes on (wgmma_conv_params::group); the small parts
+        // (3xTF32) part_bytes and R * S taps after the big ones, as for one slice
+        auto slice = [&](int g) {
           const bool acc = !(first && tap == 0 && g == 0);
           const std::uint64_t ag = a + ((static_cast<std::uint64_t>(g) * J * p.plane_bytes) >> 4);
           const std::uint64_t bg = b + ((static_cast<std::uint64_t>(g) * Policy::parts * tap_bytes) >> 4);
@@ -356,6 +362,14 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy>,
               warpgroup::mma_ss_m64n128<kind>(d[mt], am, bg, acc);
             }
           }
+        };
+        if constexpr (G > 0) {
+#pragma unroll
+          for (int g = 0; g < G; ++g) slice(g);
+        } else {
+          const int group = FR == 1 && FS == 1 && !x3 ? p.group : 1;
+#pragma unroll 1
+          for (int g = 0; g < group; ++g) slice(g);
         }
       }
     warpgroup::commit();

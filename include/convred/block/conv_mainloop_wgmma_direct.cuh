@@ -49,15 +49,17 @@ struct conv_mainloop_wgmma_direct {
   /// 3xTF32: the small part's `small_bytes` after the big part's); `first` starts d (scale-d = 0). Waits for
   /// the wgmmas before it returns (their A registers are then free), so the stage is complete. 3xTF32
   /// (direct_taps only) promotes: each m64 row's stage runs into a fresh tile that is then added to d
-  /// (issue_direct_taps_x3).
+  /// (issue_direct_taps_x3), and only the channel halves the pass computes: `valid`, the pass's output
+  /// channels (wgmma_conv_params::pass_channels; 64 or fewer: the upper half's products skipped, its
+  /// accumulators zero). Other maths compute all 128 channels in one m64n128 wgmma (valid unused).
   __device__ static void run_stage_direct(const unsigned char* filter, int slice_bytes, int small_bytes,
                                           const unsigned char* box, float (&d)[2][64], bool first,
-                                          const wgmma_conv_params& p, const int (&off)[TM]) {
+                                          const wgmma_conv_params& p, const int (&off)[TM], int valid = 128) {
     // (3xTF32 direct tiles are always direct_taps: make_direct_params refuses its 1x1 ones)
     if constexpr (Mainloop::x3) {
-      return issue_direct_taps_x3(filter, slice_bytes, small_bytes, box, d, first, p, off);
+      return issue_direct_taps_x3(filter, slice_bytes, small_bytes, box, d, first, p, off, valid > 64 ? 2 : 1);
     } else {
-      (void)small_bytes;
+      (void)small_bytes, (void)valid;
       if (p.direct_taps) return issue_direct_taps(filter, slice_bytes, box, d, first, p, off);
       switch (p.group) {
         case 4: issue_direct<4>(filter, slice_bytes, box, d, first, p, off); break;
@@ -142,16 +144,28 @@ struct conv_mainloop_wgmma_direct {
   /// adds the tile to d[mt][32 nh ..] with IEEE adds (promotes: a chain of at most group x 8 x S products
   /// per tile under the tensor cores' own accumulation; `first` sets d to it). B: the big part at `filter`
   /// + j slice_bytes + s tap_bytes (channels 64 nh on: 8 nh core matrices along N, 256 bytes each), the
-  /// small part `small_bytes` further.
+  /// small part `small_bytes` further. `halves` 1 (a pass of 64 or fewer channels): the half nh = 1 is not
+  /// computed (half the products) and its
+  /// accumulators are set to 0 on the first stage, so that no indeterminate value reaches the epilogue (which
+  /// drops those channels anyway).
   __device__ static void issue_direct_taps_x3(const unsigned char* filter, int slice_bytes, int small_bytes,
                                               const unsigned char* box, float (&d)[2][64], bool first,
-                                              const wgmma_conv_params& p, const int (&off)[TM]) {
+                                              const wgmma_conv_params& p, const int (&off)[TM], int halves = 2) {
     const float* x = reinterpret_cast<const float*>(box) + (Mainloop::lane() % 4) * p.rp;
     const std::uint64_t b_small = static_cast<std::uint64_t>(small_bytes) >> 4;
     const int steps = p.group * p.S, c4 = 4 * p.rp;
 #pragma unroll 1
     for (int h = 0; h < 4; ++h) {  // (row mt, half nh) = (h / 2, h % 2), a run-time loop
       const int nh = h % 2, o0 = h < 2 ? off[0] : off[2], o1 = h < 2 ? off[1] : off[3];
+      if (nh >= halves) {  // a pass of <= 64 channels: the upper half is padding
+        if (first) {
+          if (h == 1)
+            zero<0, 1>(d);
+          else
+            zero<1, 1>(d);
+        }
+        continue;
+      }
       const std::uint64_t b0 = warpgroup::make_smem_desc(filter + nh * 2048, 128, 256);
       float part[32];
       // r: [big, small][register]
@@ -176,6 +190,13 @@ struct conv_mainloop_wgmma_direct {
         default: promote<1, 1>(d, part, first); break;
       }
     }
+  }
+
+  /// issue_direct_taps_x3's skipped half: d[MT][32 NH ..] set to 0.
+  template <int MT, int NH>
+  __device__ static void zero(float (&d)[2][64]) {
+#pragma unroll
+    for (int i = 0; i < 32; ++i) d[MT][32 * NH + i] = 0.0f;
   }
 
   /// issue_direct_taps_x3's promotion of a completed fresh tile `part` into d[MT][32 NH ..] (IEEE adds;

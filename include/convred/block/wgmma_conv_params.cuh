@@ -193,7 +193,7 @@ struct wgmma_conv_params {
   /// (A 3x3 "same" convolution of 14 x 14 images: 15 x 15 plane pixels per image, not 16 x 16.)
   std::int32_t flat_rows = 0;
   /// @brief Slices of block_c input channels per operand stage: 1, or for flat or direct tiles of a 1x1
-  /// filter (not 3xTF32) up to wgmma_max_group (a divisor of ceil(C / block_c)), so that a stage is group x 4
+  /// filter up to wgmma_max_group (3xTF32's flat tiles: up to 2; a divisor of ceil(C / block_c)), so that a stage is group x 4
   /// wgmmas per copy rather than 4 (a one-slice stage's copy takes several times its tensor work:
   /// bench/NOTES.md, "Moved from header comments"). kt then counts stages of group slices, b_bytes and
   /// part_bytes are group slices' bytes, and the packed filter's layout is unchanged (a stage's slices are

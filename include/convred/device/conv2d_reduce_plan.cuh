@@ -45,8 +45,9 @@ namespace convred::device {
 ///   under a tensor-core math where its model estimates it faster than the tensor-core families, and for
 ///   dense layers with C <= 16 (stems: "dense, C = n") under TF32 and 3xTF32 where it estimates so too
 ///   (family::direct::can_implement);
-/// - at most 16 output channels per group (K = 1 to 16): the SIMT kernel in 16-channel tiles
-///   (family::simt_narrow, narrow_simt_policy<T>: "(the narrow family)") under 3xTF32 where its model
+/// - at most 16 output channels per group (K = 1 to 16), then 17 to 32: the SIMT kernel in 16- and
+///   32-channel tiles (family::simt_narrow, narrow_simt_policy<T, 16 or 32>: "(the narrow family)") under
+///   3xTF32 where its model
 ///   estimates it faster than the tensor-core families (its sums then split over GEMM_K to at most
 ///   plan_narrow_accurate_chain values each), and under math::ieee where it estimates it faster than the
 ///   default SIMT policy;

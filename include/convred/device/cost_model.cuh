@@ -171,6 +171,12 @@ inline constexpr double plan_simt_flops_per_sm = 0.27e12;
 /// (bench/family_bench): estimate / measured 0.79-1.16 on the six above 15 us, 0.66 on an 11 us one
 /// (bench/NOTES.md, "The narrow family").
 inline constexpr double plan_simt_narrow_slowdown = 2.1;
+/// The same for its 32-channel tiles (narrow_simt_policy<T, 32>: 4x8 accumulators per thread, three 16-byte
+/// loads per 32 FMAs): 2.1 scaled by the loads per FMA (0.375 against 0.5 words). Checked on the H100 on
+/// seven layers of 24 to 32 channels per group timed on their own (bench/family_bench): estimate / measured
+/// 0.97-1.06 on four grouped layers at 14-150 us, 1.37 on a 76 us one (g63 c1512 14x14), 0.69-0.76 on two
+/// dense 1x1 layers at 13-18 us (bench/NOTES.md, "3xTF32's 1x1 stages of two slices").
+inline constexpr double plan_simt_narrow32_slowdown = 1.6;
 /// family::mma_narrow's time per slice over plan_mma_flops_per_sm's at its 32-channel tile
 /// (narrow_mma_sync_policy: 32 x 32 warp tiles reuse each fragment half as often as the default's 64 x 64,
 /// and its 128-thread blocks keep fewer loads in flight).

@@ -97,7 +97,7 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
                                                                  static_cast<std::int64_t>(prm.stage_row(s)) * part_row
                                                            : stage;
           mainloop::run_stage_direct(filter, prm.resident_bytes ? R * row : row, prm.resident_bytes ? R * part_row : part_row,
-                                     stage + prm.a_offset, d, !started, prm, off);
+                                     stage + prm.a_offset, d, !started, prm, off, prm.pass_channels(pass));
         } else {
           const unsigned char* filter = prm.resident_bytes ? sm.base + static_cast<std::int64_t>(s) * prm.b_bytes : stage;
           mainloop::template run_stage<Gather, TapLoop>(filter, stage + prm.a_offset, d, s == sl, prm);

@@ -33,10 +33,12 @@ struct wgmma_params {
   static_assert(box_c == 8, "wgmma_params: a slice's box entries are the 8 k-columns of one wgmma step");
 
   /// @brief Whether a problem of parameters k runs the kernel's TapLoop variant: 3xTF32 with a filter
-  /// other than 3x3 and 1x1, or at stride 2 (block::conv_mainloop_wgmma::run_stage); never direct tiles,
-  /// which promote each stage's rows themselves (run_stage_direct).
+  /// other than 3x3 and 1x1, or at stride 2 (block::conv_mainloop_wgmma::run_stage) except flat tiles of a
+  /// 1x1 filter (their one tap reads phase 0 at offset 0, as at stride 1, so they run the 1x1 stages of 1
+  /// or 2 slices); never direct tiles, which promote each stage's rows themselves (run_stage_direct).
   static constexpr bool tap_loop(const wgmma_conv_params& k) {
-    return x3 && !k.direct && !(k.stride == 1 && ((k.R == 3 && k.S == 3) || (k.R == 1 && k.S == 1)));
+    return x3 && !k.direct &&
+           !((k.stride == 1 && k.R == 3 && k.S == 3) || (k.R == 1 && k.S == 1 && (k.stride == 1 || k.flat)));
   }
 
   /// Whether p has a dilation above 1 along a filter dimension above 1 (only direct tiles serve it).
@@ -139,9 +141,10 @@ struct wgmma_params {
     const std::int64_t slice_part = plane * (Policy::block_c / E);  // one slice's planes
     const std::int64_t slice_b = std::int64_t(Policy::parts) * p.R * p.S * Policy::block_n * Policy::block_c *
                                  Policy::filter_elem_bytes;  // one slice's packed filter
-    // flat 1x1: group slices per stage, the most (<= wgmma_max_group, dividing kt) for which 4 streamed stages fit
-    if (flat && p.R == 1 && p.S == 1 && !x3) {
-      for (int g = wgmma_max_group; g > 1; --g) {
+    // flat 1x1: group slices per stage, the most (<= wgmma_max_group, dividing kt; 3xTF32: <= 2, the
+    // variants its consumers compile) for which 4 streamed stages fit
+    if (flat && p.R == 1 && p.S == 1) {
+      for (int g = x3 ? 2 : wgmma_max_group; g > 1; --g) {
         const std::int64_t st = (g * (slice_b + Policy::parts * slice_part) + 127) / 128 * 128;
         if (k.kt % g == 0 && 4 * st + static_cast<std::int64_t>(tail_bytes) <= static_cast<std::int64_t>(max_smem)) {
           k.group = g;

@@ -25,9 +25,9 @@ namespace convred::device::family {
 /// serve them and its model estimates it faster); then,
 /// for a tensor-core math (math::accurate on float, half or bf16 data included), the tiny family for groups
 /// 1, 32 or fewer output pixels and at most 512 im2col values (exact FMA: one kernel sized for them), the
-/// narrow family for at most 16 output channels per group under 3xTF32 where its estimate beats the
-/// tensor-core families' (exact FMA in 16-channel tiles; under math::ieee where it beats the SIMT
-/// family's), the narrow tensor-core family for at most 32 output channels per group under TF32, bf16 and
+/// narrow family for at most 16, then 17 to 32 output channels per group under 3xTF32 where its estimate
+/// beats the tensor-core families' (exact FMA in 16- and 32-channel tiles; under math::ieee where it beats
+/// the SIMT family's), the narrow tensor-core family for at most 32 output channels per group under TF32, bf16 and
 /// fp16 where its estimate beats theirs (the mma.sync kernel in 32-channel tiles), the
 /// wgmma family (sm_90a) for layers whose outer taps read only padding (family::pruned: the smaller filter
 /// of the other taps), for dilated layers at stride 1 (family::dilated: space to batch) and for grouped
@@ -38,8 +38,8 @@ namespace convred::device::family {
 template <class T, class Math>
 using default_families_t =
     std::conditional_t<std::is_same_v<kernel_math_t<T, Math>, math::ieee>,
-                       family_list<direct<T, Math>, simt_narrow<T, Math>, simt<T, Math>>,
-                       family_list<direct<T, Math>, tiny<T, Math>, simt_narrow<T, Math>, mma_narrow<T, Math>,
+                       family_list<direct<T, Math>, simt_narrow<T, Math>, simt_narrow<T, Math, 32>, simt<T, Math>>,
+                       family_list<direct<T, Math>, tiny<T, Math>, simt_narrow<T, Math>, simt_narrow<T, Math, 32>, mma_narrow<T, Math>,
                                    pruned<wgmma<T, Math, wgmma_role::adapter>, mma_sync<T, Math>>,
                                    dilated<wgmma<T, Math, wgmma_role::adapter>, mma_sync<T, Math>>,
                                    grouped<wgmma<T, Math, wgmma_role::adapter>, mma_sync<T, Math>>, wgmma<T, Math>,
