@@ -364,7 +364,7 @@ TEST_CASE("wgmma choose_wgmma_params: 3xTF32 takes flat tiles for 1x1 filters") 
     CHECK_FALSE(convred::plan::wgmma_params<P>::tap_loop(k));  // the unrolled 1x1 stages
   }
   // at stride 2 flat 1x1 tiles read phase 0 only: the same 1x1 stages, not the tap loop (ResNet-50
-  // layer3.0's projection); a 3x3 filter at stride 2 keeps the tap loop
+  // layer3.0's projection); a 2x2 filter at stride 2 (flat, four taps over the phases) keeps the tap loop
   conv2d_problem s2;
   s2.N = 32, s2.C = 512, s2.H = s2.W = 28, s2.K = 1024, s2.R = s2.S = 1, s2.stride_h = s2.stride_w = 2;
   convred::block::wgmma_conv_params k;
@@ -373,8 +373,9 @@ TEST_CASE("wgmma choose_wgmma_params: 3xTF32 takes flat tiles for 1x1 filters") 
   CHECK(k.flat == 1);
   CHECK(k.group == 2);
   CHECK_FALSE(convred::plan::wgmma_params<P>::tap_loop(k));
-  s2.R = s2.S = 3, s2.pad_h = s2.pad_w = 1, s2.C = 64;
+  s2.R = s2.S = 2, s2.C = 128, s2.H = s2.W = 56, s2.K = 256;
   REQUIRE(convred::device::choose_wgmma_params<P>(s2, tail, convred::device::detail::max_smem_per_block, 132, true, k, smem));
+  CHECK(k.flat == 1);
   CHECK(k.group == 1);
   CHECK(convred::plan::wgmma_params<P>::tap_loop(k));
 }
