@@ -587,6 +587,9 @@ TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: flat tiles") {
   // stages of two slices (C 32), fused and split; at stride 2 (phase 0 only: the 1x1 stages, not the tap loop)
   run(wg<math::tf32x3>{}, "sanitizer flat tf32x3 1x1 two slices", make_problem(2, 32, 12, 13, 140, 1, 1), 0, 63, op::argmin{});
   run(wg<math::tf32x3>{}, "sanitizer flat tf32x3 1x1 two slices split", make_problem(1, 48, 9, 11, 40, 1, 1), 2, 64, op::sum{});
+  // C 28: four slices, the last half padding
+  run(wg<math::tf32x3>{}, "sanitizer flat tf32x3 1x1 two slices, C 28", make_problem(2, 28, 10, 12, 20, 1, 1), 0, 66,
+      op::min{});
   run(wg<math::tf32x3>{}, "sanitizer flat tf32x3 1x1 stride 2", make_problem(2, 32, 13, 14, 33, 1, 1, 0, 0, 2, 2), 0, 65,
       op::argmax{});
 }

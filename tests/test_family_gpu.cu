@@ -18,7 +18,8 @@ namespace {
 
 /// The default list for (float, ieee) with narrow_k in front: one entry.
 using with_narrow_k = fam::family_list<convred_test_family::narrow_k<float>, fam::direct<float, math::ieee>,
-                                       fam::simt_narrow<float, math::ieee>, fam::simt<float, math::ieee>>;
+                                       fam::simt_narrow<float, math::ieee>, fam::simt_narrow<float, math::ieee, 32>,
+                                       fam::simt<float, math::ieee>>;
 using narrow_plan = conv2d_reduce_plan<float, math::ieee, with_narrow_k>;
 
 const device_info h200{9, 0, true, 132};

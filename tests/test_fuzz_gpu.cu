@@ -527,7 +527,7 @@ std::vector<std::pair<fcase, std::string>> plan_family_cases(std::uint64_t& seed
   add("direct grouped", elem::f32, mathk::tf32, opk::argmin, 1, 16, 8, 8, 8, 3, 1, 1, 4, 0);
   // (K 33: more than the narrow tensor-core family's 32 channels, which takes this layer at K 16)
   add("mma.sync", elem::f32, mathk::tf32, opk::argmin, 1, 20, 4, 4, 33, 3, 1, 1, 1, 0);
-  // (K 33: more than the narrow family's 16 channels)
+  // (K 33: more than the narrow family's 32 channels)
   add("simt", elem::f32, mathk::ieee, opk::range, 1, 3, 6, 6, 33, 3, 1, 1, 1, 0);
   add("narrow simt", elem::f32, mathk::ieee, opk::range, 1, 3, 6, 6, 5, 3, 1, 1, 1, 0);
   add("narrow simt", elem::f32, mathk::accurate, opk::argmax, 2, 40, 12, 12, 12, 3, 1, 1, 1, 0);
@@ -538,6 +538,10 @@ std::vector<std::pair<fcase, std::string>> plan_family_cases(std::uint64_t& seed
   // pixel tiles under bf16, fused)
   add("narrow mma.sync", elem::f32, mathk::tf32, opk::argmin, 32, 96, 1, 1, 4, 1, 1, 1, 1, 0);
   add("narrow mma.sync", elem::f32, mathk::bf16, opk::max, 2, 33, 11, 13, 16, 3, 1, 1, 1, 0);
+  // (the narrow family's 32-channel tiles: any layer of 17 to 32 channels per group under math::ieee, grouped
+  // ones under 3xTF32: 24 per group at stride 2, as RegNet's)
+  add("narrow simt 32", elem::f32, mathk::ieee, opk::min, 1, 5, 7, 9, 20, 3, 1, 1, 1, 0);
+  add("narrow simt 32", elem::f32, mathk::accurate, opk::argmax, 4, 168, 28, 28, 168, 3, 2, 1, 7, 0);
   return v;
 }
 
@@ -604,11 +608,11 @@ constexpr int plan_fixed_count = 300;
 
 /// The families (result::family, plan_family) plan_fixed_cases must reach on an H200 running sm_90a code;
 /// the first seven (those that need no wgmma kernel) on any device with tensor cores.
-const char* const plan_families[] = {"direct depthwise", "direct grouped", "mma.sync",        "simt",
-                                     "tiny",             "narrow simt",    "narrow mma.sync", "wgmma",
-                                     "dilated",          "grouped",        "pruned",          "wgmma grouped",
-                                     "wgmma dilated"};
-[[maybe_unused]] constexpr int plan_families_any_device = 7;
+const char* const plan_families[] = {"direct depthwise", "direct grouped",  "mma.sync",      "simt",
+                                     "tiny",             "narrow simt",     "narrow simt 32", "narrow mma.sync",
+                                     "wgmma",            "dilated",         "grouped",        "pruned",
+                                     "wgmma grouped",    "wgmma dilated"};
+[[maybe_unused]] constexpr int plan_families_any_device = 8;
 
 }  // namespace
 }  // namespace convred::fuzz

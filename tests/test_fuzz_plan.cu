@@ -1,5 +1,5 @@
 // Fuzz runner (see fuzz.cuh): the planner, device::conv2d_reduce_plan<T, Math> with the library's default family
-// list (family::default_families_t<T, Math>: direct, tiny, narrow simt, narrow mma.sync, pruned, dilated, grouped,
+// list (family::default_families_t<T, Math>: direct, tiny, narrow simt (16 and 32), narrow mma.sync, pruned, dilated, grouped,
 // wgmma, mma.sync, simt) and
 // the case's plan_options, made for the current device: float tf32 argmin/sum, accurate argmax/mean, bf16 max,
 // ieee min/range; fp16 math on half argmin, bf16 math on bf16 argmax. The first launch prepares the plan with a
@@ -34,12 +34,14 @@ std::string family_name(int index, std::index_sequence<I...>) {
 
 /// The label of the family at position `index` of the family list List, for problem p: its name ("dilated",
 /// "grouped", "wgmma", "mma.sync", "simt", "narrow simt", "narrow mma.sync"), the direct family's as "direct
-/// depthwise" (C/groups == 1) or "direct grouped" (1 < C/groups <= 16), the wgmma family's on a grouped problem as
+/// depthwise" (C/groups == 1) or "direct grouped" (1 < C/groups <= 16), the narrow family's 32-channel tiles
+/// (K/groups > 16) as "narrow simt 32", the wgmma family's on a grouped problem as
 /// "wgmma grouped" (its grouped passes) and on a dilated one as "wgmma dilated" (its direct tiles of filter rows).
 template <class List>
 std::string family_label(const conv2d_problem& p, int index) {
   const std::string n = family_name<List>(index, std::make_index_sequence<List::size>{});
   if (n == "direct") return p.C_per_group() == 1 ? "direct depthwise" : "direct grouped";
+  if (n == "narrow simt" && p.K_per_group() > 16) return "narrow simt 32";
   if (n == "wgmma" && p.groups > 1) return "wgmma grouped";
   if (n == "wgmma" && ((p.dil_h != 1 && p.R > 1) || (p.dil_w != 1 && p.S > 1))) return "wgmma dilated";
   return n;

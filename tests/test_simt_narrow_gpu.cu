@@ -211,6 +211,17 @@ TEST_CASE("narrow family: where the planner takes it, and why not elsewhere") {
   CHECK(has(conv2d_reduce_plan<float, math::ieee>(k33, h200).description(), "256-pixel x 128-channel tiles"));
   CHECK(std::string(fam::simt_narrow<float, math::bf16, 32>::can_implement(k17, h200, {})) ==
         "a TF32 or 16-bit math (the tensor-core kernels)");
+  // under 3xTF32 grouped layers only: RegNet's 24-channel groups at stride 2 (measured 2.1x faster than the
+  // mma.sync kernel), not a dense layer of 24 (the mma.sync kernel measured faster on such 1x1 layers)
+  const conv2d_problem g7 = make_problem(32, 168, 56, 56, 168, 3, 3, 1, 1, 2, 2, 1, 1, 7),
+                       k24 = make_problem(32, 96, 1, 1, 24, 1, 1);
+  const conv2d_reduce_plan<float, math::accurate> g7_plan(g7, h200);
+  CAPTURE(g7_plan.description());
+  CHECK(g7_plan.kernel() == kernel_kind::simt);
+  CHECK(has(g7_plan.description(), "128-pixel x 32-channel tiles"));
+  CHECK(std::string(fam::simt_narrow<float, math::accurate, 32>::can_implement(k24, h200, {})) ==
+        "a dense layer under 3xTF32 (its 32-channel tiles: grouped layers)");
+  CHECK(has(conv2d_reduce_plan<float, math::ieee>(k24, h200).description(), "128-pixel x 32-channel tiles"));
   // depthwise and narrow grouped layers stay with the direct family
   CHECK(conv2d_reduce_plan<float, math::accurate>(make_problem(32, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, 1, 1, 64), h200)
             .kernel() == kernel_kind::direct);

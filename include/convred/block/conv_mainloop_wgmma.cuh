@@ -223,7 +223,8 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy>,
   /// stage of a tile, whose first wgmma per row overwrites d (scale-d = 0) instead of adding.
   /// 3x3 and 1x1 filters run a fully unrolled tap loop (no loop-carried accumulators for ptxas to fence).
   /// 3xTF32 (`promotes`): one group per row into a fresh tile, waited for and added to d (see promotes),
-  /// for 3x3 and 1x1 filters at stride 1; any other filter or stride 2 in the TapLoop variant: for each
+  /// for 3x3 filters at stride 1 and 1x1 filters (at stride 2 on flat tiles only, whose one tap reads phase
+  /// 0); any other filter or stride 2 in the TapLoop variant: for each
   /// tap (a run-time loop) and row, its three wgmmas into a fresh tile (issue_tap), waited for and added to
   /// d. (The two in one kernel made ptxas spill ~2.5 KB in the 3xTF32 consumers, each alone nothing; groups
   /// of two or three taps per wait spilled 150-1,200 bytes: sm_90a, nvcc 13.0. On the H200 the tap loop runs
@@ -248,7 +249,7 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy>,
           }
         }
       }
-    } else if constexpr (promotes) {  // 3x3 and 1x1 at stride 1: a group per stage row
+    } else if constexpr (promotes) {  // 3x3 at stride 1, 1x1: a group per stage row
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) {
         float part[1][64];
@@ -267,8 +268,10 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy>,
 
  private:
   /// issue for the filter size: 3x3 and 1x1 unrolled, others a run-time tap loop (not under 3xTF32, 3x3
-  /// and 1x1 at stride 1 only: a tap loop around its promoted stage rows made ptxas serialise every wgmma
-  /// of the kernel, warning C7520; the TapLoop variant serves the others).
+  /// at stride 1 and 1x1 only: a tap loop around its promoted stage rows made ptxas serialise every wgmma
+  /// of the kernel, warning C7520; the TapLoop variant serves the others). Under 3xTF32 a 1x1 stage holds
+  /// p.group slices, 1 or 2 (wgmma_params::make_params allows no more): 2 runs issue<..., 2>, any other
+  /// value one slice.
   template <bool Gather, int Rows>
   __device__ static void dispatch(const unsigned char* filter, const unsigned char* planes, float (&d)[Rows][64],
                                   int row, bool first, const wgmma_conv_params& p) {

@@ -47,7 +47,7 @@ namespace convred::device {
 ///   (family::direct::can_implement);
 /// - at most 16 output channels per group (K = 1 to 16), then 17 to 32: the SIMT kernel in 16- and
 ///   32-channel tiles (family::simt_narrow, narrow_simt_policy<T, 16 or 32>: "(the narrow family)") under
-///   3xTF32 where its model
+///   3xTF32 (the 32-channel ones for grouped layers only) where its model
 ///   estimates it faster than the tensor-core families (its sums then split over GEMM_K to at most
 ///   plan_narrow_accurate_chain values each), and under math::ieee where it estimates it faster than the
 ///   default SIMT policy;

@@ -58,7 +58,7 @@ inline constexpr double plan_wgmma_convert_bytes_per_sm = 13e9;
 /// producer cannot keep up at all: the planner then takes the mma.sync kernel).
 inline constexpr double plan_wgmma_gather_slowdown = 2.0;
 /// The planner's wgmma kernel under 3xTF32 in its tap-loop variant (filters other than 3x3 and 1x1, or
-/// stride 2: each tap's three wgmmas waited for and promoted on their own), counted as this factor on the
+/// stride 2 except flat 1x1 tiles: each tap's three wgmmas waited for and promoted on their own), counted as this factor on the
 /// family's whole estimate (its split and mode chosen first; plan_wgmma_fixed_seconds added after): fitted
 /// on the H200 over the 17 tap-loop layers measured (error rms 0.12 in log; Inception's 1x7 / 7x1 at batch
 /// 32: 134 us against 74 us modelled), where it is also weighed against the mma.sync family (bench/NOTES.md,
@@ -72,9 +72,11 @@ inline constexpr double plan_wgmma_tap_loop_slowdown = 1.6;
 /// (geomean 1.33x) slower than estimated; with 2.1 each measured within -5 % / +15 % of its estimate (bench/NOTES.md, "The direct tiles of filter
 /// rows in bf16 and 3xTF32, measured").
 inline constexpr double plan_wgmma_direct_x3_slowdown = 2.1;
-/// The wgmma kernel's flat tiles of a 1x1 filter under 3xTF32 (one tap and one 8-channel slice per stage, so
-/// a stage's bulk copies and its three promoted products are short against their fixed costs), counted as
-/// this factor on the family's whole estimate. Measured with bench/family_bench --options (H100,
+/// The wgmma kernel's flat tiles of a 1x1 filter under 3xTF32 (one tap and one or two 8-channel slices per
+/// stage, so a stage's bulk copies and its promoted products are short against their fixed costs; at stride
+/// 2 too, since session 18 off the tap loop), counted as this factor on the family's whole estimate. With the
+/// two-slice stages the estimate / measured on six layers was 0.86-1.04 (bench/NOTES.md, "3xTF32's 1x1
+/// stages of two slices"), so the factor was kept. Measured with bench/family_bench --options (H100,
 /// 2026-12-06) on 12 layers (C 512-3712, 7x7 to 25x34, batch 1 and 32): the model's estimate was 1.18-1.21x
 /// below the measured time on the four smallest (up to 73 us) and up to 2x on the largest; 1.25 moves the
 /// four to the mma.sync kernel, measured 1.18-1.32x faster there, and no other (bench/NOTES.md, "The wgmma
@@ -174,7 +176,7 @@ inline constexpr double plan_simt_narrow_slowdown = 2.1;
 /// The same for its 32-channel tiles (narrow_simt_policy<T, 32>: 4x8 accumulators per thread, three 16-byte
 /// loads per 32 FMAs): 2.1 scaled by the loads per FMA (0.375 against 0.5 words). Checked on the H100 on
 /// seven layers of 24 to 32 channels per group timed on their own (bench/family_bench): estimate / measured
-/// 0.97-1.06 on four grouped layers at 14-150 us, 1.37 on a 76 us one (g63 c1512 14x14), 0.69-0.76 on two
+/// 0.99-1.06 on four grouped layers at 14-150 us, 1.37 on a 76 us one (g63 c1512 14x14), 0.69-0.76 on two
 /// dense 1x1 layers at 13-18 us (bench/NOTES.md, "3xTF32's 1x1 stages of two slices").
 inline constexpr double plan_simt_narrow32_slowdown = 1.6;
 /// family::mma_narrow's time per slice over plan_mma_flops_per_sm's at its 32-channel tile

@@ -183,7 +183,7 @@ std::size_t packed_bytes(const wgmma_plan_t& plan) {
 /// (kernel::pack_x_pairs_kernel); then the persistent kernel, one block per SM (at most one per unit), in the variant the
 /// parameters need (the gathering one also for flat tiles at stride 2, whose taps read stride phases; the
 /// direct one for direct tiles; under 3xTF32 the tap-loop one for filters other than 3x3 and 1x1 and for
-/// stride 2), as
+/// stride 2 but flat 1x1 tiles: plan::wgmma_params::tap_loop), as
 /// a programmatic dependent launch of the kernel before it when `dependent` (after the packing pass or
 /// the pairs' copy, or a split-K tail after the head's launch). `refused` is set (and success returned, nothing launched) when
 /// the driver refuses x's tensor map: the caller runs its fallback. `Direct` = false (conv2d_reduce_packed,

@@ -190,7 +190,8 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
     feed_s = live * k.kt * static_cast<double>(k.raw_copy_bytes + (k.resident_bytes ? 0 : k.b_bytes)) /
              plan_wgmma_direct_feed_bytes_per_sm;
   }
-  // 3xTF32 direct_taps compute a pass of <= 64 output channels as one m64n64 half (issue_direct_taps_x3)
+  // 3xTF32 direct_taps compute a pass of <= 64 output channels as one m64n64 half (issue_direct_taps_x3):
+  // counted for single-pass layers (the last pass of several also has its half, not counted)
   const double half = Policy::parts == 2 && k.direct_taps && k.npass == 1 && k.Kg <= 64 ? 0.5 : 1.0;
   const double pass_s = std::max({half * live * 2.0 * Policy::block_m * Policy::block_n * channels *
                                       static_cast<double>(p.R * p.S) / rate,

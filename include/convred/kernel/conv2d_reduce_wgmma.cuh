@@ -46,7 +46,8 @@ namespace convred::kernel {
 /// Gather: the variant for parameters with `gather` set (stride 2, W % 4 != 0; the producer threads load x
 /// themselves) and for flat tiles at stride 2 (their taps read stride phases); the TMA variant (Gather =
 /// false) is compiled without that code, which would cost its 72-register producer spills. TapLoop
-/// (3xTF32 only, with Gather): the variant for filters other than 3x3 and 1x1 and for stride 2, whose
+/// (3xTF32 only, with Gather): the variant for filters other than 3x3 and 1x1 and for stride 2 (but flat
+/// 1x1 tiles, whose one tap reads phase 0: plan::wgmma_params::tap_loop), whose
 /// consumers promote each tap (block::conv_mainloop_wgmma::run_stage). Flat tiles
 /// (prm.flat) run in either variant with one producer thread issuing bulk copies of the packed x
 /// (conv_patch_loader::copy_flat). Pass mode (prm.states): y and indices unused; each unit's reduction
