@@ -131,6 +131,32 @@ void sixteen_bit(const std::string& label, const conv2d_problem& p, bool split, 
   check_fused<narrow_entry>("bf16 argmax" + label, p, db, op::argmax{}, s, s, o);
 }
 
+/// The fused kernel in the narrow policy of BN-channel tiles and in the default SIMT policy on the same fresh
+/// data (argmin, scale 2, outputs poisoned first): each channel's sum runs over GEMM_K in the same order, in
+/// slices of 8, so values and indices are bitwise the same.
+template <int BN>
+void bitwise_as_default(const conv2d_problem& p, std::uint64_t seed) {
+  CAPTURE(describe(p));
+  const auto d = make_data<float>(p, seed, data_kind::real);
+  auto dx = test::to_device(d.x);
+  auto dw = test::to_device(d.w);
+  auto db = test::to_device(d.b);
+  const std::size_t ny = static_cast<std::size_t>(p.y_elements());
+  thrust::device_vector<float> y1(ny), y2(ny);
+  thrust::device_vector<std::int64_t> i1(ny), i2(ny);
+  test::poison(y1), test::poison(y2), test::poison(i1), test::poison(i2);
+  const epi::scale<float> e{2.0f};
+  using narrow = typename convred::narrow_simt_policy<float, BN>::type;
+  using wide = convred::default_simt_policy<float>::type;
+  REQUIRE(convred::device::conv2d_reduce<narrow>(p, craw(dx), craw(dw), craw(db), raw(y1), raw(i1), op::argmin{}, e) ==
+          status::success);
+  REQUIRE(convred::device::conv2d_reduce<wide>(p, craw(dx), craw(dw), craw(db), raw(y2), raw(i2), op::argmin{}, e) ==
+          status::success);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  CHECK(bytes_equal(test::to_host(y1), test::to_host(y2)));
+  CHECK(test::to_host(i1) == test::to_host(i2));
+}
+
 /// math::accurate's goal as tests/test_plan_gpu.cu measures it: the relative norm error vs float64 of min over
 /// channels of 2 conv2d(x, w, b), here through narrow_plan (guard bytes after its workspace) on the data d.
 double accurate_error(const conv2d_problem& p, const host_data<float>& d) {
@@ -252,28 +278,7 @@ TEST_CASE("narrow family, 32-channel tiles: every op against float64, each path,
   check_fused<narrow32_entry>("bf16 argmax 32", p, make_data<__nv_bfloat16>(p, 12171, data_kind::real), op::argmax{}, s, s,
                               o);
   // fused: the default policy's FMA order, so values and indices bitwise the same
-  for (const narrow_case& c : {cases32[1], cases32[5]}) {
-    const conv2d_problem q = c.p;
-    CAPTURE(describe(q));
-    const auto d = make_data<float>(q, 12180, data_kind::real);
-    auto dx = test::to_device(d.x);
-    auto dw = test::to_device(d.w);
-    auto db = test::to_device(d.b);
-    const std::size_t ny = static_cast<std::size_t>(q.y_elements());
-    thrust::device_vector<float> y1(ny), y2(ny);
-    thrust::device_vector<std::int64_t> i1(ny), i2(ny);
-    test::poison(y1), test::poison(y2), test::poison(i1), test::poison(i2);
-    const epi::scale<float> e{2.0f};
-    using narrow = convred::narrow_simt_policy<float, 32>::type;
-    using wide = convred::default_simt_policy<float>::type;
-    REQUIRE(convred::device::conv2d_reduce<narrow>(q, craw(dx), craw(dw), craw(db), raw(y1), raw(i1), op::argmin{}, e) ==
-            status::success);
-    REQUIRE(convred::device::conv2d_reduce<wide>(q, craw(dx), craw(dw), craw(db), raw(y2), raw(i2), op::argmin{}, e) ==
-            status::success);
-    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-    CHECK(bytes_equal(test::to_host(y1), test::to_host(y2)));
-    CHECK(test::to_host(i1) == test::to_host(i2));
-  }
+  for (const narrow_case& c : {cases32[1], cases32[5]}) bitwise_as_default<32>(c.p, 12180);
 }
 
 TEST_CASE("narrow family: 16-bit data, and results bitwise equal to the default SIMT policy's") {
@@ -283,28 +288,7 @@ TEST_CASE("narrow family: 16-bit data, and results bitwise equal to the default 
   sixteen_bit(std::string(" ") + many_tiles.name, many_tiles.p, false, 12203);
   // fused (no split): each channel's sum runs over GEMM_K in the same order, in slices of 8, as the default
   // policy's, so values and indices are bitwise the same
-  for (const narrow_case& c : {cases[0], cases[5], cases[9]}) {
-    const conv2d_problem p = c.p;
-    CAPTURE(describe(p));
-    const auto d = make_data<float>(p, 12300, data_kind::real);
-    auto dx = test::to_device(d.x);
-    auto dw = test::to_device(d.w);
-    auto db = test::to_device(d.b);
-    const std::size_t ny = static_cast<std::size_t>(p.y_elements());
-    thrust::device_vector<float> y1(ny), y2(ny);
-    thrust::device_vector<std::int64_t> i1(ny), i2(ny);
-    test::poison(y1), test::poison(y2), test::poison(i1), test::poison(i2);
-    const epi::scale<float> e{2.0f};
-    using narrow = convred::narrow_simt_policy<float>::type;
-    using wide = convred::default_simt_policy<float>::type;
-    REQUIRE(convred::device::conv2d_reduce<narrow>(p, craw(dx), craw(dw), craw(db), raw(y1), raw(i1), op::argmin{}, e) ==
-            status::success);
-    REQUIRE(convred::device::conv2d_reduce<wide>(p, craw(dx), craw(dw), craw(db), raw(y2), raw(i2), op::argmin{}, e) ==
-            status::success);
-    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-    CHECK(bytes_equal(test::to_host(y1), test::to_host(y2)));
-    CHECK(test::to_host(i1) == test::to_host(i2));
-  }
+  for (const narrow_case& c : {cases[0], cases[5], cases[9]}) bitwise_as_default<16>(c.p, 12300);
 }
 
 TEST_CASE("narrow family sanitizer: the split path and the fused kernel through the plan") {

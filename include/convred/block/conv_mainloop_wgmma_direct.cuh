@@ -145,9 +145,8 @@ struct conv_mainloop_wgmma_direct {
   /// per tile under the tensor cores' own accumulation; `first` sets d to it). B: the big part at `filter`
   /// + j slice_bytes + s tap_bytes (channels 64 nh on: 8 nh core matrices along N, 256 bytes each), the
   /// small part `small_bytes` further. `halves` 1 (a pass of 64 or fewer channels): the half nh = 1 is not
-  /// computed (half the products) and its
-  /// accumulators are set to 0 on the first stage, so that no indeterminate value reaches the epilogue (which
-  /// drops those channels anyway).
+  /// computed (half the products) and its accumulators are set to 0 on the first stage, so that no
+  /// indeterminate value reaches the epilogue (which drops those channels anyway).
   __device__ static void issue_direct_taps_x3(const unsigned char* filter, int slice_bytes, int small_bytes,
                                               const unsigned char* box, float (&d)[2][64], bool first,
                                               const wgmma_conv_params& p, const int (&off)[TM], int halves = 2) {

@@ -74,7 +74,7 @@ inline constexpr double plan_wgmma_tap_loop_slowdown = 1.6;
 inline constexpr double plan_wgmma_direct_x3_slowdown = 2.1;
 /// The wgmma kernel's flat tiles of a 1x1 filter under 3xTF32 (one tap and one or two 8-channel slices per
 /// stage, so a stage's bulk copies and its promoted products are short against their fixed costs; at stride
-/// 2 too, since session 18 off the tap loop), counted as this factor on the family's whole estimate. With the
+/// 2 too, where flat 1x1 tiles run the same stages, not the tap loop), counted as this factor on the family's whole estimate. With the
 /// two-slice stages the estimate / measured on six layers was 0.86-1.04 (bench/NOTES.md, "3xTF32's 1x1
 /// stages of two slices"), so the factor was kept. Measured with bench/family_bench --options (H100,
 /// 2026-12-06) on 12 layers (C 512-3712, 7x7 to 25x34, batch 1 and 32): the model's estimate was 1.18-1.21x
