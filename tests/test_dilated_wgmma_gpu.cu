@@ -8,7 +8,10 @@
 // the bias alone), K above 128, several slices per stage; the same in bf16 (and fp16 on three layers): the
 // tiles over a copy of x as pairs of 16-bit channels; under 3xTF32 (both parts of each filter row, every
 // m64 row's stage promoted), also for undilated 5x5 and 7x7 filters too large for other stages; a case for
-// compute-sanitizer.
+// compute-sanitizer. Flat tiles of a dilated filter (wgmma_conv_params::flat with dil_h, dil_w: the taps
+// as offsets into the packed window, whose halo is the dilated reach): the parameters, and every op against
+// float64 in tf32, bf16, fp16 and 3xTF32 over dilations 2-6, paddings below, at and above half the reach,
+// wide rows (W 250) the direct tiles do not take, and a grouped layer.
 #include <convred/device/conv2d_reduce_plan.cuh>
 
 #include <string>
@@ -29,11 +32,21 @@ const device_info h200{9, 0, true, 132};
 
 using mainloop = convred::block::conv_mainloop_wgmma<fam::wgmma<float, math::tf32>::policy>;
 
-/// The dilated tiles' checks of the GPU cases (wgmma_mode_check.cuh; pass mode's description not checked).
+/// The dilated tiles' checks of the GPU cases (wgmma_mode_check.cuh; pass mode's description not checked):
+/// direct tiles forced (the model may take flat tiles for these layers).
 struct dilated_tiles {
   static constexpr const char* fragment = "a stage per filter row";
   static constexpr const char* partial_name = "partial mode (2 GEMM_K splits)";
   static constexpr bool pass_described = false;
+  static constexpr convred::device::wgmma_tiling tiles = convred::device::wgmma_tiling::direct;
+};
+
+/// The flat tiles' checks of dilated layers: flat tiles forced, the dilation in the description.
+struct dilated_flat_tiles {
+  static constexpr const char* fragment = "as tap offsets";
+  static constexpr const char* partial_name = "partial mode (2 GEMM_K splits)";
+  static constexpr bool pass_described = true;
+  static constexpr convred::device::wgmma_tiling tiles = convred::device::wgmma_tiling::flat;
 };
 
 /// Dilated layers (NCHW): make_problem(N, C, H, W, K, R, S, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w).
@@ -58,9 +71,64 @@ const dilated_case cases[] = {
     {"d2, K 300 (three passes)", make_problem(1, 32, 20, 20, 300, 3, 3, 2, 2, 1, 1, 2, 2)},
 };
 
+/// Dilated layers of flat tiles (the window's halo (R - 1) dil_h plane rows, (S - 1) dil_w pixels; the pitch
+/// and the rows per image merged with the padding up to min(pad, reach)).
+const dilated_case flat_cases[] = {
+    {"flat d2 pad 2, 20x23, K 40", make_problem(2, 16, 20, 23, 40, 3, 3, 2, 2, 1, 1, 2, 2)},
+    {"flat d4 pad 4, C 64, K 256 (two passes)", make_problem(1, 64, 24, 24, 256, 3, 3, 4, 4, 1, 1, 4, 4)},
+    {"flat d1x3 pad 0x3, C 9", make_problem(2, 9, 14, 20, 17, 3, 3, 0, 3, 1, 1, 1, 3)},
+    {"flat 2x3 d3x2 pad 1x2 (padding below the reach)", make_problem(2, 16, 11, 17, 33, 2, 3, 1, 2, 1, 1, 3, 2)},
+    {"flat 1x5 d2 pad 0x4, K 130 (3xTF32: the tap loop)", make_problem(1, 8, 18, 18, 130, 1, 5, 0, 4, 1, 1, 1, 2)},
+    {"flat d2 pad 0 (no padding)", make_problem(2, 24, 15, 15, 20, 3, 3, 0, 0, 1, 1, 2, 2)},
+    {"flat d3 pad 5 (padding above half the reach)", make_problem(1, 16, 14, 14, 20, 3, 3, 5, 5, 1, 1, 3, 3)},
+    {"flat d6 pad 6 on 29x29", make_problem(2, 16, 29, 29, 33, 3, 3, 6, 6, 1, 1, 6, 6)},
+    {"flat d2 on 6x250 (wider than direct tiles take)", make_problem(1, 8, 6, 250, 40, 3, 3, 2, 2, 1, 1, 2, 2)},
+    {"flat d2 groups 2, C 32, K 64", make_problem(2, 32, 12, 12, 64, 3, 3, 2, 2, 1, 1, 2, 2, 2)},
+    {"flat 3x1 d2 on 16x5, C 96", make_problem(2, 96, 16, 5, 20, 3, 1, 2, 0, 1, 1, 2, 1)},
+};
+
 }  // namespace
 
 TEST_SUITE("host") {
+TEST_CASE("wgmma flat tiles of a dilated filter: the window's halo, the merged pitch and the tap offsets") {
+  const std::size_t tail = convred::device::detail::wgmma_tail_bytes<fam::wgmma<float, math::tf32>::policy, op::argmin>(),
+                    smem_max = convred::device::detail::max_smem_per_block;
+  convred::block::wgmma_conv_params k;
+  std::size_t smem = 0;
+  // d2 pad 2 on 20x23: reach 4 rows and 4 pixels; pitch Q + 4 - min(2, 4) = 25, rows per image 22
+  REQUIRE(mainloop::make_params(flat_cases[0].p, tail, smem_max, k, smem, true));
+  CHECK(k.flat == 1);
+  CHECK((k.dil_h == 2 && k.dil_w == 2));
+  CHECK(k.pw == 25);
+  CHECK(k.flat_rows == 22);
+  CHECK(k.phase_pixels == 256 + 4 * 25 + 4);
+  // rows: not for dilation
+  CHECK_FALSE(mainloop::make_params(flat_cases[0].p, tail, smem_max, k, smem));
+  // 2x3 d3x2 pad 1x2: reach 3 rows, 4 pixels; merged 1 row and 2 columns
+  REQUIRE(mainloop::make_params(flat_cases[3].p, tail, smem_max, k, smem, true));
+  CHECK((k.dil_h == 3 && k.dil_w == 2));
+  CHECK(k.pw == 19);         // Q = 17 + 2 x 2 - 4 = 17, the pitch Q + 4 - 2
+  CHECK(k.flat_rows == 12);  // P = 11 + 2 x 1 - 3 = 10, the rows P + 3 - 1
+  // a 1-wide dimension keeps dilation 1 (no reach)
+  REQUIRE(mainloop::make_params(flat_cases[10].p, tail, smem_max, k, smem, true));
+  CHECK((k.dil_h == 2 && k.dil_w == 1));
+  CHECK(k.phase_pixels == 256 + 4 * k.pw);
+  // 3xTF32 (two parts of the window per stage): the GPU cases but d6 on 29x29 and the 250-wide rows
+  using x3 = convred::plan::wgmma_params<fam::wgmma<float, math::tf32x3>::policy>;
+  const std::size_t tail3 = convred::device::detail::wgmma_tail_bytes<fam::wgmma<float, math::tf32x3>::policy, op::argmin>();
+  for (const dilated_case& c : flat_cases) {
+    CAPTURE(c.name);
+    CHECK(x3::make_params(c.p, tail3, smem_max, k, smem, true) == (&c != &flat_cases[7] && &c != &flat_cases[8]));
+  }
+  // DeepLab's d36 on 65 x 65: the window (256 + 72 x 101 + 72 pixels per plane) does not fit
+  CHECK_FALSE(mainloop::make_params(make_problem(32, 2048, 65, 65, 256, 3, 3, 36, 36, 1, 1, 36, 36), tail, smem_max, k,
+                                    smem, true));
+  // the wgmma family alone, flat tiles forced: described with the dilation
+  convred::device::plan_options o = served();
+  o.tiles = convred::device::wgmma_tiling::flat;
+  CHECK(has(wgmma_plan<math::tf32>(flat_cases[8].p, h200, o).description(), "dilation 2x2 as tap offsets"));
+}
+
 TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed sizes") {
   // the kernel's own shared-memory budget (as the wgmma family's plans: the argmin tail)
   const std::size_t tail = convred::device::detail::wgmma_tail_bytes<fam::wgmma<float, math::tf32>::policy, op::argmin>(),
@@ -116,6 +184,7 @@ TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed siz
   CHECK(x3::cannot_implement(cases[0].p) == nullptr);   // 3xTF32: promoted rows (below)
   CHECK(b16::cannot_implement(cases[0].p) == nullptr);  // bf16: the same tiles over pairs of channels (below)
   CHECK(std::string(b16::cannot_implement(s2)) == "dilation != 1 at stride 2 (the wgmma kernel's dilated tiles: stride 1)");
+  // (nor flat tiles: d6 on rows of 250, the window of 256 + 12 x 262 + 12 pixels does not fit two stages)
   CHECK(has(wgmma_plan<math::tf32>(wide, h200).description(), "dilation != 1 not served by its dilated tiles here"));
   // the shapes the GPU cases cover: the box's column shift 3, one filter row, 4 slices per stage, a streamed
   // filter with x copied, one output row per tile
@@ -289,6 +358,27 @@ TEST_CASE("wgmma dilated tiles under 3xTF32: every op against float64, fused and
   all_ops<dilated_tiles, math::tf32x3, mode::model>("7x7 pad 3, C 24, K 130", make_problem(1, 24, 16, 20, 130, 7, 7, 3, 3, 1, 1, 1, 1), ++seed);
 }
 
+TEST_CASE("wgmma flat tiles of a dilated filter: every op against float64 in tf32, bf16, fp16 and 3xTF32") {
+  require_gpu();
+  if (!convred::device::detail::wgmma_available()) return;
+  std::uint64_t seed = 12100;
+  for (const dilated_case& c : flat_cases) {
+    all_ops<dilated_flat_tiles, math::tf32, mode::model>(c.name, c.p, ++seed);
+    all_ops<dilated_flat_tiles, math::tf32, mode::partial>(c.name, c.p, ++seed);
+    if (c.p.K > 128 && c.p.groups == 1) all_ops<dilated_flat_tiles, math::tf32, mode::pass>(c.name, c.p, ++seed);
+    all_ops<dilated_flat_tiles, math::bf16, mode::model>(c.name, c.p, ++seed);
+    // 3xTF32: not d6 on 29x29 nor the 250-wide rows, whose windows of both parts do not fit two stages
+    if (&c != &flat_cases[7] && &c != &flat_cases[8]) all_ops<dilated_flat_tiles, math::tf32x3, mode::model>(c.name, c.p, ++seed);
+  }
+  all_ops<dilated_flat_tiles, math::tf32, mode::tail_any_tiles>(flat_cases[1].name, flat_cases[1].p, ++seed);
+  all_ops<dilated_flat_tiles, math::tf32x3, mode::partial>(flat_cases[4].name, flat_cases[4].p, ++seed);
+  for (int i : {0, 3, 8}) {
+    const auto d = make_data<float>(flat_cases[i].p, ++seed, data_kind::real);
+    op_check<dilated_flat_tiles, math::fp16, mode::model>(flat_cases[i].name, flat_cases[i].p, d, op::min{});
+    op_check<dilated_flat_tiles, math::fp16, mode::model>(flat_cases[i].name, flat_cases[i].p, d, op::argmax{});
+  }
+}
+
 TEST_CASE("wgmma dilated tiles sanitizer: a padded copy of x, dead rows, resident and streamed filters, three modes") {
   require_gpu();
   if (!convred::device::detail::wgmma_available()) return;
@@ -301,6 +391,13 @@ TEST_CASE("wgmma dilated tiles sanitizer: a padded copy of x, dead rows, residen
     op_check<dilated_tiles, math::tf32, mode::partial>("dilated wgmma sanitizer", p, d, op::argmin{});
     op_check<dilated_tiles, math::bf16, mode::model>("dilated wgmma sanitizer bf16", p, d, op::argmin{});
     op_check<dilated_tiles, math::tf32x3, mode::model>("dilated wgmma sanitizer 3xTF32", p, d, op::argmin{});
+  }
+  // flat tiles: a window reaching past the last image, and a merged pitch
+  for (const conv2d_problem& p : {flat_cases[3].p, flat_cases[4].p}) {
+    const auto d = make_data<float>(p, 98, data_kind::real);
+    op_check<dilated_flat_tiles, math::tf32, mode::model>("dilated flat sanitizer", p, d, op::argmin{});
+    op_check<dilated_flat_tiles, math::bf16, mode::model>("dilated flat sanitizer bf16", p, d, op::argmin{});
+    op_check<dilated_flat_tiles, math::tf32x3, mode::model>("dilated flat sanitizer 3xTF32", p, d, op::argmin{});
   }
 }
 }

@@ -542,6 +542,12 @@ std::vector<std::pair<fcase, std::string>> plan_family_cases(std::uint64_t& seed
   // ones under 3xTF32: 24 per group at stride 2, as RegNet's)
   add("narrow simt 32", elem::f32, mathk::ieee, opk::min, 1, 5, 7, 9, 20, 3, 1, 1, 1, 0);
   add("narrow simt 32", elem::f32, mathk::accurate, opk::argmax, 2, 168, 12, 12, 168, 3, 2, 1, 7, 0);
+  // (flat tiles, the taps as offsets into the packed window: dilation 2 on rows of 300, wider than the direct
+  // tiles of filter rows take; the padding 1, which dilation 2 does not divide, keeps it from space to batch)
+  add("wgmma dilated flat", elem::f32, mathk::tf32, opk::argmin, 1, 4, 3, 300, 8, 3, 1, 2, 1, -1);
+  v.back().first.p.pad_h = v.back().first.p.pad_w = 1;
+  add("wgmma dilated flat", elem::f32, mathk::bf16, opk::max, 1, 4, 3, 300, 8, 3, 1, 2, 1, -1);
+  v.back().first.p.pad_h = v.back().first.p.pad_w = 1;
   return v;
 }
 
@@ -709,6 +715,7 @@ TEST_CASE("fuzz: plan entry, fixed seeds reach every family on an H200 (the plan
     CAPTURE(f);
     CHECK(small[f] > 0);
   }
+  CHECK(small["wgmma dilated flat"] > 0);  // (explicit cases only: the fixed seeds' small dilated layers take direct tiles)
 }
 }
 

@@ -32,18 +32,20 @@ std::string family_name(int index, std::index_sequence<I...>) {
   return n;
 }
 
-/// The label of the family at position `index` of the family list List, for problem p: its name ("dilated",
+/// The label of the family of `config` (its position config.family in the family list List), for problem p: its name ("dilated",
 /// "grouped", "wgmma", "mma.sync", "simt", "narrow simt", "narrow mma.sync"), the direct family's as "direct
 /// depthwise" (C/groups == 1) or "direct grouped" (1 < C/groups <= 16), the narrow family's 32-channel tiles
 /// (K/groups > 16) as "narrow simt 32", the wgmma family's on a grouped problem as
-/// "wgmma grouped" (its grouped passes) and on a dilated one as "wgmma dilated" (its direct tiles of filter rows).
+/// "wgmma grouped" (its grouped passes) and on a dilated one as "wgmma dilated" (its direct tiles of filter rows)
+/// or "wgmma dilated flat" (its flat tiles, the taps as offsets into the packed window).
 template <class List>
-std::string family_label(const conv2d_problem& p, int index) {
-  const std::string n = family_name<List>(index, std::make_index_sequence<List::size>{});
+std::string family_label(const conv2d_problem& p, const device::plan_config& config) {
+  const std::string n = family_name<List>(config.family, std::make_index_sequence<List::size>{});
   if (n == "direct") return p.C_per_group() == 1 ? "direct depthwise" : "direct grouped";
   if (n == "narrow simt" && p.K_per_group() > 16) return "narrow simt 32";
   if (n == "wgmma" && p.groups > 1) return "wgmma grouped";
-  if (n == "wgmma" && ((p.dil_h != 1 && p.R > 1) || (p.dil_w != 1 && p.S > 1))) return "wgmma dilated";
+  if (n == "wgmma" && ((p.dil_h != 1 && p.R > 1) || (p.dil_w != 1 && p.S > 1)))
+    return config.wgmma.k.flat ? "wgmma dilated flat" : "wgmma dilated";
   return n;
 }
 
@@ -95,7 +97,7 @@ result plan_case(const fcase& c, const run_opts& ro) {
   plan_t plan(c.p, c.po);
   result r;
   const bool planned = plan.state() == status::success;
-  r.family = planned ? family_label<typename plan_t::families_t>(c.p, plan.config().family) : "none";
+  r.family = planned ? family_label<typename plan_t::families_t>(c.p, plan.config()) : "none";
   r.kernel = "plan " + r.family + (plan.k_splits() > 0 ? " split" : "") + " " + name(c.m) + " " + name(c.t) + " " +
              name(c.o);
   if (!planned) {
@@ -180,7 +182,7 @@ std::string plan_family(const fcase& c, const plan_device& d) {
     using K = decltype(k);
     using plan_t = device::conv2d_reduce_plan<typename K::type, typename K::math_tag>;
     const plan_t plan(c.p, device::device_info{d.cc_major, d.cc_minor, d.wgmma_image, d.sm_count}, c.po);
-    label = plan.state() == status::success ? family_label<typename plan_t::families_t>(c.p, plan.config().family)
+    label = plan.state() == status::success ? family_label<typename plan_t::families_t>(c.p, plan.config())
                                             : plan.description();
   });
   return label;

@@ -160,7 +160,9 @@ TEST_CASE("conv2d_reduce_plan: shapes the wgmma kernel does not serve name the r
   // test_grouped_direct_gpu.cu), family::grouped (K/groups >= 32, test_grouped_gpu.cu) nor the wgmma
   // kernel's grouped passes (C/groups a multiple of 8, test_grouped_wgmma_gpu.cu) serve it
   groups.groups = 2, groups.C = 40, groups.K = 32;
-  dil.dil_h = 2, dil.pad_h = 1;  // (a padding the dilation divides runs on the wgmma kernel: test_dilated_gpu.cu)
+  // (a padding the dilation divides runs on the wgmma kernel: test_dilated_gpu.cu; this one on its flat tiles,
+  // the taps as offsets, where the SM count is known: checked below)
+  dil.dil_h = 2, dil.pad_h = 1;
   w_odd.W = 255;
   for (const row& r : {row{nhwc, "not NCHW"}, row{stride3, "stride other than 1 or 2"},
                        row{groups, "groups != 1"}, row{dil, "dilation != 1"}}) {
@@ -170,6 +172,12 @@ TEST_CASE("conv2d_reduce_plan: shapes the wgmma kernel does not serve name the r
     CHECK(plan.kernel() == kernel_kind::mma_sync);
     CHECK(plan.workspace_bytes() == 0u);
     CHECK(has(plan.description(), r.why));
+  }
+  {
+    const conv2d_reduce_plan<float, math::tf32> plan(dil, device_info{9, 0, true, 132});
+    CAPTURE(plan.description());
+    CHECK(plan.kernel() == kernel_kind::wgmma);
+    CHECK(has(plan.description(), "dilation 2x1 as tap offsets"));
   }
   // stride 2 and W % 4 != 0: served by the gathering producer or flat tiles (tf32, and 3xTF32 too)
   CHECK(conv2d_reduce_plan<float, math::tf32>(stride2, h100).kernel() == kernel_kind::wgmma);

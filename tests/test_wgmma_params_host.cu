@@ -439,14 +439,16 @@ TEST_CASE("wgmma cannot_implement names each rule") {
     std::size_t smem = 0;
     CHECK_FALSE(mainloop::make_params(p, 1024, convred::device::detail::max_smem_per_block, k, smem));
   }
-  // a dilation at stride 1 in tf32: only the direct tiles of filter rows serve it (wgmma_conv_params::direct_taps)
+  // a dilation at stride 1 in tf32: flat tiles (the taps as offsets into the window) and the direct tiles of
+  // filter rows serve it (wgmma_conv_params::direct_taps), tiles of image rows do not
   conv2d_problem d = base;
   d.dil_h = 2, d.pad_h = 2;
   CHECK(mainloop::cannot_implement(d) == nullptr);
   convred::block::wgmma_conv_params k;
   std::size_t smem = 0;
   CHECK_FALSE(mainloop::make_params(d, 1024, convred::device::detail::max_smem_per_block, k, smem));
-  CHECK_FALSE(mainloop::make_params(d, 1024, convred::device::detail::max_smem_per_block, k, smem, true));
+  CHECK(mainloop::make_params(d, 1024, convred::device::detail::max_smem_per_block, k, smem, true));
+  CHECK((k.flat == 1 && k.dil_h == 2 && k.dil_w == 1));
   CHECK(mainloop::make_direct_params(d, 1024, convred::device::detail::max_smem_per_block, k, smem));
   CHECK(k.direct_taps == 1);
 }

@@ -4,7 +4,9 @@
 /// alone, in a kernel mode the test forces (plan_options). A Traits type of the test file names:
 /// - `static constexpr const char* fragment`: what every plan's description must contain (its tiles served);
 /// - `static constexpr const char* partial_name`: partial mode's name in failure labels;
-/// - `static constexpr bool pass_described`: whether pass mode's description must say " in pass mode (".
+/// - `static constexpr bool pass_described`: whether pass mode's description must say " in pass mode (";
+/// - optionally `static constexpr convred::device::wgmma_tiling tiles`: the tiles every mode forces (the
+///   modes that force tiles themselves excepted; default: the model's).
 #pragma once
 
 #include <convred/device/conv2d_reduce_plan.cuh>
@@ -47,12 +49,24 @@ const char* mode_name(mode m) {
   }
 }
 
-/// Mode m's plan_options: `splits` -1 (the wgmma kernel wherever it serves) unless the mode sets it.
-inline convred::device::plan_options options_of(mode m) {
+/// Traits::tiles where the traits name it, else the model's tiles.
+template <class Traits, class = void>
+struct traits_tiles {
+  static constexpr convred::device::wgmma_tiling value = convred::device::wgmma_tiling::model;
+};
+template <class Traits>
+struct traits_tiles<Traits, std::void_t<decltype(Traits::tiles)>> {
+  static constexpr convred::device::wgmma_tiling value = Traits::tiles;
+};
+/// Mode m's plan_options: `splits` -1 (the wgmma kernel wherever it serves) unless the mode sets it;
+/// `tiles` forced for every mode that does not force its own.
+inline convred::device::plan_options options_of(mode m,
+                                                convred::device::wgmma_tiling tiles = convred::device::wgmma_tiling::model) {
   using convred::device::wgmma_pass_mode;
   using convred::device::wgmma_tiling;
   convred::device::plan_options o;
   o.splits = -1;
+  o.tiles = tiles;
   if (m == mode::rows) o.tiles = wgmma_tiling::rows;
   if (m == mode::flat) o.tiles = wgmma_tiling::flat;
   if (m == mode::direct) o.tiles = wgmma_tiling::direct;
@@ -73,7 +87,7 @@ struct wgmma_mode_entry {
   template <class T, class Op, class Epi>
   static status launch(const conv2d_problem& p, const T* x, const T* w, const T* bias, T* y, std::int64_t* indices,
                        Op op, Epi epi) {
-    wgmma_plan<Math> plan(p, options_of(M));
+    wgmma_plan<Math> plan(p, options_of(M, traits_tiles<Traits>::value));
     INFO("plan: " << plan.description());
     REQUIRE(plan.state() == status::success);
     CHECK(has(plan.description(), Traits::fragment));

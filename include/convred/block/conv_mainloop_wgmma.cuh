@@ -305,8 +305,8 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy>,
     const int phase = (r % st) * p.phases_w + s % st;
     const std::uint64_t a = warpgroup::make_smem_desc(planes + (wg_row0() + row) * p.mrow_step * 16, p.plane_bytes, 128) +
                             static_cast<std::uint64_t>(phase) * static_cast<std::uint64_t>(p.phase_pixels) +
-                            static_cast<std::uint64_t>(r / st) * static_cast<std::uint64_t>(p.pw) +
-                            static_cast<std::uint64_t>(s / st);
+                            static_cast<std::uint64_t>(r / st) * static_cast<std::uint64_t>(p.pw * p.dil_h) +
+                            static_cast<std::uint64_t>((s / st) * p.dil_w);
     const std::uint64_t b = warpgroup::make_smem_desc(filter, 128, 256) + ((static_cast<std::uint64_t>(tap) * tap_bytes) >> 4);
     const std::uint64_t a_small = static_cast<std::uint64_t>(p.part_bytes) >> 4;
     const std::uint64_t b_small = (static_cast<std::uint64_t>(p.R * p.S) * tap_bytes) >> 4;
@@ -335,7 +335,8 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy>,
     const std::uint64_t b0 = warpgroup::make_smem_desc(filter, 128, 256);
     const std::uint64_t a_small = static_cast<std::uint64_t>(p.part_bytes) >> 4;
     const std::uint64_t b_small = (static_cast<std::uint64_t>(R * S) * tap_bytes) >> 4;
-    const std::uint64_t row_step = static_cast<std::uint64_t>(p.pw);         // one patch row, in 16-byte units
+    // one patch row (flat tiles of a dilated filter: dil_h plane rows; tap s dil_w pixels on), in 16-byte units
+    const std::uint64_t row_step = static_cast<std::uint64_t>(p.pw * p.dil_h), col_step = static_cast<std::uint64_t>(p.dil_w);
     const std::uint64_t m_step = static_cast<std::uint64_t>(p.mrow_step);    // the next m64 row
     warpgroup::fence();
 #pragma unroll
@@ -346,7 +347,7 @@ struct conv_mainloop_wgmma : plan::wgmma_params<Policy>,
         const std::uint64_t b = b0 + ((static_cast<std::uint64_t>(tap) * tap_bytes) >> 4);
         const int phase = (r % ST) * p.phases_w + s % ST;  // 0 for stride 1
         const std::uint64_t a = a0 + static_cast<std::uint64_t>(phase) * static_cast<std::uint64_t>(p.phase_pixels) +
-                                static_cast<std::uint64_t>(r / ST) * row_step + static_cast<std::uint64_t>(s / ST);
+                                static_cast<std::uint64_t>(r / ST) * row_step + static_cast<std::uint64_t>(s / ST) * col_step;
         // 1x1 filters: the stage's `group` slices of block_c channels, slice g's planes g * J planes on
         // and its filter slice g * parts * tap_bytes on (wgmma_conv_params::group); the small parts
         // (3xTF32) part_bytes and R * S taps after the big ones, as for one slice

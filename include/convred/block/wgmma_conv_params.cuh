@@ -241,9 +241,11 @@ struct wgmma_conv_params {
   /// consumers alike (row_live); a unit with no live stage in a pass folds zeros. 0: a 1x1 filter.
   std::int32_t direct_taps = 0;
   /// @var dil_h
-  /// @brief vertical dilation (direct_taps)
+  /// @brief vertical dilation (direct_taps, and flat tiles at stride 1: tap (r, s) reads the window r dil_h
+  /// plane rows on; 1 where R = 1)
   /// @var dil_w
-  /// @brief horizontal dilation (direct_taps)
+  /// @brief horizontal dilation (direct_taps; flat tiles: tap s reads the window s dil_w pixels on; 1 where
+  /// S = 1)
   std::int32_t dil_h = 1, dil_w = 1;
   /// @brief direct_taps: 32-bit entries per row of the x the TMA box reads: W, or when x is copied
   /// (plan::wgmma_params::x_copied: W % 4 != 0, since TMA row strides are 16-byte multiples, or bf16 / fp16

@@ -41,13 +41,14 @@ struct wgmma_params {
            !((k.stride == 1 && k.R == 3 && k.S == 3) || (k.R == 1 && k.S == 1 && (k.stride == 1 || k.flat)));
   }
 
-  /// Whether p has a dilation above 1 along a filter dimension above 1 (only direct tiles serve it).
+  /// Whether p has a dilation above 1 along a filter dimension above 1 (flat tiles at stride 1 and direct
+  /// tiles serve it; tiles of image rows do not).
   static bool dilated(const conv2d_problem& p) { return (p.dil_h != 1 && p.R > 1) || (p.dil_w != 1 && p.S > 1); }
 
   /// @brief The shape rules of the can-implement check (host): nullptr when the mainloop implements p's
   /// layout and shape, else why not (a static string naming the rule, for conv2d_reduce_plan's reason).
   /// Shared-memory fit is checked by make_params. p must be valid (convred::validate). A dilated p passes
-  /// at stride 1: only direct tiles (make_direct_params) serve it.
+  /// at stride 1: flat tiles (make_params with `flat`) and direct tiles (make_direct_params) serve it.
   static const char* cannot_implement(const conv2d_problem& p) {
     if (p.x_layout != layout::nchw) return "x is not NCHW";
     if (p.groups != 1 && p.C_per_group() % Policy::block_c != 0)
@@ -72,18 +73,25 @@ struct wgmma_params {
   /// are 16-byte multiples), is then served by the gathering producer (`gather`). `flat` = true: flat
   /// tiles of block_m GEMM rows over x packed beforehand (wgmma_conv_params::flat; xpack_bytes), any
   /// stride-1 or stride-2 problem whose packed planes have fewer than 2^31 pixels and whose packing grid
-  /// fits (fewer than 2^31 - 1 (tile, slice) blocks of under 2^24 16-byte entries each). Not served: NHWC x,
-  /// groups != 1 with C/groups not a multiple of block_c, dilation != 1 along a filter dimension above 1, strides other than 1 or 2 in both dimensions, N >= 2^31 or one image of
+  /// fits (fewer than 2^31 - 1 (tile, slice) blocks of under 2^24 16-byte entries each), dilated filters
+  /// at stride 1 included (tap (r, s) r dil_h plane rows and s dil_w pixels on; the window's halo (R - 1)
+  /// dil_h rows and (S - 1) dil_w pixels). Not served: NHWC x, groups != 1 with C/groups not a multiple of
+  /// block_c, dilation != 1 along a filter dimension above 1 on tiles of image rows, strides other than 1
+  /// or 2 in both dimensions, N >= 2^31 or one image of
   /// 2^40 bytes or more (TMA coordinates and strides), stages larger than the shared memory. p must be
   /// valid (convred::validate). Independent of N otherwise (N = 0 is served, with no tiles).
   static bool make_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,
                           wgmma_conv_params& k, std::size_t& smem_bytes, bool flat = false) {
-    if (cannot_implement(p) || dilated(p)) return false;
+    if (cannot_implement(p) || (dilated(p) && !flat)) return false;  // (dilated: stride 1, cannot_implement)
     static_assert(Policy::stages <= wgmma_max_stages, "wgmma_policy: at most wgmma_max_stages operand stages");
     constexpr int TH = Policy::tile_h, TW = Policy::tile_w, E = 16 / Policy::filter_elem_bytes, BM = Policy::block_m;
     static_assert(TW == 64, "one m64 wgmma row per 64 tile pixels");
     set_shape(p, k);
-    const std::int64_t halo_h = (p.R - 1) / p.stride_h, halo_w = (p.S - 1) / p.stride_w;  // extra rows, columns
+    // extra rows, columns: the taps' reach ((R - 1) dil_h at stride 1: flat tiles read tap (r, s) r dil_h
+    // rows and s dil_w columns on, as an undilated filter of (R - 1) dil_h + 1 x (S - 1) dil_w + 1 taps
+    // would; 1 where the filter dimension is 1 wide)
+    const std::int64_t dh = p.R > 1 ? p.dil_h : 1, dw = p.S > 1 ? p.dil_w : 1;
+    const std::int64_t halo_h = (p.R - 1) * dh / p.stride_h, halo_w = (p.S - 1) * dw / p.stride_w;
     std::int64_t ph = 0, pw = 0, rp = 0, raw_copy = 0, phase_pixels = 0, plane = 0;
     if (flat) {
       // flat tiles of BM GEMM rows over the packed planes (pitch pw, flat_rows rows per image). Stride 1:
@@ -107,6 +115,7 @@ struct wgmma_params {
           per / 256 >= 65535)
         return false;
       k.flat = 1, k.flat_rows = static_cast<std::int32_t>(hs), k.flat_pixels = pixels;
+      k.dil_h = static_cast<std::int32_t>(dh), k.dil_w = static_cast<std::int32_t>(dw);
       k.div_image = convred::detail::fast_divmod(static_cast<std::int32_t>(hs * pw));
       k.div_pw = convred::detail::fast_divmod(static_cast<std::int32_t>(pw));
       k.tile_rows = 0, k.tile_cols = static_cast<std::int32_t>(pw), k.mrow_step = TW;

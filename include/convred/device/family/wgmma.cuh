@@ -96,7 +96,11 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
                        " channels; A fragments loaded into registers and rounded to tf32 there: no packing pass)"
         : k.flat ? std::string("flat ") + std::to_string(block_m) + "-pixel tiles over x packed (" +
                        std::to_string(k.flat_rows) + "x" + std::to_string(k.pw) + " pixels per image" +
-                       (k.stride != 1 ? ", stride " + std::to_string(k.stride) + " phases" : "") + ", " +
+                       (k.stride != 1 ? ", stride " + std::to_string(k.stride) + " phases" : "") +
+                       (k.dil_h > 1 || k.dil_w > 1
+                            ? ", dilation " + std::to_string(k.dil_h) + "x" + std::to_string(k.dil_w) + " as tap offsets"
+                            : "") +
+                       ", " +
                        std::to_string(xpack) + " bytes, packed on each run)"
                  : std::to_string(k.tile_rows) + "x" + std::to_string(k.tile_cols) + "-pixel tiles";
     std::string why = std::string("wgmma ") + math_name<kernel_math>() + (c.pingpong ? " ping-pong" : "") +
@@ -218,8 +222,9 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
     if (!choose_wgmma_params<policy>(p, device::detail::wgmma_tail_bytes<policy, op::argmin>(),
                                      device::detail::max_smem_per_block, dev.sm_count, dev.sm_count > 0, k, smem, o))
       return plan::wgmma_params<policy>::dilated(p)
-                 ? "dilation != 1 not served by its dilated tiles here (they take groups 1 and Q + (S - 1) dil_w up to "
-                   "~248 columns, and need the SM count; tiles forced to rows or flat exclude them)"
+                 ? "dilation != 1 not served by its dilated tiles here (flat tiles: a tile's window, its taps' reach "
+                   "included, must fit its stages in shared memory; direct tiles: groups 1 and Q + (S - 1) dil_w up to "
+                   "~248 columns, and the SM count; tiles forced to rows exclude both)"
                  : "its operand stages do not fit in shared memory";
     // Gathered x (stride 2, W % 4 != 0): the producer's plain loads are slower than TMA, and a 1x1 filter
     // (one tap per stage) leaves it no time at all.
