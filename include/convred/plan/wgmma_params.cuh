@@ -229,7 +229,7 @@ struct wgmma_params {
   /// (x_pitch), and under bf16 / fp16 always, as pairs of channels converted to the math's type. Tiles of
   /// tile_rows = ceil(P / tiles_p) output rows, tiles_p = ceil(P / floor(block_m / Q)); stages of `group`
   /// slices of block_c channels (the most, up to wgmma_max_group, dividing ceil(C / block_c) for which 4
-  /// streamed stages fit; direct_taps: 3), so the packed filter is pack_filter's as for the other tiles; a slice's box
+  /// streamed stages fit; direct_taps outside 3xTF32: 3), so the packed filter is pack_filter's as for the other tiles; a slice's box
   /// holds box_c entries per pixel (8 fp32 channels, or 8 pairs of 16-bit channels). p must be valid.
   static bool make_direct_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,
                                  wgmma_conv_params& k, std::size_t& smem_bytes, bool any_filter = false) {
@@ -253,11 +253,12 @@ struct wgmma_params {
     // (3xTF32: big and small)
     const std::int64_t tap_b = std::int64_t(Policy::parts) * Policy::block_n * Policy::block_c * Policy::filter_elem_bytes;
     auto a_bytes = [&](int g) { return (rp * box_c * g * rows * 4 + 127) / 128 * 128; };
-    // the most slices per stage for which 4 streamed stages fit (direct_taps: 3; each stage of a filter row
-    // ends in a wait for all its wgmmas, whose A fragments sit in registers, so fewer, larger stages drain the
-    // tensor cores less often: n32 c960 33x33 d24 in TF32, 1 slice in 7 stages 0.947 ms, 2 slices in 3 stages
-    // 0.722 ms on the H100, bench/NOTES.md)
-    const std::int64_t fit = taps ? 3 : 4;
+    // the most slices per stage for which 4 streamed stages fit (direct_taps outside 3xTF32: 3; each stage of
+    // a filter row ends in a wait for all its wgmmas, whose A fragments sit in registers, so fewer, larger
+    // stages drain the tensor cores less often: n32 c960 33x33 d24 in TF32, 1 slice in 7 stages 0.947 ms, 2
+    // slices in 3 stages 0.722 ms on the H100, bench/NOTES.md; 3xTF32's stages wait per m64 row and half
+    // anyway, not measured)
+    const std::int64_t fit = taps && !x3 ? 3 : 4;
     int g = wgmma_max_group;
     for (; g > 1; --g)
       if (k.kt % g == 0 &&
