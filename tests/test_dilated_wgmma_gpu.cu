@@ -109,8 +109,10 @@ TEST_CASE("wgmma flat tiles of a dilated filter: the window's halo, the merged p
   CHECK((k.dil_h == 3 && k.dil_w == 2));
   CHECK(k.pw == 19);         // Q = 17 + 2 x 2 - 4 = 17, the pitch Q + 4 - 2
   CHECK(k.flat_rows == 12);  // P = 11 + 2 x 1 - 3 = 10, the rows P + 3 - 1
-  // a 1-wide dimension keeps dilation 1 (no reach)
-  REQUIRE(mainloop::make_params(flat_cases[10].p, tail, smem_max, k, smem, true));
+  // a dilation along a 1-wide dimension moves no tap: 1 there (no reach)
+  conv2d_problem one_wide = flat_cases[10].p;
+  one_wide.dil_w = 3;
+  REQUIRE(mainloop::make_params(one_wide, tail, smem_max, k, smem, true));
   CHECK((k.dil_h == 2 && k.dil_w == 1));
   CHECK(k.phase_pixels == 256 + 4 * k.pw);
   // 3xTF32 (two parts of the window per stage): the GPU cases but d6 on 29x29 and the 250-wide rows
@@ -184,7 +186,7 @@ TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed siz
   CHECK(x3::cannot_implement(cases[0].p) == nullptr);   // 3xTF32: promoted rows (below)
   CHECK(b16::cannot_implement(cases[0].p) == nullptr);  // bf16: the same tiles over pairs of channels (below)
   CHECK(std::string(b16::cannot_implement(s2)) == "dilation != 1 at stride 2 (the wgmma kernel's dilated tiles: stride 1)");
-  // (nor flat tiles: d6 on rows of 250, the window of 256 + 12 x 262 + 12 pixels does not fit two stages)
+  // (nor flat tiles: d6 on rows of 250, the window of 256 + 12 x 256 + 12 pixels does not fit two stages)
   CHECK(has(wgmma_plan<math::tf32>(wide, h200).description(), "dilation != 1 not served by its dilated tiles here"));
   // the shapes the GPU cases cover: the box's column shift 3, one filter row, 4 slices per stage, a streamed
   // filter with x copied, one output row per tile
@@ -268,7 +270,8 @@ TEST_CASE("wgmma dilated tiles under 3xTF32: both parts of each filter row, and 
 }
 
 TEST_CASE("wgmma dilated tiles: which DeepLab layers the planner gives them on an H200") {
-  // space to batch (family::dilated) yields only where these tiles are estimated below 0.85 of its time;
+  // space to batch (family::dilated) yields to these tiles only where they are estimated below 0.85 of its
+  // time (to flat tiles of windows up to 3.5 tiles wherever they are estimated faster: none of these);
   // sub-images of fewer than 3 rows (a dilation of a third of the image or more) leave only them and mma.sync
   const conv2d_problem d36 = make_problem(32, 2048, 65, 65, 256, 3, 3, 36, 36, 1, 1, 36, 36),
                        d24 = make_problem(32, 2048, 65, 65, 256, 3, 3, 24, 24, 1, 1, 24, 24),

@@ -34,10 +34,14 @@ template <class Policy>
 void check_flat(const conv2d_problem& p, const convred::block::wgmma_conv_params& k, std::size_t smem) {
   constexpr int BM = Policy::block_m, E = 16 / Policy::filter_elem_bytes;
   CHECK(smem <= convred::device::detail::max_smem_per_block);
-  const std::int64_t st = p.stride_h, halo_h = (p.R - 1) / st, halo_w = (p.S - 1) / p.stride_w;
+  // a dilation (stride 1 only) along a filter dimension above 1 spaces the taps dh rows, dw pixels apart
+  const std::int64_t dh = p.R > 1 ? p.dil_h : 1, dw = p.S > 1 ? p.dil_w : 1;
+  const std::int64_t st = p.stride_h, halo_h = (p.R - 1) * dh / st, halo_w = (p.S - 1) * dw / p.stride_w;
   const std::int64_t hs = p.P() + halo_h - (st == 1 ? std::min(p.pad_h, halo_h) : 0),
                      pw = p.Q() + halo_w - (p.stride_w == 1 ? std::min(p.pad_w, halo_w) : 0);
   CHECK(k.flat == 1);
+  CHECK(k.dil_h == dh);
+  CHECK(k.dil_w == dw);
   CHECK(k.gather == 0);
   CHECK(k.raw_copy_bytes == 0);
   CHECK(k.flat_rows == hs);
@@ -93,12 +97,12 @@ void check_flat(const conv2d_problem& p, const convred::block::wgmma_conv_params
     CHECK(n2 == n);
     CHECK(p2 == pp);
     CHECK(q2 == q);
-    // every tap: the plane pixel it reads (kernel: o + (r / st) * pw + s / st of phase (r % st, s % st))
+    // every tap: the plane pixel it reads (kernel: o + (r / st) dh pw + (s / st) dw of phase (r % st, s % st))
     // holds, by pack_x_kernel's rule, input (n', st * row + r % st - pad_h, st * col + s % st - pad_w) or
-    // zero outside x; the convolution needs input (n, st * pp + r - pad_h, st * q + s - pad_w) or zero
+    // zero outside x; the convolution needs input (n, st * pp + r dh - pad_h, st * q + s dw - pad_w) or zero
     for (std::int64_t r0 = 0; r0 < p.R; ++r0)
       for (std::int64_t s0 = 0; s0 < p.S; ++s0) {
-        const std::int64_t i = o + (r0 / st) * pw + s0 / p.stride_w;
+        const std::int64_t i = o + (r0 / st) * dh * pw + (s0 / p.stride_w) * dw;
         REQUIRE(i < k.flat_pixels);
         REQUIRE(i - o / BM * BM < k.phase_pixels);  // within the tile's own window
         std::int32_t ni, ri, row, col;
@@ -106,7 +110,7 @@ void check_flat(const conv2d_problem& p, const convred::block::wgmma_conv_params
         k.div_pw.divmod(ri, row, col);
         const std::int64_t hp = st * row + r0 % st - p.pad_h, wp = p.stride_w * col + s0 % p.stride_w - p.pad_w;
         const bool packed_in = ni < p.N && hp >= 0 && hp < p.H && wp >= 0 && wp < p.W;
-        const std::int64_t hn = st * pp + r0 - p.pad_h, wn = p.stride_w * q + s0 - p.pad_w;
+        const std::int64_t hn = st * pp + r0 * dh - p.pad_h, wn = p.stride_w * q + s0 * dw - p.pad_w;
         const bool need_in = hn >= 0 && hn < p.H && wn >= 0 && wn < p.W;
         CAPTURE(r0);
         CAPTURE(s0);
@@ -249,6 +253,30 @@ void sweep(std::uint64_t seed) {
   }
   CHECK(accepted > (Policy::parts == 2 ? 10 : 100));  // (3xTF32: its two-part stages fit fewer shapes)  // the sweep exercises the accepted path
   CHECK(accepted_flat > (Policy::parts == 2 ? 10 : 100));
+  // dilated filters at stride 1 (dilation 1-5 per dimension, also along a 1-wide filter dimension, padding
+  // 0-8): flat tiles only, every tap read where the convolution needs it
+  int accepted_dilated = 0;
+  for (int i = 0; i < 200; ++i) {
+    conv2d_problem p;
+    p.N = pick(1, 3), p.C = pick(1, 40), p.K = pick(1, 200), p.R = pick(1, 4), p.S = pick(1, 4);
+    p.dil_h = pick(1, 5), p.dil_w = pick(1, 5), p.pad_h = pick(0, 8), p.pad_w = pick(0, 8);
+    p.H = std::max<std::int64_t>(pick(1, 40), (p.R - 1) * p.dil_h + 1);
+    p.W = std::max<std::int64_t>(pick(1, 90), (p.S - 1) * p.dil_w + 1);
+    REQUIRE(convred::validate(p, 4) == convred::status::success);
+    const std::string shape = "N " + std::to_string(p.N) + " C " + std::to_string(p.C) + " H " + std::to_string(p.H) +
+                              " W " + std::to_string(p.W) + " K " + std::to_string(p.K) + " R " + std::to_string(p.R) +
+                              " S " + std::to_string(p.S) + " dil " + std::to_string(p.dil_h) + "," + std::to_string(p.dil_w) +
+                              " pad " + std::to_string(p.pad_h) + "," + std::to_string(p.pad_w);
+    CAPTURE(shape);
+    convred::block::wgmma_conv_params f;
+    std::size_t fsmem = 0;
+    if (mainloop::make_params(p, tail, convred::device::detail::max_smem_per_block, f, fsmem, true)) {
+      ++accepted_dilated;
+      check_flat<Policy>(p, f, fsmem);
+    }
+    if (mainloop::dilated(p)) CHECK_FALSE(mainloop::make_params(p, tail, convred::device::detail::max_smem_per_block, f, fsmem));
+  }
+  CHECK(accepted_dilated > (Policy::parts == 2 ? 20 : 100));
 }
 
 }  // namespace

@@ -12,7 +12,8 @@ namespace convred::block {
 
 /// @brief Parameter block of the packed-filter wgmma kernel (kernel::conv2d_reduce_wgmma_kernel): NCHW fp32 x,
 /// any groups with C/groups a multiple of block_c (each group's K/groups channels its own channel passes:
-/// conv_groups), stride 1 or 2, dilation 1 (or any along a 1-wide filter dimension), any K
+/// conv_groups), stride 1 or 2, dilation 1 (or any along a 1-wide filter dimension; dilated filters at stride
+/// 1 on flat and direct tiles: dil_h, dil_w), any K
 /// (conv_mainloop_wgmma::make_params decides). A tile is tile_h m64
 /// wgmma rows of one image (tile_h 4, or 2 for ping-pong): tile_h output rows x 64 columns, or for narrow
 /// images (Q + (S - 1) / stride <= 32) tile_rows = tile_h * 64 / pw output rows of the whole width (pw = 16 or 32
@@ -175,9 +176,10 @@ struct wgmma_conv_params {
   /// phase (a, b) = (n * flat_rows + row) * pw + col holds input (n, stride * row + a - pad_h, stride * col +
   /// b - pad_w) (zero outside x), so that output (n, p, q) is GEMM row o = (n * flat_rows + p) * pw + q and
   /// filter tap (r, s) reads it at o + (r / stride) * pw + s / stride of phase (r % stride, s % stride),
-  /// across image boundaries. A tile is block_m consecutive rows o (the pixels with p >= P or q >= Q computed
-  /// and dropped), reading a window of phase_pixels = block_m + ((R - 1) / stride) * pw + (S - 1) / stride
-  /// pixels of each (part, plane, phase). The packed x holds each tile's windows stage by stage, in the
+  /// across image boundaries (a dilated filter, stride 1: at o + r dil_h pw + s dil_w). A tile is block_m
+  /// consecutive rows o (the pixels with p >= P or q >= Q computed and dropped), reading a window of
+  /// phase_pixels = block_m + ((R - 1) dil_h / stride) * pw + (S - 1) dil_w / stride pixels of each (part,
+  /// plane, phase). The packed x holds each tile's windows stage by stage, in the
   /// stage's shared-memory layout ([tile][stage][part][plane][phase][window pixel], the halo pixels repeated
   /// in the next tile's windows), so that a stage's planes are one bulk copy of parts * part_bytes: the copy
   /// engine takes ~270 cycles per bulk copy of up to 4 KB whatever its size (bench/NOTES.md, "Moved from
@@ -185,8 +187,8 @@ struct wgmma_conv_params {
   /// (7 x 7 images with a 3x3 filter, padding 1: 77% of the computed pixels are outputs, against 19% in 16 x
   /// 16 tiles). The packing pass reads x (the halos twice) and writes xpack_bytes. 0: tiles of image rows.
   std::int32_t flat = 0;
-  /// @brief flat: plane rows per image, P + (R - 1) / stride, less min(pad_h, R - 1) at stride 1; the
-  /// pitch pw likewise Q + (S - 1) / stride, less min(pad_w, S - 1) at stride 1. At stride 1 the zero
+  /// @brief flat: plane rows per image, P + (R - 1) dil_h / stride, less min(pad_h, (R - 1) dil_h) at stride
+  /// 1; the pitch pw likewise Q + (S - 1) dil_w / stride, less min(pad_w, (S - 1) dil_w) at stride 1. At stride 1 the zero
   /// columns right of a row are the next row's left padding: a tap reading past column pw - 1 reads
   /// the next row's first columns, which hold input columns < 0 (zero), and the input columns it stands
   /// for are >= W (zero too); rows past flat_rows likewise reach the next image's top padding rows.

@@ -61,10 +61,12 @@ namespace convred::device {
 /// - tf32, tf32x3, bf16, fp16: the wgmma kernel (default_wgmma_policy<Math>) on a compute capability 9.0
 ///   device running sm_90a code when it serves the problem (float NCHW x, stride 1 or 2, groups 1, any K, ...:
 ///   packed_filter_bytes), else the mma.sync kernel (default_mma_sync_policy<Math>) on sm_80 and newer.
-///   A dilated layer at stride 1 whose padding the dilation divides (DeepLab's) runs on the wgmma kernel
-///   as an undilated one over sub-images folded into the batch where that is estimated faster than the
-///   mma.sync kernel on the dilated layer (family::dilated; the description starts
-///   "dilation ... as ... undilated sub-images per image"; the workspace holds x's copy each run writes).
+///   A dilated layer at stride 1 runs on the wgmma kernel's flat tiles, each tap an offset into the packed
+///   window (small dilations; the description says "dilation ... as tap offsets"), its direct tiles of
+///   filter rows ("a stage per filter row"), or, where the padding is a multiple of the dilation (DeepLab's),
+///   as an undilated layer over sub-images folded into the batch (family::dilated; the description starts
+///   "dilation ... as ... undilated sub-images per image"; the workspace holds x's copy each run writes),
+///   whichever is estimated fastest.
 ///   A grouped layer with 32 or more output channels per group runs on the wgmma kernel one group at a
 ///   time where its model estimates that faster than the mma.sync kernel (family::grouped; the description
 ///   starts "groups G one at a time"; the prepared bytes hold each group's packed filter, the scratch a copy

@@ -96,7 +96,8 @@ inline constexpr double plan_wgmma_direct_s2_slowdown = 2.5;
 /// the tiles of image rows (bench/NOTES.md, "Dilated layers: direct tiles of filter rows, measured").
 inline constexpr double plan_wgmma_direct_feed_bytes_per_sm = 25e9;
 /// family::dilated (space to batch) yields a layer to the wgmma kernel's direct tiles of filter rows only
-/// where their estimate is below this share of its own: their model was 14 % pessimistic to 14 % optimistic
+/// where their estimate is below this share of its own (to its flat tiles of windows up to 3.5 tiles
+/// wherever they are estimated faster: plan::wgmma_params::wide_dilated_window): their model was 14 % pessimistic to 14 % optimistic
 /// on the H100's five timed layers, so near ties keep space to batch, the measured path (bench/NOTES.md,
 /// "Dilated layers: direct tiles of filter rows, measured").
 inline constexpr double plan_dilated_yield_share = 0.85;

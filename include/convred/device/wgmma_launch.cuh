@@ -96,7 +96,7 @@ wgmma_plan_t wgmma_plan(const conv2d_problem& p, wgmma_tiles tiles = wgmma_tiles
       plan.served = rows();
       return plan;
     }
-    if (tiles == wgmma_tiles::either) {  // (dilated problems, and 3xTF32's whose other stages do not fit: direct tiles)
+    if (tiles == wgmma_tiles::either) {  // (dilated problems: flat tiles, else direct tiles; 3xTF32's whose other stages do not fit: direct tiles)
       plan.served = rows() || flat() ||
                     ((mainloop::dilated(p) || Policy::parts == 2) &&
                      mainloop::make_direct_params(p, tail, max_smem_per_block, plan.k, plan.smem_bytes, Policy::parts == 2));

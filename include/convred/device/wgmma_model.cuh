@@ -313,7 +313,8 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
                                       (forced != wgmma_tiling::rows && (measured || (rect.gather && p.R * p.S == 1) ||
                                                                         best(flat) < best(rect))));
   k = flat_wins ? flat : rect, smem = flat_wins ? flat_smem : rect_smem;
-  // direct tiles (tf32 1x1, no packing pass) where they serve and the model has them no slower. At stride
+  // direct tiles (tf32 1x1, no packing pass; dilated filters) where they serve and the model has them no
+  // slower, or instead of dilated flat tiles of a window above 3.5 tiles (wide_dilated_window). At stride
   // 2 their boxes carry the odd columns, and each channel pass loads them again: there the model counts
   // them plan_wgmma_direct_s2_slowdown times slower, and they are taken only in partial (split-K) mode,
   // short units on a small problem where the packing pass is a large part of the run; where the units
@@ -322,7 +323,8 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
   std::size_t direct_smem = 0;
   if (allow_flat && forced != wgmma_tiling::rows && forced != wgmma_tiling::flat &&
       mainloop::make_direct_params(p, tail_bytes, max_smem, direct, direct_smem) &&
-      (forced == wgmma_tiling::direct || ((p.stride_h == 1 || estimate(direct).splits > 0) && best(direct) <= best(k))))
+      (forced == wgmma_tiling::direct || mainloop::wide_dilated_window(k) ||
+       ((p.stride_h == 1 || estimate(direct).splits > 0) && best(direct) <= best(k))))
     k = direct, smem = direct_smem;
   return true;
 }

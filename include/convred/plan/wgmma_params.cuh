@@ -41,6 +41,16 @@ struct wgmma_params {
            !((k.stride == 1 && k.R == 3 && k.S == 3) || (k.R == 1 && k.S == 1 && (k.stride == 1 || k.flat)));
   }
 
+  /// Whether flat parameters k of a dilated filter have a window of more than 3.5 tiles (block_m pixels each):
+  /// the halo of a large dilation. The time model, which counts a flat stage's tensor work and not its
+  /// bytes, was within 5 % up to 3.2 tiles (dilation 4 on 65x65) and 55 % optimistic at 5.3 (dilation 12 on
+  /// 33x33: 1.93 ms against 1.25 estimated, direct tiles 0.92; H100, bench/NOTES.md), so the planner takes
+  /// such tiles only where no direct tiles serve (choose_wgmma_params) and space to batch does not yield to
+  /// them (family::dilated).
+  static constexpr bool wide_dilated_window(const wgmma_conv_params& k) {
+    return k.flat && (k.dil_h > 1 || k.dil_w > 1) && 2 * static_cast<std::int64_t>(k.phase_pixels) > 7 * Policy::block_m;
+  }
+
   /// Whether p has a dilation above 1 along a filter dimension above 1 (flat tiles at stride 1 and direct
   /// tiles serve it; tiles of image rows do not).
   static bool dilated(const conv2d_problem& p) { return (p.dil_h != 1 && p.R > 1) || (p.dil_w != 1 && p.S > 1); }

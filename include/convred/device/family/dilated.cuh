@@ -11,6 +11,7 @@
 #include <string>
 
 #include "../../kernel/space_to_batch.cuh"
+#include "../../plan/wgmma_params.cuh"
 #include "../../problem.cuh"
 #include "../../status.cuh"
 #include "../common.cuh"
@@ -69,9 +70,10 @@ struct dilated : family_defaults<dilated<Inner, Rival>, typename Inner::element_
   /// the inner math is 16-bit; the inner family serves the sub-problem; Rival is not estimated as fast on
   /// p; and (unless plan_options::splits forces a choice) the inner family on the whole problem is not
   /// estimated faster: its flat tiles (the taps as offsets into the packed window; their model was within 5 %
-  /// on four H100 layers, space to batch's 1-12 % optimistic) below this time, its direct tiles of filter rows
-  /// below plan_dilated_yield_share of it (then it yields to them: the list must hold the inner family on
-  /// its own after this one, as the default list does).
+  /// on three H100 layers of windows up to 3.2 tiles, space to batch's 1-12 % optimistic; wider windows,
+  /// plan::wgmma_params::wide_dilated_window, never) below this time, its direct tiles of filter rows below
+  /// plan_dilated_yield_share of it (then it yields to them: the list must hold the inner family on its own
+  /// after this one, as the default list does).
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     if (p.groups != 1) return "groups != 1 (the dilated family takes dense layers)";
     const std::int64_t fh = factor_h(p), fw = factor_w(p);
@@ -100,8 +102,10 @@ struct dilated : family_defaults<dilated<Inner, Rival>, typename Inner::element_
     // plan_dilated_yield_share of this time
     if (o.splits == 0 && Inner::can_implement(p, dev, o) == nullptr) {
       const plan_config whole = Inner::configure(p, dev, o);
-      const bool flat = Inner::kind == kernel_kind::wgmma && whole.wgmma.k.flat;
-      if (whole.seconds < (flat ? 1.0 : plan_dilated_yield_share) * t)
+      bool flat = false;  // (windows above 3.5 tiles: the model is optimistic there, wide_dilated_window)
+      if constexpr (Inner::kind == kernel_kind::wgmma)
+        flat = whole.wgmma.k.flat && !plan::wgmma_params<typename Inner::policy>::wide_dilated_window(whole.wgmma.k);
+      if (whole.seconds < (flat ? 1.0 : plan_dilated_yield_share) * t && (flat || !whole.wgmma.k.flat))
         return flat ? "the inner kernel's flat tiles of the whole problem (the taps as offsets into the packed window) "
                       "are estimated faster than space to batch"
                     : "the inner kernel's dilated tiles (the whole problem, a stage per filter row) are estimated below "

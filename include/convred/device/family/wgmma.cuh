@@ -222,9 +222,9 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
     if (!choose_wgmma_params<policy>(p, device::detail::wgmma_tail_bytes<policy, op::argmin>(),
                                      device::detail::max_smem_per_block, dev.sm_count, dev.sm_count > 0, k, smem, o))
       return plan::wgmma_params<policy>::dilated(p)
-                 ? "dilation != 1 not served by its dilated tiles here (flat tiles: a tile's window, its taps' reach "
-                   "included, must fit its stages in shared memory; direct tiles: groups 1 and Q + (S - 1) dil_w up to "
-                   "~248 columns, and the SM count; tiles forced to rows exclude both)"
+                 ? "dilation != 1 not served by its dilated tiles here (both need the SM count; flat tiles: a tile's "
+                   "window, its taps' reach included, must fit its stages in shared memory; direct tiles: groups 1 and "
+                   "Q + (S - 1) dil_w up to ~248 columns; tiles forced to flat exclude direct ones)"
                  : "its operand stages do not fit in shared memory";
     // Gathered x (stride 2, W % 4 != 0): the producer's plain loads are slower than TMA, and a 1x1 filter
     // (one tap per stage) leaves it no time at all.
