@@ -36,8 +36,7 @@ namespace convred::device {
 /// Policy::block_c (8 for TF32 and 3xTF32, 16 for bf16 and fp16; each group's K/groups channels its own
 /// ceil(K/groups / 128) channel passes), stride 1 or 2 (the same in both dimensions),
 /// dilation 1 (dilated filters at stride 1: flat tiles, the taps as offsets into the packed window, or direct
-/// tiles of filter rows), N < 2^31, any K (K > 128 runs
-/// ceil(K/128) channel passes per tile), and R, S, padding and output width whose operand stages fit in
+/// tiles of filter rows), N < 2^31, any K (K > 128 runs ceil(K/128) channel passes per tile), and R, S, padding and output width whose operand stages fit in
 /// shared memory (every 3x3, 3x1, 1x3 and 1x1 filter with the default policies; under 3xTF32, whose stages
 /// hold two parts, 1x7, 7x1, 2x2 and 1x1 at stride 2 too, at stride 1 any filter with groups 1 and a box of
 /// at most 256 columns (5x5 and larger: direct tiles of filter rows), but not most 3x3 at stride 2), on a
