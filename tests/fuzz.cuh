@@ -116,7 +116,7 @@ struct fcase {
 /// True if a case's plan options are the planner's defaults.
 inline bool default_plan_options(const device::plan_options& o) {
   return o.tiles == device::wgmma_tiling::model && o.pass == device::wgmma_pass_mode::model && o.splits == 0 &&
-         o.tail == 0 && o.tail_splits == 0 && o.pingpong == device::wgmma_pingpong_mode::model;
+         o.tail == 0 && o.tail_splits == 0 && o.pingpong == device::wgmma_pingpong_mode::model && o.dilated_residual == 0;
 }
 
 /// True if a case injects NaN or an infinity (outputs may then hold NaN legitimately).
@@ -198,6 +198,7 @@ inline std::string to_string(const fcase& c) {
   if (c.e == entry::plan && !default_plan_options(c.po))
     s << " popt=" << c.po.splits << ',' << static_cast<int>(c.po.tiles) << ',' << static_cast<int>(c.po.pass) << ','
       << c.po.tail << ',' << c.po.tail_splits;
+  if (c.e == entry::plan && c.po.dilated_residual != 0) s << " dres=" << c.po.dilated_residual;
   return s.str();
 }
 
@@ -260,7 +261,8 @@ inline bool parse(const std::string& line, fcase& c) {
            used == static_cast<int>(v.size()) && tiles >= 0 && tiles <= 3 && pass >= 0 && pass <= 2;
       c.po.tiles = static_cast<device::wgmma_tiling>(tiles), c.po.pass = static_cast<device::wgmma_pass_mode>(pass);
       c.po.tail = tail;
-    } else return false;
+    } else if (k == "dres") c.po.dilated_residual = static_cast<int>(num());  // (device::plan_options::dilated_residual)
+    else return false;
     if (!ok) return false;
   }
   return true;

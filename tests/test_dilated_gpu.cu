@@ -2,7 +2,8 @@
 // divides runs on the wgmma kernel as an undilated one over sub-images folded into the batch. Host: which
 // problems it serves and what the plan says. GPU: the plan's results against float64 for every op and the
 // tensor-core maths over dilations 2-6 (equal, anisotropic, one dimension only), paddings, output sizes
-// that the dilation does not divide, K above 128; the plan's run equals a plan restricted to the wgmma
+// that the dilation does not divide, K above 128, and smaller splits (a residual dilation 2-4 in the
+// sub-images, forced by plan_options::dilated_residual); the plan's run equals a plan restricted to the wgmma
 // family on sub-images built on the host from the definition (bitwise); bind with a separate scratch; a
 // case for compute-sanitizer.
 #include <convred/device/conv2d_reduce_plan.cuh>
@@ -24,10 +25,17 @@ const device_info h200{9, 0, true, 132};
 
 bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
-/// adapter_family_check.cuh's setup: plans with served(), so that the dilated family runs; all_ops without
-/// op::mean.
+/// served() with the full space-to-batch split forced (undilated sub-images; plan_options::dilated_residual)
+convred::device::plan_options full() {
+  convred::device::plan_options o = served();
+  o.dilated_residual = 1;
+  return o;
+}
+
+/// adapter_family_check.cuh's setup: plans with full(), so that the dilated family runs its full split;
+/// all_ops without op::mean.
 struct dilated_setup {
-  static convred::device::plan_options options() { return served(); }  ///< the dilated family where it serves
+  static convred::device::plan_options options() { return full(); }  ///< the full split where it serves
   static void check_plan(const std::string&) {}                   ///< (the host tests check the plans)
   static constexpr bool with_mean = false;                        ///< op::mean not checked
 };
@@ -48,13 +56,44 @@ const dilated_case cases[] = {
     {"d2 pad 0, 3x1", make_problem(2, 8, 16, 9, 20, 3, 1, 0, 0, 1, 1, 2, 5)},
 };
 
+/// The setup of a smaller split forced: residual dilation K in the sub-images (plan_options::dilated_residual);
+/// every plan is the dilated family's and says so.
+template <int K>
+struct residual_setup {
+  static convred::device::plan_options options() {
+    convred::device::plan_options o = served();
+    o.dilated_residual = K;
+    return o;
+  }
+  static void check_plan(const std::string& d) {
+    CAPTURE(d);
+    CHECK(has(d, ("sub-images of dilation " + std::to_string(K)).c_str()));
+  }
+  static constexpr bool with_mean = false;
+};
+
+/// Layers for smaller splits: the residual dilation forced, its sub-images still dilated.
+struct residual_case {
+  const char* name;
+  conv2d_problem p;
+  int k;  ///< the residual dilation
+};
+const residual_case residual_cases[] = {
+    {"d4 pad 4 split by 2 (residual 2)", make_problem(2, 16, 29, 27, 33, 3, 3, 4, 4, 1, 1, 4, 4), 2},
+    {"d6 pad 6 split by 3 (residual 2), K 130", make_problem(1, 8, 31, 29, 130, 3, 3, 6, 6, 1, 1, 6, 6), 2},
+    {"d6 pad 6 split by 2 (residual 3)", make_problem(2, 12, 25, 26, 40, 3, 3, 6, 6, 1, 1, 6, 6), 3},
+    {"d12 pad 12 split by 3 (residual 4), 40x37", make_problem(1, 8, 40, 37, 24, 3, 3, 12, 12, 1, 1, 12, 12), 4},
+    {"d4x2 pad 4x2 split by 2x1 (residual 2x2)", make_problem(2, 9, 21, 18, 17, 3, 3, 4, 2, 1, 1, 4, 2), 2},
+    {"d4 pad 8, 5x5, split by 2 (residual 2)", make_problem(1, 8, 24, 22, 16, 5, 5, 8, 8, 1, 1, 4, 4), 2},
+};
+
 }  // namespace
 
 TEST_SUITE("host") {
 TEST_CASE("dilated family: which layers run on the wgmma kernel as undilated sub-images, and the plan says so") {
   for (const dilated_case& c : cases) {
     CAPTURE(c.name);
-    conv2d_reduce_plan<float, math::tf32> plan(c.p, h200, served());
+    conv2d_reduce_plan<float, math::tf32> plan(c.p, h200, full());
     CAPTURE(plan.description());
     REQUIRE(plan.state() == status::success);
     CHECK(plan.kernel() == kernel_kind::wgmma);
@@ -68,7 +107,7 @@ TEST_CASE("dilated family: which layers run on the wgmma kernel as undilated sub
   }
   const conv2d_problem aspp = cases[0].p;
   {
-    conv2d_reduce_plan<float, math::tf32> plan(aspp, h200, served());
+    conv2d_reduce_plan<float, math::tf32> plan(aspp, h200, full());
     CHECK(has(plan.description(), "dilation 6x6 at stride 1 as 36 undilated sub-images per image (space to batch: "
                                   "batch 72, 5x5 pixels, padding 1x1"));
   }
@@ -78,12 +117,15 @@ TEST_CASE("dilated family: which layers run on the wgmma kernel as undilated sub
   // the time model: on this small layer the copies and the wgmma kernel's launch cost more than the
   // mma.sync kernel's whole run (which then runs it, or the wgmma kernel's direct tiles of filter rows,
   // estimated about as fast); on DeepLab's ASPP at batch 32 (2048 -> 256 channels, 65x65, dilation 12) the
-  // space-to-batch plan is estimated faster
+  // space-to-batch plan is estimated faster, split by 6 x 6 into sub-images of dilation 2 (the full split's
+  // 6 x 6 sub-images hold 36 outputs in 7 x 7 packed pixels)
   CHECK_FALSE(has(conv2d_reduce_plan<float, math::tf32>(aspp, h200).description(), "sub-images"));
   const conv2d_problem deeplab = make_problem(32, 2048, 65, 65, 256, 3, 3, 12, 12, 1, 1, 12, 12);
-  CHECK(has(conv2d_reduce_plan<float, math::tf32>(deeplab, h200).description(), "undilated sub-images"));
-  // not served: a padding the dilation does not divide, a stride above 1, NHWC x, 16-bit x, groups, no
-  // sm_90a code; the mma.sync kernel then, and the wgmma family's reason
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(deeplab, h200).description(),
+            "dilation 12x12 at stride 1 as 36 sub-images of dilation 2x2 per image (space to batch by 6x6: batch 1152, "
+            "11x11 pixels, padding 2x2"));
+  // not served by the full split: a padding the dilation does not divide, a stride above 1, NHWC x, 16-bit
+  // x, groups, no sm_90a code; the mma.sync kernel then, and the wgmma family's reason
   conv2d_problem pad = aspp, stride = aspp, nhwc = aspp, groups = aspp, wide = aspp;
   pad.pad_h = 5;
   wide.dil_w = wide.pad_w = 18;  // sub-images of 2 output columns: more padding than outputs in the tiles
@@ -92,7 +134,7 @@ TEST_CASE("dilated family: which layers run on the wgmma kernel as undilated sub
   groups.groups = 2, groups.C = 64, groups.K = 32;  // (C/groups 32: not the direct family's; K/groups 16)
   for (const conv2d_problem& p : {pad, stride, nhwc, groups, wide}) {
     CAPTURE(describe(p));
-    conv2d_reduce_plan<float, math::tf32> plan(p, h200, served());
+    conv2d_reduce_plan<float, math::tf32> plan(p, h200, full());
     CAPTURE(plan.description());
     CHECK_FALSE(has(plan.description(), "sub-images"));
     // (pad and wide in TF32: the wgmma kernel's direct tiles of filter rows serve them too, estimated about
@@ -101,14 +143,14 @@ TEST_CASE("dilated family: which layers run on the wgmma kernel as undilated sub
     CHECK((plan.kernel() == kernel_kind::mma_sync || has(plan.description(), "a stage per filter row") ||
            has(plan.description(), "as tap offsets")));
   }
-  CHECK(has(conv2d_reduce_plan<float, math::tf32>(pad, h200, served()).description(), "a stage per filter row"));
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(pad, h200, full()).description(), "a stage per filter row"));
   // 3xTF32 too (test_dilated_wgmma_gpu.cu); sub-images of 2 output columns: left to the wgmma kernel's
   // dilated tiles in tf32 and 3xTF32, served under bf16 (measured faster)
-  CHECK(has(conv2d_reduce_plan<float, math::accurate>(pad, h200, served()).description(), "a stage per filter row"));
-  CHECK(has(conv2d_reduce_plan<float, math::accurate>(wide, h200, served()).description(), "a stage per filter row"));
-  CHECK(has(conv2d_reduce_plan<float, math::bf16>(wide, h200, served()).description(), "undilated sub-images"));
-  CHECK(conv2d_reduce_plan<__half, math::fp16>(aspp, h200, served()).kernel() == kernel_kind::mma_sync);
-  CHECK(conv2d_reduce_plan<float, math::tf32>(aspp, device_info{9, 0, false, 132}, served()).kernel() ==
+  CHECK(has(conv2d_reduce_plan<float, math::accurate>(pad, h200, full()).description(), "a stage per filter row"));
+  CHECK(has(conv2d_reduce_plan<float, math::accurate>(wide, h200, full()).description(), "a stage per filter row"));
+  CHECK(has(conv2d_reduce_plan<float, math::bf16>(wide, h200, full()).description(), "undilated sub-images"));
+  CHECK(conv2d_reduce_plan<__half, math::fp16>(aspp, h200, full()).kernel() == kernel_kind::mma_sync);
+  CHECK(conv2d_reduce_plan<float, math::tf32>(aspp, device_info{9, 0, false, 132}, full()).kernel() ==
         kernel_kind::mma_sync);
   CHECK(conv2d_reduce_plan<float, math::ieee>(aspp, h200).kernel() == kernel_kind::simt);
   // a dilation along a 1-wide filter dimension moves no tap: the wgmma kernel serves it as it is (3x1
@@ -140,13 +182,91 @@ TEST_CASE("dilated family: which layers run on the wgmma kernel as undilated sub
 }
 }
 
+TEST_SUITE("host") {
+TEST_CASE("dilated family: smaller splits leave a residual dilation in the sub-images; the model picks one") {
+  using fam_t = fam::dilated<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>>;
+  // DeepLab's d12 on 65x65 split by 6 x 6: 11 x 11 sub-images (ceil(65 / 6)), padding 2, dilation 2
+  const conv2d_problem deeplab = make_problem(32, 2048, 65, 65, 256, 3, 3, 12, 12, 1, 1, 12, 12);
+  const conv2d_problem s = fam_t::sub_problem(deeplab, 6, 6);
+  CHECK(s.N == 32 * 36);
+  CHECK(s.H == 11);
+  CHECK(s.W == 11);
+  CHECK(s.pad_h == 2);
+  CHECK(s.dil_h == 2);
+  CHECK(s.dil_w == 2);
+  CHECK(s.P() * 6 >= deeplab.P());
+  // the full split by default: undilated sub-images
+  CHECK(fam_t::sub_problem(deeplab).dil_h == 1);
+  CHECK(fam_t::sub_problem(deeplab).H == 6);
+  // anisotropic: dilation 4 x 2 split by 2 x 1 (residual 2 in both)
+  const conv2d_problem an = residual_cases[4].p, sa = fam_t::sub_problem(an, 2, 1);
+  CHECK(sa.dil_h == 2);
+  CHECK(sa.dil_w == 2);
+  CHECK(sa.pad_w == 2);
+  CHECK(sa.W == an.W);
+  // forced splits: each residual case's plan says so, in every tensor-core math
+  for (const residual_case& c : residual_cases) {
+    CAPTURE(c.name);
+    convred::device::plan_options o = served();
+    o.dilated_residual = c.k;
+    const std::string want = "sub-images of dilation " + std::to_string(c.k);
+    CHECK(has(conv2d_reduce_plan<float, math::tf32>(c.p, h200, o).description(), want.c_str()));
+    CHECK(has(conv2d_reduce_plan<float, math::bf16>(c.p, h200, o).description(), want.c_str()));
+    CHECK(has(conv2d_reduce_plan<float, math::accurate>(c.p, h200, o).description(), want.c_str()));
+  }
+  // a residual that does not divide the dilation: no split (the plan runs another family)
+  convred::device::plan_options bad = served();
+  bad.dilated_residual = 5;
+  CHECK_FALSE(has(conv2d_reduce_plan<float, math::tf32>(deeplab, h200, bad).description(), "space to batch"));
+  const char* why = nullptr;
+  fam_t::split_config(deeplab, 5, 5, h200, served(), why);  // (5 does not divide 12: an invalid problem)
+  CHECK(why != nullptr);
+  // the model: the split whose inner flat tiles are estimated fastest (6 x 6 on DeepLab's d12 in TF32);
+  // where the inner family's direct tiles of the whole problem are estimated faster than every smaller
+  // split (n32 c960 33x33 d12), they run
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(deeplab, h200).description(), "space to batch by 6x6"));
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(make_problem(32, 960, 33, 33, 256, 3, 3, 12, 12, 1, 1, 12, 12), h200)
+                .description(),
+            "a stage per filter row"));
+}
+}
+
 TEST_SUITE("gpu") {
+TEST_CASE("dilated family: smaller splits, every op against float64 in tf32, bf16 and math::accurate") {
+  require_gpu();
+  std::uint64_t seed = 9300;
+  for (const residual_case& c : residual_cases) {
+    switch (c.k) {
+      case 2:
+        adapter_all_ops<residual_setup<2>, math::tf32>(c.name, c.p, ++seed);
+        adapter_all_ops<residual_setup<2>, math::bf16>(c.name, c.p, ++seed);
+        adapter_all_ops<residual_setup<2>, math::accurate>(c.name, c.p, ++seed);
+        break;
+      case 3:
+        adapter_all_ops<residual_setup<3>, math::tf32>(c.name, c.p, ++seed);
+        adapter_all_ops<residual_setup<3>, math::bf16>(c.name, c.p, ++seed);
+        adapter_all_ops<residual_setup<3>, math::accurate>(c.name, c.p, ++seed);
+        break;
+      default:
+        adapter_all_ops<residual_setup<4>, math::tf32>(c.name, c.p, ++seed);
+        adapter_all_ops<residual_setup<4>, math::bf16>(c.name, c.p, ++seed);
+        adapter_all_ops<residual_setup<4>, math::accurate>(c.name, c.p, ++seed);
+        break;
+    }
+  }
+}
+
+TEST_CASE("dilated family sanitizer: a smaller split (residual dilation 2) through the plan") {
+  require_gpu();
+  adapter_sanitizer_case<residual_setup<2>>("dilated residual sanitizer", make_problem(1, 4, 13, 11, 10, 3, 3, 4, 4, 1, 1, 4, 4), 80);
+}
+
 TEST_CASE("dilated family: every op against float64 in tf32, bf16 and math::accurate") {
   require_gpu();
   std::uint64_t seed = 9100;
   for (const dilated_case& c : cases) {
 #ifdef CONVRED_TEST_EXPECT_WGMMA
-    CHECK(has(conv2d_reduce_plan<float, math::tf32>(c.p, served()).description(), "undilated sub-images"));
+    CHECK(has(conv2d_reduce_plan<float, math::tf32>(c.p, full()).description(), "undilated sub-images"));
 #endif
     adapter_all_ops<dilated_setup, math::tf32>(c.name, c.p, ++seed);
     adapter_all_ops<dilated_setup, math::bf16>(c.name, c.p, ++seed);
@@ -184,7 +304,7 @@ TEST_CASE("dilated family: the plan equals the wgmma entry point on the space-to
   thrust::device_vector<std::int64_t> idx(ny), idxs(nys);
   test::poison(y), test::poison(idx);
   const epi::scale<float> two{2.0f};
-  plan_t plan(p, served());
+  plan_t plan(p, full());
   REQUIRE(plan.prepare(craw(dw)) == status::success);
   REQUIRE(plan.run(craw(dx), craw(db), raw(y), raw(idx), op::argmin{}, two) == status::success);
   // the sub-problem through the wgmma family's own plan (its launch as the dilated family runs it)

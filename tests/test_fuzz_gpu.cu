@@ -548,6 +548,11 @@ std::vector<std::pair<fcase, std::string>> plan_family_cases(std::uint64_t& seed
   v.back().first.p.pad_h = v.back().first.p.pad_w = 1;
   add("wgmma dilated flat", elem::f32, mathk::bf16, opk::max, 1, 4, 3, 300, 8, 3, 1, 2, 1, -1);
   v.back().first.p.pad_h = v.back().first.p.pad_w = 1;
+  // (space to batch by 2 x 2 into sub-images of dilation 2, forced: plan_options::dilated_residual)
+  add("dilated split", elem::f32, mathk::tf32, opk::argmin, 1, 4, 17, 15, 16, 3, 1, 4, 1, -1);
+  v.back().first.po.dilated_residual = 2;
+  add("dilated split", elem::f32, mathk::accurate, opk::argmax, 2, 6, 13, 14, 20, 3, 1, 6, 1, -1);
+  v.back().first.po.dilated_residual = 3;
   return v;
 }
 
@@ -716,6 +721,7 @@ TEST_CASE("fuzz: plan entry, fixed seeds reach every family on an H200 (the plan
     CHECK(small[f] > 0);
   }
   CHECK(small["wgmma dilated flat"] > 0);  // (explicit cases only: the fixed seeds' small dilated layers take direct tiles)
+  CHECK(small["dilated split"] > 0);       // (explicit cases only, forced)
 }
 }
 

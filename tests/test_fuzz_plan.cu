@@ -32,7 +32,8 @@ std::string family_name(int index, std::index_sequence<I...>) {
   return n;
 }
 
-/// The label of the family of `config` (its position config.family in the family list List), for problem p: its name ("dilated",
+/// The label of the family of `config` (its position config.family in the family list List), for problem p: its name ("dilated";
+/// "dilated split" where its space-to-batch split leaves a residual dilation, plan_config::split_h / split_w,
 /// "grouped", "wgmma", "mma.sync", "simt", "narrow simt", "narrow mma.sync"), the direct family's as "direct
 /// depthwise" (C/groups == 1) or "direct grouped" (1 < C/groups <= 16), the narrow family's 32-channel tiles
 /// (K/groups > 16) as "narrow simt 32", the wgmma family's on a grouped problem as
@@ -41,6 +42,9 @@ std::string family_name(int index, std::index_sequence<I...>) {
 template <class List>
 std::string family_label(const conv2d_problem& p, const device::plan_config& config) {
   const std::string n = family_name<List>(config.family, std::make_index_sequence<List::size>{});
+  if (n == "dilated" && ((config.split_h > 0 && config.split_h != (p.R > 1 ? p.dil_h : 1)) ||
+                         (config.split_w > 0 && config.split_w != (p.S > 1 ? p.dil_w : 1))))
+    return "dilated split";
   if (n == "direct") return p.C_per_group() == 1 ? "direct depthwise" : "direct grouped";
   if (n == "narrow simt" && p.K_per_group() > 16) return "narrow simt 32";
   if (n == "wgmma" && p.groups > 1) return "wgmma grouped";

@@ -81,6 +81,10 @@ struct plan_config {
   /// packed x, pass states)
   std::size_t workspace_bytes = 0;
   std::size_t prepared_bytes = 0;  ///< the start of the workspace prepare() fills once (the packed filter)
+  /// dilated (family::dilated): the space-to-batch split's row and column factors, each dividing the
+  /// dilation there (0: the full split, the dilation itself)
+  int split_h = 0;
+  int split_w = 0;  ///< (see split_h)
   double seconds = 0;              ///< the family's time estimate (its cost model; 0 where it has none)
 
   /// A wgmma configuration in one of conv2d_reduce_packed_split's modes (split, flat or direct tiles, pass

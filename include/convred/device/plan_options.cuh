@@ -61,6 +61,11 @@ struct plan_options {
   /// the ping-pong policy (128-pixel tiles) instead of the cooperative one: the family's rule, never, or
   /// wherever it serves unsplit
   wgmma_pingpong_mode pingpong = wgmma_pingpong_mode::model;
+  /// family::dilated's space-to-batch split (stride-1 dilated layers): 0 the time model; k > 0 the split that
+  /// leaves a residual dilation k in the sub-images (factors dilation / k; 1: the full split, undilated
+  /// sub-images), where it serves, on whatever tiles the inner family picks, and taken wherever it serves
+  /// (the inner family on the whole problem not weighed against it)
+  int dilated_residual = 0;
 };
 
 }  // namespace convred::device
