@@ -12,7 +12,7 @@
 ///   family_bench --options N C H W K R stride pad groups [dilation]   # the planner in TF32, bf16 and
 ///                                                 # accurate with each wgmma choice forced (plan_options:
 ///                                                 # tiles, pass mode, ping-pong, no tail, splits = -1,
-///                                                 # a tail of 1 or 2 tiles)
+///                                                 # a tail of 1 or 2 tiles, the dilated family's split: residual 1-4, none)
 ///   family_bench --direct-sweep N C H W K R stride pad groups [dilation]   # the direct kernel's tilings
 ///                                                 # (C/groups <= 16): the model's best 60 and its pick, timed
 ///
@@ -137,13 +137,14 @@ void one_math(const char* label, const conv2d_problem& p, layer_data& d) {
 
 /// The planner against the same planner with each of its wgmma choices forced (plan_options: the tiles rows,
 /// flat or direct; pass mode on or off; the ping-pong policy on or off; no split-K tail; the wgmma family
-/// wherever it serves, splits = -1; a split-K tail of the last 1 or 2 tiles), in TF32, bf16 and math::accurate: ms, [the estimate], and each plan's
+/// wherever it serves, splits = -1; a split-K tail of the last 1 or 2 tiles; the dilated family's full
+/// space-to-batch split, the one leaving a residual dilation 2, 3 or 4, or none), in TF32, bf16 and math::accurate: ms, [the estimate], and each plan's
 /// description. A forced choice that makes the same plan as a row before it is not timed again ("same").
 void option_rows(const conv2d_problem& p) {
   namespace dev = convred::device;
   layer_data d(p);
   struct forced { const char* label; dev::plan_options o; };
-  std::vector<forced> list(12);
+  std::vector<forced> list(17);
   list[0].label = "model";
   list[1].label = "rows", list[1].o.tiles = dev::wgmma_tiling::rows;
   list[2].label = "flat", list[2].o.tiles = dev::wgmma_tiling::flat;
@@ -156,6 +157,12 @@ void option_rows(const conv2d_problem& p) {
   list[9].label = "wgmma", list[9].o.splits = -1;
   list[10].label = "tail-1", list[10].o.tail = 1;
   list[11].label = "tail-2", list[11].o.tail = 2;
+  // the dilated family's space-to-batch split forced: the full one, or one leaving a residual dilation
+  list[12].label = "s2b-1", list[12].o.dilated_residual = 1;
+  list[13].label = "s2b-2", list[13].o.dilated_residual = 2;
+  list[14].label = "s2b-3", list[14].o.dilated_residual = 3;
+  list[15].label = "s2b-4", list[15].o.dilated_residual = 4;
+  list[16].label = "no-s2b", list[16].o.dilated_residual = -1;
   auto rows = [&](auto math, const char* label) {
     using Math = decltype(math);
     std::printf("N%lld C%lld %lldx%lld K%lld %lldx%lld s%lld p%lld g%lld d%lld %s\n", (long long)p.N, (long long)p.C,

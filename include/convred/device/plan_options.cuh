@@ -64,7 +64,7 @@ struct plan_options {
   /// family::dilated's space-to-batch split (stride-1 dilated layers): 0 the time model; k > 0 the split that
   /// leaves a residual dilation k in the sub-images (factors dilation / k; 1: the full split, undilated
   /// sub-images), where it serves, on whatever tiles the inner family picks, and taken wherever it serves
-  /// (the inner family on the whole problem not weighed against it)
+  /// (the inner family on the whole problem not weighed against it); -1 never (space to batch not taken)
   int dilated_residual = 0;
 };
 
