@@ -117,13 +117,15 @@ TEST_CASE("dilated family: which layers run on the wgmma kernel as undilated sub
   // the time model: on this small layer the copies and the wgmma kernel's launch cost more than the
   // mma.sync kernel's whole run (which then runs it, or the wgmma kernel's direct tiles of filter rows,
   // estimated about as fast); on DeepLab's ASPP at batch 32 (2048 -> 256 channels, 65x65, dilation 12) the
-  // space-to-batch plan is estimated faster, split by 6 x 6 into sub-images of dilation 2 (the full split's
-  // 6 x 6 sub-images hold 36 outputs in 7 x 7 packed pixels)
+  // space-to-batch plan is estimated faster under 3xTF32, split by 6 x 6 into sub-images of dilation 2 (the
+  // full split's 6 x 6 sub-images hold 36 outputs in 7 x 7 packed pixels); in TF32 the wgmma kernel's direct
+  // tiles of the whole problem (estimated 7.2 ms, the split 6.5: within the 0.85 margin of a smaller split)
   CHECK_FALSE(has(conv2d_reduce_plan<float, math::tf32>(aspp, h200).description(), "sub-images"));
   const conv2d_problem deeplab = make_problem(32, 2048, 65, 65, 256, 3, 3, 12, 12, 1, 1, 12, 12);
-  CHECK(has(conv2d_reduce_plan<float, math::tf32>(deeplab, h200).description(),
+  CHECK(has(conv2d_reduce_plan<float, math::accurate>(deeplab, h200).description(),
             "dilation 12x12 at stride 1 as 36 sub-images of dilation 2x2 per image (space to batch by 6x6: batch 1152, "
             "11x11 pixels, padding 2x2"));
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(deeplab, h200).description(), "a stage per filter row"));
   // not served by the full split: a padding the dilation does not divide, a stride above 1, NHWC x, 16-bit
   // x, groups, no sm_90a code; the mma.sync kernel then, and the wgmma family's reason
   conv2d_problem pad = aspp, stride = aspp, nhwc = aspp, groups = aspp, wide = aspp;
@@ -221,10 +223,10 @@ TEST_CASE("dilated family: smaller splits leave a residual dilation in the sub-i
   const char* why = nullptr;
   fam_t::split_config(deeplab, 5, 5, h200, served(), why);  // (5 does not divide 12: an invalid problem)
   CHECK(why != nullptr);
-  // the model: the split whose inner flat tiles are estimated fastest (6 x 6 on DeepLab's d12 in TF32);
-  // where the inner family's direct tiles of the whole problem are estimated faster than every smaller
-  // split (n32 c960 33x33 d12), they run
-  CHECK(has(conv2d_reduce_plan<float, math::tf32>(deeplab, h200).description(), "space to batch by 6x6"));
+  // the model: the split whose inner flat tiles are estimated fastest (6 x 6 on DeepLab's d12 under
+  // 3xTF32); where the inner family's direct tiles of the whole problem are estimated faster than every
+  // smaller split (n32 c960 33x33 d12), or, in TF32, within 1 / 0.85 of it, they run
+  CHECK(has(conv2d_reduce_plan<float, math::accurate>(deeplab, h200).description(), "space to batch by 6x6"));
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(make_problem(32, 960, 33, 33, 256, 3, 3, 12, 12, 1, 1, 12, 12), h200)
                 .description(),
             "a stage per filter row"));

@@ -282,9 +282,10 @@ TEST_CASE("wgmma dilated tiles: which DeepLab layers the planner gives them on a
     CAPTURE(describe(p));
     CHECK(has(conv2d_reduce_plan<float, math::tf32>(p, h200).description(), "a stage per filter row"));
   }
-  // (d12 at batch 32: estimated 7.2 ms against the full split's 7.4 and the split by 6 x 6's 6.5: space to
-  // batch into sub-images of dilation 2 on flat tiles, family::dilated)
-  CHECK(has(conv2d_reduce_plan<float, math::tf32>(d12, h200).description(), "sub-images of dilation 2x2"));
+  // (d12 at batch 32: estimated 7.2 ms against the full split's 7.4 and the split by 6 x 6's 6.5, whose
+  // flat sub-images measured 8.2 ms on the H100 against these tiles' 7.36: a smaller split must be estimated
+  // below 0.85 of them)
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(d12, h200).description(), "a stage per filter row"));
   // bf16 and 3xTF32 run them too: bf16 over x's channel pairs (its space to batch's sub-images of 2 rows
   // measured 2.6x slower at d36 on the H100: 7.69 ms against 2.99), 3xTF32 with its stages promoted (n32 d36
   // 21.2 ms against the mma.sync kernel's 29.2 on the H100)

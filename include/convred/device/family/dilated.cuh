@@ -82,8 +82,8 @@ struct dilated : family_defaults<dilated<Inner, Rival>, typename Inner::element_
   /// estimated faster: its flat tiles (the taps as offsets into the packed window; their model was within
   /// 5 % on three H100 layers of windows up to 3.2 tiles, the full split's 1-20 % optimistic; wider windows,
   /// plan::wgmma_params::wide_dilated_window, never) below this time, its direct tiles of filter rows below
-  /// plan_dilated_yield_share of the full split's time (under 3xTF32 of any split's) or below a smaller
-  /// split's (then it yields to them:
+  /// plan_dilated_yield_share of the full split's time (under 3xTF32 of any split's), or a smaller split
+  /// not below that share of their time in TF32 and 16-bit maths (then it yields to them:
   /// the list must hold the inner family on its own after this one, as the default list does).
   static const char* can_implement(const conv2d_problem& p, const device_info& dev, const plan_options& o) {
     if (o.dilated_residual < 0) return "plan_options::dilated_residual < 0 (space to batch not taken)";
@@ -104,16 +104,20 @@ struct dilated : family_defaults<dilated<Inner, Rival>, typename Inner::element_
     if (o.splits == 0 && o.dilated_residual == 0 && Inner::can_implement(p, dev, o) == nullptr) {
       const plan_config whole = Inner::configure(p, dev, o);
       const bool flat = flat_estimated(whole), full = c.split_h == factor_h(p) && c.split_w == factor_w(p);
-      // (the margin: against the full split, and under 3xTF32, whose direct tiles' model was up to 31 %
-      // optimistic on the H100 (n1 c2048 65x65 d24: 0.895 ms against 0.683); TF32's within 3 % at d12)
-      const bool margin = !flat && (full || x3_inner());
-      if (whole.seconds < (margin ? plan_dilated_yield_share : 1.0) * t && (flat || !whole.wgmma.k.flat))
+      // (the margins, measured on the H100: against the full split, and under 3xTF32, whose direct tiles'
+      // model was up to 31 % optimistic (n1 c2048 65x65 d24: 0.895 ms against 0.683), the direct tiles must
+      // be estimated below 0.85 of space to batch; against a smaller split in TF32 and bf16, whose flat
+      // sub-images were up to 29 % optimistic (n32 c2048 65x65 d12 by 6 x 6: TF32 8.2 ms against 6.50, the
+      // direct tiles 7.36 against 7.20), they yield unless space to batch is below 0.85 of the direct tiles)
+      const double share = flat ? 1.0 : full || x3_inner() ? plan_dilated_yield_share : 1.0 / plan_dilated_yield_share;
+      const bool margin = share < 1.0;
+      if (whole.seconds < share * t && (flat || !whole.wgmma.k.flat))
         return flat ? "the inner kernel's flat tiles of the whole problem (the taps as offsets into the packed window) "
                       "are estimated faster than space to batch"
                     : margin ? "the inner kernel's dilated tiles (the whole problem, a stage per filter row) are estimated "
                              "below 0.85 of space to batch's time"
-                           : "the inner kernel's dilated tiles (the whole problem, a stage per filter row) are estimated "
-                             "faster than space to batch";
+                           : "space to batch into sub-images of a residual dilation is not estimated below 0.85 of the "
+                             "inner kernel's dilated tiles (the whole problem, a stage per filter row)";
     }
     return nullptr;
   }
