@@ -57,7 +57,7 @@ const dilated_case cases[] = {
 };
 
 /// The setup of a smaller split forced: residual dilation K in the sub-images (plan_options::dilated_residual);
-/// every plan is the dilated family's and says so.
+/// every plan is the dilated family's and says so (where the build expects the wgmma kernel).
 template <int K>
 struct residual_setup {
   static convred::device::plan_options options() {
@@ -65,9 +65,11 @@ struct residual_setup {
     o.dilated_residual = K;
     return o;
   }
-  static void check_plan(const std::string& d) {
+  static void check_plan([[maybe_unused]] const std::string& d) {
+#ifdef CONVRED_TEST_EXPECT_WGMMA
     CAPTURE(d);
     CHECK(has(d, ("sub-images of dilation " + std::to_string(K)).c_str()));
+#endif
   }
   static constexpr bool with_mean = false;
 };
@@ -196,7 +198,7 @@ TEST_CASE("dilated family: smaller splits leave a residual dilation in the sub-i
   CHECK(s.pad_h == 2);
   CHECK(s.dil_h == 2);
   CHECK(s.dil_w == 2);
-  CHECK(s.P() * 6 >= deeplab.P());
+  CHECK(s.P() == (deeplab.P() + 5) / 6);  // (every phase's outputs: P' = ceil(P / 6))
   // the full split by default: undilated sub-images
   CHECK(fam_t::sub_problem(deeplab).dil_h == 1);
   CHECK(fam_t::sub_problem(deeplab).H == 6);
@@ -221,7 +223,7 @@ TEST_CASE("dilated family: smaller splits leave a residual dilation in the sub-i
   bad.dilated_residual = 5;
   CHECK_FALSE(has(conv2d_reduce_plan<float, math::tf32>(deeplab, h200, bad).description(), "space to batch"));
   const char* why = nullptr;
-  fam_t::split_config(deeplab, 5, 5, h200, served(), why);  // (5 does not divide 12: an invalid problem)
+  fam_t::split_config(deeplab, 5, 5, h200, served(), why);  // (5 does not divide 12: refused)
   CHECK(why != nullptr);
   // the model: the split whose inner flat tiles are estimated fastest (6 x 6 on DeepLab's d12 under
   // 3xTF32); where the inner family's direct tiles of the whole problem are estimated faster than every

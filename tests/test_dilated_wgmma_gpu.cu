@@ -270,9 +270,10 @@ TEST_CASE("wgmma dilated tiles under 3xTF32: both parts of each filter row, and 
 }
 
 TEST_CASE("wgmma dilated tiles: which DeepLab layers the planner gives them on an H200") {
-  // space to batch (family::dilated) yields to these tiles only where they are estimated below 0.85 of its
-  // time (to flat tiles of windows up to 3.5 tiles wherever they are estimated faster: none of these);
-  // sub-images of fewer than 3 rows (a dilation of a third of the image or more) leave only them and mma.sync
+  // space to batch (family::dilated) yields to these tiles only where they are estimated below 0.85 of the
+  // full split's time, or where a smaller split is not below 0.85 of theirs (to flat tiles of windows up to
+  // 3.5 tiles wherever they are estimated faster: none of these); the full split's sub-images of fewer than
+  // 3 rows (a dilation of a third of the image or more) are not taken in TF32
   const conv2d_problem d36 = make_problem(32, 2048, 65, 65, 256, 3, 3, 36, 36, 1, 1, 36, 36),
                        d24 = make_problem(32, 2048, 65, 65, 256, 3, 3, 24, 24, 1, 1, 24, 24),
                        d12 = make_problem(32, 2048, 65, 65, 256, 3, 3, 12, 12, 1, 1, 12, 12),

@@ -510,7 +510,8 @@ std::vector<std::pair<fcase, std::string>> plan_family_cases(std::uint64_t& seed
   add("grouped", elem::f32, mathk::tf32, opk::sum, 2, 16, 6, 8, 64, 1, 1, 1, 2, -1);
   // (16 output channels per group: not family::grouped's; splits -1: not the direct family's)
   add("wgmma grouped", elem::f32, mathk::tf32, opk::argmin, 2, 32, 8, 8, 32, 3, 1, 1, 2, -1);
-  // (dilation 12 on 20 x 20: sub-images of 2 rows, not the dilated family's in TF32; every tap live somewhere)
+  // (dilation 12 on 20 x 20: the full split's sub-images of 2 rows, not the dilated family's in TF32, and its
+  // smaller splits' inner plans not on flat tiles the model trusts; every tap live somewhere)
   add("wgmma dilated", elem::f32, mathk::tf32, opk::argmin, 1, 8, 20, 20, 24, 3, 1, 12, 1, -1);
   // (bf16: the same tiles over x's channel pairs; the padding 11, which dilation 12 does not divide, keeps it
   // from space to batch, which serves 16-bit sub-images of 2 rows)

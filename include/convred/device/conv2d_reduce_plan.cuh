@@ -65,7 +65,8 @@ namespace convred::device {
 ///   window (small dilations; the description says "dilation ... as tap offsets"), its direct tiles of
 ///   filter rows ("a stage per filter row"), or, where the padding is a multiple of the dilation (DeepLab's),
 ///   as an undilated layer over sub-images folded into the batch (family::dilated; the description starts
-///   "dilation ... as ... undilated sub-images per image"; the workspace holds x's copy each run writes),
+///   "dilation ... as ... undilated sub-images per image"), or over fewer sub-images that keep a smaller
+///   dilation ("as ... sub-images of dilation ... per image"; the workspace holds x's copy each run writes),
 ///   whichever is estimated fastest.
 ///   A grouped layer with 32 or more output channels per group runs on the wgmma kernel one group at a
 ///   time where its model estimates that faster than the mma.sync kernel (family::grouped; the description
@@ -218,7 +219,7 @@ class conv2d_reduce_plan {
   /// on the device the plan was made for; the split path's partial sums when the mma.sync or SIMT kernel
   /// splits (conv2d_reduce_split_workspace_bytes<T>(p, k_splits())); else 0 (config().workspace_bytes).
   /// A dilated plan (family::dilated, its description starting "dilation") needs its sub-problem's bytes,
-  /// rounded to 16, plus family::dilated::extra_bytes(p) (x's sub-images and the sub-problem's outputs). A
+  /// rounded to 16, plus family::dilated::extra_bytes(p, config()) (x's sub-images and the sub-problem's outputs). A
   /// grouped plan (family::grouped, "groups G one at a time") needs groups slots of one group's prepared
   /// bytes (rounded to 16), one group's scratch, and family::grouped::extra_bytes(p). A pruned plan
   /// (family::pruned) needs the kept taps (rounded to 16) before its sub-problem's bytes; a tiny plan

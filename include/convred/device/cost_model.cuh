@@ -99,7 +99,10 @@ inline constexpr double plan_wgmma_direct_feed_bytes_per_sm = 25e9;
 /// where their estimate is below this share of its own (to its flat tiles of windows up to 3.5 tiles
 /// wherever they are estimated faster: plan::wgmma_params::wide_dilated_window): their model was 14 % pessimistic to 14 % optimistic
 /// on the H100's five timed layers, so near ties keep space to batch, the measured path (bench/NOTES.md,
-/// "Dilated layers: direct tiles of filter rows, measured").
+/// "Dilated layers: direct tiles of filter rows, measured"); against a smaller split (sub-images that keep a
+/// dilation, on flat tiles) in TF32 and bf16 the other way round: the split runs only where it is estimated
+/// below this share of the direct tiles (its c2048 estimates were 10-29 % optimistic: bench/NOTES.md,
+/// "Smaller space-to-batch splits").
 inline constexpr double plan_dilated_yield_share = 0.85;
 /// The fewest output pixels (N*P*Q) the planner gives the wgmma kernel; at 32 or fewer it takes the mma.sync
 /// kernel: squeeze-excitation 1x1 convolutions on pooled 1x1 features and 2x2 images, at batch 1 to 32. There the

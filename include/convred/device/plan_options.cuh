@@ -63,8 +63,10 @@ struct plan_options {
   wgmma_pingpong_mode pingpong = wgmma_pingpong_mode::model;
   /// family::dilated's space-to-batch split (stride-1 dilated layers): 0 the time model; k > 0 the split that
   /// leaves a residual dilation k in the sub-images (factors dilation / k; 1: the full split, undilated
-  /// sub-images), where it serves, on whatever tiles the inner family picks, and taken wherever it serves
-  /// (the inner family on the whole problem not weighed against it); -1 never (space to batch not taken)
+  /// sub-images), where it serves (on whatever tiles the inner family picks, except flat tiles of a wide
+  /// dilated window), and taken wherever it serves and no family before it in the list takes the layer (the
+  /// inner family on the whole problem and the mma.sync kernel not weighed against it); -1 never (space to
+  /// batch not taken)
   int dilated_residual = 0;
 };
 

@@ -77,8 +77,8 @@ struct dilated : family_defaults<dilated<Inner, Rival>, typename Inner::element_
   /// stride 1 and a padding the dilation divides; a split (choose: the full one, or a smaller one on the
   /// inner family's flat tiles) with every extent below 2^31, the batch N f_h f_w below 2^40, sub-images
   /// of at least 3 output rows (columns) in each split dimension unless the inner math is 16-bit, and the
-  /// inner family serving its sub-problem; Rival is not estimated as fast on p; and (unless
-  /// plan_options::splits or dilated_residual forces a choice) the inner family on the whole problem is not
+  /// inner family serving its sub-problem; Rival is not estimated as fast on p (unless dilated_residual forces
+  /// a split); and (unless plan_options::splits or dilated_residual forces a choice) the inner family on the whole problem is not
   /// estimated faster: its flat tiles (the taps as offsets into the packed window; their model was within
   /// 5 % on three H100 layers of windows up to 3.2 tiles, the full split's 1-20 % optimistic; wider windows,
   /// plan::wgmma_params::wide_dilated_window, never) below this time, its direct tiles of filter rows below
@@ -99,8 +99,8 @@ struct dilated : family_defaults<dilated<Inner, Rival>, typename Inner::element_
     if (o.dilated_residual == 0 && rival_not_slower<Rival>(p, dev, o, t))
       return "space to batch is estimated slower than the mma.sync kernel on the dilated problem";
     // (the list must hold the inner family on its own after this one, as the default list does): flat tiles
-    // of the whole problem (the taps as offsets) wherever estimated faster, direct tiles of filter rows below
-    // plan_dilated_yield_share of this time
+    // of the whole problem (the taps as offsets) wherever estimated faster, direct tiles of filter rows as
+    // the margins below say
     if (o.splits == 0 && o.dilated_residual == 0 && Inner::can_implement(p, dev, o) == nullptr) {
       const plan_config whole = Inner::configure(p, dev, o);
       const bool flat = flat_estimated(whole), full = c.split_h == factor_h(p) && c.split_w == factor_w(p);
@@ -197,7 +197,8 @@ struct dilated : family_defaults<dilated<Inner, Rival>, typename Inner::element_
   }
 
   /// @brief The configuration of the split fh x fw (fh dividing factor_h(p), fw factor_w(p); what configure
-  /// chooses among), or `no` set to why it is not served (its seconds then 0).
+  /// chooses among), or `no` set to why it is not served. The caller checks the rest of can_implement's
+  /// conditions (groups, stride, a dilation).
   static plan_config split_config(const conv2d_problem& p, std::int64_t fh, std::int64_t fw, const device_info& dev,
                                   const plan_options& o, const char*& no) {
     constexpr std::int64_t lim = std::int64_t(1) << 31;
@@ -280,14 +281,14 @@ struct dilated : family_defaults<dilated<Inner, Rival>, typename Inner::element_
       const char* no = nullptr;
       const plan_config c = split_config(p, fh, fw, dev, o, no);
       if (no) {
-        if (k == 1) why = no;
+        if (k == 1 || o.dilated_residual > 0) why = no;  // (the full split's reason, or the forced split's)
         continue;
       }
-      if (k > 1 && o.dilated_residual == 0 && !flat_estimated(c)) continue;
+      if (k > 1 && o.dilated_residual <= 0 && !flat_estimated(c)) continue;
       if (!found || c.seconds < best.seconds) best = c, found = true;
     }
     if (found) why = nullptr;
-    else if (!why || o.dilated_residual > 1) why = "no space-to-batch split is served (plan_options::dilated_residual)";
+    else if (!why) why = "no space-to-batch split is served (plan_options::dilated_residual)";
     return best;
   }
   /// the inner family's configuration: c without extra_bytes
