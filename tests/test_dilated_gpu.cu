@@ -278,15 +278,16 @@ TEST_CASE("dilated family: every op against float64 in tf32, bf16 and math::accu
   }
 }
 
-TEST_CASE("dilated family: the plan equals the wgmma entry point on the space-to-batch sub-problem, bitwise") {
-  require_gpu();
-  if (!convred::device::detail::wgmma_available()) return;  // (a GPU without the wgmma kernel: nothing to compare)
+namespace {
+/// The plan of p with `o` (the dilated family's split fh x fw forced) against the wgmma family alone on
+/// sub-images built on the host from the definition, bitwise (values and argmin indices).
+void check_split_bitwise(const conv2d_problem& p, std::int64_t fh, std::int64_t fw,
+                         const convred::device::plan_options& o) {
   using plan_t = conv2d_reduce_plan<float, math::tf32>;
   using fam_t = fam::dilated<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>>;
-  const conv2d_problem p = cases[0].p, s = fam_t::sub_problem(p);
+  const conv2d_problem s = fam_t::sub_problem(p, fh, fw);
   const auto d = make_data<float>(p, 77, data_kind::real);
   // the sub-images built on the host from the definition
-  const std::int64_t fh = fam_t::factor_h(p), fw = fam_t::factor_w(p);
   std::vector<float> xs(static_cast<std::size_t>(s.x_elements()), 0.0f);
   for (std::int64_t n = 0; n < p.N; ++n)
     for (std::int64_t a = 0; a < fh; ++a)
@@ -308,7 +309,8 @@ TEST_CASE("dilated family: the plan equals the wgmma entry point on the space-to
   thrust::device_vector<std::int64_t> idx(ny), idxs(nys);
   test::poison(y), test::poison(idx);
   const epi::scale<float> two{2.0f};
-  plan_t plan(p, full());
+  plan_t plan(p, o);
+  CAPTURE(plan.description());
   REQUIRE(plan.prepare(craw(dw)) == status::success);
   REQUIRE(plan.run(craw(dx), craw(db), raw(y), raw(idx), op::argmin{}, two) == status::success);
   // the sub-problem through the wgmma family's own plan (its launch as the dilated family runs it)
@@ -330,6 +332,16 @@ TEST_CASE("dilated family: the plan equals the wgmma entry point on the space-to
         diff += !bytes_equal(std::vector<float>{hy[m]}, std::vector<float>{hys[ms]}) || hi[m] != his[ms];
       }
   CHECK(diff == 0);
+}
+}  // namespace
+
+TEST_CASE("dilated family: the plan equals the wgmma entry point on the space-to-batch sub-problem, bitwise") {
+  require_gpu();
+  if (!convred::device::detail::wgmma_available()) return;  // (a GPU without the wgmma kernel: nothing to compare)
+  using fam_t = fam::dilated<fam::wgmma<float, math::tf32, fam::wgmma_role::adapter>>;
+  check_split_bitwise(cases[0].p, fam_t::factor_h(cases[0].p), fam_t::factor_w(cases[0].p), full());
+  // a smaller split: d4 by 2 x 2, sub-images of dilation 2
+  check_split_bitwise(residual_cases[0].p, 2, 2, residual_setup<2>::options());
 }
 
 TEST_CASE("dilated family: bind with a separate scratch gives prepare's results; the prepared bytes are read only") {

@@ -713,6 +713,10 @@ TEST_CASE("fuzz: plan entry, fixed seeds reach every family on an H200 (the plan
   for (const auto& fc : plan_family_cases(seed)) {
     const std::string line = to_string(fc.first);
     CAPTURE(line);
+    fcase back;  // (their plan options round-trip too: popt=, dres=)
+    REQUIRE(parse(line, back));
+    CHECK(to_string(back) == line);
+    CHECK(back.po.dilated_residual == fc.first.po.dilated_residual);
     CHECK(valid(fc.first, false));
     CHECK(plan_family(fc.first, plan_device{}) == fc.second);
     ++small[fc.second];
