@@ -271,6 +271,19 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
 /// `options` (plan_options) may force the tiles where they serve, and reach choose_wgmma_splits's
 /// estimates.
 /// @return whether the kernel serves p (k and smem then set)
+/// @brief The measured factors on the wave model's estimate of parameters k under Policy (the family's whole
+/// estimate is multiplied by it): 3xTF32's tap loop, plan_wgmma_tap_loop_slowdown; 3xTF32's direct tiles,
+/// whose stages each wait four times for their promoted fresh tiles, plan_wgmma_direct_x3_slowdown; its flat
+/// tiles of a 1x1 filter, plan_wgmma_x3_flat_1x1_slowdown; else 1. choose_wgmma_params compares tiles with
+/// it, so that its choice and the family's estimate agree.
+template <class Policy>
+double wgmma_slowdown(const conv2d_problem& p, const block::wgmma_conv_params& k) {
+  return plan::wgmma_params<Policy>::tap_loop(k)                   ? plan_wgmma_tap_loop_slowdown
+         : k.direct && Policy::parts == 2                          ? plan_wgmma_direct_x3_slowdown
+         : k.flat && Policy::parts == 2 && p.R * p.S == 1          ? plan_wgmma_x3_flat_1x1_slowdown
+                                                                   : 1.0;
+}
+
 template <class Policy>
 bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem, int sm_count,
                          bool allow_flat, block::wgmma_conv_params& k, std::size_t& smem,
@@ -291,9 +304,10 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
     return choose_wgmma_splits<Policy>(p, c, sm_count, plan_math_speed<typename Policy::math>(),
                                        default_split_workspace_limit, options);
   };
-  auto best = [&](const block::wgmma_conv_params& c) {
+  auto best = [&](const block::wgmma_conv_params& c) {  // (with the measured factors the family applies)
     const wgmma_split_estimate e = estimate(c);
-    return e.splits > 0 ? e.split_s : e.tail_tiles > 0 ? e.tail_s : e.pass_mode ? e.pass_mode_s : e.fused_s;
+    return (e.splits > 0 ? e.split_s : e.tail_tiles > 0 ? e.tail_s : e.pass_mode ? e.pass_mode_s : e.fused_s) *
+           wgmma_slowdown<Policy>(p, c);
   };
   // (a 1 x 1 filter with x gathered leaves the row tiles' producer no time at all: plan_wgmma_gather_slowdown
   // understates it, so flat tiles take it whenever they serve); options' tiles may force either where it

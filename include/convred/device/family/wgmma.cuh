@@ -237,14 +237,9 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
     const double speed = plan_math_speed<kernel_math>();
     wgmma_split_estimate est =
         choose_wgmma_splits<policy>(p, k, dev.sm_count, speed, default_split_workspace_limit, o);
-    // (3xTF32's tap loop: the whole estimate times plan_wgmma_tap_loop_slowdown; 3xTF32's direct tiles,
-    // whose stages each wait four times for their promoted fresh tiles, plan_wgmma_direct_x3_slowdown; its
-    // flat tiles of a 1x1 filter, plan_wgmma_x3_flat_1x1_slowdown; all measured; every run plus
-    // plan_wgmma_fixed_seconds)
-    const double slowdown = plan::wgmma_params<policy>::tap_loop(k)                  ? plan_wgmma_tap_loop_slowdown
-                            : k.direct && policy::parts == 2                         ? plan_wgmma_direct_x3_slowdown
-                            : k.flat && policy::parts == 2 && p.R * p.S == 1 ? plan_wgmma_x3_flat_1x1_slowdown
-                                                                                     : 1.0;
+    // (the measured factors of 3xTF32's tap loop, direct tiles and flat 1x1 tiles: wgmma_slowdown; every run
+    // plus plan_wgmma_fixed_seconds)
+    const double slowdown = wgmma_slowdown<policy>(p, k);
     const double t_wgmma = plan_wgmma_fixed_seconds + (est.splits > 0      ? est.split_s
                                                        : est.tail_tiles > 0 ? est.tail_s
                                                        : est.pass_mode      ? est.pass_mode_s
