@@ -256,6 +256,20 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
   return e;
 }
 
+/// @brief The measured factors on the wave model's estimate of parameters k under Policy (the family's whole
+/// estimate is multiplied by it): 3xTF32's tap loop, plan_wgmma_tap_loop_slowdown; 3xTF32's direct tiles,
+/// whose stages each wait four times for their promoted fresh tiles, plan_wgmma_direct_x3_slowdown; its flat
+/// tiles of a 1x1 filter, plan_wgmma_x3_flat_1x1_slowdown; else 1 (a factor >= 1 on an estimate in seconds;
+/// host only, no errors). choose_wgmma_params compares tiles with it, so that its choice and the family's
+/// estimate agree.
+template <class Policy>
+double wgmma_slowdown(const conv2d_problem& p, const block::wgmma_conv_params& k) {
+  return plan::wgmma_params<Policy>::tap_loop(k)                   ? plan_wgmma_tap_loop_slowdown
+         : k.direct && Policy::parts == 2                          ? plan_wgmma_direct_x3_slowdown
+         : k.flat && Policy::parts == 2 && p.R * p.S == 1          ? plan_wgmma_x3_flat_1x1_slowdown
+                                                                   : 1.0;
+}
+
 /// @brief The wgmma kernel's parameters for p (block::conv_mainloop_wgmma<Policy>::make_params, with
 /// `tail_bytes` of reduction state and `max_smem` bytes of shared memory): tiles of image rows, or, when
 /// `allow_flat` and the time model (choose_wgmma_splits on `sm_count` SMs at plan_math_speed) estimates
@@ -271,19 +285,6 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
 /// `options` (plan_options) may force the tiles where they serve, and reach choose_wgmma_splits's
 /// estimates.
 /// @return whether the kernel serves p (k and smem then set)
-/// @brief The measured factors on the wave model's estimate of parameters k under Policy (the family's whole
-/// estimate is multiplied by it): 3xTF32's tap loop, plan_wgmma_tap_loop_slowdown; 3xTF32's direct tiles,
-/// whose stages each wait four times for their promoted fresh tiles, plan_wgmma_direct_x3_slowdown; its flat
-/// tiles of a 1x1 filter, plan_wgmma_x3_flat_1x1_slowdown; else 1. choose_wgmma_params compares tiles with
-/// it, so that its choice and the family's estimate agree.
-template <class Policy>
-double wgmma_slowdown(const conv2d_problem& p, const block::wgmma_conv_params& k) {
-  return plan::wgmma_params<Policy>::tap_loop(k)                   ? plan_wgmma_tap_loop_slowdown
-         : k.direct && Policy::parts == 2                          ? plan_wgmma_direct_x3_slowdown
-         : k.flat && Policy::parts == 2 && p.R * p.S == 1          ? plan_wgmma_x3_flat_1x1_slowdown
-                                                                   : 1.0;
-}
-
 template <class Policy>
 bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem, int sm_count,
                          bool allow_flat, block::wgmma_conv_params& k, std::size_t& smem,
