@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../detail/load.cuh"
 #include "../detail/tma.cuh"
 #include "conv_mainloop_wgmma.cuh"
 #include "../warp/mma.cuh"
@@ -90,12 +89,11 @@ struct conv_patch_loader {
   /// (128-byte aligned); `bar` is armed with all their bytes and this thread's arrival. direct_taps: the
   /// stage's filter row r = stage_row(slice) of its group slices (one bulk copy of S taps per slice and
   /// part, laid out [slice][part][tap]: 3xTF32's small part's S taps after the big part's), and the box
-  /// from input row p0 + r dil_h - pad_h, column -(pad_w + col_shift). With p.x_loads the box is not
-  /// copied here: load_direct_box's threads fill it.
+  /// from input row p0 + r dil_h - pad_h, column -(pad_w + col_shift).
   __device__ static void copy_direct(unsigned char* stage, std::uint64_t* bar, const void* x_map, const wgmma_conv_params& p,
                                      int slice, int n, int p0) {
     const std::uint32_t filter = p.resident_bytes ? 0u : static_cast<std::uint32_t>(p.b_bytes);
-    convred::detail::mbarrier_arrive_expect_tx(bar, filter + (p.x_loads ? 0u : static_cast<std::uint32_t>(p.raw_copy_bytes)));
+    convred::detail::mbarrier_arrive_expect_tx(bar, filter + static_cast<std::uint32_t>(p.raw_copy_bytes));
     const auto* packed = static_cast<const unsigned char*>(p.filter);
     const int R = p.row_stages(), r = p.stage_row(slice);
     if (filter && R == 1) {
@@ -112,39 +110,11 @@ struct conv_patch_loader {
     }
     // the stage's first entry of x (or of its copy): a channel, or a 16-bit channel pair (8 per slice)
     const int c0 = p.x_stage(slice) / R * plan::wgmma_params<Policy>::box_c * p.group;
-    if (p.x_loads) return;
     if (p.direct_taps)
       convred::detail::tma_load_4d(stage + p.a_offset, x_map, -(p.pad_w + p.col_shift), c0, p0 + r * p.dil_h - p.pad_h, n,
                                    bar);
     else
       convred::detail::tma_load_4d(stage + p.a_offset, x_map, 0, c0, p0, n, bar);
-  }
-
-  /// Direct_taps tiles with p.x_loads (TF32 / 3xTF32, W % 4 != 0: rows TMA cannot address): fills the box
-  /// copy_direct would have copied for slice `slice` of the tile at output row p0 of image n (tile_rows
-  /// lines of box_c * group channels of rp columns, [row][channel][column], from input row p0 + r dil_h -
-  /// pad_h and column -(pad_w + col_shift); zeros outside x and past C) straight from x with 4-byte
-  /// cp.async copies, work shared by `nthreads` threads (whole warps) of which this is `t`: a warp per
-  /// (row, channel) line, its lanes on consecutive columns (one 128-byte row segment per warp
-  /// instruction, as TMA reads it). Then arrives on `bar` (initialised to count these threads) once this
-  /// thread's copies have landed.
-  __device__ static void load_direct_box(unsigned char* stage, std::uint64_t* bar, const wgmma_conv_params& p, int slice,
-                                         int n, int p0, int t, int nthreads) {
-    const int R = p.row_stages(), r = p.stage_row(slice), ch = plan::wgmma_params<Policy>::box_c * p.group;
-    const int c0 = p.x_stage(slice) / R * ch, h0 = p0 + r * p.dil_h - p.pad_h, w0 = -(p.pad_w + p.col_shift);
-    float* box = reinterpret_cast<float*>(stage + p.a_offset);
-    const int lines = p.bh * ch, lane = t % 32;
-    for (int l = t / 32; l < lines; l += nthreads / 32) {
-      const int h = h0 + l / ch, c = c0 + l % ch;
-      const bool in = h >= 0 && h < p.H && c < p.C;
-      const float* row = in ? p.x + ((static_cast<std::int64_t>(n) * p.C + c) * p.H + h) * p.W : p.x;
-      for (int col = lane; col < p.rp; col += 32) {
-        const int w = w0 + col;
-        const bool ok = in && w >= 0 && w < p.W;
-        convred::detail::cp_async_or_zero(box + l * p.rp + col, ok ? row + w : p.x, ok);
-      }
-    }
-    convred::detail::cp_async_mbarrier_arrive(bar);
   }
 
   /// Rewrites a raw buffer (raw_c channels) as its raw_c / E planes, starting at `planes` (the stage's

@@ -48,16 +48,6 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint64_t* bar, st
 #endif
 }
 
-/// @brief Arrives on the mbarrier once every cp.async (non-bulk) this thread issued before has completed
-/// (PTX ISA "cp.async.mbarrier.arrive", `.noinc`: the arrival is one of the barrier's `count`, so the count
-/// the barrier was initialised with includes it); the copies' shared-memory writes are then visible to the
-/// threads that wait for the phase.
-__device__ __forceinline__ void cp_async_mbarrier_arrive(std::uint64_t* bar) {
-#if CONVRED_HAS_TMA
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
-#endif
-}
-
 /// @brief Waits until the phase with parity `parity` of the mbarrier has completed (acquire: the
 /// completed copies' shared-memory writes are then visible to this thread).
 __device__ __forceinline__ void mbarrier_wait(std::uint64_t* bar, std::uint32_t parity) {
