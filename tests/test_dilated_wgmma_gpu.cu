@@ -1,10 +1,10 @@
 // The wgmma kernel's dilated tiles (block::wgmma_conv_params::direct_taps): a dilated filter at stride 1
 // runs as direct tiles of whole output rows, a stage per filter row whose TMA box is the tile's rows
 // shifted by the row's taps, the filter rows that read only padding skipped. Host: the parameters (stages,
-// box, column shift, who loads the box, the live rows) and the packed sizes. GPU: every op against float64
+// box, column shift, x's padded pitch, the live rows) and the packed sizes. GPU: every op against float64
 // in tf32 through a plan over the wgmma family alone, fused, in pass mode, in partial mode and with a
 // split-K tail, over dilations 2-12 (equal, anisotropic, one dimension only), W a multiple of 4 (x read
-// from NCHW by TMA) and not (boxes loaded by the producer threads' cp.async), tiles whose every filter row is dead (zero products:
+// from NCHW) and not (x copied with a padded pitch), tiles whose every filter row is dead (zero products:
 // the bias alone), K above 128, several slices per stage; the same in bf16 (and fp16 on three layers): the
 // tiles over a copy of x as pairs of 16-bit channels; under 3xTF32 (both parts of each filter row, every
 // m64 row's stage promoted), also for undilated 5x5 and 7x7 filters too large for other stages; a case for
@@ -55,7 +55,7 @@ struct dilated_case {
   conv2d_problem p;
 };
 const dilated_case cases[] = {
-    {"d6 pad 6, W 29 (boxes loaded by the producer threads)", make_problem(2, 16, 29, 29, 33, 3, 3, 6, 6, 1, 1, 6, 6)},
+    {"d6 pad 6, W 29 (x copied, pitch 32)", make_problem(2, 16, 29, 29, 33, 3, 3, 6, 6, 1, 1, 6, 6)},
     {"d2 pad 2, W 24 (x from NCHW), K 130 (two passes)", make_problem(2, 8, 17, 24, 130, 3, 3, 2, 2, 1, 1, 2, 2)},
     {"d12 pad 12 on 13x13 (dilation >= the image)", make_problem(2, 24, 13, 13, 64, 3, 3, 12, 12, 1, 1, 12, 12)},
     {"d1x3 pad 0x3, C 9", make_problem(2, 9, 14, 20, 17, 3, 3, 0, 3, 1, 1, 1, 3)},
@@ -67,7 +67,7 @@ const dilated_case cases[] = {
     {"1x3 d6 pad 0x6 (one filter row), C 256 K 256 (filter streamed)", make_problem(2, 256, 12, 40, 256, 1, 3, 0, 6, 1, 1, 1, 6)},
     {"3x1 d2 on 16x5, C 96 (4 slices per stage)", make_problem(2, 96, 16, 5, 20, 3, 1, 2, 0, 1, 1, 2, 1)},
     {"d2 on 6x200 (one output row per tile, a 216-column box)", make_problem(1, 16, 6, 200, 40, 3, 3, 2, 2, 1, 1, 2, 2)},
-    {"d6 on 13x13, C 128 K 256 (filter streamed, boxes loaded by the producer threads)", make_problem(2, 128, 13, 13, 256, 3, 3, 6, 6, 1, 1, 6, 6)},
+    {"d6 on 13x13, C 128 K 256 (filter streamed, x copied)", make_problem(2, 128, 13, 13, 256, 3, 3, 6, 6, 1, 1, 6, 6)},
     {"d2, K 300 (three passes)", make_problem(1, 32, 20, 20, 300, 3, 3, 2, 2, 1, 1, 2, 2)},
 };
 
@@ -149,10 +149,8 @@ TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed siz
   CHECK(k.tiles == 32 * 22);
   CHECK(k.col_shift == 0);  // pad 36: the box starts at column -36, 16-byte aligned
   CHECK(k.rp == 152);       // 65 + 2 * 36 = 137 columns, rounded up to 8 mod 16
-  CHECK(k.x_pitch == 65);   // W = 65: rows TMA cannot address (260 bytes apart), x read in place
-  CHECK(k.x_loads == 1);    // by the producer threads' cp.async
-  CHECK_FALSE(mainloop::x_copied(k));
-  CHECK(mainloop::xpack_bytes(k) == 0u);
+  CHECK(k.x_pitch == 68);   // W = 65: x copied with rows of 68 floats
+  CHECK(mainloop::xpack_bytes(k) == std::size_t(32) * 2048 * 65 * 68 * 4);
   CHECK(k.kt == 2048 / 8 / k.group * 3);  // a stage per (channel stage, filter row)
   CHECK(k.row_stages() == 3);
   CHECK(k.b_bytes == k.group * 3 * 128 * 8 * 4);  // the stage's filter row: S taps of its slices
@@ -172,7 +170,6 @@ TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed siz
   convred::block::wgmma_conv_params k2;
   REQUIRE(mainloop::make_direct_params(cases[1].p, tail, smem_max, k2, smem));
   CHECK(k2.x_pitch == 24);
-  CHECK(k2.x_loads == 0);    // TMA boxes
   CHECK(k2.col_shift == 2);  // pad 2: the box starts at column -4
   CHECK(mainloop::xpack_bytes(k2) == 0u);
   // not served by the dilated tiles: stride 2, groups, rows wider than a TMA box, 3xTF32
@@ -192,7 +189,7 @@ TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed siz
   // (nor flat tiles: d6 on rows of 250, the window of 256 + 12 x 256 + 12 pixels does not fit two stages)
   CHECK(has(wgmma_plan<math::tf32>(wide, h200).description(), "dilation != 1 not served by its dilated tiles here"));
   // the shapes the GPU cases cover: the box's column shift 3, one filter row, 4 slices per stage, a streamed
-  // filter with x loaded by the producer threads, one output row per tile
+  // filter with x copied, one output row per tile
   REQUIRE(mainloop::make_direct_params(cases[8].p, tail, smem_max, k2, smem));
   CHECK(k2.col_shift == 3);
   REQUIRE(mainloop::make_direct_params(cases[9].p, tail, smem_max, k2, smem));
@@ -202,7 +199,7 @@ TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed siz
   REQUIRE(mainloop::make_direct_params(cases[11].p, tail, smem_max, k2, smem));
   CHECK((k2.tile_rows == 1 && k2.rp == 216));
   REQUIRE(mainloop::make_direct_params(cases[12].p, tail, smem_max, k2, smem));
-  CHECK((k2.resident_bytes == 0 && k2.x_pitch == 13 && k2.x_loads == 1 && k2.npass == 2));
+  CHECK((k2.resident_bytes == 0 && k2.x_pitch == 16 && k2.npass == 2));
 }
 
 TEST_CASE("wgmma dilated tiles in bf16 and fp16: channel pairs of x's copy, the same boxes") {
@@ -220,8 +217,7 @@ TEST_CASE("wgmma dilated tiles in bf16 and fp16: channel pairs of x's copy, the 
   CHECK(k.direct_taps == 1);
   CHECK(k.tile_rows == 3);
   CHECK(k.rp == 152);
-  CHECK(k.x_pitch == 68);  // (TF32 reads x in place: t.x_loads)
-  CHECK((t.x_pitch == 65 && t.x_loads == 1 && k.x_loads == 0));
+  CHECK(k.x_pitch == 68);
   CHECK(k.kt == 2048 / 16 / k.group * 3);
   CHECK(k.raw_copy_bytes == 152 * 8 * k.group * 3 * 4);
   CHECK(k.b_bytes == k.group * 3 * 128 * 16 * 2);  // the row's S taps of 16 channels in bf16: tf32's bytes
@@ -364,7 +360,7 @@ TEST_CASE("wgmma dilated tiles under 3xTF32: every op against float64, fused and
     all_ops<dilated_tiles, math::tf32x3, mode::model>(c.name, c.p, ++seed);
     all_ops<dilated_tiles, math::tf32x3, mode::partial>(c.name, c.p, ++seed);
   }
-  // undilated filters whose row and flat stages do not fit under 3xTF32: 5x5 (W % 4 != 0: boxes loaded by the producer threads), 7x7
+  // undilated filters whose row and flat stages do not fit under 3xTF32: 5x5 (W % 4 != 0: x copied), 7x7
   all_ops<dilated_tiles, math::tf32x3, mode::model>("5x5 pad 2, 13x14", make_problem(2, 16, 13, 14, 40, 5, 5, 2, 2, 1, 1, 1, 1), ++seed);
   all_ops<dilated_tiles, math::tf32x3, mode::model>("7x7 pad 3, C 24, K 130", make_problem(1, 24, 16, 20, 130, 7, 7, 3, 3, 1, 1, 1, 1), ++seed);
 }
@@ -390,7 +386,7 @@ TEST_CASE("wgmma flat tiles of a dilated filter: every op against float64 in tf3
   }
 }
 
-TEST_CASE("wgmma dilated tiles sanitizer: boxes loaded by the producer threads, dead rows, resident and streamed filters, three modes") {
+TEST_CASE("wgmma dilated tiles sanitizer: a padded copy of x, dead rows, resident and streamed filters, three modes") {
   require_gpu();
   if (!convred::device::detail::wgmma_available()) return;
   // (the second: its filter streamed, 1.2 MB)

@@ -89,12 +89,11 @@ struct conv_patch_loader {
   /// (128-byte aligned); `bar` is armed with all their bytes and this thread's arrival. direct_taps: the
   /// stage's filter row r = stage_row(slice) of its group slices (one bulk copy of S taps per slice and
   /// part, laid out [slice][part][tap]: 3xTF32's small part's S taps after the big part's), and the box
-  /// from input row p0 + r dil_h - pad_h, column -(pad_w + col_shift). With p.x_loads the box is not
-  /// copied here: load_direct_box's threads fill it.
+  /// from input row p0 + r dil_h - pad_h, column -(pad_w + col_shift).
   __device__ static void copy_direct(unsigned char* stage, std::uint64_t* bar, const void* x_map, const wgmma_conv_params& p,
                                      int slice, int n, int p0) {
     const std::uint32_t filter = p.resident_bytes ? 0u : static_cast<std::uint32_t>(p.b_bytes);
-    convred::detail::mbarrier_arrive_expect_tx(bar, filter + (p.x_loads ? 0u : static_cast<std::uint32_t>(p.raw_copy_bytes)));
+    convred::detail::mbarrier_arrive_expect_tx(bar, filter + static_cast<std::uint32_t>(p.raw_copy_bytes));
     const auto* packed = static_cast<const unsigned char*>(p.filter);
     const int R = p.row_stages(), r = p.stage_row(slice);
     if (filter && R == 1) {
@@ -111,77 +110,11 @@ struct conv_patch_loader {
     }
     // the stage's first entry of x (or of its copy): a channel, or a 16-bit channel pair (8 per slice)
     const int c0 = p.x_stage(slice) / R * plan::wgmma_params<Policy>::box_c * p.group;
-    if (p.x_loads) return;
     if (p.direct_taps)
       convred::detail::tma_load_4d(stage + p.a_offset, x_map, -(p.pad_w + p.col_shift), c0, p0 + r * p.dil_h - p.pad_h, n,
                                    bar);
     else
       convred::detail::tma_load_4d(stage + p.a_offset, x_map, 0, c0, p0, n, bar);
-  }
-
-  /// Direct_taps tiles with p.x_loads (TF32 / 3xTF32, W % 4 != 0: rows TMA cannot address): fills the box
-  /// copy_direct would have copied for slice `slice` of the tile at output row p0 of image n (tile_rows
-  /// lines of box_c * group channels of rp columns, [row][channel][column], from input row p0 + r dil_h -
-  /// pad_h and column -(pad_w + col_shift); zeros outside x and past C) straight from x (16-byte aligned),
-  /// work shared by `nthreads` threads (whole warps) of which this is `t`: a warp per (row, channel) line,
-  /// lane i on box columns 4i..4i+3 (and 4i + 128.. for rows wider than 128). A line starts m = 0-3 floats
-  /// past a 16-byte boundary of x: each lane loads the aligned 16 bytes at its columns' start (one 512-byte
-  /// warp access per 128 columns, as TMA reads rows; 4-byte copies, one request per 128 bytes, fed the
-  /// stages 3.5-5x slower: bench/NOTES.md), takes the next lane's by a shuffle (lane 31 loads its own),
-  /// shifts by m, zeroes the columns outside the row, and stores 16 bytes. Lines are taken U at a time, their
-  /// loads issued together. Then arrives on `bar` (initialised to count these threads): its stores are
-  /// released to the consumers, which read the box with ordinary shared-memory loads.
-  __device__ static void load_direct_box(unsigned char* stage, std::uint64_t* bar, const wgmma_conv_params& p, int slice,
-                                         int n, int p0, int t, int nthreads) {
-    constexpr int U = 4;  // lines in flight per warp
-    const int R = p.row_stages(), r = p.stage_row(slice), ch = plan::wgmma_params<Policy>::box_c * p.group;
-    const int c0 = p.x_stage(slice) / R * ch, h0 = p0 + r * p.dil_h - p.pad_h, w0 = -(p.pad_w + p.col_shift);
-    const std::int64_t total = static_cast<std::int64_t>(p.N) * p.C * p.H * p.W;
-    const int lines = p.bh * ch, lane = t % 32, warps = nthreads / 32, chunks = p.rp / 4;
-    // 16 aligned bytes of x from element a (a multiple of 4), zeros where they would leave x
-    auto load = [&](std::int64_t a) {
-      if (a >= 0 && a + 4 <= total) return __ldg(reinterpret_cast<const float4*>(p.x + a));
-      float v[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) v[e] = a + e >= 0 && a + e < total ? p.x[a + e] : 0.0f;
-      return make_float4(v[0], v[1], v[2], v[3]);
-    };
-    for (int l0 = t / 32; l0 < lines; l0 += U * warps) {
-      for (int q0 = 0; q0 < chunks; q0 += 32) {  // 128 columns per warp access
-        float4 a[U], b[U];
-        std::int64_t s0[U];  // element of x at box column 0 of the line (valid lines)
-        bool in[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const int l = l0 + u * warps, h = h0 + l / ch, c = c0 + l % ch;
-          in[u] = l < lines && h >= 0 && h < p.H && c < p.C;
-          s0[u] = ((static_cast<std::int64_t>(n) * p.C + c) * p.H + h) * p.W + w0;
-          const std::int64_t base = s0[u] - (((s0[u] % 4) + 4) % 4) + 4 * (q0 + lane);  // floor to a multiple of 4
-          a[u] = in[u] ? load(base) : make_float4(0.f, 0.f, 0.f, 0.f);
-          b[u] = in[u] && lane == 31 ? load(base + 4) : make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const int l = l0 + u * warps, q = q0 + lane;
-          float4 nx;  // the next 16 aligned bytes: the next lane's
-          nx.x = __shfl_down_sync(0xffffffffu, a[u].x, 1), nx.y = __shfl_down_sync(0xffffffffu, a[u].y, 1);
-          nx.z = __shfl_down_sync(0xffffffffu, a[u].z, 1), nx.w = __shfl_down_sync(0xffffffffu, a[u].w, 1);
-          if (lane == 31) nx = b[u];
-          if (l >= lines || q >= chunks) continue;
-          const int m = static_cast<int>(((s0[u] % 4) + 4) % 4);
-          const float f[8] = {a[u].x, a[u].y, a[u].z, a[u].w, nx.x, nx.y, nx.z, nx.w};
-          float v[4];
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float x = m == 0 ? f[e] : m == 1 ? f[e + 1] : m == 2 ? f[e + 2] : f[e + 3];
-            const int w = w0 + 4 * q + e;
-            v[e] = in[u] && w >= 0 && w < p.W ? x : 0.0f;
-          }
-          reinterpret_cast<float4*>(stage + p.a_offset)[l * chunks + q] = make_float4(v[0], v[1], v[2], v[3]);
-        }
-      }
-    }
-    convred::detail::mbarrier_arrive(bar);
   }
 
   /// Rewrites a raw buffer (raw_c channels) as its raw_c / E planes, starting at `planes` (the stage's

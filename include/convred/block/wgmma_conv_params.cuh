@@ -249,18 +249,12 @@ struct wgmma_conv_params {
   /// @brief horizontal dilation (direct_taps; flat tiles: tap s reads the window s dil_w pixels on; 1 where
   /// S = 1)
   std::int32_t dil_h = 1, dil_w = 1;
-  /// @brief direct_taps: 32-bit entries per row of the x the box reads: W, or when x is copied
-  /// (plan::wgmma_params::x_copied: bf16 / fp16 math, whose copy holds channel pairs) W rounded up to a
-  /// multiple of 4, since TMA row strides are 16-byte multiples (the copy lies in the workspace's packed-x
-  /// region: xpack_bytes; written before the kernel by kernel::pack_x_pairs_kernel; the tensor map's rows
-  /// are W wide, so its extra columns are never read)
+  /// @brief direct_taps: 32-bit entries per row of the x the TMA box reads: W, or when x is copied
+  /// (plan::wgmma_params::x_copied: W % 4 != 0, since TMA row strides are 16-byte multiples, or bf16 / fp16
+  /// math, whose copy holds channel pairs) W rounded up to a multiple of 4 (the copy lies in the
+  /// workspace's packed-x region: xpack_bytes; written before the kernel by cudaMemcpy2DAsync or
+  /// kernel::pack_x_pairs_kernel; the tensor map's rows are W wide, so its extra columns are never read)
   std::int32_t x_pitch = 0;
-  /// @brief 1: direct_taps tiles in TF32 / 3xTF32 with W % 4 != 0, whose rows TMA cannot address (row
-  /// strides must be 16-byte multiples): the producer warpgroup's warps 1-3 fill each stage's box
-  /// themselves from x in place (16-byte loads shifted in registers, zero outside x and past C:
-  /// conv_patch_loader::load_direct_box), each thread arriving on the stage's full barrier after its
-  /// stores; thread 0 still copies the filter. 0: TMA loads the box.
-  std::int32_t x_loads = 0;
 
   /// The stage of x (its channels [x_stage * group * block_c, ...) of the image) that packed filter slice
   /// `slice` (pass * kt + stage of the pass) multiplies: the pass's group's kt stages, kt per group.

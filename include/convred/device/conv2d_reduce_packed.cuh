@@ -261,8 +261,8 @@ status packed_split_run(const wgmma_plan_t& plan, std::size_t packed, const conv
     if (indices) return status::indices_not_supported;
   }
   if (splits < 0 || splits > plan.k.kt) return status::invalid_argument;
-  // TMA (and the producer threads' 16-byte loads, x_loads) read x from a 16-byte aligned base: any other x
-  // (legal for float) takes the fallback too (not where direct_taps tiles read x's copy)
+  // TMA reads x from a 16-byte aligned base: any other x (legal for float) takes the fallback too (not where
+  // direct_taps tiles read x's copy)
   const bool copied = plan::wgmma_params<Policy>::x_copied(plan.k);
   if (!plan.k.gather && !plan.k.flat && !copied && reinterpret_cast<std::uintptr_t>(x) % 16 != 0) return fallback();
   if constexpr (std::is_same_v<T, float>) {

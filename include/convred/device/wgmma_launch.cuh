@@ -178,14 +178,15 @@ std::size_t packed_bytes(const wgmma_plan_t& plan) {
 
 /// Launches the wgmma kernel with parameters k (x, filter, bias, xpack and the modes set) on `units`
 /// work units: first, when `pack_tiles` > 0, for flat tiles kernel::pack_x_kernel for that many tiles into
-/// k.xpack, for direct_taps tiles that read a copy of x (plan::wgmma_params::x_copied: bf16 / fp16) that
-/// copy into k.xpack as channel pairs (kernel::pack_x_pairs_kernel); then the persistent kernel, one block per SM (at most one per unit), in the variant the
+/// k.xpack, for direct_taps tiles that read a copy of x (plan::wgmma_params::x_copied) that copy into
+/// k.xpack: tf32 with W % 4 != 0 rows of x_pitch floats (cudaMemcpy2DAsync), bf16 / fp16 channel pairs
+/// (kernel::pack_x_pairs_kernel); then the persistent kernel, one block per SM (at most one per unit), in the variant the
 /// parameters need (the gathering one also for flat tiles at stride 2, whose taps read stride phases; the
 /// direct one for direct tiles; under 3xTF32 the tap-loop one for filters other than 3x3 and 1x1 and for
 /// stride 2 but flat 1x1 tiles: plan::wgmma_params::tap_loop), as
 /// a programmatic dependent launch of the kernel before it when `dependent` (after the packing pass or
 /// the pairs' copy, or a split-K tail after the head's launch). `refused` is set (and success returned, nothing launched) when
-/// the driver refuses x's tensor map (none is made for k.x_loads): the caller runs its fallback. `Direct` = false (conv2d_reduce_packed,
+/// the driver refuses x's tensor map: the caller runs its fallback. `Direct` = false (conv2d_reduce_packed,
 /// whose parameters are row tiles) leaves the direct tiles' kernel out of the build.
 template <class Policy, bool Direct = true, class Op, class Epilogue>
 status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::int64_t units, Op op, Epilogue epi,
@@ -193,11 +194,10 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
                     bool dependent = false) {
   refused = false;
   CUtensorMap x_map{};  // used by the TMA producer only
-  // direct_taps in 16-bit math: the box reads k.xpack, x copied there as channel pairs with rows of x_pitch
-  // entries (TMA reads the first W of each), by the launch that packs (pack_tiles > 0); x_loads: no map
+  // direct_taps with W % 4 != 0 or 16-bit math: the box reads k.xpack, x copied there with rows of x_pitch
+  // entries (TMA reads the first W of each), by the launch that packs (pack_tiles > 0)
   const bool copied = plan::wgmma_params<Policy>::x_copied(k);
-  if (!k.gather && !k.flat && !k.x_loads &&
-      !make_x_tensor_map<Policy>(x_map, copied ? static_cast<const float*>(k.xpack) : k.x, k)) {
+  if (!k.gather && !k.flat && !make_x_tensor_map<Policy>(x_map, copied ? static_cast<const float*>(k.xpack) : k.x, k)) {
     refused = true;
     return status::success;
   }
@@ -219,7 +219,13 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
     return status::cuda_error;
   const bool pairs = copied && !Policy::is_tf32 && pack_tiles > 0;  // (a kernel: the main one follows with PDL)
   if (copied && pack_tiles > 0) {
-    if constexpr (!Policy::is_tf32) {  // 16-bit channel pairs, a block per (n, pair) plane at a time
+    if constexpr (Policy::is_tf32) {  // rows of W floats to rows of x_pitch
+      const std::size_t rows = static_cast<std::size_t>(k.N) * static_cast<std::size_t>(k.C) * static_cast<std::size_t>(k.H);
+      const std::size_t w = static_cast<std::size_t>(k.W) * 4;
+      if (cudaMemcpy2DAsync(const_cast<void*>(k.xpack), static_cast<std::size_t>(k.x_pitch) * 4, k.x, w, w, rows,
+                            cudaMemcpyDeviceToDevice, stream) != cudaSuccess)
+        return status::cuda_error;
+    } else {  // 16-bit channel pairs, a block per (n, pair) plane at a time
       auto copy = kernel::pack_x_pairs_kernel<typename Policy::math>;
       if (status s = check_device(copy); s != status::success) return s;
       const std::int64_t planes = k.N * ((k.C + 1) / 2), cap = std::int64_t(sms) * 16;

@@ -143,7 +143,7 @@ void choose_wgmma_tail(const conv2d_problem& p, const block::wgmma_conv_params& 
 /// sums (8.6 us) + 5 us = 64 us (tests/test_plan_host.cu checks these numbers). Flat tiles
 /// (wgmma_conv_params::flat) add the packing pass to both: x and the packed planes at
 /// plan_xpack_bytes_per_s, plus plan_xpack_fixed_seconds (direct_taps tiles that read a copy of x likewise:
-/// bf16 / fp16 channel pairs; plan::wgmma_params::x_copied). Direct_taps tiles (dilated
+/// W % 4 != 0, or bf16 / fp16 channel pairs; plan::wgmma_params::x_copied). Direct_taps tiles (dilated
 /// filters; 3xTF32 filters too large for other stages) run only their live stages (the share of (tile, filter
 /// row) pairs that read x: wgmma_conv_params::row_live), a pass the longer of their tensor work and their
 /// bytes at plan_wgmma_direct_feed_bytes_per_sm.
@@ -198,7 +198,7 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
                                   convert_s, feed_s});
   const double sms = sm_count > 0 ? sm_count : 1;
   // flat tiles: the packing pass first (x read, the packed planes written); direct_taps tiles that read a
-  // copy of x (16-bit pairs), likewise
+  // copy of x (W % 4 != 0, or 16-bit pairs), likewise
   const double xpack = static_cast<double>(plan::wgmma_params<Policy>::xpack_bytes(k));
   const double pre = k.flat || xpack > 0
                          ? plan_xpack_fixed_seconds + (4.0 * static_cast<double>(p.x_elements()) + xpack) / plan_xpack_bytes_per_s

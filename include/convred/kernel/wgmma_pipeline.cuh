@@ -202,9 +202,7 @@ __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& ta
   constexpr int transform = wgmma_block<Policy, Gather>::transform_threads;
   for (int s = 0; s < prm.stages; ++s) {
     // flat and direct tiles: thread 0's one arrival (its copies' bytes); else the transform threads' (+ the filter's)
-    // (flat and direct tiles: thread 0's arrival; x_loads: and warps 1-3's, after their stores)
-    convred::detail::mbarrier_init(&tail.full[s], prm.flat || prm.direct ? 1 + (prm.x_loads ? 96 : 0)
-                                                                         : transform + (prm.resident_bytes ? 0 : 1));
+    convred::detail::mbarrier_init(&tail.full[s], prm.flat || prm.direct ? 1 : transform + (prm.resident_bytes ? 0 : 1));
     convred::detail::mbarrier_init(&tail.empty[s], Policy::pingpong ? 128 : Policy::consumer_threads);
   }
   for (int s = 0; s < Policy::raw_stages; ++s) {

@@ -35,10 +35,8 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
   auto& tail = sm.tail;
   pipeline_state st(prm.stages), rs(Policy::raw_stages);
   if (Direct || prm.flat) {  // flat and direct tiles: thread 0 copies each stage's filter slice and its x
-    // (x_loads: warps 1-3 load the direct tiles' box, thread 0 copies the filter)
-    const bool loads = Direct && prm.x_loads;
-    if (pt != 0 && !(loads && pt >= 32 && pt < 128)) return;
-    if (pt == 0 && prm.resident_bytes) loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
+    if (pt != 0) return;
+    if (prm.resident_bytes) loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
     for (std::int64_t unit = sched.first(); unit < sched.units; unit = sched.next(unit)) {
       const tile_scheduler::coord t = sched.decode(unit);  // flat: coord n is the tile
       int first, last;
@@ -48,12 +46,8 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
         if (Direct && !prm.row_live(prm.stage_row(sl), p0)) continue;  // a filter row reading only padding
         CONVRED_WGMMA_PHASE(6, st.wait_free(tail.empty));
         unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
-        if constexpr (Direct) {  // a TMA box of x from NCHW (or of its copy: 16-bit pairs), or warps 1-3's loads
-          if (pt == 0)
-            loader::copy_direct(stage, &tail.full[st.slot], x_map, prm, sl, static_cast<int>(t.n), p0);
-          else
-            loader::load_direct_box(stage, &tail.full[st.slot], prm, sl, static_cast<int>(t.n), p0, pt - 32, 96);
-        }
+        if constexpr (Direct)  // a TMA box of x from NCHW (or of its copy: padded pitch, 16-bit pairs)
+          loader::copy_direct(stage, &tail.full[st.slot], x_map, prm, sl, static_cast<int>(t.n), p0);
         else  // the stage's planes of the packed x
           loader::copy_flat(stage, &tail.full[st.slot], prm, sl, t.n);
         st.advance();

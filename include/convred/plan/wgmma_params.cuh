@@ -235,9 +235,8 @@ struct wgmma_params {
   /// `any_filter`, any filter: the fallback where no other tiles fit; any R x S, padding and dilation) at
   /// stride 1 with groups 1 under the cooperative policy: a stage per filter
   /// row, its box the tile's rows shifted by the row's taps and wide enough for the row's S taps, rp >=
-  /// col_shift + (S - 1) dil_w + Q; under bf16 / fp16 x copied (x_copied) with a pitch of W rounded up to 4
-  /// (x_pitch), as pairs of channels converted to the math's type; TF32 rows whose stride TMA cannot
-  /// address (W % 4 != 0) loaded by the producer threads (x_loads). Tiles of
+  /// col_shift + (S - 1) dil_w + Q; x copied (x_copied) with a pitch of W rounded up to 4 where W % 4 != 0
+  /// (x_pitch), and under bf16 / fp16 always, as pairs of channels converted to the math's type. Tiles of
   /// tile_rows = ceil(P / tiles_p) output rows, tiles_p = ceil(P / floor(block_m / Q)); stages of `group`
   /// slices of block_c channels (the most, up to wgmma_max_group, dividing ceil(C / block_c) for which 4
   /// streamed stages fit; direct_taps outside 3xTF32: 3), so the packed filter is pack_filter's as for the other tiles; a slice's box
@@ -301,21 +300,17 @@ struct wgmma_params {
     if (taps) {
       k.direct_taps = 1, k.col_shift = static_cast<std::int32_t>(shift);
       k.dil_h = static_cast<std::int32_t>(p.R > 1 ? p.dil_h : 1), k.dil_w = static_cast<std::int32_t>(dw);
-      // fp32 rows TMA cannot address are loaded by the producer threads (x_loads); 16-bit pairs are copied
-      if (Policy::is_tf32)
-        k.x_loads = k.W % 4 != 0;
-      else
-        k.x_pitch = (k.W + 3) / 4 * 4;
+      k.x_pitch = (k.W + 3) / 4 * 4;
     }
     smem_bytes = static_cast<std::size_t>(smem);
     return true;
   }
 
   /// Whether direct_taps tiles of parameters k read a copy of x (in the workspace's packed-x region,
-  /// written before the kernel) rather than x: under bf16 / fp16 (x_copy_channels pairs of channels
-  /// converted to the math's type, kernel::pack_x_pairs_kernel, rows of x_pitch pairs). TF32 and 3xTF32
-  /// read x in place (by TMA, or where W % 4 != 0 by the producer threads: wgmma_conv_params::x_loads).
-  static bool x_copied(const wgmma_conv_params& k) { return k.direct_taps && !Policy::is_tf32; }
+  /// written before the kernel) rather than x: where W % 4 != 0 (TMA row strides are 16-byte multiples: rows
+  /// of x_pitch floats), and always under bf16 / fp16 (x_copy_channels pairs of channels converted to the
+  /// math's type, kernel::pack_x_pairs_kernel, rows of x_pitch pairs).
+  static bool x_copied(const wgmma_conv_params& k) { return k.direct_taps && (!Policy::is_tf32 || k.x_pitch != k.W); }
 
   /// The channel entries of x's copy (x_copied): C fp32 channels, or ceil(C / 2) pairs of 16-bit channels
   /// (the last pair's second half zero when C is odd).

@@ -81,14 +81,15 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
                   (k.dil_h > 1 || k.dil_w > 1
                        ? "dilation " + std::to_string(k.dil_h) + "x" + std::to_string(k.dil_w)
                        : "a " + std::to_string(k.R) + "x" + std::to_string(k.S) + " filter") +
-                  ", a stage per filter row (" + (k.x_loads ? "boxes of " : "TMA boxes of ") +
+                  ", a stage per filter row (TMA boxes of " +
                   (policy::is_tf32 ? std::to_string(k.group * 8) + " channels x "
                                    : std::to_string(k.group * 16) + " channels as 16-bit pairs x ") +
                   std::to_string(k.rp) + " columns" +
                   (!policy::is_tf32 ? " from x copied as pairs with a pitch of " + std::to_string(k.x_pitch) + " (" +
                                           std::to_string(xpack) + " bytes, copied on each run)"
-                   : k.x_loads ? std::string(" loaded from NCHW by the producer threads' cp.async (W % 4 != 0)")
-                               : std::string(" from NCHW")) +
+                   : k.x_pitch != k.W ? " from x copied with a pitch of " + std::to_string(k.x_pitch) + " (" +
+                                            std::to_string(xpack) + " bytes, copied on each run)"
+                                      : std::string(" from NCHW")) +
                   "; rows reading only padding skipped; A fragments in registers)"
         : k.direct ? std::to_string(k.tile_rows) + "x" + std::to_string(k.tile_cols) +
                        "-pixel tiles with x read straight from NCHW (TMA boxes of " + std::to_string(k.group * 8) +
