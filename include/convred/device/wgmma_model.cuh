@@ -173,7 +173,7 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
   const double convert_s =
       !k.flat && !k.direct && !k.gather ? 4.0 * k.ph * k.pw * channels / plan_wgmma_convert_bytes_per_sm : 0.0;
   // direct_taps: the live share of the (tile, filter row) stages (row_live; the rest are skipped), and
-  // their bytes at plan_wgmma_direct_feed_bytes_per_sm (a fitted rate: the consumers' chain, not L2, binds)
+  // their bytes at plan_wgmma_direct_feed_bytes_per_sm (a fitted rate; L2 is not the bound: NOTES)
   double live = 1.0, feed_s = 0.0;
   if (k.direct_taps) {
     // filter row r is live for the tiles tp with -rows < tp rows + r dil_h - pad_h < H (row_live)
