@@ -23,6 +23,7 @@
 #include <convred/convred.cuh>
 #include <convred/device/conv2d_reduce_plan.cuh>
 #include <convred/device/family/mma_narrow.cuh>
+#include <convred/device/family/tiny.cuh>
 
 #include <algorithm>
 #include <cmath>
@@ -85,6 +86,19 @@ struct any_mma_narrow : fam::mma_narrow<T, Math> {
   }
 };
 
+/// family::tiny wherever its kernel fits (groups 1, N*P*Q <= 32, the im2col rows within 200 KB of shared
+/// memory), its 512-value limit not applied: the tiny column (squeeze-and-excitation layers at batch 32,
+/// 32 pixels x GEMM_K in the thousands, where the planner runs tiled kernels)
+template <class T, class Math>
+struct any_tiny : fam::tiny<T, Math> {
+  static const char* can_implement(const conv2d_problem& p, const convred::device::device_info& dev,
+                                   const convred::device::plan_options&) {
+    if (!fam::tiny<T, Math>::available(dev)) return "no CUDA device";
+    if (p.groups != 1 || p.gemm_m() > convred::kernel::tiny_max_pixels) return "groups != 1 or more than 32 pixels";
+    return fam::tiny<T, Math>::smem_bytes(p) <= 200 * 1024 ? nullptr : "im2col rows above 200 KB";
+  }
+};
+
 /// median ms of 30 runs of the plan (the 16th of 30 sorted; bench/timing.cuh: L2 flushed, GPU held before
 /// each, 3 warm-up runs); -1 where the list does not serve p; `est`: the chosen family's time model in ms
 /// (plan_config::seconds; 0 without a model)
@@ -129,10 +143,11 @@ void one_math(const char* label, const conv2d_problem& p, layer_data& d) {
   const double t_simt = time_plan<Math, fam::family_list<fam::simt<float, Math>>>(p, d, nullptr);
   double e_narrow = 0;
   const double t_narrow = time_plan<Math, fam::family_list<any_mma_narrow<float, Math>>>(p, d, nullptr, &e_narrow);
+  const double t_tiny = time_plan<Math, fam::family_list<any_tiny<float, Math>>>(p, d, nullptr);
   std::printf("  %-8s plan %8.4f [%7.4f] | direct %8.4f [%7.4f] grouped %8.4f [%7.4f] wgmma %8.4f [%7.4f] "
-              "mma.sync %8.4f [%7.4f] narrow %8.4f [%7.4f] simt %8.4f | %.110s\n",
+              "mma.sync %8.4f [%7.4f] narrow %8.4f [%7.4f] simt %8.4f tiny %8.4f | %.110s\n",
               label, t_plan, e_plan, t_direct, e_direct, t_grouped, e_grouped, t_wgmma, e_wgmma, t_mma, e_mma, t_narrow,
-              e_narrow, t_simt, plan.c_str());
+              e_narrow, t_simt, t_tiny, plan.c_str());
 }
 
 /// The planner against the same planner with each of its wgmma choices forced (plan_options: the tiles rows,
