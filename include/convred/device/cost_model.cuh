@@ -94,9 +94,9 @@ inline constexpr double plan_wgmma_direct_s2_slowdown = 2.5;
 /// work and their bytes at this rate. Fitted on the H100 (5 layers of DeepLab's shapes, 21-29e9 each, x's padded copy
 /// counted apart at plan_xpack_bytes_per_s): a stage takes about twice its tensor time (bench/NOTES.md,
 /// "Dilated layers: direct tiles of filter rows, measured"). A fitted rate, not L2's: ncu on the H200 (n32
-/// c2048 65x65 d24) shows L2 at 28 % of its throughput, which suggests the consumers' per-step chain (A
-/// loaded from the box into registers, two steps in flight) as the bound; the stage's bytes stand in for
-/// its steps (bench/NOTES.md, "What bounds the direct tiles of filter rows").
+/// c2048 65x65 d24) shows L2 at 28 % of its throughput, and three steps in flight instead of two measured
+/// the same, so the bound is neither; the stage's bytes stand in for whatever it is (bench/NOTES.md, "What
+/// bounds the direct tiles of filter rows", "Three A register sets in the direct tiles").
 inline constexpr double plan_wgmma_direct_feed_bytes_per_sm = 25e9;
 /// family::dilated (space to batch) yields a layer to the wgmma kernel's direct tiles of filter rows only
 /// where their estimate is below this share of its own (to its flat tiles of windows up to 3.5 tiles
