@@ -14,6 +14,7 @@
 // wide rows (W 250) the direct tiles do not take, and a grouped layer.
 #include <convred/device/conv2d_reduce_plan.cuh>
 
+#include <limits>
 #include <string>
 
 #include "adapter_family_check.cuh"
@@ -154,7 +155,7 @@ TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed siz
   CHECK(k.kt == 2048 / 8 / k.group * 3);  // a stage per (channel stage, filter row)
   CHECK(k.row_stages() == 3);
   CHECK(k.b_bytes == k.group * 3 * 128 * 8 * 4);  // the stage's filter row: S taps of its slices
-  CHECK(mainloop::packed_bytes(k) == std::size_t(2) * 2048 * 9 * 128 * 4);  // the whole filter, 2 passes
+  CHECK(mainloop::packed_bytes(k) == std::size_t(2) * 2048 * 9 * 128 * 4 + 16);  // the whole filter, 2 passes, the flag
   // live filter rows: output rows 0-2 read input rows -36..-34 through filter row 0 (dead), 0..2 and 36..38
   // through rows 1 and 2; output rows 33-35 read -3..-1 through row 0 (dead); 36-38 read 0..2 (live); output
   // rows 30-32 read 66..68 through row 2 (dead), 27-29 read 63..65 (two of them inside: live)
@@ -221,7 +222,7 @@ TEST_CASE("wgmma dilated tiles in bf16 and fp16: channel pairs of x's copy, the 
   CHECK(k.kt == 2048 / 16 / k.group * 3);
   CHECK(k.raw_copy_bytes == 152 * 8 * k.group * 3 * 4);
   CHECK(k.b_bytes == k.group * 3 * 128 * 16 * 2);  // the row's S taps of 16 channels in bf16: tf32's bytes
-  CHECK(b16::packed_bytes(k) == std::size_t(2) * 2048 * 9 * 128 * 2);
+  CHECK(b16::packed_bytes(k) == std::size_t(2) * 2048 * 9 * 128 * 2 + 16);
   // x always copied (pairs converted to bf16), ceil(C / 2) pair planes of rows x_pitch entries
   CHECK(b16::x_copied(k));
   CHECK(b16::x_copy_channels(k) == 1024);
@@ -252,7 +253,7 @@ TEST_CASE("wgmma dilated tiles under 3xTF32: both parts of each filter row, and 
   REQUIRE(x3::make_direct_params(cases[0].p, tail, smem_max, k, smem));
   CHECK(k.direct_taps == 1);
   CHECK(k.b_bytes == k.group * 2 * 3 * 128 * 8 * 4);  // the row's S taps of both parts
-  CHECK(x3::packed_bytes(k) == std::size_t(2) * 16 * 9 * 128 * 4);  // 2 parts of C 16, K 33 in one pass
+  CHECK(x3::packed_bytes(k) == std::size_t(2) * 16 * 9 * 128 * 4 + 16);  // 2 parts of C 16, K 33 in one pass
   CHECK_FALSE(x3::tap_loop(k));  // direct tiles promote themselves
   // undilated: only as the fallback (any_filter), never for 1x1 or where other stages fit
   const conv2d_problem c5 = make_problem(2, 16, 13, 14, 40, 5, 5, 2, 2, 1, 1, 1, 1);
@@ -330,6 +331,39 @@ TEST_CASE("wgmma dilated tiles: every op against float64 in tf32, fused, pass mo
     all_ops<dilated_tiles, math::tf32, mode::partial>(c.name, c.p, ++seed);
     all_ops<dilated_tiles, math::tf32, mode::tail_any_tiles>(c.name, c.p, ++seed);
     if (c.p.K > 128) all_ops<dilated_tiles, math::tf32, mode::pass>(c.name, c.p, ++seed);
+  }
+}
+
+TEST_CASE("wgmma dilated tiles: an infinite or NaN weight in a dead filter row gives NaN where the padding is read") {
+  // A dead filter row's stage multiplies padding zeros only; PyTorch's convolution multiplies them too, so
+  // an infinite or NaN weight there makes its channel NaN at those outputs. The dead rows' stages run then
+  // (block::wgmma_conv_params::skips_dead_rows, the packed filter's flag). Integer data: exact results.
+  require_gpu();
+  if (!convred::device::detail::wgmma_available()) return;
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  opts o;
+  o.exact = true, o.nan_expected = true;
+  std::uint64_t seed = 9930;
+  // cases[4]: tiles of output rows 0-3 (filter row 0 dead), 8-11 (every row dead); d8 on 9x40: tile 0 row 0
+  // dead, tile 1 row 2 dead
+  for (const conv2d_problem& p : {cases[4].p, make_problem(2, 8, 9, 40, 20, 3, 3, 8, 8, 1, 1, 8, 8)}) {
+    auto d = make_data<float>(p, ++seed, data_kind::integer);
+    const std::int64_t taps = p.R * p.S, ck = p.gemm_k();
+    d.w[static_cast<std::size_t>(5 * ck + 3 * taps + 1)] = static_cast<float>(inf);                  // k 5: row 0
+    d.w[static_cast<std::size_t>(17 * ck + (p.R - 1) * p.S + 2)] = static_cast<float>(nan);          // k 17: last row
+    d.w[static_cast<std::size_t>(19 * ck + 7 * taps)] = static_cast<float>(-inf);                    // k 19: row 0
+    const std::string name = "dead rows, inf / NaN in w " + describe(p);
+    auto ops = [&](auto entry) {
+      using E = decltype(entry);
+      check_fused<E>(name + " min", p, d, op::min{}, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+      check_fused<E>(name + " argmin", p, d, op::argmin{}, epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
+      check_fused<E>(name + " argmax", p, d, op::argmax{}, epi::scale<float>{-1.5f}, epi::scale<float>{-1.5f}, o);
+      check_fused<E>(name + " sum", p, d, op::sum{}, epi::identity{}, epi::identity{}, o);
+    };
+    ops(wgmma_mode_entry<dilated_tiles, math::tf32, mode::model>{});
+    ops(wgmma_mode_entry<dilated_tiles, math::tf32, mode::partial>{});
+    ops(wgmma_mode_entry<dilated_tiles, math::bf16, mode::model>{});
+    ops(wgmma_mode_entry<dilated_tiles, math::tf32x3, mode::model>{});
   }
 }
 

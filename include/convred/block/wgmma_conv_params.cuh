@@ -240,7 +240,8 @@ struct wgmma_conv_params {
   /// (0-3) aligns the box's start to 16 bytes; tap s of the row reads it at column offset s dil_w + col_shift
   /// (zero outside x: TMA's fill, also past column W of a padded copy, x_pitch). A stage whose
   /// rows all lie outside x (a large dilation's taps into the padding) is skipped by the producer and the
-  /// consumers alike (row_live); a unit with no live stage in a pass folds zeros. 0: a 1x1 filter.
+  /// consumers alike (row_live) where every weight is finite (skips_dead_rows); a unit with no live stage in
+  /// a pass folds zeros. 0: a 1x1 filter.
   std::int32_t direct_taps = 0;
   /// @var dil_h
   /// @brief vertical dilation (direct_taps, and flat tiles at stride 1: tap (r, s) reads the window r dil_h
@@ -267,8 +268,23 @@ struct wgmma_conv_params {
   __host__ __device__ std::int32_t row_stages() const { return direct_taps ? R : 1; }
   /// direct_taps: the filter row of slice `slice`.
   __host__ __device__ std::int32_t stage_row(std::int32_t slice) const { return direct_taps ? slice % R : 0; }
+  /// Byte offset from `filter` of the packed filter's non-finite flag (device::pack_filter: a 32-bit word,
+  /// nonzero when some weight is +-inf or NaN), just past its npass * kt slices of b_bytes. The slices'
+  /// total, ceil(C/groups / block_c) * R * S slices per pass, is the same for every tiling of a problem.
+  __host__ __device__ std::int64_t filter_flag_offset() const {
+    return static_cast<std::int64_t>(npass) * kt * b_bytes;
+  }
+  /// direct_taps: whether the stages of dead filter rows (row_live) may be skipped: only where every
+  /// weight is finite (the packed filter's flag, read after the packing kernel has completed). A padding
+  /// zero times an infinite or NaN weight is NaN in PyTorch's convolution, so with such a weight every
+  /// stage runs and multiplies the zeros TMA fills in for the padding, as the other tiles do.
+  __device__ bool skips_dead_rows() const {
+    if (!direct_taps) return false;
+    return *reinterpret_cast<const int*>(static_cast<const unsigned char*>(filter) + filter_flag_offset()) == 0;
+  }
   /// direct_taps: whether filter row r reads any row of x for the tile of output rows [p0, p0 + tile_rows)
-  /// (those past P included); a dead row's stage is all zeros and is skipped. Always true otherwise.
+  /// (those past P included); a dead row's stage is all zeros and is skipped (where skips_dead_rows).
+  /// Always true otherwise.
   __host__ __device__ bool row_live(std::int32_t r, std::int32_t p0) const {
     if (!direct_taps) return true;
     const std::int32_t h = p0 + r * dil_h - pad_h;

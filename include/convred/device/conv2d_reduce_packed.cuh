@@ -42,8 +42,9 @@ namespace convred::device {
 /// at most 256 columns (5x5 and larger: direct tiles of filter rows), but not most 3x3 at stride 2), on a
 /// compute capability 9.0 device running
 /// an sm_90a image. The answer does not depend on N or on the reduction op. Size: groups * ceil(K/groups/128) *
-/// ceil(C/groups/block_c) * parts * R*S * 128 * block_c * (4 bytes for tf32/tf32x3, 2 for bf16/fp16); the seed
-/// problem (C = 64, K = 128, 3x3): 294,912 bytes for tf32, 589,824 for tf32x3, 147,456 for bf16/fp16.
+/// ceil(C/groups/block_c) * parts * R*S * 128 * block_c * (4 bytes for tf32/tf32x3, 2 for bf16/fp16), plus 16
+/// (the flag word of pack_filter); the seed problem (C = 64, K = 128, 3x3): 294,928 bytes for tf32, 589,840
+/// for tf32x3, 147,472 for bf16/fp16.
 /// @tparam Policy a wgmma_policy (or default_wgmma_policy<Math>::type)
 /// @tparam T element type of x and w (only float is served by the wgmma kernel)
 template <class Policy, class T>
@@ -55,13 +56,18 @@ std::size_t packed_filter_bytes(const conv2d_problem& p) {
 }
 
 /// @brief Packs the KCRS weights w (K, C, R, S) into `packed` for conv2d_reduce_packed: a separate,
-/// once-per-filter step (one small kernel on `stream`, asynchronous), timed apart from the convolution.
+/// once-per-filter step (one small kernel on `stream`, after a 16-byte memset for a dilated filter or a
+/// 3xTF32 filter of several taps; asynchronous), timed apart from the convolution.
 ///
 /// The packed image is the wgmma kernel's shared-memory layout (kernel::pack_filter_kernel): per stage of
 /// block_c input channels, per filter tap, a 128 x block_c slice in K-major core matrices, converted once to
 /// the math's operand type (tf32 round-to-nearest-even, 3xTF32 big + small, bf16, fp16); a grouped
 /// convolution's groups one after another, each as a dense filter of K/groups output and C/groups input
-/// channels. w is not modified.
+/// channels. Then 16 bytes whose first 32-bit word is nonzero when some weight is +-inf or NaN: the direct
+/// tiles of filter rows skip the filter rows that read only padding only when it is zero
+/// (block::wgmma_conv_params::skips_dead_rows). Those 16 bytes are written (the memset, then the kernel)
+/// only where such tiles may serve p (a dilated filter; under 3xTF32 any filter of several taps), else
+/// left as they are and never read. w is not modified.
 /// @param p      the problem the filter will be used with (see packed_filter_bytes for what it depends on)
 /// @param w      device pointer, K*(C/groups)*R*S elements, KCRS contiguous
 /// @param packed device pointer to `bytes` bytes, 16-byte aligned (cudaMalloc gives 256)
@@ -91,9 +97,15 @@ status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_
     if (detail::any_overlap(in, out)) return status::overlapping_buffers;
     auto kern = kernel::pack_filter_kernel<Policy>;
     if (status s = detail::check_device(kern); s != status::success) return s;
-    const std::int64_t total = static_cast<std::int64_t>(need / Policy::filter_elem_bytes);
+    const std::int64_t slices = k.filter_flag_offset(), total = slices / Policy::filter_elem_bytes;
+    // the flag word: written where the direct tiles of filter rows, its only reader, may serve p (a dilated
+    // filter; under 3xTF32 any filter of several taps: plan::wgmma_params::make_direct_params)
+    using mainloop = block::conv_mainloop_wgmma<Policy>;
+    const bool flagged = mainloop::dilated(p) || (Policy::parts == 2 && p.R * p.S > 1);
+    int* flag = flagged ? reinterpret_cast<int*>(static_cast<unsigned char*>(packed) + slices) : nullptr;
+    if (flag && cudaMemsetAsync(flag, 0, 16, stream) != cudaSuccess) return status::cuda_error;  // (left pending)
     kern<<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(w, packed, k.Kg, k.C / k.conv_groups,
-                                                                        k.group_passes, k.R, k.S, total);
+                                                                        k.group_passes, k.R, k.S, total, flag);
     return detail::launch_status();
   } else {
     return status::success;

@@ -44,6 +44,7 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
   int prev = -1;
   int off[mainloop::TM] = {};  // direct tiles: this thread's pixels in a stage's box of x
   if constexpr (Direct) mainloop::direct_offsets(prm, off);
+  const bool skip = Direct && prm.skips_dead_rows();  // dead filter rows' stages skipped (as the producer)
   if (prm.resident_bytes) convred::detail::mbarrier_wait(&tail.filter_full, 0);
   // the bias: the block's copy of the first 128 channels, or (several passes) read where it lies
   const float* bias = prm.bias ? (prm.npass == 1 ? tail.bias : prm.bias) : nullptr;
@@ -87,7 +88,7 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
       const int pass = sl / prm.kt, pass_end = min(last, (pass + 1) * prm.kt);
       bool started = false;  // a stage of the pass has run (direct_taps skip the dead rows' stages)
       for (int s = sl; s < pass_end; ++s) {
-        if (Direct && !prm.row_live(prm.stage_row(s), p0)) continue;  // as the producer: not staged
+        if (skip && !prm.row_live(prm.stage_row(s), p0)) continue;  // as the producer: not staged
         CONVRED_WGMMA_PHASE(1, st.wait_full(tail.full));
         const unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
         if constexpr (Direct) {  // the stage's filter row of its group slices: streamed, or in the resident filter

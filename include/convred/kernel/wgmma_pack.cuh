@@ -25,10 +25,13 @@ namespace convred::kernel {
 /// = the group's input channel kt * block_c + (c within the stage's block_c); so each tap's 128 x block_c
 /// slice is K-major no-swizzle core matrices (128 B each, 128 B apart along K, 256 B along N). Values: tf32
 /// (round to nearest even), the 3xTF32 big / small parts (part 0 / 1), bf16 or fp16 (round to nearest
-/// even); zero for channels past the group's Kg and past Cg.
+/// even); zero for channels past the group's Kg and past Cg. `nonfinite` (zeroed before the launch, or
+/// null: not written) is set to 1 when some weight read is +-inf or NaN
+/// (block::wgmma_conv_params::skips_dead_rows).
 template <class Policy>
 __global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict__ out, std::int32_t Kg, std::int32_t Cg,
-                                   std::int32_t gpass, std::int32_t R, std::int32_t S, std::int64_t total) {
+                                   std::int32_t gpass, std::int32_t R, std::int32_t S, std::int64_t total,
+                                   int* __restrict__ nonfinite) {
   constexpr int BC = Policy::block_c, E = 16 / Policy::filter_elem_bytes;
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= total) return;
@@ -52,6 +55,7 @@ __global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict
   const std::int64_t c = kt * BC + cb * E + ce;
   const int r = tap / S, s = tap % S;
   const float v = (n < Kg && c < Cg) ? w[(((pass / gpass * Kg + n) * Cg + c) * R + r) * S + s] : 0.f;
+  if (nonfinite && !isfinite(v)) atomicOr(nonfinite, 1);
   if constexpr (Policy::is_tf32) {
     std::uint32_t big, small;
     if constexpr (Policy::parts == 2)

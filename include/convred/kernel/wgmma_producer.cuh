@@ -37,13 +37,14 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
   if (Direct || prm.flat) {  // flat and direct tiles: thread 0 copies each stage's filter slice and its x
     if (pt != 0) return;
     if (prm.resident_bytes) loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
+    const bool skip = Direct && prm.skips_dead_rows();  // (the consumers read the same flag)
     for (std::int64_t unit = sched.first(); unit < sched.units; unit = sched.next(unit)) {
       const tile_scheduler::coord t = sched.decode(unit);  // flat: coord n is the tile
       int first, last;
       sched.slices(unit, first, last);
       const int p0 = static_cast<int>(t.tp) * prm.tile_rows;
       for (int sl = first; sl < last; ++sl) {
-        if (Direct && !prm.row_live(prm.stage_row(sl), p0)) continue;  // a filter row reading only padding
+        if (skip && !prm.row_live(prm.stage_row(sl), p0)) continue;  // a filter row reading only padding
         CONVRED_WGMMA_PHASE(6, st.wait_free(tail.empty));
         unsigned char* stage = sm.stages + st.slot * prm.stage_bytes;
         if constexpr (Direct)  // a TMA box of x from NCHW (or of its copy: padded pitch, 16-bit pairs)

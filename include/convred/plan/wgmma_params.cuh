@@ -329,9 +329,10 @@ struct wgmma_params {
   }
 
   /// Bytes of the packed filter (device::pack_filter) for parameters k from make_params: npass * kt
-  /// slices of b_bytes.
+  /// slices of b_bytes, then 16 bytes whose first 32-bit word is the non-finite flag
+  /// (wgmma_conv_params::filter_flag_offset; the same offset for every tiling of a problem).
   static std::size_t packed_bytes(const wgmma_conv_params& k) {
-    return static_cast<std::size_t>(k.npass) * static_cast<std::size_t>(k.kt) * static_cast<std::size_t>(k.b_bytes);
+    return static_cast<std::size_t>(k.filter_flag_offset()) + 16;
   }
 
   /// Whether the tiles of parameters k from make_params cover contiguous ranges of output pixels m = (n *
