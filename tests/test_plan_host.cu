@@ -206,8 +206,9 @@ TEST_CASE("conv2d_reduce_plan: shapes the wgmma kernel does not serve name the r
     CHECK(few.kernel() == kernel_kind::wgmma);
     CHECK(few.k_splits() == 4);
     CHECK(has(few.description(), "split into 4 GEMM_K ranges"));
-    // packed filter (2 passes x 8 stages x 9 taps x 128 x 8 x 4 bytes), then 4 x 900 pixels x 256 x 4 bytes
-    CHECK(few.workspace_bytes() == 589824u + 4u * 900u * 256u * 4u);
+    // packed filter (2 passes x 8 stages x 9 taps x 128 x 8 x 4 bytes, the 16-byte flag word), then 4 x 900
+    // pixels x 256 x 4 bytes
+    CHECK(few.workspace_bytes() == 589840u + 4u * 900u * 256u * 4u);
   }
   // many tiles but no split on the mma.sync side (2 * pixel tiles >= SMs): the wgmma kernel, whatever
   // the time model says about a split that would not happen
@@ -253,7 +254,8 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
                         bool flat, bool pass, std::size_t tail_pixels = 0, std::size_t tail_splits = 0, std::int64_t bm = 256) {
     const std::size_t npass = static_cast<std::size_t>((p.K + 127) / 128),
                       kt = static_cast<std::size_t>(p.C) / block_c + (static_cast<std::size_t>(p.C) % block_c != 0);
-    const std::size_t packed = npass * kt * parts * static_cast<std::size_t>(p.R * p.S) * 128u * block_c * elem;
+    // the slices, then the 16 bytes of the flag word
+    const std::size_t packed = npass * kt * parts * static_cast<std::size_t>(p.R * p.S) * 128u * block_c * elem + 16u;
     std::size_t xpack = 0;
     if (flat) {
       // (stride 1: min(pad, halo) of the zero rows and columns shared by neighbouring rows and images)
@@ -346,10 +348,11 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
     check(conv2d_reduce_plan<float, math::bf16>(r.p, h200), r.bf16, 16, 1, 2);
     check(conv2d_reduce_plan<float>(r.p, h200), r.accurate, 8, 2, 4);  // math::accurate: tf32x3
   }
-  // the workspace of the first row, by hand: 2 x 32 x 9 x 128 x 8 x 4 = 2,359,296 bytes of packed filter, the
+  // the workspace of the first row, by hand: 2 x 32 x 9 x 128 x 8 x 4 = 2,359,296 bytes of packed filter and its
+  // 16-byte flag word, the
   // ping-pong policy's packed x (57 tiles x 64 planes x (128 + 2 x 15 + 2) pixels x 16 bytes = 9,338,880),
   // then pass mode's states, 2 x 6,272 x 8 = 100,352 bytes
-  CHECK(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h200).workspace_bytes() == 11798528u);
+  CHECK(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h200).workspace_bytes() == 11798544u);
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h200).description(),
             "wgmma tf32 ping-pong (sm_90a, packed filter streamed, 5 stages, flat 128-pixel tiles"));
   CHECK(has(conv2d_reduce_plan<float, math::bf16>(rows[0].p, h200).description(),
