@@ -132,7 +132,7 @@ struct wgmma_conv_params {
   /// @var a_offset
   /// @brief offset of the planes in an operand stage: b_bytes, or 0 when the filter is resident
   /// @var resident_bytes
-  /// @brief the whole packed filter (npass * kt * b_bytes), resident in shared memory ahead of the operand stages
+  /// @brief the whole packed filter's slices (npass * kt * b_bytes, not its flag word), resident in shared memory ahead of the operand stages
   /// for the block's lifetime and copied once; 0 when it is streamed with each stage instead
   std::int32_t b_bytes = 0, stage_bytes = 0, a_offset = 0, resident_bytes = 0;
   convred::detail::fast_divmod div_quads;  ///< divides by rp / 4 (transform item -> plane row, 4 raw columns)

@@ -67,7 +67,9 @@ std::size_t packed_filter_bytes(const conv2d_problem& p) {
 /// tiles of filter rows skip the filter rows that read only padding only when it is zero
 /// (block::wgmma_conv_params::skips_dead_rows). Those 16 bytes are written (the memset, then the kernel)
 /// only where such tiles may serve p (a dilated filter; under 3xTF32 any filter of several taps), else
-/// left as they are and never read. w is not modified.
+/// left as they are and never read; so a filter packed for one problem must run with that problem (as the
+/// layout already requires), not with another of the same C, K, R and S but another dilation. w is not
+/// modified.
 /// @param p      the problem the filter will be used with (see packed_filter_bytes for what it depends on)
 /// @param w      device pointer, K*(C/groups)*R*S elements, KCRS contiguous
 /// @param packed device pointer to `bytes` bytes, 16-byte aligned (cudaMalloc gives 256)
@@ -76,7 +78,8 @@ std::size_t packed_filter_bytes(const conv2d_problem& p) {
 /// @return status::success (also when packed_filter_bytes is 0: nothing to do, packed may be null);
 ///   validate(p)'s codes; null_pointer (w or packed null); misaligned_pointer (packed not 16-byte
 ///   aligned, w not aligned to T); workspace_too_small (bytes too small); overlapping_buffers (packed overlaps
-///   w); cuda_error (a CUDA error was pending on entry, or the launch failed: nothing launched).
+///   w); cuda_error (a CUDA error was pending on entry, or the memset or the launch failed; the memset
+///   may then be queued, the kernel is not).
 template <class Policy, class T>
 status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_t bytes, cudaStream_t stream = nullptr) {
   static_assert(is_wgmma_policy_v<Policy>,
@@ -219,7 +222,7 @@ int max_packed_k_splits(const conv2d_problem& p, const plan_options& options = {
 /// Otherwise the partial sums of the mma.sync split path that then runs
 /// (conv2d_reduce_split_workspace_bytes<T>(p, splits); 0 for splits = 0), after the packed filter where
 /// one is packed all the same (packed_filter_bytes > 0: `options` force tiles that do not serve p). Example: ResNet-50 layer3 3x3, x
-/// (32, 256, 14, 14), K = 256, tf32, 2 splits: 2,359,296 bytes of packed filter, the packed x if flat, then
+/// (32, 256, 14, 14), K = 256, tf32, 2 splits: 2,359,312 bytes of packed filter (its flag word included), the packed x if flat, then
 /// 2 x 6,272 x 256 x 4 = 12,845,056 bytes of partial sums.
 /// `options`: the planner's options (plan_options) the runs will use.
 /// @return the size; 0 for an invalid problem, N = 0, splits outside [0, max_packed_k_splits<Policy,
