@@ -155,7 +155,7 @@ TEST_CASE("wgmma dilated tiles: the parameters, the live rows and the packed siz
   CHECK(k.kt == 2048 / 8 / k.group * 3);  // a stage per (channel stage, filter row)
   CHECK(k.row_stages() == 3);
   CHECK(k.b_bytes == k.group * 3 * 128 * 8 * 4);  // the stage's filter row: S taps of its slices
-  CHECK(mainloop::packed_bytes(k) == std::size_t(2) * 2048 * 9 * 128 * 4 + 16);  // the whole filter, 2 passes, the flag
+  CHECK(mainloop::packed_bytes(k) == std::size_t(2) * 2048 * 9 * 128 * 4 + 256);  // the whole filter, 2 passes, the flag
   // live filter rows: output rows 0-2 read input rows -36..-34 through filter row 0 (dead), 0..2 and 36..38
   // through rows 1 and 2; output rows 33-35 read -3..-1 through row 0 (dead); 36-38 read 0..2 (live); output
   // rows 30-32 read 66..68 through row 2 (dead), 27-29 read 63..65 (two of them inside: live)
@@ -222,7 +222,7 @@ TEST_CASE("wgmma dilated tiles in bf16 and fp16: channel pairs of x's copy, the 
   CHECK(k.kt == 2048 / 16 / k.group * 3);
   CHECK(k.raw_copy_bytes == 152 * 8 * k.group * 3 * 4);
   CHECK(k.b_bytes == k.group * 3 * 128 * 16 * 2);  // the row's S taps of 16 channels in bf16: tf32's bytes
-  CHECK(b16::packed_bytes(k) == std::size_t(2) * 2048 * 9 * 128 * 2 + 16);
+  CHECK(b16::packed_bytes(k) == std::size_t(2) * 2048 * 9 * 128 * 2 + 256);
   // x always copied (pairs converted to bf16), ceil(C / 2) pair planes of rows x_pitch entries
   CHECK(b16::x_copied(k));
   CHECK(b16::x_copy_channels(k) == 1024);
@@ -253,7 +253,7 @@ TEST_CASE("wgmma dilated tiles under 3xTF32: both parts of each filter row, and 
   REQUIRE(x3::make_direct_params(cases[0].p, tail, smem_max, k, smem));
   CHECK(k.direct_taps == 1);
   CHECK(k.b_bytes == k.group * 2 * 3 * 128 * 8 * 4);  // the row's S taps of both parts
-  CHECK(x3::packed_bytes(k) == std::size_t(2) * 16 * 9 * 128 * 4 + 16);  // 2 parts of C 16, K 33 in one pass
+  CHECK(x3::packed_bytes(k) == std::size_t(2) * 16 * 9 * 128 * 4 + 256);  // 2 parts of C 16, K 33 in one pass
   CHECK_FALSE(x3::tap_loop(k));  // direct tiles promote themselves
   // undilated: only as the fallback (any_filter), never for 1x1 or where other stages fit
   const conv2d_problem c5 = make_problem(2, 16, 13, 14, 40, 5, 5, 2, 2, 1, 1, 1, 1);

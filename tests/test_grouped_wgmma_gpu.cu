@@ -80,7 +80,7 @@ TEST_CASE("wgmma grouped passes: the parameters, the packed sizes and what the p
   CHECK(k.pass_channels(5) == 64);
   // the packed x holds every group's stages; the packed filter groups x one pass x 8 stages of slices
   CHECK(mainloop::xpack_bytes(k) == static_cast<std::size_t>(k.tiles) * 256 * k.part_bytes);
-  CHECK(mainloop::packed_bytes(k) == 32u * 8u * static_cast<std::size_t>(k.b_bytes) + 16u);  // (+ the flag word)
+  CHECK(mainloop::packed_bytes(k) == 32u * 8u * static_cast<std::size_t>(k.b_bytes) + 256u);  // (+ the flag word)
   // two passes per group (K/groups 130): passes 2g and 2g + 1, channels 130 g and 130 g + 128 (2 of them)
   convred::block::wgmma_conv_params k2;
   REQUIRE(mainloop::make_params(cases[2].p, 4096, 227 * 1024, k2, smem, true));
@@ -97,7 +97,7 @@ TEST_CASE("wgmma grouped passes: the parameters, the packed sizes and what the p
     return s;
   }();
   const wgmma_plan<math::tf32> whole(p, h200), one(sub, h200);
-  CHECK(whole.prepared_bytes() == 32 * (one.prepared_bytes() - 16) + 16);  // (one flag word each)
+  CHECK(whole.prepared_bytes() == 32 * (one.prepared_bytes() - 256) + 256);  // (one flag word each)
   // not served: C/groups not a multiple of block_c (8 for tf32, 16 for bf16)
   CHECK(std::string(mainloop::cannot_implement(make_problem(2, 12, 9, 9, 24, 3, 3, 1, 1, 1, 1, 1, 1, 2))) ==
         "groups != 1 with C/groups not a multiple of 8");

@@ -50,19 +50,19 @@ TEST_CASE("conv2d_reduce_plan: the policy chain per math and device") {
     CHECK(plan.kernel() == kernel_kind::wgmma);
     CHECK(has(plan.description(), "wgmma tf32"));
     CHECK(has(plan.description(), "4 stages"));
-    // ceil(C / 8) stages x 9 taps x 128 x 8 x 4 bytes, and the 16 of the flag word (packed_filter_bytes' formula)
-    CHECK(plan.workspace_bytes() == 294928u);
+    // ceil(C / 8) stages x 9 taps x 128 x 8 x 4 bytes, and the 256 of the flag word (packed_filter_bytes' formula)
+    CHECK(plan.workspace_bytes() == 295168u);
   }
   {
     conv2d_reduce_plan<float, math::bf16> plan(p, h100);
     CHECK(plan.kernel() == kernel_kind::wgmma);
     CHECK(has(plan.description(), "resident"));
-    CHECK(plan.workspace_bytes() == 147472u);
+    CHECK(plan.workspace_bytes() == 147712u);
   }
   {
     conv2d_reduce_plan<float, math::tf32x3> plan(p, h100);
     CHECK(plan.kernel() == kernel_kind::wgmma);
-    CHECK(plan.workspace_bytes() == 589840u);
+    CHECK(plan.workspace_bytes() == 590080u);
   }
   {
     conv2d_reduce_plan<float, math::tf32> plan(p, h100_no_image);
@@ -89,7 +89,7 @@ TEST_CASE("conv2d_reduce_plan: the policy chain per math and device") {
     static_assert(std::is_same_v<decltype(plan), conv2d_reduce_plan<float, math::accurate>>);
     CHECK(plan.state() == status::success);
     CHECK(plan.kernel() == kernel_kind::wgmma);
-    CHECK(plan.workspace_bytes() == 589840u);  // tf32x3's packed filter
+    CHECK(plan.workspace_bytes() == 590080u);  // tf32x3's packed filter
     CHECK(has(plan.description(), "wgmma tf32x3"));
     CHECK(has(plan.description(), "math::accurate"));
     conv2d_reduce_plan<float> ampere(p, a100);
@@ -196,7 +196,7 @@ TEST_CASE("conv2d_reduce_plan: shapes the wgmma kernel does not serve name the r
     conv2d_reduce_plan<float, math::tf32> plan(k256, h100), half(seed(), h100);
     CAPTURE(plan.description());
     CHECK(plan.kernel() == kernel_kind::wgmma);
-    CHECK(plan.workspace_bytes() == 2 * half.workspace_bytes() - 16);  // (one flag word)
+    CHECK(plan.workspace_bytes() == 2 * half.workspace_bytes() - 256);  // (one flag word)
     device_info sms = h100;
     sms.sm_count = 132;
     k256.N = 1, k256.H = k256.W = 32;  // 4 tiles (8 x 30 of 8 x 32)
@@ -206,9 +206,9 @@ TEST_CASE("conv2d_reduce_plan: shapes the wgmma kernel does not serve name the r
     CHECK(few.kernel() == kernel_kind::wgmma);
     CHECK(few.k_splits() == 4);
     CHECK(has(few.description(), "split into 4 GEMM_K ranges"));
-    // packed filter (2 passes x 8 stages x 9 taps x 128 x 8 x 4 bytes, the 16-byte flag word), then 4 x 900
+    // packed filter (2 passes x 8 stages x 9 taps x 128 x 8 x 4 bytes, the 256-byte flag word), then 4 x 900
     // pixels x 256 x 4 bytes
-    CHECK(few.workspace_bytes() == 589840u + 4u * 900u * 256u * 4u);
+    CHECK(few.workspace_bytes() == 590080u + 4u * 900u * 256u * 4u);
   }
   // many tiles but no split on the mma.sync side (2 * pixel tiles >= SMs): the wgmma kernel, whatever
   // the time model says about a split that would not happen
@@ -254,8 +254,8 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
                         bool flat, bool pass, std::size_t tail_pixels = 0, std::size_t tail_splits = 0, std::int64_t bm = 256) {
     const std::size_t npass = static_cast<std::size_t>((p.K + 127) / 128),
                       kt = static_cast<std::size_t>(p.C) / block_c + (static_cast<std::size_t>(p.C) % block_c != 0);
-    // the slices, then the 16 bytes of the flag word
-    const std::size_t packed = npass * kt * parts * static_cast<std::size_t>(p.R * p.S) * 128u * block_c * elem + 16u;
+    // the slices, then the 256 bytes of the flag word
+    const std::size_t packed = npass * kt * parts * static_cast<std::size_t>(p.R * p.S) * 128u * block_c * elem + 256u;
     std::size_t xpack = 0;
     if (flat) {
       // (stride 1: min(pad, halo) of the zero rows and columns shared by neighbouring rows and images)
@@ -349,10 +349,10 @@ TEST_CASE("conv2d_reduce_plan: the wgmma kernel's partial (split-K) mode for lay
     check(conv2d_reduce_plan<float>(r.p, h200), r.accurate, 8, 2, 4);  // math::accurate: tf32x3
   }
   // the workspace of the first row, by hand: 2 x 32 x 9 x 128 x 8 x 4 = 2,359,296 bytes of packed filter and its
-  // 16-byte flag word, the
+  // 256-byte flag word, the
   // ping-pong policy's packed x (57 tiles x 64 planes x (128 + 2 x 15 + 2) pixels x 16 bytes = 9,338,880),
   // then pass mode's states, 2 x 6,272 x 8 = 100,352 bytes
-  CHECK(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h200).workspace_bytes() == 11798544u);
+  CHECK(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h200).workspace_bytes() == 11798784u);
   CHECK(has(conv2d_reduce_plan<float, math::tf32>(rows[0].p, h200).description(),
             "wgmma tf32 ping-pong (sm_90a, packed filter streamed, 5 stages, flat 128-pixel tiles"));
   CHECK(has(conv2d_reduce_plan<float, math::bf16>(rows[0].p, h200).description(),
@@ -664,7 +664,7 @@ TEST_CASE("conv2d_reduce_plan: errors before any CUDA call") {
         status::not_prepared);  // a failed prepare leaves the plan unprepared
   conv2d_reduce_plan<float, math::tf32> moved(std::move(plan));
   CHECK(moved.kernel() == kernel_kind::wgmma);
-  CHECK(moved.workspace_bytes() == 294928u);
+  CHECK(moved.workspace_bytes() == 295168u);
   CHECK(std::string(convred::device::to_string(kernel_kind::mma_sync)) == "mma.sync");
 }
 }  // TEST_SUITE("host")

@@ -170,7 +170,7 @@ void check_layout(const conv2d_problem& p, const convred::block::wgmma_conv_para
   CHECK(k.kt == (p.C + BC - 1) / BC);
   CHECK(k.npass == (p.K + 127) / 128);  // channel passes of 128
   CHECK(convred::block::conv_mainloop_wgmma<Policy>::packed_bytes(k) ==
-        static_cast<std::size_t>(k.npass) * k.kt * k.b_bytes + 16);  // the slices, the flag word
+        static_cast<std::size_t>(k.npass) * k.kt * k.b_bytes + 256);  // the slices, the flag word
   CHECK(k.filter_flag_offset() == static_cast<std::int64_t>(k.npass) * k.kt * k.b_bytes);
   CHECK(k.b_bytes == Policy::parts * p.R * p.S * 128 * BC * Policy::filter_elem_bytes);
   CHECK(k.tiles == p.N * ((p.P() + k.tile_rows - 1) / k.tile_rows) * ((p.Q() + k.tile_cols - 1) / k.tile_cols));
@@ -342,7 +342,7 @@ TEST_CASE("wgmma make_direct_params: tiles of whole rows, boxes of x, what is se
   CHECK(k.kt == 2);
   CHECK(k.npass == 2);
   CHECK(k.raw_copy_bytes == 56 * 32 * 4 * 4);
-  CHECK(mainloop::packed_bytes(k) == 2u * 8 * 128 * 8 * 4 + 16);  // pack_filter's layout: npass x ceil(C / 8) slices, the flag
+  CHECK(mainloop::packed_bytes(k) == 2u * 8 * 128 * 8 * 4 + 256);  // pack_filter's layout: npass x ceil(C / 8) slices, the flag
   // layer3.0 at stride 2: one 14 x 14 tile per image, box columns 0 .. 26 read (40 wide)
   REQUIRE(make(1, 512, 28, 28, 1024, 1, 0, 2, k));
   CHECK(k.tile_rows == 14);
@@ -351,7 +351,7 @@ TEST_CASE("wgmma make_direct_params: tiles of whole rows, boxes of x, what is se
   CHECK(k.rp == 40);
   CHECK(k.raw_copy_bytes == 40 * 8 * k.group * 14 * 4);
   CHECK(k.group * k.kt == 64);
-  CHECK(mainloop::packed_bytes(k) == 8u * 64 * 128 * 8 * 4 + 16);
+  CHECK(mainloop::packed_bytes(k) == 8u * 64 * 128 * 8 * 4 + 256);
   // balanced row tiles: P = 30 rows of 20 (12 per tile at most) -> 3 tiles of 10 rows
   REQUIRE(make(1, 8, 30, 20, 7, 1, 0, 1, k));
   CHECK(k.tiles_p == 3);

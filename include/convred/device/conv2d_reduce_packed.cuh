@@ -42,9 +42,9 @@ namespace convred::device {
 /// at most 256 columns (5x5 and larger: direct tiles of filter rows), but not most 3x3 at stride 2), on a
 /// compute capability 9.0 device running
 /// an sm_90a image. The answer does not depend on N or on the reduction op. Size: groups * ceil(K/groups/128) *
-/// ceil(C/groups/block_c) * parts * R*S * 128 * block_c * (4 bytes for tf32/tf32x3, 2 for bf16/fp16), plus 16
-/// (the flag word of pack_filter); the seed problem (C = 64, K = 128, 3x3): 294,928 bytes for tf32, 589,840
-/// for tf32x3, 147,472 for bf16/fp16.
+/// ceil(C/groups/block_c) * parts * R*S * 128 * block_c * (4 bytes for tf32/tf32x3, 2 for bf16/fp16), plus 256
+/// (pack_filter's flag word, padded); the seed problem (C = 64, K = 128, 3x3): 295,168 bytes for tf32, 590,080
+/// for tf32x3, 147,712 for bf16/fp16.
 /// @tparam Policy a wgmma_policy (or default_wgmma_policy<Math>::type)
 /// @tparam T element type of x and w (only float is served by the wgmma kernel)
 template <class Policy, class T>
@@ -63,9 +63,10 @@ std::size_t packed_filter_bytes(const conv2d_problem& p) {
 /// block_c input channels, per filter tap, a 128 x block_c slice in K-major core matrices, converted once to
 /// the math's operand type (tf32 round-to-nearest-even, 3xTF32 big + small, bf16, fp16); a grouped
 /// convolution's groups one after another, each as a dense filter of K/groups output and C/groups input
-/// channels. Then 16 bytes whose first 32-bit word is nonzero when some weight is +-inf or NaN: the direct
+/// channels. Then 256 bytes whose first 32-bit word is nonzero when some weight is +-inf or NaN (the rest
+/// padding, so that what follows keeps its alignment): the direct
 /// tiles of filter rows skip the filter rows that read only padding only when it is zero
-/// (block::wgmma_conv_params::skips_dead_rows). Those 16 bytes are written (the memset, then the kernel)
+/// (block::wgmma_conv_params::skips_dead_rows). The first 16 of them are written (the memset, then the kernel)
 /// only where such tiles may serve p (a dilated filter; under 3xTF32 any filter of several taps), else
 /// left as they are and never read; so a filter packed for one problem must run with that problem (as the
 /// layout already requires), not with another of the same C, K, R and S but another dilation. w is not
@@ -101,7 +102,7 @@ status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_
     auto kern = kernel::pack_filter_kernel<Policy>;
     if (status s = detail::check_device(kern); s != status::success) return s;
     const std::int64_t slices = k.filter_flag_offset(), total = slices / Policy::filter_elem_bytes;
-    // the flag word: written where the direct tiles of filter rows, its only reader, may serve p (a dilated
+    // the flag word (the first 16 of filter_flag_bytes): written where the direct tiles of filter rows, its only reader, may serve p (a dilated
     // filter; under 3xTF32 any filter of several taps: plan::wgmma_params::make_direct_params)
     using mainloop = block::conv_mainloop_wgmma<Policy>;
     const bool flagged = mainloop::dilated(p) || (Policy::parts == 2 && p.R * p.S > 1);
@@ -222,7 +223,7 @@ int max_packed_k_splits(const conv2d_problem& p, const plan_options& options = {
 /// Otherwise the partial sums of the mma.sync split path that then runs
 /// (conv2d_reduce_split_workspace_bytes<T>(p, splits); 0 for splits = 0), after the packed filter where
 /// one is packed all the same (packed_filter_bytes > 0: `options` force tiles that do not serve p). Example: ResNet-50 layer3 3x3, x
-/// (32, 256, 14, 14), K = 256, tf32, 2 splits: 2,359,312 bytes of packed filter (its flag word included), the packed x if flat, then
+/// (32, 256, 14, 14), K = 256, tf32, 2 splits: 2,359,552 bytes of packed filter (its padded flag word included), the packed x if flat, then
 /// 2 x 6,272 x 256 x 4 = 12,845,056 bytes of partial sums.
 /// `options`: the planner's options (plan_options) the runs will use.
 /// @return the size; 0 for an invalid problem, N = 0, splits outside [0, max_packed_k_splits<Policy,

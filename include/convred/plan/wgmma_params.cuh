@@ -328,11 +328,17 @@ struct wgmma_params {
            static_cast<std::size_t>(k.part_bytes);
   }
 
+  /// Bytes after the packed filter's slices: the non-finite flag (a 32-bit word at
+  /// wgmma_conv_params::filter_flag_offset), padded to 256 so that what a workspace holds after the packed
+  /// filter (the packed x, x's copy, partial sums) keeps the 256-byte alignment it had without the flag
+  /// (the slices are multiples of 4096 bytes; bulk copies and TMA boxes read those regions).
+  static constexpr std::size_t filter_flag_bytes = 256;
+
   /// Bytes of the packed filter (device::pack_filter) for parameters k from make_params: npass * kt
-  /// slices of b_bytes, then 16 bytes whose first 32-bit word is the non-finite flag
-  /// (wgmma_conv_params::filter_flag_offset; the same offset for every tiling of a problem).
+  /// slices of b_bytes, then filter_flag_bytes (the non-finite flag; the same offset for every tiling of
+  /// a problem).
   static std::size_t packed_bytes(const wgmma_conv_params& k) {
-    return static_cast<std::size_t>(k.filter_flag_offset()) + 16;
+    return static_cast<std::size_t>(k.filter_flag_offset()) + filter_flag_bytes;
   }
 
   /// Whether the tiles of parameters k from make_params cover contiguous ranges of output pixels m = (n *
