@@ -268,6 +268,12 @@ TEST_CASE("wgmma dilated tiles under 3xTF32: both parts of each filter row, and 
   CHECK_FALSE(x3::make_direct_params(make_problem(2, 16, 13, 14, 40, 1, 1, 0, 0, 1, 1, 1, 1), tail, smem_max, k, smem, true));
   CHECK(wgmma_plan<math::tf32x3>(c5, h200, served()).state() == status::success);
   CHECK(has(wgmma_plan<math::tf32x3>(c5, h200, served()).description(), "tiles of a 5x5 filter, a stage per filter row"));
+  // where pack_filter writes the non-finite flag: wherever these tiles may serve (a dilated filter; under
+  // 3xTF32 also an undilated filter of several taps), not for a 1x1 nor for an undilated TF32 filter
+  const conv2d_problem c1 = make_problem(2, 16, 13, 14, 40, 1, 1, 0, 0, 1, 1, 1, 1);
+  CHECK((x3::direct_taps_may_serve(cases[0].p) && x3::direct_taps_may_serve(c5) && !x3::direct_taps_may_serve(c1)));
+  CHECK((mainloop::direct_taps_may_serve(cases[0].p) && !mainloop::direct_taps_may_serve(c5)));
+  for (const dilated_case& c : cases) CHECK(mainloop::direct_taps_may_serve(c.p));
 }
 
 TEST_CASE("wgmma dilated tiles: which DeepLab layers the planner gives them on an H200") {

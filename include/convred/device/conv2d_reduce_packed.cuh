@@ -102,10 +102,9 @@ status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_
     auto kern = kernel::pack_filter_kernel<Policy>;
     if (status s = detail::check_device(kern); s != status::success) return s;
     const std::int64_t slices = k.filter_flag_offset(), total = slices / Policy::filter_elem_bytes;
-    // the flag word (the first 16 of filter_flag_bytes): written where the direct tiles of filter rows, its only reader, may serve p (a dilated
-    // filter; under 3xTF32 any filter of several taps: plan::wgmma_params::make_direct_params)
-    using mainloop = block::conv_mainloop_wgmma<Policy>;
-    const bool flagged = mainloop::dilated(p) || (Policy::parts == 2 && p.R * p.S > 1);
+    // the flag word (the first 16 of filter_flag_bytes): written where its only reader, the direct tiles of
+    // filter rows, may serve p
+    const bool flagged = block::conv_mainloop_wgmma<Policy>::direct_taps_may_serve(p);
     int* flag = flagged ? reinterpret_cast<int*>(static_cast<unsigned char*>(packed) + slices) : nullptr;
     if (flag && cudaMemsetAsync(flag, 0, 16, stream) != cudaSuccess) return status::cuda_error;  // (left pending)
     kern<<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(w, packed, k.Kg, k.C / k.conv_groups,

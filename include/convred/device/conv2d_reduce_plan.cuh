@@ -241,7 +241,7 @@ class conv2d_reduce_plan {
   /// Prepares the plan for the KCRS weights w (device pointer, K * C/groups * R * S elements of T), the
   /// workspace lent by the caller: `workspace` (16-byte aligned device memory of `bytes` >=
   /// workspace_bytes(), or nullptr when that is 0) receives the packed filter (pack_filter, one small kernel
-  /// on `stream`, after a 16-byte memset for a dilated filter) or, for a split plan, the partial sums of every run (the wgmma kernel's partial mode:
+  /// on `stream`, after a 16-byte memset for a dilated filter or a 3xTF32 filter of several taps) or, for a split plan, the partial sums of every run (the wgmma kernel's partial mode:
   /// both, the partial sums after the packed filter); the plan neither frees nor resizes it. w and
   /// workspace must outlive the plan's runs.
   /// @return success; state() when the plan cannot run; null_pointer (w null with work to do, or the

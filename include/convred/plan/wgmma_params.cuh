@@ -55,6 +55,12 @@ struct wgmma_params {
   /// tiles serve it; tiles of image rows do not).
   static bool dilated(const conv2d_problem& p) { return (p.dil_h != 1 && p.R > 1) || (p.dil_w != 1 && p.S > 1); }
 
+  /// Whether direct tiles of filter rows (wgmma_conv_params::direct_taps) may serve p under this policy:
+  /// make_direct_params' rule (a dilated filter; with `any_filter`, which its callers pass for 3xTF32 only,
+  /// any filter of several taps). device::pack_filter writes the non-finite flag, which only those tiles
+  /// read, where this holds.
+  static bool direct_taps_may_serve(const conv2d_problem& p) { return dilated(p) || (Policy::parts == 2 && p.R * p.S > 1); }
+
   /// @brief The shape rules of the can-implement check (host): nullptr when the mainloop implements p's
   /// layout and shape, else why not (a static string naming the rule, for conv2d_reduce_plan's reason).
   /// Shared-memory fit is checked by make_params. p must be valid (convred::validate). A dilated p passes
