@@ -8,6 +8,7 @@
 // case for compute-sanitizer.
 #include <convred/device/conv2d_reduce_plan.cuh>
 
+#include <limits>
 #include <string>
 
 #include "adapter_family_check.cuh"
@@ -275,6 +276,59 @@ TEST_CASE("dilated family: every op against float64 in tf32, bf16 and math::accu
     adapter_all_ops<dilated_setup, math::tf32>(c.name, c.p, ++seed);
     adapter_all_ops<dilated_setup, math::bf16>(c.name, c.p, ++seed);
     adapter_all_ops<dilated_setup, math::accurate>(c.name, c.p, ++seed);
+  }
+}
+
+namespace {
+/// adapter_family_check.cuh's setup for the default planner: the time model's choice among every family.
+struct planner_setup {
+  static convred::device::plan_options options() { return {}; }  ///< no choice forced
+  static void check_plan(const std::string&) {}                   ///< any family
+  static constexpr bool with_mean = false;                        ///< (unused)
+};
+
+/// One layer of the non-finite case through the planner in Math: min, argmin, argmax and sum, exact.
+template <class Math>
+void nonfinite_ops(const std::string& name, const conv2d_problem& p, const host_data<float>& d) {
+  opts o;
+  o.exact = true, o.nan_expected = true, o.gain = 2;
+  const epi::scale<float> two{2.0f}, neg{-0.5f};
+  using entry = adapter_plan_entry<planner_setup, Math>;
+  check_fused<entry>(name + " min", p, d, op::min{}, two, two, o);
+  check_fused<entry>(name + " argmin", p, d, op::argmin{}, two, two, o);
+  check_fused<entry>(name + " sum", p, d, op::sum{}, two, two, o);
+  o.gain = 0.5;
+  check_fused<entry>(name + " argmax", p, d, op::argmax{}, neg, neg, o);
+}
+}  // namespace
+
+TEST_CASE("dilated layers through the planner: an infinite or NaN weight on a tap that reads padding gives NaN there") {
+  // PyTorch's conv2d multiplies the zero padding, so an infinite or NaN weight makes its channel NaN at the
+  // outputs whose tap reads padding (and +-inf or NaN where it reads x). Whatever the planner picks for these
+  // layers (space to batch, the pruned taps, the wgmma kernel's direct tiles of filter rows, which skip dead
+  // rows only where every weight is finite, or its flat tiles, mma.sync, the grouped passes), the same must
+  // come out. Integer data: exact against float64. Weights: +inf on the first tap of channel 1, NaN on the
+  // last tap of channel K - 2, -inf on the centre tap of channel K / 2 (a tap that reads x everywhere).
+  require_gpu();
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const conv2d_problem layers[] = {
+      make_problem(2, 16, 29, 29, 33, 3, 3, 6, 6, 1, 1, 6, 6),         // ASPP-like d6
+      make_problem(2, 8, 9, 40, 20, 3, 3, 8, 8, 1, 1, 8, 8),           // d8 on 9 rows: rows dead in some tiles
+      make_problem(1, 8, 21, 22, 16, 5, 5, 8, 8, 1, 1, 4, 4),          // 5x5 d4
+      make_problem(1, 16, 13, 13, 40, 3, 3, 12, 12, 1, 1, 12, 12),     // d12 on 13x13: off-centre taps all padding
+      make_problem(2, 64, 17, 17, 64, 3, 3, 4, 4, 1, 1, 4, 4, 2),      // groups 2, d4
+      make_problem(1, 24, 33, 33, 256, 3, 3, 12, 12, 1, 1, 12, 12)};   // K 256 (two channel passes), d12
+  std::uint64_t seed = 13300;
+  for (const conv2d_problem& p : layers) {
+    auto d = make_data<float>(p, ++seed, data_kind::integer);
+    const std::int64_t taps = p.R * p.S, ck = p.gemm_k();
+    d.w[static_cast<std::size_t>(1 * ck)] = inf;                                     // channel 1, tap (0, 0)
+    d.w[static_cast<std::size_t>((p.K - 2) * ck + 3 * taps + taps - 1)] = nan;       // tap (R-1, S-1)
+    d.w[static_cast<std::size_t>(p.K / 2 * ck + (p.R / 2) * p.S + p.S / 2)] = -inf;  // the centre tap
+    const std::string name = "non-finite w, " + describe(p);
+    nonfinite_ops<math::tf32>(name + " tf32", p, d);
+    nonfinite_ops<math::bf16>(name + " bf16", p, d);
+    nonfinite_ops<math::accurate>(name + " accurate", p, d);
   }
 }
 

@@ -55,7 +55,10 @@ __global__ void pack_filter_kernel(const float* __restrict__ w, void* __restrict
   const std::int64_t c = kt * BC + cb * E + ce;
   const int r = tap / S, s = tap % S;
   const float v = (n < Kg && c < Cg) ? w[(((pass / gpass * Kg + n) * Cg + c) * R + r) * S + s] : 0.f;
-  if (nonfinite && !isfinite(v)) atomicOr(nonfinite, 1);
+  if (nonfinite) {  // one atomic per warp that read a non-finite weight (an all-NaN filter stays cheap)
+    const unsigned active = __activemask(), bad = __ballot_sync(active, !isfinite(v));
+    if (bad && static_cast<int>(threadIdx.x % 32) == __ffs(active) - 1) atomicOr(nonfinite, 1);
+  }
   if constexpr (Policy::is_tf32) {
     std::uint32_t big, small;
     if constexpr (Policy::parts == 2)
