@@ -305,19 +305,26 @@ void nonfinite_ops(const std::string& name, const conv2d_problem& p, const host_
 TEST_CASE("dilated layers through the planner: an infinite or NaN weight on a tap that reads padding gives NaN there") {
   // PyTorch's conv2d multiplies the zero padding, so an infinite or NaN weight makes its channel NaN at the
   // outputs whose tap reads padding (and +-inf or NaN where it reads x). Whatever the planner picks for these
-  // layers (space to batch, the pruned taps, the wgmma kernel's direct tiles of filter rows, which skip dead
-  // rows only where every weight is finite, or its flat tiles, mma.sync, the grouped passes), the same must
-  // come out. Integer data: exact against float64. Weights: +inf on the first tap of channel 1, NaN on the
-  // last tap of channel K - 2, -inf on the centre tap of channel K / 2 (a tap that reads x everywhere).
+  // layers (on an H200: space to batch, mma.sync, the grouped passes, and for the last layer in TF32 and
+  // bf16 the wgmma kernel's direct tiles of filter rows, which skip a tile's dead rows only where every
+  // weight is finite), the same must come out. Integer data: exact against float64. Weights: +inf on the
+  // first tap of channel 1, NaN on the last tap of channel K - 2, -inf on the centre tap of channel K / 2
+  // (a tap that reads x everywhere).
   require_gpu();
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   const conv2d_problem layers[] = {
       make_problem(2, 16, 29, 29, 33, 3, 3, 6, 6, 1, 1, 6, 6),         // ASPP-like d6
       make_problem(2, 8, 9, 40, 20, 3, 3, 8, 8, 1, 1, 8, 8),           // d8 on 9 rows: rows dead in some tiles
       make_problem(1, 8, 21, 22, 16, 5, 5, 8, 8, 1, 1, 4, 4),          // 5x5 d4
-      make_problem(1, 16, 13, 13, 40, 3, 3, 12, 12, 1, 1, 12, 12),     // d12 on 13x13: off-centre taps all padding
+      make_problem(1, 16, 13, 13, 40, 3, 3, 12, 12, 1, 1, 12, 12),     // d12 on 13x13: outer taps read x at 1 row
       make_problem(2, 64, 17, 17, 64, 3, 3, 4, 4, 1, 1, 4, 4, 2),      // groups 2, d4
-      make_problem(1, 24, 33, 33, 256, 3, 3, 12, 12, 1, 1, 12, 12)};   // K 256 (two channel passes), d12
+      make_problem(1, 256, 33, 33, 128, 3, 3, 24, 24, 1, 1, 24, 24)};  // d24: 7x33 tiles, filter row 0 or 2 dead
+#ifdef CONVRED_TEST_EXPECT_WGMMA
+  for (const conv2d_problem& p : {layers[5]}) {  // the direct tiles of filter rows, through the planner
+    CHECK(has(conv2d_reduce_plan<float, math::tf32>(p).description(), "a stage per filter row"));
+    CHECK(has(conv2d_reduce_plan<float, math::bf16>(p).description(), "a stage per filter row"));
+  }
+#endif
   std::uint64_t seed = 13300;
   for (const conv2d_problem& p : layers) {
     auto d = make_data<float>(p, ++seed, data_kind::integer);

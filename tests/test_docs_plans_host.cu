@@ -318,7 +318,7 @@ TEST_CASE("docs: the quote checker itself") {
   {
     std::ofstream o(md);
     o << "text\n<!-- plan: T=float math=tf32 N=64 C=64 H=256 W=256 K=128 R=3 S=3 device=h200 -->\n\n```text\n"
-         "wgmma tf32 (sm_90a, packed filter streamed, 4 stages,\n  4x64-pixel tiles, 224984 bytes of shared memory)\n```\n"
+         "wgmma tf32 (sm_90a, packed filter streamed, 4 stages,\n  4x64-pixel tiles, 224976 bytes of shared memory)\n```\n"
          "```\nmma.sync tf32 (unmarked)\n```\nand `simt ieee (inline)` here\n";
   }
   scan_result r;
@@ -327,7 +327,7 @@ TEST_CASE("docs: the quote checker itself") {
   REQUIRE(r.quotes.size() == 1);
   CHECK(r.quotes[0].line == 2);
   CHECK(r.quotes[0].text ==
-        "wgmma tf32 (sm_90a, packed filter streamed, 4 stages, 4x64-pixel tiles, 224984 bytes of shared memory)");
+        "wgmma tf32 (sm_90a, packed filter streamed, 4 stages, 4x64-pixel tiles, 224976 bytes of shared memory)");
   CHECK(r.errors.size() == 2);
   std::string described;
   REQUIRE(plan_for(r.quotes[0].spec, described));

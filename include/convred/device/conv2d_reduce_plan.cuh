@@ -204,7 +204,7 @@ class conv2d_reduce_plan {
   /// Which kernel and why, one line for a log: the kernel family and math, its tiles and stages, its mode
   /// (fused, pass mode, split into GEMM_K ranges, a split-K tail; ping-pong), the workspace, and why another
   /// kernel was not taken. For example, the seed problem under tf32 on an H200: "wgmma tf32 (sm_90a, packed
-  /// filter streamed, 4 stages, 4x64-pixel tiles, 224984 bytes of shared memory)". docs/usage.md quotes
+  /// filter streamed, 4 stages, 4x64-pixel tiles, 224976 bytes of shared memory)". docs/usage.md quotes
   /// more, each checked against the planner by tests/test_docs_plans_host.cu.
   const std::string& description() const { return why_; }
   /// The problem planned.

@@ -36,8 +36,7 @@ namespace convred::kernel {
 /// Warpgroup 2 (and 3: wgmma_block, two producer warpgroups for Policy::producer_threads = 256 and, except
 /// under 3xTF32, for the gathering variant) produces (produce; its registers lowered with setmaxnreg),
 /// warpgroups 0-1 consume
-/// (consume). Synchronisation is by mbarriers only (no block-wide barrier after the set-up, but the direct
-/// variant's one after the PDL wait: thread 0 reads the packed filter's non-finite flag into shared memory).
+/// (consume). Synchronisation is by mbarriers only (no block-wide barrier after the set-up).
 /// Its phases have probes (CONVRED_WGMMA_PHASE and friends, nothing by default) that a diagnosis build
 /// may time (bench/wgmma_clocks.cuh).
 /// Direct: the variant for direct tiles (prm.direct: tf32 1x1, or dilated filters in any math, and under
@@ -71,10 +70,6 @@ __global__ void __launch_bounds__(wgmma_block<Policy, Gather, Direct>::threads, 
   // launched after kernel::pack_x_kernel with PDL (flat tiles): the packed x is read only past this point
   convred::detail::wait_prior_grids();
   convred::detail::launch_dependent_grids();  // the fixup or combine may take SMs as blocks finish
-  if constexpr (Direct) {  // the packed filter's flag (written by the packing kernel: read past the wait)
-    if (tid == 0) sm.tail.skip_dead_rows = prm.skips_dead_rows();
-    __syncthreads();
-  }
   // 3xTF32 runs no split-K tail (device::choose_wgmma_tail): its consumers sit at their register limit,
   // where the tail's offsets made ptxas spill ~280 bytes (sm_90a, nvcc 13.0)
   constexpr bool tails = Policy::parts == 1;

@@ -44,7 +44,7 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
   int prev = -1;
   int off[mainloop::TM] = {};  // direct tiles: this thread's pixels in a stage's box of x
   if constexpr (Direct) mainloop::direct_offsets(prm, off);
-  const bool skip = Direct && tail.skip_dead_rows;  // dead filter rows' stages skipped (as the producer)
+  const bool skip = Direct && prm.skips_dead_rows();  // dead filter rows' stages skipped (as the producer)
   if (prm.resident_bytes) convred::detail::mbarrier_wait(&tail.filter_full, 0);
   // the bias: the block's copy of the first 128 channels, or (several passes) read where it lies
   const float* bias = prm.bias ? (prm.npass == 1 ? tail.bias : prm.bias) : nullptr;

@@ -55,9 +55,6 @@ struct wgmma_tail_storage {
   std::uint64_t raw_empty[Policy::raw_stages];  ///< raw buffer read (every transform thread)
   std::uint64_t order[2];  ///< ping-pong: order[g] completes when the other warpgroup's mainloop turn ended
   float bias[Policy::block_n];  ///< the bias of the first 128 channels (zeros past K), read once per block
-  /// direct tiles: whether the stages of dead filter rows are skipped (wgmma_conv_params::skips_dead_rows),
-  /// read once per block by thread 0 and shared, so that the producer and the consumers agree
-  int skip_dead_rows;
 };
 
 /// @brief A position in a ring of `n` buffers: the slot and the phase parity of its mbarriers (flips each

@@ -37,7 +37,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
   if (Direct || prm.flat) {  // flat and direct tiles: thread 0 copies each stage's filter slice and its x
     if (pt != 0) return;
     if (prm.resident_bytes) loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
-    const bool skip = Direct && tail.skip_dead_rows;  // (the consumers read the same shared copy)
+    const bool skip = Direct && prm.skips_dead_rows();  // (the consumers read the same flag)
     for (std::int64_t unit = sched.first(); unit < sched.units; unit = sched.next(unit)) {
       const tile_scheduler::coord t = sched.decode(unit);  // flat: coord n is the tile
       int first, last;

@@ -68,7 +68,7 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
     return c;
   }
 
-  /// "wgmma tf32 (sm_90a, packed filter streamed, 4 stages, 4x64-pixel tiles, 224984 bytes of shared
+  /// "wgmma tf32 (sm_90a, packed filter streamed, 4 stages, 4x64-pixel tiles, 224976 bytes of shared
   /// memory)" (grouped: "32 groups as channel passes (1 per group of 64 channels)" before the bytes),
   /// then the mode (pass mode, split into GEMM_K ranges, a split-K tail), then the math::accurate note.
   static std::string describe(const conv2d_problem&, const plan_config& c, const device_info& dev, const std::string&) {
