@@ -548,17 +548,27 @@ inline bool exact_case(const fcase& c) { return c.integer && c.n_huge == 0 && c.
 template <class T>
 double norm_error_vs_magnitude(const std::vector<T>& got, const std::vector<double>& ref, const std::vector<double>& mag) {
   if (got.size() != ref.size() || mag.size() != ref.size()) return std::numeric_limits<double>::infinity();
-  double num = 0, den = 0;
+  // the squares are summed scaled by the largest term, so that outputs near the double range (huge values
+  // in double data: 1e300) do not overflow them (inf / inf was NaN, which failed the check)
+  double scale = 0;
   for (std::size_t i = 0; i < ref.size(); ++i) {
     const double g = to_double(got[i]), r = ref[i];
     if (std::isnan(g) || std::isnan(r) || std::isinf(g) || std::isinf(r)) {
       if (same_value(g, r)) continue;
       return std::numeric_limits<double>::infinity();
     }
-    num += (g - r) * (g - r);
-    if (std::isfinite(mag[i])) den += mag[i] * mag[i];
+    scale = std::max({scale, std::abs(g - r), std::isfinite(mag[i]) ? std::abs(mag[i]) : 0.0});
   }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  if (!std::isfinite(scale)) return std::numeric_limits<double>::infinity();  // g - r overflowed
+  if (scale == 0) return 0;
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double g = to_double(got[i]), r = ref[i];
+    if (std::isnan(g) || std::isnan(r) || std::isinf(g) || std::isinf(r)) continue;  // matched above
+    const double d = (g - r) / scale, m = std::isfinite(mag[i]) ? mag[i] / scale : 0.0;
+    num += d * d, den += m * m;
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num) * scale;
 }
 
 /// The interval a reduced output must lie in (before the final rounding to T), and its magnitude.

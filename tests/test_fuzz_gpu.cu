@@ -17,6 +17,7 @@
 //                                    kernels it covered.
 // - "fuzz determinism: ..."          every path (the wgmma kernel's partial mode, every family of the plan
 //                                    entry too): bitwise-identical y and indices over 4 launches, 2 streams.
+// - "fuzz regression: ..."           fixed reproducers of earlier false or true failures.
 // - "fuzz repro: ..."                runs CONVRED_FUZZ_REPRO='<line>' (a reproducer printed by a failure).
 // Host suite: the reproducer line round-trips, generated cases are valid and instantiated; the plan entry's
 // fixed cases reach every family on a described H200 (plan_family: the planner's choice without a GPU).
@@ -827,6 +828,23 @@ TEST_CASE("fuzz determinism: every path gives bitwise-identical y and indices (4
   ro.determinism = true;
   const batch b = run_batch(cases, ro);
   print_coverage("fuzz determinism", b, cases.size());
+  CHECK(b.failures == 0);
+}
+
+TEST_CASE("fuzz regression: double channel sums of huge values (the oracle's aggregate norm overflowed)") {
+  // Two time-seeded draws of session 26 (seeds 1796640688 and 1796640721, shrunk): the device's sums were
+  // within their bounds, but the oracle's sum of squared magnitudes (1e300 each) overflowed to inf / inf = NaN.
+  std::vector<fcase> cs;
+  for (const char* line :
+       {"entry=channel T=double math=ieee op=sum N=1 C=5 H=42 W=158 K=1 R=1 S=1 pad=0,0 stride=1,1 dil=1,1 groups=1 "
+        "layout=nchw bias=0 scale=-1.5 pcs=1 off=0,0,0,0,0 data=real nan=2 inf=1 zero=0 huge=1 seed=1796646077922863",
+        "entry=channel T=double math=ieee op=sum N=1 C=19 H=1 W=1 K=1 R=1 S=1 pad=0,0 stride=1,1 dil=1,1 groups=1 "
+        "layout=nchw bias=0 scale=-1.5 pcs=1 off=0,0,0,0,0 data=real nan=0 inf=0 zero=3 huge=2 seed=1796646110929310"}) {
+    fcase c;
+    REQUIRE(parse(line, c));
+    cs.push_back(c);
+  }
+  const batch b = run_batch(cs, {}, 0);
   CHECK(b.failures == 0);
 }
 

@@ -28,8 +28,11 @@
 // u = 2^-11, dominates).
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
+#include <vector>
 
 #include "fuzz.cuh"
 
@@ -147,6 +150,24 @@ TEST_CASE("fuzz oracle: tf32 sum with cancellation (C=1, K=9): TF32 operand roun
               "(tau %.0e)\n", old_rel, test::tol::tf32, ne, h.em.tau);
   CHECK(ne < 0.2 * h.em.tau);
   CHECK(check_reduced<float, op::sum>(h.c, h.em, h.ref, y, {}) == "");
+}
+
+TEST_CASE("fuzz oracle: the aggregate norm of outputs near the double range is finite") {
+  // Double channel sums of injected huge values (1e300) have magnitudes whose squares overflow: the norm was
+  // inf / inf = NaN, a false failure (fuzz seed 1796640721, session 26). The ratio is scale-free.
+  const std::vector<double> ref = {3e300, -1.5e300, 2.0}, mag = {4.5e300, 1.5e300, 2.0};
+  std::vector<double> got = ref;
+  got[0] = std::nextafter(ref[0], 4e300);  // one ulp (~6.7e284) off
+  const double d = got[0] - ref[0];
+  const double ne = norm_error_vs_magnitude(got, ref, mag);
+  CHECK(std::isfinite(ne));
+  CHECK(ne == doctest::Approx(d / std::hypot(4.5e300, 1.5e300, 2.0)).epsilon(1e-9));  // ||d|| / ||mag||
+  CHECK(norm_error_vs_magnitude(ref, ref, mag) == 0.0);
+  got[1] = -std::numeric_limits<double>::infinity();  // a non-finite output where the reference is finite
+  CHECK(std::isinf(norm_error_vs_magnitude(got, ref, mag)));
+  // small values: the same ratio as before the scaling
+  const std::vector<double> r2 = {1.0, 2.0}, m2 = {3.0, 4.0}, g2 = {1.5, 2.0};
+  CHECK(norm_error_vs_magnitude(g2, r2, m2) == doctest::Approx(0.5 / 5.0));
 }
 
 TEST_CASE("fuzz oracle: rejects outputs beyond the bound, accepts outputs within it") {
