@@ -5,7 +5,8 @@
 // that the dilation does not divide, K above 128, and smaller splits (a residual dilation 2-4 in the
 // sub-images, forced by plan_options::dilated_residual); the plan's run equals a plan restricted to the wgmma
 // family on sub-images built on the host from the definition (bitwise); bind with a separate scratch; a
-// case for compute-sanitizer.
+// case for compute-sanitizer; +-inf / NaN weights on taps that read padding, through the default planner
+// (whatever family it picks) in tf32, bf16 and math::accurate, exact against float64.
 #include <convred/device/conv2d_reduce_plan.cuh>
 
 #include <limits>
@@ -305,11 +306,11 @@ void nonfinite_ops(const std::string& name, const conv2d_problem& p, const host_
 TEST_CASE("dilated layers through the planner: an infinite or NaN weight on a tap that reads padding gives NaN there") {
   // PyTorch's conv2d multiplies the zero padding, so an infinite or NaN weight makes its channel NaN at the
   // outputs whose tap reads padding (and +-inf or NaN where it reads x). Whatever the planner picks for these
-  // layers (on an H200: space to batch, mma.sync, the grouped passes, and for the last layer in TF32 and
-  // bf16 the wgmma kernel's direct tiles of filter rows, which skip a tile's dead rows only where every
-  // weight is finite), the same must come out. Integer data: exact against float64. Weights: +inf on the
-  // first tap of channel 1, NaN on the last tap of channel K - 2, -inf on the centre tap of channel K / 2
-  // (a tap that reads x everywhere).
+  // layers (on an H200 or H100: space to batch, mma.sync, the grouped passes, and for the last layer in
+  // TF32 and bf16 the wgmma kernel's direct tiles of filter rows, which skip a tile's dead rows only where
+  // every weight is finite), the same must come out. Integer data: exact against float64. Weights: +inf on
+  // input channel 0's first tap of output channel 1, NaN on input channel 3's last tap of output channel
+  // K - 2, -inf on input channel 0's centre tap of output channel K / 2 (a tap that reads x everywhere).
   require_gpu();
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   const conv2d_problem layers[] = {
@@ -318,20 +319,17 @@ TEST_CASE("dilated layers through the planner: an infinite or NaN weight on a ta
       make_problem(1, 8, 21, 22, 16, 5, 5, 8, 8, 1, 1, 4, 4),          // 5x5 d4
       make_problem(1, 16, 13, 13, 40, 3, 3, 12, 12, 1, 1, 12, 12),     // d12 on 13x13: outer taps read x at 1 row
       make_problem(2, 64, 17, 17, 64, 3, 3, 4, 4, 1, 1, 4, 4, 2),      // groups 2, d4
-      make_problem(1, 256, 33, 33, 128, 3, 3, 24, 24, 1, 1, 24, 24)};  // d24: 7x33 tiles, filter row 0 or 2 dead
-#ifdef CONVRED_TEST_EXPECT_WGMMA
-  for (const conv2d_problem& p : {layers[5]}) {  // the direct tiles of filter rows, through the planner
-    CHECK(has(conv2d_reduce_plan<float, math::tf32>(p).description(), "a stage per filter row"));
-    CHECK(has(conv2d_reduce_plan<float, math::bf16>(p).description(), "a stage per filter row"));
-  }
-#endif
+      make_problem(1, 256, 33, 33, 128, 3, 3, 24, 24, 1, 1, 24, 24)};  // d24: 7x33 tiles, rows 0 and / or 2 dead
+  // the last layer's plan on an H200 (the H100 of the runs plans the same): direct tiles of filter rows
+  CHECK(has(conv2d_reduce_plan<float, math::tf32>(layers[5], h200).description(), "a stage per filter row"));
+  CHECK(has(conv2d_reduce_plan<float, math::bf16>(layers[5], h200).description(), "a stage per filter row"));
   std::uint64_t seed = 13300;
   for (const conv2d_problem& p : layers) {
     auto d = make_data<float>(p, ++seed, data_kind::integer);
     const std::int64_t taps = p.R * p.S, ck = p.gemm_k();
-    d.w[static_cast<std::size_t>(1 * ck)] = inf;                                     // channel 1, tap (0, 0)
-    d.w[static_cast<std::size_t>((p.K - 2) * ck + 3 * taps + taps - 1)] = nan;       // tap (R-1, S-1)
-    d.w[static_cast<std::size_t>(p.K / 2 * ck + (p.R / 2) * p.S + p.S / 2)] = -inf;  // the centre tap
+    d.w[static_cast<std::size_t>(1 * ck)] = inf;                                     // k 1, c 0, tap (0, 0)
+    d.w[static_cast<std::size_t>((p.K - 2) * ck + 3 * taps + taps - 1)] = nan;       // k K-2, c 3, tap (R-1, S-1)
+    d.w[static_cast<std::size_t>(p.K / 2 * ck + (p.R / 2) * p.S + p.S / 2)] = -inf;  // k K/2, c 0, the centre tap
     const std::string name = "non-finite w, " + describe(p);
     nonfinite_ops<math::tf32>(name + " tf32", p, d);
     nonfinite_ops<math::bf16>(name + " bf16", p, d);
