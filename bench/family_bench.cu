@@ -15,6 +15,12 @@
 ///                                                 # a tail of 1 or 2 tiles, the dilated family's split: residual 1-4, none)
 ///   family_bench --direct-sweep N C H W K R stride pad groups [dilation]   # the direct kernel's tilings
 ///                                                 # (C/groups <= 16): the model's best 60 and its pick, timed
+///   family_bench --profile N C H W K R stride pad groups [dilation]   # one run of the planner's plan in
+///                                                 # TF32, bf16 and accurate, each between cudaProfilerStart
+///                                                 # and cudaProfilerStop (after an untimed run), for a
+///                                                 # per-kernel breakdown of a run (packing pass, main kernel,
+///                                                 # combine or fixup): ncu --profile-from-start off
+///                                                 # --metrics gpu__time_duration.sum family_bench --profile ...
 ///
 /// Timing as bench/conv_reduce_bench.cu (bench/timing.cuh): CUDA events around each run on the default
 /// stream, the L2 flushed (a 256 MiB memset) and the GPU held 0.5 ms by a spin kernel before each timed run,
@@ -35,6 +41,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <cuda_profiler_api.h>
 #include <thrust/device_vector.h>
 #include <thrust/random.h>
 #include <thrust/transform.h>
@@ -124,6 +131,31 @@ double time_plan(const conv2d_problem& p, layer_data& d, std::string* why, doubl
   } catch (const std::runtime_error&) {  // a failed CUDA call (CHECK_CUDA)
     return -4;
   }
+}
+
+/// --profile: one run of the planner's plan under Math between cudaProfilerStart and cudaProfilerStop
+/// (after an untimed run, so that nothing is first-use), and the plan's description.
+template <class Math>
+void profile_plan(const char* label, const conv2d_problem& p, layer_data& d) {
+  convred::device::conv2d_reduce_plan<float, Math, fam::default_families_t<float, Math>> plan(p);
+  if (plan.state() != status::success || plan.prepare(thrust::raw_pointer_cast(d.w.data())) != status::success) {
+    std::printf("  %-8s not served\n", label);
+    return;
+  }
+  const convred::epilogue::scale<float> two{2.0f};
+  status s = status::success;
+  auto run = [&] {
+    s = plan.run(thrust::raw_pointer_cast(d.x.data()), thrust::raw_pointer_cast(d.b.data()),
+                 thrust::raw_pointer_cast(d.y.data()), nullptr, convred::op::min{}, two);
+  };
+  run();
+  cudaDeviceSynchronize();
+  cudaProfilerStart();
+  run();
+  cudaDeviceSynchronize();
+  cudaProfilerStop();
+  std::printf("  %-8s %s | %s\n", label, s == status::success && cudaGetLastError() == cudaSuccess ? "ran" : "FAILED",
+              plan.description().c_str());
 }
 
 /// One math's row: the planner, then each family on its own (the wgmma family in its pass1 role, so that it
@@ -325,8 +357,11 @@ int main(int argc, char** argv) {
   // --direct-sweep: the direct kernel's tilings, the model's best 60 and its pick, timed
   const bool sweep = argc > 1 && std::strcmp(argv[1], "--direct-sweep") == 0;
   if (sweep) ++argv, --argc;
-  if ((options || sweep) && ((options && sweep) || (argc != 10 && argc != 11))) {
-    std::printf("usage: family_bench [--options | --direct-sweep] N C H W K R stride pad groups [dilation]\n");
+  // --profile: one run per math between cudaProfilerStart / Stop (ncu --profile-from-start off)
+  const bool profile = argc > 1 && std::strcmp(argv[1], "--profile") == 0;
+  if (profile) ++argv, --argc;
+  if ((options || sweep || profile) && (int(options) + int(sweep) + int(profile) > 1 || (argc != 10 && argc != 11))) {
+    std::printf("usage: family_bench [--options | --direct-sweep | --profile] N C H W K R stride pad groups [dilation]\n");
     return 1;
   }
   if (argc == 10 || argc == 11) {
@@ -336,12 +371,21 @@ int main(int argc, char** argv) {
     // "RxS" filter and "PHxPW" padding (1x7 with padding 0x3): the second number after the 'x'
     if (const char* x = std::strchr(argv[6], 'x')) p.S = std::atoll(x + 1);
     if (const char* x = std::strchr(argv[8], 'x')) p.pad_w = std::atoll(x + 1);
-    if (options)
+    if (options) {
       option_rows(p);
-    else if (sweep)
+    } else if (profile) {
+      layer_data d(p);
+      std::printf("N%lld C%lld %lldx%lld K%lld %lldx%lld s%lld p%lld g%lld d%lld: one run per math (profiled)\n",
+                  (long long)p.N, (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.K, (long long)p.R,
+                  (long long)p.S, (long long)p.stride_h, (long long)p.pad_h, (long long)p.groups, (long long)p.dil_h);
+      profile_plan<convred::math::tf32>("tf32", p, d);
+      profile_plan<convred::math::bf16>("bf16", p, d);
+      profile_plan<convred::math::accurate>("accurate", p, d);
+    } else if (sweep) {
       direct_sweep(p, 60);
-    else
+    } else {
       run_layer(p);
+    }
     return 0;
   }
   // squeeze-excitation 1x1 layers on pooled (1x1) features, tiny images, and grouped layers the grouped
