@@ -453,7 +453,8 @@ namespace {
 /// Shapes for direct tiles: ResNet-50's projections (layer1.0: 2 channel passes, 4-slice stages; layer3.0
 /// at stride 2: 8 passes, 2-slice stages), C with a channel tail (17: 3-slice stages; 3: one stage of a
 /// partial slice), tiles of several whole rows with dropped pixels (Q = 20: 12 rows = 240 of 256; Q = 100:
-/// 2 rows; Q = 4: 16 rows = 64), odd H at stride 2, W % 4 != 0 at stride 2 (s * W % 4 = 0), K = 7, 513;
+/// 2 rows; Q = 4: 16 rows = 64), odd H at stride 2, W % 4 != 0 at stride 2 (s * W % 4 = 0), W % 4 != 0 at
+/// stride 1 (the image viewed as H' x W': one tile per image, or several of whole view rows), K = 7, 513;
 /// then C and K through 1, 3, 7, 33, 65, 130, 257 and 513 (K odd or 2 mod 4: the partial sums' 4-byte
 /// stores; K = 1: one valid channel of 128).
 std::vector<conv2d_problem> direct_shapes() {
@@ -466,6 +467,10 @@ std::vector<conv2d_problem> direct_shapes() {
       make_problem(3, 8, 16, 4, 7, 1, 1),                 // Q = 4: one 64-pixel tile per image
       make_problem(2, 24, 15, 20, 40, 1, 1, 0, 0, 2, 2),  // stride 2, odd H (P = 8, Q = 10)
       make_problem(2, 10, 14, 14, 20, 1, 1, 0, 0, 2, 2),  // stride 2, W = 14 (Q = 7)
+      // W % 4 != 0 at stride 1, H * W % 4 == 0: the image viewed as H' x W' (viewed_width)
+      make_problem(2, 20, 14, 14, 140, 1, 1),             // 14 x 14 as 1 x 196, 2 passes
+      make_problem(3, 9, 10, 14, 33, 1, 1),               // 10 x 14 as 1 x 140
+      make_problem(1, 24, 30, 30, 65, 1, 1),              // 30 x 30 as 25 x 36: 4 tiles of 7 rows (the last 4)
       make_problem(1, 3, 8, 8, 513, 1, 1),                // C = 3, 5 passes
       // C and K through {1, 3, 7, 33, 65, 130, 257, 513}, at stride 1 and 2
       make_problem(1, 1, 8, 8, 257, 1, 1),                 // C = 1: one slice of 1 channel

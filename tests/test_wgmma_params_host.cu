@@ -361,13 +361,34 @@ TEST_CASE("wgmma make_direct_params: tiles of whole rows, boxes of x, what is se
   REQUIRE(make(1, 17, 12, 20, 130, 1, 0, 1, k));
   CHECK(k.group == 3);
   CHECK(k.kt == 1);
-  // not served: padding, a 3x3 filter, H * W % 4 != 0, W % 4 != 0 at stride 1, Q > 248 (the box's 256
-  // columns), a 3xTF32 or bf16 policy
+  // not served: padding, a 3x3 filter, H * W % 4 != 0, Q > 248 (the box's 256 columns), a 3xTF32 or bf16
+  // policy
   CHECK_FALSE(make(1, 8, 12, 12, 20, 1, 1, 1, k));
   CHECK_FALSE(make(1, 8, 12, 12, 20, 3, 0, 1, k));
   CHECK_FALSE(make(1, 8, 7, 7, 20, 1, 0, 1, k));
-  CHECK_FALSE(make(1, 8, 10, 14, 20, 1, 0, 1, k));
   CHECK(make(1, 8, 10, 14, 20, 1, 0, 2, k));  // stride 2: 2 * 14 % 4 = 0
+  // W % 4 != 0 at stride 1 with H * W % 4 == 0: the tiles of the image viewed as H' x W' (viewed_width: the
+  // fewest tiles per image, then the smallest box), k's shape the view's; the output pixels keep their order
+  REQUIRE(make(1, 8, 10, 14, 20, 1, 0, 1, k));  // 10 x 14 as 1 x 140
+  CHECK(k.H == 1);
+  CHECK(k.W == 140);
+  CHECK(k.P == 1);
+  CHECK(k.Q == 140);
+  CHECK(k.tile_rows == 1);
+  CHECK(k.tiles == 1);
+  CHECK(k.rp == 152);
+  REQUIRE(make(2, 24, 30, 30, 65, 1, 0, 1, k));  // 30 x 30 as 25 x 36: 4 tiles of 7 rows per image
+  CHECK(k.H == 25);
+  CHECK(k.W == 36);
+  CHECK(k.tile_rows == 7);
+  CHECK(k.tiles_p == 4);
+  CHECK(k.tiles == 8);
+  CHECK(k.rp == 40);
+  CHECK(mainloop::viewed_width(196) == 196);  // 14 x 14: one 256-pixel tile, a box of 200 floats per channel
+  CHECK(convred::block::conv_mainloop_wgmma<convred::wgmma_pingpong<P>::type>::viewed_width(196) == 28);  // 2 tiles of 128
+  CHECK(mainloop::viewed_width(900) == 36);
+  CHECK(mainloop::viewed_width(49) == 0);
+  CHECK(mainloop::viewed_width(2 * 131) == 0);  // (no multiple of 4 divides it)
   CHECK_FALSE(make(1, 8, 4, 300, 20, 1, 0, 1, k));
   conv2d_problem p;
   p.N = 1, p.C = 64, p.H = p.W = 56, p.K = 256, p.R = p.S = 1;

@@ -88,6 +88,14 @@ inline constexpr double plan_wgmma_x3_flat_1x1_slowdown = 1.25;
 /// floats), and the A fragments' loads of every other column meet 2-way bank conflicts. Fitted on the
 /// H200 (bench/NOTES.md, "Moved from header comments").
 inline constexpr double plan_wgmma_direct_s2_slowdown = 2.5;
+/// The planner's wgmma kernel on direct tiles of an image viewed as H' x W' (a 1x1 filter at stride 1 with
+/// W % 4 != 0: plan::wgmma_params::viewed_width), counted as this factor on the family's whole estimate:
+/// their tiles stop at each image's end (a 14 x 14 image fills 196 of a tile's 256 pixels), which the wave
+/// model's per-tile cost does not see. Fitted on the H100 over seven 14 x 14 layers timed through
+/// `bench/family_bench --options` (bench/NOTES.md, "Direct tiles of an image viewed as H' x W'"): measured
+/// 1.14-1.72x their unfactored estimate; the planner's choices against the packed flat tiles and the
+/// mma.sync kernel were all right for factors in (1.15, 1.23).
+inline constexpr double plan_wgmma_direct_view_slowdown = 1.2;
 /// The rate at which one SM's direct_taps stages (wgmma_conv_params::direct_taps: dilated filters) arrive,
 /// bytes per second: each stage's TMA box of x (raw_copy_bytes, its zero-filled columns included) and its
 /// filter row (b_bytes, when streamed); a pass of such a tile takes the longer of its live stages' tensor

@@ -259,7 +259,8 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
 /// @brief The measured factors on the wave model's estimate of parameters k under Policy (the family's whole
 /// estimate is multiplied by it): 3xTF32's tap loop, plan_wgmma_tap_loop_slowdown; 3xTF32's direct tiles,
 /// whose stages each wait four times for their promoted fresh tiles, plan_wgmma_direct_x3_slowdown; its flat
-/// tiles of a 1x1 filter, plan_wgmma_x3_flat_1x1_slowdown; else 1 (a factor >= 1 on an estimate in seconds;
+/// tiles of a 1x1 filter, plan_wgmma_x3_flat_1x1_slowdown; direct tiles of an image viewed as H' x W' (k's
+/// width not p's), plan_wgmma_direct_view_slowdown; else 1 (a factor >= 1 on an estimate in seconds;
 /// host only, no errors). choose_wgmma_params compares tiles with it, so that its choice and the family's
 /// estimate agree.
 template <class Policy>
@@ -267,6 +268,7 @@ double wgmma_slowdown(const conv2d_problem& p, const block::wgmma_conv_params& k
   return plan::wgmma_params<Policy>::tap_loop(k)                   ? plan_wgmma_tap_loop_slowdown
          : k.direct && Policy::parts == 2                          ? plan_wgmma_direct_x3_slowdown
          : k.flat && Policy::parts == 2 && p.R * p.S == 1          ? plan_wgmma_x3_flat_1x1_slowdown
+         : k.direct && !k.direct_taps && k.W != p.W                ? plan_wgmma_direct_view_slowdown
                                                                    : 1.0;
 }
 

@@ -237,7 +237,8 @@ struct wgmma_params {
   /// the resident filter when it fits, operand stages, then `tail_bytes`), if they serve p: Q <= block_m
   /// output columns whose box row fits TMA's 256 columns (rp below), and either (tf32 only) a 1x1 filter
   /// without padding at stride 1 or 2 with x rows whose TMA strides are multiples of 16 bytes (H * W and
-  /// stride * W multiples of 4), or (direct_taps; any math: tf32, 3xTF32, bf16, fp16) a dilated filter (with
+  /// stride * W multiples of 4; at stride 1 with W % 4 != 0 the tiles are those of the image viewed as H' x
+  /// W', viewed_width, and k's shape is the view's), or (direct_taps; any math: tf32, 3xTF32, bf16, fp16) a dilated filter (with
   /// `any_filter`, any filter: the fallback where no other tiles fit; any R x S, padding and dilation) at
   /// stride 1 with groups 1 under the cooperative policy: a stage per filter
   /// row, its box the tile's rows shifted by the row's taps and wide enough for the row's S taps, rp >=
@@ -254,6 +255,16 @@ struct wgmma_params {
     const bool taps = dilated(p) || any_filter;
     if (!taps && (!Policy::is_tf32 || x3 || p.R != 1 || p.S != 1 || p.pad_h != 0 || p.pad_w != 0)) return false;
     if (taps && (p.stride_h != 1 || p.groups != 1 || Policy::pingpong)) return false;
+    // a 1x1 filter at stride 1 without padding reads each output pixel's own input pixel, so any H' x W' =
+    // H x W view of the image is the same GEMM over the same memory (x NCHW, y N x P x Q): where W % 4 != 0
+    // (TMA's row stride) but H * W % 4 == 0, the tiles see the image as viewed_width's H' x W'
+    if (!taps && p.stride_h == 1 && p.stride_w == 1 && p.W % 4 != 0 && (p.H * p.W) % 4 == 0) {
+      const std::int64_t w2 = viewed_width(p.H * p.W);
+      if (w2 == 0) return false;
+      conv2d_problem v = p;
+      v.H = p.H * p.W / w2, v.W = w2;
+      return make_direct_params(v, tail_bytes, max_smem, k, smem_bytes, any_filter);
+    }
     const std::int64_t P = p.P(), Q = p.Q(), s = p.stride_h;
     if (Q > Policy::block_m || (!taps && ((p.H * p.W) % 4 != 0 || (s * p.W) % 4 != 0))) return false;
     // the box's columns: 1x1, the s * (Q - 1) + 1 read; taps, the row's S taps' reach from the 16-byte
@@ -310,6 +321,25 @@ struct wgmma_params {
     }
     smem_bytes = static_cast<std::size_t>(smem);
     return true;
+  }
+
+  /// The width W' of the H' x W' view of an image of `pixels` = H x W pixels that the direct tiles of a 1x1
+  /// filter at stride 1 without padding take where W % 4 != 0 (make_direct_params): a multiple of 4 that
+  /// divides `pixels`, at most block_m and with a box row of at most 256 columns, with the fewest tiles per
+  /// image (ceil(H' / floor(block_m / W'))), then the smallest box (rp x rows floats per channel: the bytes
+  /// each stage's TMA copy moves); 0 where none (pixels % 4 != 0). A 14 x 14 image: 1 x 196 under the
+  /// cooperative policy (one 256-pixel tile, a box of 200 floats per channel), 7 x 28 under ping-pong (two
+  /// tiles of 4 and 3 rows).
+  static std::int64_t viewed_width(std::int64_t pixels) {
+    std::int64_t best = 0, best_tiles = 0, best_box = 0;
+    for (std::int64_t w = 4; w <= Policy::block_m && w <= pixels; w += 4) {
+      const std::int64_t rp = (w + 7) / 16 * 16 + 8;
+      if (pixels % w != 0 || rp > 256) continue;
+      const std::int64_t h = pixels / w, per = Policy::block_m / w, tiles = (h + per - 1) / per, rows = (h + tiles - 1) / tiles;
+      if (best == 0 || tiles < best_tiles || (tiles == best_tiles && rp * rows < best_box))
+        best = w, best_tiles = tiles, best_box = rp * rows;
+    }
+    return best;
   }
 
   /// Whether direct_taps tiles of parameters k read a copy of x (in the workspace's packed-x region,

@@ -71,7 +71,7 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
   /// "wgmma tf32 (sm_90a, packed filter streamed, 4 stages, 4x64-pixel tiles, 224976 bytes of shared
   /// memory)" (grouped: "32 groups as channel passes (1 per group of 64 channels)" before the bytes),
   /// then the mode (pass mode, split into GEMM_K ranges, a split-K tail), then the math::accurate note.
-  static std::string describe(const conv2d_problem&, const plan_config& c, const device_info& dev, const std::string&) {
+  static std::string describe(const conv2d_problem& p, const plan_config& c, const device_info& dev, const std::string&) {
     const block::wgmma_conv_params& k = c.wgmma.k;
     const std::size_t xpack = block::conv_mainloop_wgmma<policy>::xpack_bytes(k);
     const int block_m = c.pingpong ? pingpong_policy::block_m : policy::block_m;
@@ -92,7 +92,11 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
                                       : std::string(" from NCHW")) +
                   "; rows reading only padding skipped; A fragments in registers)"
         : k.direct ? std::to_string(k.tile_rows) + "x" + std::to_string(k.tile_cols) +
-                       "-pixel tiles with x read straight from NCHW (TMA boxes of " + std::to_string(k.group * 8) +
+                       "-pixel tiles with x read straight from NCHW (" +
+                       (k.W != p.W ? "the " + std::to_string(p.H) + "x" + std::to_string(p.W) + " image viewed as " +
+                                         std::to_string(k.H) + "x" + std::to_string(k.W) + ", "
+                                   : std::string()) +
+                       "TMA boxes of " + std::to_string(k.group * 8) +
                        " channels; A fragments loaded into registers and rounded to tf32 there: no packing pass)"
         : k.flat ? std::string("flat ") + std::to_string(block_m) + "-pixel tiles over x packed (" +
                        std::to_string(k.flat_rows) + "x" + std::to_string(k.pw) + " pixels per image" +
