@@ -325,11 +325,13 @@ TEST_CASE("conv2d_reduce_packed_split wgmma flat tiles: tf32x3 and ping-pong vs 
   flat_sweep<wg<math::tf32x3>>("wgmma tf32x3", 46300, true);
   flat_sweep<wgmma_policy<math::tf32, 4, 2, true>>("wgmma tf32 pp", 46400, true);
 }
-// Pass mode on tiles of image rows (forced): K > 128, wide and narrow tiles, the TMA and gathering variants.
+// Pass mode on tiles of image rows (forced): K > 128, wide and narrow tiles, the TMA and gathering variants;
+// K = 1300: 11 passes to combine.
 TEST_CASE("conv2d_reduce_packed_split wgmma pass mode on row tiles: tf32 and bf16 vs float64") {
   require_gpu();
   const conv2d_problem shapes[] = {make_problem(2, 7, 10, 20, 130, 3, 3, 1, 1), make_problem(1, 33, 9, 68, 257, 3, 3, 1, 1),
-                                   make_problem(2, 9, 15, 18, 300, 3, 3, 1, 1, 2, 2)};
+                                   make_problem(2, 9, 15, 18, 300, 3, 3, 1, 1, 2, 2),
+                                   make_problem(1, 5, 6, 10, 1300, 3, 3, 1, 1)};
   std::uint64_t seed = 46500;
   auto run = [&](auto policy, const char* label) {
     using Policy = decltype(policy);
@@ -490,10 +492,10 @@ std::vector<conv2d_problem> direct_shapes() {
 /// exact integer data with argmin; and the shapes direct tiles do not serve (padding, H * W % 4 != 0)
 /// forced to them run other tiles.
 template <class Policy>
-void direct_sweep(const char* label, std::uint64_t seed) {
+void direct_sweep(const char* label, std::uint64_t seed, const std::vector<conv2d_problem>& shapes = direct_shapes()) {
   require_gpu();
   int which = 0;
-  for (const conv2d_problem& p : direct_shapes()) {
+  for (const conv2d_problem& p : shapes) {
     INFO(describe(p));
     int kt = 1;
     std::int64_t tiles = 1;
@@ -544,6 +546,13 @@ void direct_sweep(const char* label, std::uint64_t seed) {
 }  // namespace
 
 TEST_CASE("conv2d_reduce_packed_split wgmma direct tiles: tf32 vs float64") { direct_sweep<wg<math::tf32>>("wgmma tf32", 48000); }
+// the ping-pong policy's direct tiles (128 pixels) on viewed images: 14 x 14 as 7 x 28 (tiles of 4 and 3 rows),
+// 10 x 14 as 7 x 20, 30 x 30 as 45 x 20 (the planner takes ping-pong where it replaces a fixup)
+TEST_CASE("conv2d_reduce_packed_split wgmma direct tiles of a viewed image: tf32 ping-pong vs float64") {
+  direct_sweep<wgmma_policy<math::tf32, 4, 2, true>>(
+      "wgmma tf32 pp", 48500,
+      {make_problem(2, 20, 14, 14, 140, 1, 1), make_problem(3, 9, 10, 14, 33, 1, 1), make_problem(1, 24, 30, 30, 65, 1, 1)});
+}
 
 TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: direct tiles") {
   require_gpu();
@@ -558,6 +567,7 @@ TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: direct tiles") {
   run("sanitizer direct tf32 stride 1 fused", make_problem(2, 17, 12, 20, 130, 1, 1), 0, 1, 64, op::argmin{});
   run("sanitizer direct tf32 stride 2 pass mode", make_problem(2, 24, 15, 20, 140, 1, 1, 0, 0, 2, 2), 0, 2, 65, op::min{});
   run("sanitizer direct tf32 split", make_problem(1, 64, 16, 16, 40, 1, 1), 2, 1, 66, op::mean{});
+  run("sanitizer direct tf32 viewed 30x30 as 25x36", make_problem(2, 24, 30, 30, 140, 1, 1), 0, 2, 67, op::argmin{});
 }
 
 TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: split-K tail") {

@@ -384,11 +384,13 @@ TEST_CASE("wgmma make_direct_params: tiles of whole rows, boxes of x, what is se
   CHECK(k.tiles_p == 4);
   CHECK(k.tiles == 8);
   CHECK(k.rp == 40);
+  CHECK(mainloop::first_pixel(k, 1) == 7 * 36);  // the view's pixels in the image's order
+  CHECK(mainloop::first_pixel(k, 4) == 900);     // image 1
   CHECK(mainloop::viewed_width(196) == 196);  // 14 x 14: one 256-pixel tile, a box of 200 floats per channel
   CHECK(convred::block::conv_mainloop_wgmma<convred::wgmma_pingpong<P>::type>::viewed_width(196) == 28);  // 2 tiles of 128
   CHECK(mainloop::viewed_width(900) == 36);
   CHECK(mainloop::viewed_width(49) == 0);
-  CHECK(mainloop::viewed_width(2 * 131) == 0);  // (no multiple of 4 divides it)
+  CHECK(mainloop::viewed_width(4 * 263) == 4);  // (263 prime: W' = 4 only, boxes of 8 columns)
   CHECK_FALSE(make(1, 8, 4, 300, 20, 1, 0, 1, k));
   conv2d_problem p;
   p.N = 1, p.C = 64, p.H = p.W = 56, p.K = 256, p.R = p.S = 1;

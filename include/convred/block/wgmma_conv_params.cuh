@@ -36,9 +36,10 @@ struct wgmma_conv_params {
   /// @var C
   /// @brief input channels
   /// @var H
-  /// @brief input height
+  /// @brief input height (direct tiles of a 1x1 filter whose W % 4 != 0: the height H' of the image's H' x W'
+  /// view, plan::wgmma_params::viewed_width; P, Q and W are then the view's too)
   /// @var W
-  /// @brief input width
+  /// @brief input width (of the view, as H)
   /// @var K
   /// @brief output channels (npass passes of 128)
   /// @var P

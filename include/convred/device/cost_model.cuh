@@ -94,7 +94,8 @@ inline constexpr double plan_wgmma_direct_s2_slowdown = 2.5;
 /// model's per-tile cost does not see. Fitted on the H100 over seven 14 x 14 layers timed through
 /// `bench/family_bench --options` (bench/NOTES.md, "Direct tiles of an image viewed as H' x W'"): measured
 /// 1.14-1.72x their unfactored estimate; the planner's choices against the packed flat tiles and the
-/// mma.sync kernel were all right for factors in (1.15, 1.23).
+/// mma.sync kernel were all right for factors in about (1.19, 1.34) (on the estimate past
+/// plan_wgmma_fixed_seconds, as wgmma_slowdown applies it).
 inline constexpr double plan_wgmma_direct_view_slowdown = 1.2;
 /// The rate at which one SM's direct_taps stages (wgmma_conv_params::direct_taps: dilated filters) arrive,
 /// bytes per second: each stage's TMA box of x (raw_copy_bytes, its zero-filled columns included) and its

@@ -259,8 +259,8 @@ struct wgmma_params {
     // H x W view of the image is the same GEMM over the same memory (x NCHW, y N x P x Q): where W % 4 != 0
     // (TMA's row stride) but H * W % 4 == 0, the tiles see the image as viewed_width's H' x W'
     if (!taps && p.stride_h == 1 && p.stride_w == 1 && p.W % 4 != 0 && (p.H * p.W) % 4 == 0) {
-      const std::int64_t w2 = viewed_width(p.H * p.W);
-      if (w2 == 0) return false;
+      const std::int64_t w2 = viewed_width(p.H * p.W);  // (>= 4: W' = 4 always qualifies)
+      if (p.H * p.W / w2 >= (std::int64_t(1) << 30)) return false;  // (k's H' is 32-bit, as validate's H)
       conv2d_problem v = p;
       v.H = p.H * p.W / w2, v.W = w2;
       return make_direct_params(v, tail_bytes, max_smem, k, smem_bytes, any_filter);

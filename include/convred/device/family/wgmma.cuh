@@ -257,7 +257,8 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
     c.seconds = !c.pingpong ? t_wgmma
                             : plan_wgmma_fixed_seconds + (est.tail_tiles > 0 ? est.tail_s
                                                           : est.pass_mode    ? est.pass_mode_s
-                                                                             : est.fused_s);
+                                                                             : est.fused_s) *
+                                                             wgmma_slowdown<pingpong_policy>(p, k);
     c.prepared_bytes = c.workspace_bytes = block::conv_mainloop_wgmma<policy>::packed_bytes(k);
     const std::size_t xpack = block::conv_mainloop_wgmma<policy>::xpack_bytes(k);
     c.wgmma.served = true, c.wgmma.k = k, c.wgmma.smem_bytes = smem;
