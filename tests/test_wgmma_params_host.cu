@@ -391,6 +391,8 @@ TEST_CASE("wgmma make_direct_params: tiles of whole rows, boxes of x, what is se
   CHECK(mainloop::viewed_width(900) == 36);
   CHECK(mainloop::viewed_width(49) == 0);
   CHECK(mainloop::viewed_width(4 * 263) == 4);  // (263 prime: W' = 4 only, boxes of 8 columns)
+  // a view of 2^30 rows or more is refused (k's H' is 32-bit): 6 x (2^30 - 2) pixels view as 4 wide
+  CHECK_FALSE(make(1, 1, (std::int64_t(1) << 30) - 2, 6, 1, 1, 0, 1, k));
   CHECK_FALSE(make(1, 8, 4, 300, 20, 1, 0, 1, k));
   conv2d_problem p;
   p.N = 1, p.C = 64, p.H = p.W = 56, p.K = 256, p.R = p.S = 1;

@@ -256,8 +256,8 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
   return e;
 }
 
-/// @brief The measured factors on the wave model's estimate of parameters k under Policy (the family's whole
-/// estimate is multiplied by it): 3xTF32's tap loop, plan_wgmma_tap_loop_slowdown; 3xTF32's direct tiles,
+/// @brief The measured factors on the wave model's estimate of parameters k under Policy (the estimate past
+/// plan_wgmma_fixed_seconds is multiplied by it, in the family and in choose_wgmma_params): 3xTF32's tap loop, plan_wgmma_tap_loop_slowdown; 3xTF32's direct tiles,
 /// whose stages each wait four times for their promoted fresh tiles, plan_wgmma_direct_x3_slowdown; its flat
 /// tiles of a 1x1 filter, plan_wgmma_x3_flat_1x1_slowdown; direct tiles of an image viewed as H' x W' (k's
 /// width not p's), plan_wgmma_direct_view_slowdown; else 1 (a factor >= 1 on an estimate in seconds;
