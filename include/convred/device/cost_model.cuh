@@ -89,10 +89,11 @@ inline constexpr double plan_wgmma_x3_flat_1x1_slowdown = 1.25;
 /// H200 (bench/NOTES.md, "Moved from header comments").
 inline constexpr double plan_wgmma_direct_s2_slowdown = 2.5;
 /// The planner's wgmma kernel on direct tiles of an image viewed as H' x W' (a 1x1 filter at stride 1 with
-/// W % 4 != 0: plan::wgmma_params::viewed_width), counted as this factor on the family's whole estimate:
+/// W % 4 != 0: plan::wgmma_params::viewed_width), counted as this factor on the estimate past
+/// plan_wgmma_fixed_seconds (wgmma_slowdown):
 /// their tiles stop at each image's end (a 14 x 14 image fills 196 of a tile's 256 pixels), which the wave
 /// model's per-tile cost does not see. Fitted on the H100 over seven 14 x 14 layers timed through
-/// `bench/family_bench --options` (bench/NOTES.md, "Direct tiles of an image viewed as H' x W'"): measured
+/// `bench/family_bench --options` (bench/NOTES.md, session 27, "... direct tiles of an image viewed as H' x W'"): measured
 /// 1.14-1.72x their unfactored estimate; the planner's choices against the packed flat tiles and the
 /// mma.sync kernel were all right for factors in about (1.19, 1.34) (on the estimate past
 /// plan_wgmma_fixed_seconds, as wgmma_slowdown applies it).
