@@ -244,6 +244,16 @@ struct wgmma_conv_params {
   /// consumers alike (row_live) where every weight is finite (skips_dead_rows); a unit with no live stage in
   /// a pass folds zeros. 0: a 1x1 filter.
   std::int32_t direct_taps = 0;
+  /// @brief 1: direct tiles across images (make_direct_params: tf32 outside 3xTF32, a 1x1 filter at stride 1
+  /// without padding, chosen where H * W % 4 != 0, since TMA's row strides are 16-byte multiples, or
+  /// forced: wgmma_tiling::cross). Output pixel m = n H W + h W + w of the 1x1 GEMM is x's pixel (n, h, w),
+  /// so tile t is the block_m consecutive pixels m = t block_m + px, across images (tiles = ceil(N H W /
+  /// block_m); tiles_p = tiles_q = 1, coord n the tile). The box is that of the direct tiles with rows of
+  /// 64 pixels (tile_rows = block_m / 64, tile_cols = 64, rp = 72), written by the 128 producer threads with
+  /// 4-byte cp.async (any alignment; zero past the last pixel and past C) that arrive on the stage's full
+  /// barrier when they land (cp.async.mbarrier.arrive.noinc: block::wgmma_cross_arrivals arrivals per
+  /// phase); no tensor map, no packing pass. The consumers' register-A path is the direct tiles'.
+  std::int32_t direct_cross = 0;
   /// @var dil_h
   /// @brief vertical dilation (direct_taps, and flat tiles at stride 1: tap (r, s) reads the window r dil_h
   /// plane rows on; 1 where R = 1)
@@ -311,5 +321,11 @@ inline constexpr int wgmma_max_stages = 8;
 
 /// Slices of block_c input channels per stage at most (wgmma_conv_params::group).
 inline constexpr int wgmma_max_group = 4;
+
+/// Arrivals that complete a stage's full barrier in one phase for direct tiles across images
+/// (wgmma_conv_params::direct_cross): the direct kernel's 128 producer threads' cp.async arrivals (one
+/// each per stage, when its copies have landed) and producer thread 0's arrival with the filter slice's
+/// bytes.
+inline constexpr int wgmma_cross_arrivals = 128 + 1;
 
 }  // namespace convred::block

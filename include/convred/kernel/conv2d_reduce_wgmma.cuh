@@ -61,7 +61,8 @@ __global__ void __launch_bounds__(wgmma_block<Policy, Gather, Direct>::threads, 
   const wgmma_smem<Policy, Op> sm(smem, prm);
   const int tid = static_cast<int>(threadIdx.x);
   // the TMA producer's tensor map, fetched while the block sets up
-  if (tid == Policy::consumer_threads && !prm.gather && !prm.flat) convred::detail::prefetch_tensormap(&x_map);
+  if (tid == Policy::consumer_threads && !prm.gather && !prm.flat && !prm.direct_cross)
+    convred::detail::prefetch_tensormap(&x_map);
   if (tid == 0) init_barriers<Policy, Op, Gather>(sm.tail, prm);
   using blk = wgmma_block<Policy, Gather, Direct>;
   for (int i = tid; i < Policy::block_n; i += blk::threads)

@@ -201,8 +201,11 @@ template <class Policy, class Op, bool Gather>
 __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& tail, const block::wgmma_conv_params& prm) {
   constexpr int transform = wgmma_block<Policy, Gather>::transform_threads;
   for (int s = 0; s < prm.stages; ++s) {
-    // flat and direct tiles: thread 0's one arrival (its copies' bytes); else the transform threads' (+ the filter's)
-    convred::detail::mbarrier_init(&tail.full[s], prm.flat || prm.direct ? 1 : transform + (prm.resident_bytes ? 0 : 1));
+    // flat and direct tiles: thread 0's one arrival (its copies' bytes); across images, also every producer
+    // thread's cp.async arrival; else the transform threads' (+ the filter's)
+    convred::detail::mbarrier_init(&tail.full[s], prm.direct_cross            ? block::wgmma_cross_arrivals
+                                                  : prm.flat || prm.direct ? 1
+                                                                           : transform + (prm.resident_bytes ? 0 : 1));
     convred::detail::mbarrier_init(&tail.empty[s], Policy::pingpong ? 128 : Policy::consumer_threads);
   }
   for (int s = 0; s < Policy::raw_stages; ++s) {
