@@ -508,9 +508,8 @@ std::vector<conv2d_problem> cross_shapes() {
 /// Direct tiles (forced: `tiles` 3, direct tiles, or 4, direct tiles across images) under the tf32 policy
 /// against float64: every shape of `shapes` fused, in partial mode (2 splits, or 1), in pass mode (K > 128)
 /// and with a split-K tail (shapes of several tiles), ops min / argmin / mean in turn with a scale epilogue
-/// of either sign, with and without bias; exact integer data with argmin; and (tiles 3) the shapes direct
-/// tiles do not serve (padding; a 3x3 filter) forced to them run other tiles, and H * W % 4 != 0 runs
-/// direct tiles across images.
+/// of either sign, with and without bias; exact integer data with argmin; and the shapes direct tiles do
+/// not serve (padding; a 3x3 filter; with `tiles` 3, H * W % 4 != 0) forced to them run other tiles.
 template <class Policy>
 void direct_sweep(const char* label, std::uint64_t seed, const std::vector<conv2d_problem>& shapes = direct_shapes(),
                   int tiles_forced = 3) {
@@ -525,8 +524,8 @@ void direct_sweep(const char* label, std::uint64_t seed, const std::vector<conv2
       const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen, forced_options());
       REQUIRE(plan.k.direct == 1);
       CHECK(plan.k.flat == 0);
-      // across images where forced (stride 1) or where no view has 16-byte rows
-      const bool cross = p.stride_h == 1 && (tiles_forced == 4 || (p.H * p.W) % 4 != 0);
+      // across images where forced (at stride 1)
+      const bool cross = p.stride_h == 1 && tiles_forced == 4;
       CHECK(plan.k.direct_cross == (cross ? 1 : 0));
       kt = convred::device::max_packed_k_splits<Policy, float>(p, forced_options());
       tiles = plan.k.tiles;
@@ -556,8 +555,11 @@ void direct_sweep(const char* label, std::uint64_t seed, const std::vector<conv2
     check_fused<forced_entry<Policy>>(std::string(label) + " direct exact argmin " + describe(p), p, d, op::argmin{},
                                       epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
   }
-  // not served by direct tiles (padding; a 3x3 filter): forced, the plan takes other tiles
-  for (const conv2d_problem& p : {make_problem(2, 8, 12, 12, 20, 1, 1, 1, 1), make_problem(2, 8, 12, 12, 20, 3, 3, 1, 1)}) {
+  // not served by direct tiles (padding; a 3x3 filter; H * W % 4 != 0 unless across images): forced, the
+  // plan takes other tiles
+  std::vector<conv2d_problem> other = {make_problem(2, 8, 12, 12, 20, 1, 1, 1, 1), make_problem(2, 8, 12, 12, 20, 3, 3, 1, 1)};
+  if (tiles_forced == 3) other.push_back(make_problem(2, 8, 7, 7, 20, 1, 1));
+  for (const conv2d_problem& p : other) {
     const force_choice forced(tiles_forced, 1);
     if (on_hopper()) {
       const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen, forced_options());
@@ -590,8 +592,9 @@ TEST_CASE("conv2d_reduce_packed_split wgmma direct tiles across images: tf32 pin
 
 TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: direct tiles") {
   require_gpu();
-  auto run = [](const char* name, const conv2d_problem& p, int splits, int pass, std::uint64_t seed, auto op) {
-    const force_choice forced(3, pass);
+  auto run = [](const char* name, const conv2d_problem& p, int splits, int pass, std::uint64_t seed, auto op,
+                int tiles = 3) {  // (4: across images)
+    const force_choice forced(tiles, pass);
     const auto d = make_data<float>(p, seed, data_kind::real);
     opts o;
     o.splits = splits;
@@ -602,8 +605,8 @@ TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: direct tiles") {
   run("sanitizer direct tf32 stride 2 pass mode", make_problem(2, 24, 15, 20, 140, 1, 1, 0, 0, 2, 2), 0, 2, 65, op::min{});
   run("sanitizer direct tf32 split", make_problem(1, 64, 16, 16, 40, 1, 1), 2, 1, 66, op::mean{});
   run("sanitizer direct tf32 viewed 30x30 as 25x36", make_problem(2, 24, 30, 30, 140, 1, 1), 0, 2, 67, op::argmin{});
-  run("sanitizer direct tf32 across images 15x15 pass mode", make_problem(3, 24, 15, 15, 140, 1, 1), 0, 2, 68, op::argmin{});
-  run("sanitizer direct tf32 across images 7x7 split", make_problem(5, 64, 7, 7, 40, 1, 1), 2, 1, 69, op::min{});
+  run("sanitizer direct tf32 across images 15x15 pass mode", make_problem(3, 24, 15, 15, 140, 1, 1), 0, 2, 68, op::argmin{}, 4);
+  run("sanitizer direct tf32 across images 7x7 split", make_problem(5, 64, 7, 7, 40, 1, 1), 2, 1, 69, op::min{}, 4);
 }
 
 TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: split-K tail") {

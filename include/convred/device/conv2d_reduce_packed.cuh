@@ -395,7 +395,8 @@ status packed_split_run(const wgmma_plan_t& plan, std::size_t packed, const conv
 /// conv2d_reduce_split<Policy::fallback> on w with the whole workspace as its partial sums
 /// (conv2d_reduce<Policy::fallback> for splits = 0); where it serves p with tiles of image rows or direct
 /// tiles but x is not 16-byte aligned and the kernel would read it with TMA (row tiles at stride 1 and W %
-/// 4 == 0; direct tiles always), the same with the partial sums after the packed filter.
+/// 4 == 0; direct tiles but those across images, which copy x with 4-byte loads), the same with the partial
+/// sums after the packed filter.
 /// @tparam Policy a wgmma_policy (or default_wgmma_policy<Math>::type)
 /// @param p               problem (conv2d_problem; PyTorch's conv2d semantics)
 /// @param x               device pointer, (N,C,H,W) elements of T in p.x_layout (the wgmma kernel: NCHW float)

@@ -98,12 +98,6 @@ inline constexpr double plan_wgmma_direct_s2_slowdown = 2.5;
 /// mma.sync kernel were all right for factors in about (1.19, 1.34) (on the estimate past
 /// plan_wgmma_fixed_seconds, as wgmma_slowdown applies it).
 inline constexpr double plan_wgmma_direct_view_slowdown = 1.2;
-/// The planner's wgmma kernel on direct tiles across images (wgmma_conv_params::direct_cross: x copied by
-/// the producer threads with 4-byte cp.async, not TMA), counted as this factor on the estimate past
-/// plan_wgmma_fixed_seconds (wgmma_slowdown): the copies' issue (8 group x block_m / 128 per producer
-/// thread and stage) and their unaligned rows, which the wave model does not see. Fitted on the H100
-/// (bench/NOTES.md, session 28, "Direct tiles across images").
-inline constexpr double plan_wgmma_direct_cross_slowdown = 1.1;
 /// The rate at which one SM's direct_taps stages (wgmma_conv_params::direct_taps: dilated filters) arrive,
 /// bytes per second: each stage's TMA box of x (raw_copy_bytes, its zero-filled columns included) and its
 /// filter row (b_bytes, when streamed); a pass of such a tile takes the longer of its live stages' tensor

@@ -260,8 +260,7 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
 /// plan_wgmma_fixed_seconds is multiplied by it, in the family and in choose_wgmma_params): 3xTF32's tap loop, plan_wgmma_tap_loop_slowdown; 3xTF32's direct tiles,
 /// whose stages each wait four times for their promoted fresh tiles, plan_wgmma_direct_x3_slowdown; its flat
 /// tiles of a 1x1 filter, plan_wgmma_x3_flat_1x1_slowdown; direct tiles of an image viewed as H' x W' (k's
-/// width not p's), plan_wgmma_direct_view_slowdown; direct tiles across images,
-/// plan_wgmma_direct_cross_slowdown; else 1 (a factor >= 1 on an estimate in seconds;
+/// width not p's), plan_wgmma_direct_view_slowdown; else 1 (a factor >= 1 on an estimate in seconds;
 /// host only, no errors). choose_wgmma_params compares tiles with it, so that its choice and the family's
 /// estimate agree.
 template <class Policy>
@@ -270,7 +269,6 @@ double wgmma_slowdown(const conv2d_problem& p, const block::wgmma_conv_params& k
          : k.direct && Policy::parts == 2                          ? plan_wgmma_direct_x3_slowdown
          : k.flat && Policy::parts == 2 && p.R * p.S == 1          ? plan_wgmma_x3_flat_1x1_slowdown
          : k.direct && !k.direct_taps && k.W != p.W                ? plan_wgmma_direct_view_slowdown
-         : k.direct_cross                                          ? plan_wgmma_direct_cross_slowdown
                                                                    : 1.0;
 }
 
@@ -337,12 +335,16 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
   // 2 their boxes carry the odd columns, and each channel pass loads them again: there the model counts
   // them plan_wgmma_direct_s2_slowdown times slower, and they are taken only in partial (split-K) mode,
   // short units on a small problem where the packing pass is a large part of the run; where the units
-  // fill the GPU they were slower (bench/NOTES.md, "Moved from header comments")
+  // fill the GPU they were slower (bench/NOTES.md, "Moved from header comments"). Direct tiles across
+  // images (wgmma_conv_params::direct_cross) only where options force them (wgmma_tiling::cross): not yet
+  // timed, and x copied by the producer threads' 4-byte loads fed other direct tiles 3.5-5x slower than
+  // TMA (bench/NOTES.md, session 21; "Direct tiles across images", session 28)
   block::wgmma_conv_params direct;
   std::size_t direct_smem = 0;
   if (allow_flat && forced != wgmma_tiling::rows && forced != wgmma_tiling::flat &&
       mainloop::make_direct_params(p, tail_bytes, max_smem, direct, direct_smem, false, forced == wgmma_tiling::cross) &&
-      (forced == wgmma_tiling::direct || forced == wgmma_tiling::cross || mainloop::wide_dilated_window(k) ||
+      (forced == wgmma_tiling::direct || (forced == wgmma_tiling::cross && direct.direct_cross) ||
+       mainloop::wide_dilated_window(k) ||
        ((p.stride_h == 1 || estimate(direct).splits > 0) && best(direct) <= best(k))))
     k = direct, smem = direct_smem;
   return true;

@@ -234,7 +234,8 @@ struct wgmma_params {
   /// @brief Parameters of the direct tiles (wgmma_conv_params::direct: x read by TMA from NCHW or from a copy
   /// of it (x_copied), the A
   /// fragments loaded into registers by the consumers) and their dynamic shared memory (as make_params:
-  /// the resident filter when it fits, operand stages, then `tail_bytes`), if they serve p: Q <= block_m
+  /// the resident filter when it fits, operand stages, then `tail_bytes`), if they serve p: tiles across
+  /// images (below), or Q <= block_m
   /// output columns whose box row fits TMA's 256 columns (rp below), and either (tf32 only) a 1x1 filter
   /// without padding at stride 1 or 2 with x rows whose TMA strides are multiples of 16 bytes (H * W and
   /// stride * W multiples of 4; at stride 1 with W % 4 != 0 the tiles are those of the image viewed as H' x
@@ -247,11 +248,11 @@ struct wgmma_params {
   /// tile_rows = ceil(P / tiles_p) output rows, tiles_p = ceil(P / floor(block_m / Q)); stages of `group`
   /// slices of block_c channels (the most, up to wgmma_max_group, dividing ceil(C / block_c) for which 4
   /// streamed stages fit; direct_taps outside 3xTF32: 3), so the packed filter is pack_filter's as for the other tiles; a slice's box
-  /// holds box_c entries per pixel (8 fp32 channels, or 8 pairs of 16-bit channels). Tiles across images
-  /// (wgmma_conv_params::direct_cross): a tf32 1x1 filter at stride 1 without padding where H * W % 4 != 0
-  /// (no view has 16-byte rows), or any such with `across` (wgmma_tiling::cross): tiles of block_m
-  /// consecutive output pixels of any image width, a box of block_m / 64 rows of 64 pixels (rp = 72) that
-  /// the producer threads fill with cp.async; no tensor map. p must be valid.
+  /// holds box_c entries per pixel (8 fp32 channels, or 8 pairs of 16-bit channels). With `across`
+  /// (wgmma_tiling::cross), tiles across images instead (wgmma_conv_params::direct_cross) where p is a
+  /// tf32 1x1 filter at stride 1 without padding, of any H x W: tiles of block_m consecutive output pixels,
+  /// a box of block_m / 64 rows of 64 pixels (rp = 72) that the producer threads fill with cp.async; no
+  /// tensor map. p must be valid.
   static bool make_direct_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,
                                  wgmma_conv_params& k, std::size_t& smem_bytes, bool any_filter = false,
                                  bool across = false) {
@@ -263,10 +264,10 @@ struct wgmma_params {
     // a 1x1 filter at stride 1 without padding reads each output pixel's own input pixel: output pixel m =
     // n H W + h W + w is x's pixel (n, h, w). So any H' x W' = H x W view of the image is the same GEMM over
     // the same memory (x NCHW, y N x P x Q): where W % 4 != 0 (TMA's row stride) but H * W % 4 == 0, the
-    // tiles see the image as viewed_width's H' x W'; where H * W % 4 != 0 (or `across`), tiles of block_m
-    // consecutive pixels m across images, x copied by the producer threads (wgmma_conv_params::direct_cross)
-    const bool cross = !taps && p.stride_h == 1 && p.stride_w == 1 && (across || (p.H * p.W) % 4 != 0);
-    if (!cross && !taps && p.stride_h == 1 && p.stride_w == 1 && p.W % 4 != 0) {
+    // tiles see the image as viewed_width's H' x W'; with `across`, tiles of block_m consecutive pixels m
+    // across images, x copied by the producer threads (wgmma_conv_params::direct_cross), any H * W
+    const bool cross = across && !taps && p.stride_h == 1 && p.stride_w == 1;
+    if (!cross && !taps && p.stride_h == 1 && p.stride_w == 1 && p.W % 4 != 0 && (p.H * p.W) % 4 == 0) {
       const std::int64_t w2 = viewed_width(p.H * p.W);  // (>= 4: W' = 4 always qualifies)
       if (p.H * p.W / w2 >= (std::int64_t(1) << 30)) return false;  // (k's H' is 32-bit, as validate's H)
       conv2d_problem v = p;
