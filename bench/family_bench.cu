@@ -183,7 +183,7 @@ void one_math(const char* label, const conv2d_problem& p, layer_data& d) {
 }
 
 /// The planner against the same planner with each of its wgmma choices forced (plan_options: the tiles rows,
-/// flat, direct or direct across images; pass mode on or off; the ping-pong policy on or off; no split-K tail; the wgmma family
+/// flat or direct; pass mode on or off; the ping-pong policy on or off; no split-K tail; the wgmma family
 /// wherever it serves, splits = -1; a split-K tail of the last 1 or 2 tiles; the dilated family's full
 /// space-to-batch split, the one leaving a residual dilation 2, 3 or 4, or none), in TF32, bf16 and math::accurate: ms, [the estimate], and each plan's
 /// description. A forced choice that makes the same plan as a row before it is not timed again ("same").
@@ -192,26 +192,25 @@ void option_rows(const conv2d_problem& p) {
   namespace dev = convred::device;
   layer_data d(p);
   struct forced { const char* label; dev::plan_options o; };
-  std::vector<forced> list(18);
+  std::vector<forced> list(17);
   list[0].label = "model";
   list[1].label = "rows", list[1].o.tiles = dev::wgmma_tiling::rows;
   list[2].label = "flat", list[2].o.tiles = dev::wgmma_tiling::flat;
   list[3].label = "direct", list[3].o.tiles = dev::wgmma_tiling::direct;
-  list[4].label = "cross", list[4].o.tiles = dev::wgmma_tiling::cross;
-  list[5].label = "pass-on", list[5].o.pass = dev::wgmma_pass_mode::on;
-  list[6].label = "pass-off", list[6].o.pass = dev::wgmma_pass_mode::off;
-  list[7].label = "pp-on", list[7].o.pingpong = dev::wgmma_pingpong_mode::on;
-  list[8].label = "pp-off", list[8].o.pingpong = dev::wgmma_pingpong_mode::off;
-  list[9].label = "no-tail", list[9].o.tail = -1;
-  list[10].label = "wgmma", list[10].o.splits = -1;
-  list[11].label = "tail-1", list[11].o.tail = 1;
-  list[12].label = "tail-2", list[12].o.tail = 2;
+  list[4].label = "pass-on", list[4].o.pass = dev::wgmma_pass_mode::on;
+  list[5].label = "pass-off", list[5].o.pass = dev::wgmma_pass_mode::off;
+  list[6].label = "pp-on", list[6].o.pingpong = dev::wgmma_pingpong_mode::on;
+  list[7].label = "pp-off", list[7].o.pingpong = dev::wgmma_pingpong_mode::off;
+  list[8].label = "no-tail", list[8].o.tail = -1;
+  list[9].label = "wgmma", list[9].o.splits = -1;
+  list[10].label = "tail-1", list[10].o.tail = 1;
+  list[11].label = "tail-2", list[11].o.tail = 2;
   // the dilated family's space-to-batch split forced: the full one, or one leaving a residual dilation
-  list[13].label = "s2b-1", list[13].o.dilated_residual = 1;
-  list[14].label = "s2b-2", list[14].o.dilated_residual = 2;
-  list[15].label = "s2b-3", list[15].o.dilated_residual = 3;
-  list[16].label = "s2b-4", list[16].o.dilated_residual = 4;
-  list[17].label = "no-s2b", list[17].o.dilated_residual = -1;
+  list[12].label = "s2b-1", list[12].o.dilated_residual = 1;
+  list[13].label = "s2b-2", list[13].o.dilated_residual = 2;
+  list[14].label = "s2b-3", list[14].o.dilated_residual = 3;
+  list[15].label = "s2b-4", list[15].o.dilated_residual = 4;
+  list[16].label = "no-s2b", list[16].o.dilated_residual = -1;
   auto rows = [&](auto math, const char* label) {
     using Math = decltype(math);
     std::printf("N%lld C%lld %lldx%lld K%lld %lldx%lld s%lld p%lld g%lld d%lld %s\n", (long long)p.N, (long long)p.C,

@@ -258,7 +258,7 @@ inline bool parse(const std::string& line, fcase& c) {
       long long tail = 0;
       int used = -1;  // the whole value must be read: no trailing characters
       ok = std::sscanf(v.c_str(), "%d,%d,%d,%lld,%d%n", &c.po.splits, &tiles, &pass, &tail, &c.po.tail_splits, &used) == 5 &&
-           used == static_cast<int>(v.size()) && tiles >= 0 && tiles <= 4 && pass >= 0 && pass <= 2;
+           used == static_cast<int>(v.size()) && tiles >= 0 && tiles <= 3 && pass >= 0 && pass <= 2;
       c.po.tiles = static_cast<device::wgmma_tiling>(tiles), c.po.pass = static_cast<device::wgmma_pass_mode>(pass);
       c.po.tail = tail;
     } else if (k == "dres") c.po.dilated_residual = static_cast<int>(num());  // (device::plan_options::dilated_residual)

@@ -486,33 +486,13 @@ std::vector<conv2d_problem> direct_shapes() {
   };
 }
 
-/// Shapes for direct tiles across images (wgmma_conv_params::direct_cross: a 1x1 filter at stride 1, H * W
-/// % 4 != 0, or forced): tiles of 256 (ping-pong: 128) pixels holding several images (7 x 7: 98 pixels of 2
-/// images in one tile; 3 x 3 images, 9 pixels, C = 130), images across tile boundaries (9 x 9, 15 x 15,
-/// 33 x 33 with C = 33 and K = 257: 3 passes), the last tile partly past the last pixel, C with a channel
-/// tail (3, 9, 33), K = 1 and 7; then, forced, images with 16-byte rows (14 x 14, 28 x 28).
-std::vector<conv2d_problem> cross_shapes() {
-  return {
-      make_problem(2, 20, 7, 7, 140, 1, 1),   // 98 pixels: one tile of 2 images, 2 passes
-      make_problem(5, 9, 9, 9, 33, 1, 1),     // 405 pixels: 2 tiles, C = 9
-      make_problem(3, 24, 15, 15, 65, 1, 1),  // 675 pixels: 3 tiles
-      make_problem(1, 33, 33, 33, 257, 1, 1), // 1089 pixels: 5 tiles, 3 passes
-      make_problem(7, 3, 5, 7, 7, 1, 1),      // 245 pixels: one tile, C = 3, K = 7
-      make_problem(2, 130, 3, 3, 513, 1, 1),  // 9-pixel images, C = 130, 5 passes
-      make_problem(3, 1, 7, 7, 1, 1, 1),      // C = 1, K = 1
-      make_problem(2, 64, 14, 14, 130, 1, 1), // 16-byte rows (forced: tiles = 4)
-      make_problem(1, 40, 28, 28, 65, 1, 1),
-  };
-}
-
-/// Direct tiles (forced: `tiles` 3, direct tiles, or 4, direct tiles across images) under the tf32 policy
-/// against float64: every shape of `shapes` fused, in partial mode (2 splits, or 1), in pass mode (K > 128)
-/// and with a split-K tail (shapes of several tiles), ops min / argmin / mean in turn with a scale epilogue
-/// of either sign, with and without bias; exact integer data with argmin; and the shapes direct tiles do
-/// not serve (padding; a 3x3 filter; with `tiles` 3, H * W % 4 != 0) forced to them run other tiles.
+/// Direct tiles (forced) under the tf32 policy against float64: every shape of direct_shapes fused, in
+/// partial mode (2 splits, or 1), in pass mode (K > 128) and with a split-K tail (shapes of several
+/// tiles), ops min / argmin / mean in turn with a scale epilogue of either sign, with and without bias;
+/// exact integer data with argmin; and the shapes direct tiles do not serve (padding, H * W % 4 != 0)
+/// forced to them run other tiles.
 template <class Policy>
-void direct_sweep(const char* label, std::uint64_t seed, const std::vector<conv2d_problem>& shapes = direct_shapes(),
-                  int tiles_forced = 3) {
+void direct_sweep(const char* label, std::uint64_t seed, const std::vector<conv2d_problem>& shapes = direct_shapes()) {
   require_gpu();
   int which = 0;
   for (const conv2d_problem& p : shapes) {
@@ -520,34 +500,30 @@ void direct_sweep(const char* label, std::uint64_t seed, const std::vector<conv2
     int kt = 1;
     std::int64_t tiles = 1;
     if (on_hopper()) {
-      const force_choice forced(tiles_forced, 1);
+      const force_choice forced(3, 1);
       const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen, forced_options());
       REQUIRE(plan.k.direct == 1);
       CHECK(plan.k.flat == 0);
-      // across images where forced (at stride 1)
-      const bool cross = p.stride_h == 1 && tiles_forced == 4;
-      CHECK(plan.k.direct_cross == (cross ? 1 : 0));
       kt = convred::device::max_packed_k_splits<Policy, float>(p, forced_options());
       tiles = plan.k.tiles;
-      if (!cross) {  // the driver takes the direct tensor map, or the runs below would be the fallback's
-        thrust::device_vector<float> xs(static_cast<std::size_t>(p.x_elements()));
-        CUtensorMap map{};
-        CHECK(convred::device::detail::make_x_tensor_map<Policy>(map, raw(xs), plan.k));
-      }
+      // the driver takes the direct tensor map, or the runs below would be the fallback's
+      thrust::device_vector<float> xs(static_cast<std::size_t>(p.x_elements()));
+      CUtensorMap map{};
+      CHECK(convred::device::detail::make_x_tensor_map<Policy>(map, raw(xs), plan.k));
     }
     std::vector<std::pair<int, int>> runs = {{0, 1}, {kt > 1 ? 2 : 1, 1}};  // (splits, pass)
     if (p.K > 128) runs.push_back({0, 2});
     for (const auto& [splits, pass] : runs) {
-      const force_choice forced(tiles_forced, pass);
+      const force_choice forced(3, pass);
       check_split_run<Policy>(std::string(label) + " direct split " + std::to_string(splits) + (pass == 2 ? " pass mode " : " ") +
                                   describe(p),
                               p, splits, which++, ++seed);
     }
     if (tiles > 1) {
-      const force_tail forced(tiles_forced, 1, 1, 2);
+      const force_tail forced(3, 1, 1, 2);
       check_split_run<Policy>(std::string(label) + " direct tail " + describe(p), p, 0, which++, ++seed);
     }
-    const force_choice forced(tiles_forced, 1);
+    const force_choice forced(3, 1);
     const auto d = make_data<float>(p, ++seed, data_kind::integer);
     opts o;
     o.exact = true;
@@ -555,12 +531,10 @@ void direct_sweep(const char* label, std::uint64_t seed, const std::vector<conv2
     check_fused<forced_entry<Policy>>(std::string(label) + " direct exact argmin " + describe(p), p, d, op::argmin{},
                                       epi::scale<float>{2.0f}, epi::scale<float>{2.0f}, o);
   }
-  // not served by direct tiles (padding; a 3x3 filter; H * W % 4 != 0 unless across images): forced, the
-  // plan takes other tiles
-  std::vector<conv2d_problem> other = {make_problem(2, 8, 12, 12, 20, 1, 1, 1, 1), make_problem(2, 8, 12, 12, 20, 3, 3, 1, 1)};
-  if (tiles_forced == 3) other.push_back(make_problem(2, 8, 7, 7, 20, 1, 1));
-  for (const conv2d_problem& p : other) {
-    const force_choice forced(tiles_forced, 1);
+  // not served by direct tiles (padding; H * W % 4 != 0; a 3x3 filter): forced, the plan takes other tiles
+  for (const conv2d_problem& p : {make_problem(2, 8, 12, 12, 20, 1, 1, 1, 1), make_problem(2, 8, 7, 7, 20, 1, 1),
+                                  make_problem(2, 8, 12, 12, 20, 3, 3, 1, 1)}) {
+    const force_choice forced(3, 1);
     if (on_hopper()) {
       const auto plan = convred::device::detail::wgmma_plan<Policy, float, op::argmin>(p, convred::device::detail::wgmma_tiles::chosen, forced_options());
       CHECK(plan.k.direct == 0);
@@ -580,21 +554,10 @@ TEST_CASE("conv2d_reduce_packed_split wgmma direct tiles of a viewed image: tf32
       {make_problem(2, 20, 14, 14, 140, 1, 1), make_problem(3, 9, 10, 14, 33, 1, 1), make_problem(1, 24, 30, 30, 65, 1, 1)});
 }
 
-TEST_CASE("conv2d_reduce_packed_split wgmma direct tiles across images: tf32 vs float64") {
-  direct_sweep<wg<math::tf32>>("wgmma tf32 cross", 49000, cross_shapes(), 4);
-}
-// the ping-pong policy's tiles across images (128 pixels)
-TEST_CASE("conv2d_reduce_packed_split wgmma direct tiles across images: tf32 ping-pong vs float64") {
-  direct_sweep<wgmma_policy<math::tf32, 4, 2, true>>(
-      "wgmma tf32 pp cross", 49500,
-      {make_problem(2, 20, 7, 7, 140, 1, 1), make_problem(3, 24, 15, 15, 65, 1, 1), make_problem(2, 64, 14, 14, 130, 1, 1)}, 4);
-}
-
 TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: direct tiles") {
   require_gpu();
-  auto run = [](const char* name, const conv2d_problem& p, int splits, int pass, std::uint64_t seed, auto op,
-                int tiles = 3) {  // (4: across images)
-    const force_choice forced(tiles, pass);
+  auto run = [](const char* name, const conv2d_problem& p, int splits, int pass, std::uint64_t seed, auto op) {
+    const force_choice forced(3, pass);
     const auto d = make_data<float>(p, seed, data_kind::real);
     opts o;
     o.splits = splits;
@@ -605,8 +568,6 @@ TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: direct tiles") {
   run("sanitizer direct tf32 stride 2 pass mode", make_problem(2, 24, 15, 20, 140, 1, 1, 0, 0, 2, 2), 0, 2, 65, op::min{});
   run("sanitizer direct tf32 split", make_problem(1, 64, 16, 16, 40, 1, 1), 2, 1, 66, op::mean{});
   run("sanitizer direct tf32 viewed 30x30 as 25x36", make_problem(2, 24, 30, 30, 140, 1, 1), 0, 2, 67, op::argmin{});
-  run("sanitizer direct tf32 across images 15x15 pass mode", make_problem(3, 24, 15, 15, 140, 1, 1), 0, 2, 68, op::argmin{}, 4);
-  run("sanitizer direct tf32 across images 7x7 split", make_problem(5, 64, 7, 7, 40, 1, 1), 2, 1, 69, op::min{}, 4);
 }
 
 TEST_CASE("conv2d_reduce_packed_split wgmma sanitizer: split-K tail") {

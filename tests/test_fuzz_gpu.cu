@@ -196,7 +196,7 @@ convred::device::plan_options plan_opts(std::mt19937_64& gen) {
   plan_options o;
   if (u < 0.25) o.splits = -1;
   else if (u < 0.31) o.splits = static_cast<int>(pick(1, 4));
-  else if (u < 0.36) o.tiles = static_cast<wgmma_tiling>(pick(1, 4));
+  else if (u < 0.36) o.tiles = static_cast<wgmma_tiling>(pick(1, 3));
   else if (u < 0.40) o.pass = static_cast<wgmma_pass_mode>(pick(1, 2));
   else if (u < 0.43) o.tail = pick(1, 3), o.tail_splits = static_cast<int>(pick(0, 3));
   return o;

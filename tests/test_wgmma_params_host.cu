@@ -320,11 +320,11 @@ TEST_CASE("wgmma make_direct_params: tiles of whole rows, boxes of x, what is se
   using mainloop = convred::block::conv_mainloop_wgmma<P>;
   const std::size_t tail = convred::device::detail::wgmma_tail_bytes<P, convred::op::argmin>();
   auto make = [&](std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t K, std::int64_t R,
-                  std::int64_t pad, std::int64_t stride, convred::block::wgmma_conv_params& k, bool across = false) {
+                  std::int64_t pad, std::int64_t stride, convred::block::wgmma_conv_params& k) {
     conv2d_problem p;
     p.N = N, p.C = C, p.H = H, p.W = W, p.K = K, p.R = p.S = R, p.pad_h = p.pad_w = pad, p.stride_h = p.stride_w = stride;
     std::size_t smem = 0;
-    const bool ok = mainloop::make_direct_params(p, tail, convred::device::detail::max_smem_per_block, k, smem, false, across);
+    const bool ok = mainloop::make_direct_params(p, tail, convred::device::detail::max_smem_per_block, k, smem);
     if (ok) CHECK(smem <= convred::device::detail::max_smem_per_block);
     return ok;
   };
@@ -367,30 +367,6 @@ TEST_CASE("wgmma make_direct_params: tiles of whole rows, boxes of x, what is se
   CHECK_FALSE(make(1, 8, 12, 12, 20, 3, 0, 1, k));
   CHECK_FALSE(make(1, 8, 7, 7, 20, 1, 0, 1, k));
   CHECK(make(1, 8, 10, 14, 20, 1, 0, 2, k));  // stride 2: 2 * 14 % 4 = 0
-  CHECK(k.direct_cross == 0);
-  // across images (`across`) at stride 1: tiles of 256 consecutive pixels (direct_cross), 4 box rows of 64
-  // pixels, rp = 72, the image's own shape; tile t starts at pixel 256 t
-  REQUIRE(make(5, 20, 7, 7, 140, 1, 0, 1, k, true));  // 245 pixels: one tile
-  CHECK(k.direct_cross == 1);
-  CHECK(k.H == 7);
-  CHECK(k.W == 7);
-  CHECK(k.tile_rows == 4);
-  CHECK(k.tile_cols == 64);
-  CHECK(k.tiles_p == 1);
-  CHECK(k.tiles == 1);
-  CHECK(k.rp == 72);
-  CHECK(k.raw_copy_bytes == 256 * 8 * k.group * 4);
-  REQUIRE(make(3, 33, 33, 33, 257, 1, 0, 1, k, true));  // 3267 pixels: 13 tiles
-  CHECK(k.direct_cross == 1);
-  CHECK(k.tiles == 13);
-  CHECK(mainloop::tail_serves(k));
-  CHECK(mainloop::first_pixel(k, 1) == 256);
-  CHECK(mainloop::first_pixel(k, 12) == 12 * 256);
-  CHECK(mainloop::first_pixel(k, 13) == 3 * 33 * 33);  // past the last tile: N P Q
-  CHECK_FALSE(make(1, 8, 7, 7, 20, 1, 1, 1, k, true));  // padding: not served
-  CHECK_FALSE(make(1, 8, 7, 7, 20, 1, 0, 2, k, true));  // stride 2 (2 W % 4 != 0): not served
-  REQUIRE(make(1, 8, 10, 14, 20, 1, 0, 2, k, true));    // stride 2: the direct tiles of rows
-  CHECK(k.direct_cross == 0);
   // W % 4 != 0 at stride 1 with H * W % 4 == 0: the tiles of the image viewed as H' x W' (viewed_width: the
   // fewest tiles per image, then the smallest box), k's shape the view's; the output pixels keep their order
   REQUIRE(make(1, 8, 10, 14, 20, 1, 0, 1, k));  // 10 x 14 as 1 x 140
@@ -425,17 +401,6 @@ TEST_CASE("wgmma make_direct_params: tiles of whole rows, boxes of x, what is se
       p, tail, convred::device::detail::max_smem_per_block, k, smem));
   CHECK_FALSE(convred::block::conv_mainloop_wgmma<typename convred::default_wgmma_policy<math::bf16>::type>::make_direct_params(
       p, tail, convred::device::detail::max_smem_per_block, k, smem));
-  p.H = p.W = 7;  // (nor across images)
-  CHECK_FALSE(convred::block::conv_mainloop_wgmma<typename convred::default_wgmma_policy<math::tf32x3>::type>::make_direct_params(
-      p, tail, convred::device::detail::max_smem_per_block, k, smem, false, true));
-  CHECK_FALSE(convred::block::conv_mainloop_wgmma<typename convred::default_wgmma_policy<math::bf16>::type>::make_direct_params(
-      p, tail, convred::device::detail::max_smem_per_block, k, smem, false, true));
-  // across images forced (`across`) on an image with 16-byte rows: 14 x 14 keeps its shape, 2 tiles of 256
-  p.N = 2, p.H = p.W = 14;
-  REQUIRE(mainloop::make_direct_params(p, tail, convred::device::detail::max_smem_per_block, k, smem, false, true));
-  CHECK(k.direct_cross == 1);
-  CHECK(k.W == 14);
-  CHECK(k.tiles == 2);
 }
 
 TEST_CASE("wgmma choose_wgmma_params: 3xTF32 takes flat tiles for 1x1 filters") {

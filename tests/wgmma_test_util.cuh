@@ -24,8 +24,7 @@ inline convred::device::plan_options& forced_options() {
 }
 
 /// Forces the tiles and the unsplit mode of conv2d_reduce_packed_split (forced_options()) for its lifetime: tiles
-/// 1 rows, 2 flat, 3 direct, 4 direct across images; pass 1 off, 2 on (the values of device::wgmma_tiling,
-/// wgmma_pass_mode).
+/// 1 rows, 2 flat, 3 direct; pass 1 off, 2 on (the values of device::wgmma_tiling, wgmma_pass_mode).
 struct force_choice {
   force_choice(int tiles, int pass) {
     forced_options() = {};

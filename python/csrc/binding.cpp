@@ -446,11 +446,10 @@ std::string describe(const at::Tensor& x, const at::Tensor& weight, c10::IntArra
   const std::lock_guard<std::mutex> lock(e.mu);
   std::string d = e.p->description();
   // TMA reads x from a 16-byte aligned base for tiles of image rows and direct tiles (not flat tiles, which
-  // read a packed copy of x, nor direct tiles that read a copy of it or copy x with 4-byte loads across
-  // images, nor gathered x): another x takes the mma.sync fallback (conv2d_reduce_packed_split)
+  // read a packed copy of x, nor direct tiles that read a copy of it, nor gathered x): another x takes the
+  // mma.sync fallback (conv2d_reduce_packed_split)
   if (d.rfind("wgmma", 0) == 0 && d.find("flat ") == std::string::npos && d.find("x gathered") == std::string::npos &&
-      d.find("from x copied") == std::string::npos && d.find("tiles across images") == std::string::npos &&
-      reinterpret_cast<std::uintptr_t>(x.data_ptr()) % 16 != 0)
+      d.find("from x copied") == std::string::npos && reinterpret_cast<std::uintptr_t>(x.data_ptr()) % 16 != 0)
     d += "; this x is not 16-byte aligned: runs take the mma.sync fallback";
   return d;
 }

@@ -14,9 +14,8 @@ namespace convred::block {
 /// @brief Direct tiles (wgmma_conv_params::direct) of block::conv_mainloop_wgmma<Policy>, which inherits
 /// this so that conv_mainloop_wgmma<Policy>::direct_offsets and run_stage_direct name it there too.
 ///
-/// A stage of direct tiles is one TMA box of x (bf16 / fp16: of x's copy as channel pairs; across images,
-/// wgmma_conv_params::direct_cross: the same layout copied by the producer threads; [row][entry] [column]
-/// of 32-bit entries, rp columns per box row); each consumer thread loads its A fragments from it
+/// A stage of direct tiles is one TMA box of x (bf16 / fp16: of x's copy as channel pairs; [row][entry]
+/// [column] of 32-bit entries, rp columns per box row); each consumer thread loads its A fragments from it
 /// into registers (direct_offsets: where its accumulator rows' pixels lie) and issues m64n128 wgmmas
 /// (3xTF32: m64n64, promoted) with B the stage's packed filter, into the mainloop's accumulators d[2][64]
 /// (conv_mainloop_wgmma's class comment gives their shape). `Mainloop` is conv_mainloop_wgmma<Policy>

@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../detail/load.cuh"
 #include "../detail/tma.cuh"
 #include "conv_mainloop_wgmma.cuh"
 #include "../warp/mma.cuh"
@@ -116,61 +115,6 @@ struct conv_patch_loader {
                                    bar);
     else
       convred::detail::tma_load_4d(stage + p.a_offset, x_map, 0, c0, p0, n, bar);
-  }
-
-  /// Direct tiles across images (wgmma_conv_params::direct_cross): where producer thread `pt`'s pixels of
-  /// tile `tile` lie in x. Thread pt copies tile pixels px = pt + 128 i (i < block_m / 128), output pixels
-  /// m = tile * block_m + px; at[i] is the element of x (NCHW) holding pixel m's channel 0, n C H W + h W
-  /// + w for m = n H W + h W + w, or -1 past the last pixel (m >= N H W). 64-bit throughout.
-  struct cross_source {
-    static constexpr int pixels = Policy::block_m / 128;  ///< pixels per producer thread
-    std::int64_t at[pixels];                              ///< see the struct comment
-  };
-  __device__ static cross_source cross_pixels(const wgmma_conv_params& p, std::int64_t tile, int pt) {
-    cross_source s;
-    const std::int64_t hw = std::int64_t(p.H) * p.W, last = p.N * hw;
-#pragma unroll
-    for (int i = 0; i < cross_source::pixels; ++i) {
-      const std::int64_t m = tile * Policy::block_m + pt + 128 * i;
-      s.at[i] = m < last ? m / hw * p.C * hw + m % hw : -1;
-    }
-    return s;
-  }
-
-  /// Direct tiles across images (wgmma_conv_params::direct_cross): producer thread `pt`'s (of 128) share
-  /// of stage `slice`'s copies into `stage` (128-byte aligned), whose full barrier `bar` counts
-  /// wgmma_cross_arrivals arrivals. Thread 0 arms `bar` with the packed filter slice's bytes (none when
-  /// the filter is resident) and bulk-copies it, as copy_direct; every thread copies its pixels (`src`,
-  /// cross_pixels) of the stage's 8 * group channels from x with 4-byte cp.async into the direct tiles'
-  /// box ([row][channel][column], rows of 64 pixels, rp columns: entry e of tile pixel px at word (px /
-  /// 64 * 8 group + e) rp + px % 64), zero past the last pixel and for channels >= C, then arrives on
-  /// `bar` when they have landed (cp.async.mbarrier.arrive.noinc). A warp's lanes copy 32 consecutive
-  /// pixels of one channel: coalesced global reads, conflict-free shared-memory writes.
-  __device__ static void copy_cross(unsigned char* stage, std::uint64_t* bar, const wgmma_conv_params& p, int slice,
-                                    const cross_source& src, int pt) {
-    if (pt == 0) {
-      const std::uint32_t filter = p.resident_bytes ? 0u : static_cast<std::uint32_t>(p.b_bytes);
-      convred::detail::mbarrier_arrive_expect_tx(bar, filter);
-      if (filter)
-        convred::detail::bulk_copy_g2s(stage, static_cast<const unsigned char*>(p.filter) + static_cast<std::int64_t>(slice) * p.b_bytes,
-                                       filter, bar);
-    }
-    constexpr int box_c = plan::wgmma_params<Policy>::box_c;
-    const int entries = box_c * p.group, c0 = p.x_stage(slice) * entries;
-    const std::int64_t hw = std::int64_t(p.H) * p.W;
-    float* box = reinterpret_cast<float*>(stage + p.a_offset);
-#pragma unroll
-    for (int i = 0; i < cross_source::pixels; ++i) {
-      const int px = pt + 128 * i;
-      float* d = box + px / 64 * entries * p.rp + px % 64;
-      const std::int64_t at = src.at[i] + c0 * hw;
-#pragma unroll 8
-      for (int e = 0; e < entries; ++e) {
-        const bool ok = src.at[i] >= 0 && c0 + e < p.C;
-        convred::detail::cp_async_or_zero(d + e * p.rp, p.x + (ok ? at + e * hw : 0), ok);
-      }
-    }
-    convred::detail::cp_async_mbarrier_arrive(bar);
   }
 
   /// Rewrites a raw buffer (raw_c channels) as its raw_c / E planes, starting at `planes` (the stage's

@@ -113,8 +113,7 @@ struct wgmma_conv_params {
   /// @var raw_copy_bytes
   /// @brief bytes one TMA box writes: raw_c * bh * rp * 4 (raw_c = 8 channels: one raw buffer; a stage
   /// of block_c channels is block_c / raw_c of them); direct tiles: block_c * group * tile_rows * rp * 4,
-  /// the stage's box (across images, direct_cross: block_m * 8 * group * 4, the bytes the producer
-  /// threads copy)
+  /// the stage's box
   /// @var raw_bytes
   /// @brief shared-memory bytes per raw buffer, raw_copy_bytes rounded up to 128
   /// @var plane_bytes
@@ -123,7 +122,7 @@ struct wgmma_conv_params {
   /// phase's sub-patch: dropped outputs only), else phases_h * phases_w * phase_pixels * 16
   /// @var part_bytes
   /// @brief bytes of one set of planes (block_c channels, the big or the small parts): block_c / E planes;
-  /// direct tiles: the stage's box, rp * 8 * group * tile_rows * 4 rounded up to 128
+  /// direct tiles: the stage's box, raw_copy_bytes rounded up to 128
   std::int32_t raw_copy_bytes = 0, raw_bytes = 0, plane_bytes = 0, part_bytes = 0;
   /// @var b_bytes
   /// @brief packed filter bytes per stage (one pass's 128 channels x block_c input channels): parts * R*S *
@@ -210,8 +209,7 @@ struct wgmma_conv_params {
   /// channels][phase][window pixel] of 16 bytes, the stage's planes as in shared memory), 16-byte aligned
   const void* xpack = nullptr;
   /// @brief 1: x read straight from NCHW (make_direct_params: tf32, 1x1 filter, no padding, stride 1 or 2):
-  /// no packing pass and no transform (across images, direct_cross below: other tiles, the same box
-  /// layout). A tile is tile_rows whole output rows of one image (tile_rows * Q <=
+  /// no packing pass and no transform. A tile is tile_rows whole output rows of one image (tile_rows * Q <=
   /// block_m; tile pixel px < tile_rows * Q is output (p0 + px / Q, px % Q), the rest computed and dropped);
   /// per stage one TMA box of x (rp columns x 8 * group channels x tile_rows rows, the rows `stride` input
   /// rows apart) lands in the stage as [row][channel][column] fp32, rp = 8 mod 16 (so that the 4 channels
@@ -246,16 +244,6 @@ struct wgmma_conv_params {
   /// consumers alike (row_live) where every weight is finite (skips_dead_rows); a unit with no live stage in
   /// a pass folds zeros. 0: a 1x1 filter.
   std::int32_t direct_taps = 0;
-  /// @brief 1: direct tiles across images (make_direct_params with `across`: tf32 outside 3xTF32, a 1x1
-  /// filter at stride 1 without padding, any H x W, also where H * W % 4 != 0 and TMA cannot address x's
-  /// rows; only where forced, wgmma_tiling::cross). Output pixel m = n H W + h W + w of the 1x1 GEMM is x's pixel (n, h, w),
-  /// so tile t is the block_m consecutive pixels m = t block_m + px, across images (tiles = ceil(N H W /
-  /// block_m); tiles_p = tiles_q = 1, coord n the tile). The box is that of the direct tiles with rows of
-  /// 64 pixels (tile_rows = block_m / 64, tile_cols = 64, rp = 72), written by the 128 producer threads with
-  /// 4-byte cp.async (any alignment; zero past the last pixel and past C) that arrive on the stage's full
-  /// barrier when they land (cp.async.mbarrier.arrive.noinc: block::wgmma_cross_arrivals arrivals per
-  /// phase); no tensor map, no packing pass. The consumers' register-A path is the direct tiles'.
-  std::int32_t direct_cross = 0;
   /// @var dil_h
   /// @brief vertical dilation (direct_taps, and flat tiles at stride 1: tap (r, s) reads the window r dil_h
   /// plane rows on; 1 where R = 1)
@@ -323,11 +311,5 @@ inline constexpr int wgmma_max_stages = 8;
 
 /// Slices of block_c input channels per stage at most (wgmma_conv_params::group).
 inline constexpr int wgmma_max_group = 4;
-
-/// Arrivals that complete a stage's full barrier in one phase for direct tiles across images
-/// (wgmma_conv_params::direct_cross): the direct kernel's 128 producer threads' cp.async arrivals (one
-/// each per stage, when its copies have landed) and producer thread 0's arrival with the filter slice's
-/// bytes.
-inline constexpr int wgmma_cross_arrivals = 128 + 1;
 
 }  // namespace convred::block

@@ -83,7 +83,4 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
 }
 
-/// @brief Waits until every cp.async this thread issued, committed or not, has completed (`cp.async.wait_all`).
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-
 }  // namespace convred::detail

@@ -41,15 +41,6 @@ __device__ __forceinline__ void mbarrier_arrive(std::uint64_t* bar) {
 #endif
 }
 
-/// @brief Arrives on the mbarrier (one of its `count` arrivals: `.noinc`) once every cp.async this thread
-/// issued before has completed (sm_80+ `cp.async.mbarrier.arrive.noinc`; the copies' shared-memory writes
-/// are then visible to a thread that waits on the phase).
-__device__ __forceinline__ void cp_async_mbarrier_arrive(std::uint64_t* bar) {
-#if CONVRED_HAS_TMA
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
-#endif
-}
-
 /// @brief Arrives on the mbarrier and adds `bytes` to the transactions its current phase waits for.
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint64_t* bar, std::uint32_t bytes) {
 #if CONVRED_HAS_TMA

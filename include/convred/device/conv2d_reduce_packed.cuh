@@ -277,10 +277,9 @@ status packed_split_run(const wgmma_plan_t& plan, std::size_t packed, const conv
   }
   if (splits < 0 || splits > plan.k.kt) return status::invalid_argument;
   // TMA reads x from a 16-byte aligned base: any other x (legal for float) takes the fallback too (not where
-  // direct_taps tiles read x's copy, nor direct tiles across images: 4-byte copies)
+  // direct_taps tiles read x's copy)
   const bool copied = plan::wgmma_params<Policy>::x_copied(plan.k);
-  if (!plan.k.gather && !plan.k.flat && !copied && !plan.k.direct_cross && reinterpret_cast<std::uintptr_t>(x) % 16 != 0)
-    return fallback();
+  if (!plan.k.gather && !plan.k.flat && !copied && reinterpret_cast<std::uintptr_t>(x) % 16 != 0) return fallback();
   if constexpr (std::is_same_v<T, float>) {
     const std::int64_t ny = p.y_elements();
     if (ny == 0) return status::success;
@@ -395,8 +394,7 @@ status packed_split_run(const wgmma_plan_t& plan, std::size_t packed, const conv
 /// conv2d_reduce_split<Policy::fallback> on w with the whole workspace as its partial sums
 /// (conv2d_reduce<Policy::fallback> for splits = 0); where it serves p with tiles of image rows or direct
 /// tiles but x is not 16-byte aligned and the kernel would read it with TMA (row tiles at stride 1 and W %
-/// 4 == 0; direct tiles but those across images, which copy x with 4-byte loads), the same with the partial
-/// sums after the packed filter.
+/// 4 == 0; direct tiles always), the same with the partial sums after the packed filter.
 /// @tparam Policy a wgmma_policy (or default_wgmma_policy<Math>::type)
 /// @param p               problem (conv2d_problem; PyTorch's conv2d semantics)
 /// @param x               device pointer, (N,C,H,W) elements of T in p.x_layout (the wgmma kernel: NCHW float)
@@ -455,9 +453,7 @@ status conv2d_reduce_packed_split(const conv2d_problem& p, const T* x, const T* 
   // planned again: an Op whose own choice differs (a larger reduction state) takes the fallback
   if constexpr (detail::wgmma_tail_bytes<Policy, Op>() != detail::wgmma_tail_bytes<Policy, op::argmin>()) {
     const detail::wgmma_plan_t ref = detail::wgmma_plan<Policy, T, op::argmin>(p, detail::wgmma_tiles::chosen, options);
-    if (plan.served && (!ref.served || ref.k.flat != plan.k.flat || ref.k.direct != plan.k.direct ||
-                         ref.k.direct_cross != plan.k.direct_cross))
-      plan.served = false;
+    if (plan.served && (!ref.served || ref.k.flat != plan.k.flat || ref.k.direct != plan.k.direct)) plan.served = false;
     plan.pass_mode = ref.pass_mode;
     plan.tail_tiles = ref.tail_tiles, plan.tail_splits = ref.tail_splits, plan.tail_pixels = ref.tail_pixels;
   }

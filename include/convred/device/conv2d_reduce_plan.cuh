@@ -342,9 +342,9 @@ class conv2d_reduce_plan {
   ///   conv2d_reduce_direct); also state() when the plan cannot run, and not_prepared before a successful
   ///   prepare, no_device when the current device is not the one it was prepared on. The wgmma kernel
   ///   reads x through TMA from a 16-byte aligned base on row and direct tiles; another x runs the
-  ///   mma.sync kernel of the same math, except where the kernel gathers x itself (stride 2, W % 4 != 0;
-  ///   direct tiles across images) or packs or copies it first (flat tiles; dilated direct tiles with W %
-  ///   4 != 0): any x aligned to float (else misaligned_pointer).
+  ///   mma.sync kernel of the same math, except where the kernel gathers x itself (stride 2, W % 4 != 0)
+  ///   or packs or copies it first (flat tiles; dilated direct tiles with W % 4 != 0): any x aligned to
+  ///   float (else misaligned_pointer).
   template <class Op = op::min, class Epilogue = epilogue::identity>
   status run(const T* x, const nondeduced_t<T>* bias, T* y, std::int64_t* indices, Op op = {}, Epilogue epi = {},
              cudaStream_t stream = nullptr) const {

@@ -13,10 +13,6 @@ enum class wgmma_tiling : int {
   rows = 1,    ///< tiles of image rows, where they serve (else flat tiles)
   flat = 2,    ///< flat tiles over a packed x (wgmma_conv_params::flat), where they serve (else rows)
   direct = 3,  ///< direct tiles (wgmma_conv_params::direct), where they serve (else the model's rows or flat)
-  /// direct tiles across images (wgmma_conv_params::direct_cross: tf32 1x1 at stride 1 without padding, x
-  /// copied by the producer threads; only where forced: the model never picks them), where they serve
-  /// (else the model's choice)
-  cross = 4,
 };
 
 /// @brief Pass mode of the wgmma kernel (plan_options::pass; applied by choose_wgmma_splits and

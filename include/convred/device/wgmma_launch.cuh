@@ -197,9 +197,7 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
   // direct_taps with W % 4 != 0 or 16-bit math: the box reads k.xpack, x copied there with rows of x_pitch
   // entries (TMA reads the first W of each), by the launch that packs (pack_tiles > 0)
   const bool copied = plan::wgmma_params<Policy>::x_copied(k);
-  // (direct tiles across images: the producer threads copy x, no tensor map)
-  if (!k.gather && !k.flat && !k.direct_cross &&
-      !make_x_tensor_map<Policy>(x_map, copied ? static_cast<const float*>(k.xpack) : k.x, k)) {
+  if (!k.gather && !k.flat && !make_x_tensor_map<Policy>(x_map, copied ? static_cast<const float*>(k.xpack) : k.x, k)) {
     refused = true;
     return status::success;
   }

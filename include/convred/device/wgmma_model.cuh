@@ -335,16 +335,12 @@ bool choose_wgmma_params(const conv2d_problem& p, std::size_t tail_bytes, std::s
   // 2 their boxes carry the odd columns, and each channel pass loads them again: there the model counts
   // them plan_wgmma_direct_s2_slowdown times slower, and they are taken only in partial (split-K) mode,
   // short units on a small problem where the packing pass is a large part of the run; where the units
-  // fill the GPU they were slower (bench/NOTES.md, "Moved from header comments"). Direct tiles across
-  // images (wgmma_conv_params::direct_cross) only where options force them (wgmma_tiling::cross): not yet
-  // timed, and x copied by the producer threads' 4-byte loads fed other direct tiles 3.5-5x slower than
-  // TMA (bench/NOTES.md, session 21; "Direct tiles across images", session 28)
+  // fill the GPU they were slower (bench/NOTES.md, "Moved from header comments")
   block::wgmma_conv_params direct;
   std::size_t direct_smem = 0;
   if (allow_flat && forced != wgmma_tiling::rows && forced != wgmma_tiling::flat &&
-      mainloop::make_direct_params(p, tail_bytes, max_smem, direct, direct_smem, false, forced == wgmma_tiling::cross) &&
-      (forced == wgmma_tiling::direct || (forced == wgmma_tiling::cross && direct.direct_cross) ||
-       mainloop::wide_dilated_window(k) ||
+      mainloop::make_direct_params(p, tail_bytes, max_smem, direct, direct_smem) &&
+      (forced == wgmma_tiling::direct || mainloop::wide_dilated_window(k) ||
        ((p.stride_h == 1 || estimate(direct).splits > 0) && best(direct) <= best(k))))
     k = direct, smem = direct_smem;
   return true;

@@ -41,8 +41,7 @@ namespace convred::kernel {
 /// may time (bench/wgmma_clocks.cuh).
 /// Direct: the variant for direct tiles (prm.direct: tf32 1x1, or dilated filters in any math, and under
 /// 3xTF32 undilated filters too large for its other stages; x
-/// read by TMA from NCHW or from its copy, or across images copied by the producer threads, the consumers
-/// loading the A fragments into registers; produce's
+/// read by TMA from NCHW or from its copy, the consumers loading the A fragments into registers; produce's
 /// and consume's Direct code, compiled out of the others; one producer warpgroup, wgmma_block).
 /// Gather: the variant for parameters with `gather` set (stride 2, W % 4 != 0; the producer threads load x
 /// themselves) and for flat tiles at stride 2 (their taps read stride phases); the TMA variant (Gather =
@@ -62,8 +61,7 @@ __global__ void __launch_bounds__(wgmma_block<Policy, Gather, Direct>::threads, 
   const wgmma_smem<Policy, Op> sm(smem, prm);
   const int tid = static_cast<int>(threadIdx.x);
   // the TMA producer's tensor map, fetched while the block sets up
-  if (tid == Policy::consumer_threads && !prm.gather && !prm.flat && !prm.direct_cross)
-    convred::detail::prefetch_tensormap(&x_map);
+  if (tid == Policy::consumer_threads && !prm.gather && !prm.flat) convred::detail::prefetch_tensormap(&x_map);
   if (tid == 0) init_barriers<Policy, Op, Gather>(sm.tail, prm);
   using blk = wgmma_block<Policy, Gather, Direct>;
   for (int i = tid; i < Policy::block_n; i += blk::threads)

@@ -71,12 +71,6 @@ __device__ __forceinline__ void consume(const block::wgmma_conv_params& prm, con
     auto pixel = [&](int px) {
       if constexpr (Direct) {  // the tile's pixels past tile_rows whole rows are dropped
         if (px >= prm.tile_rows * prm.tile_cols) return std::int64_t(-1);
-        if constexpr (Policy::is_tf32 && Policy::parts == 1) {
-          if (prm.direct_cross) {  // across images: output pixel tile * block_m + px (coord n is the tile)
-            const std::int64_t m = t.n * Policy::block_m + px;
-            return m < prm.N * std::int64_t(prm.P) * prm.Q ? m : std::int64_t(-1);
-          }
-        }
       }
       if (prm.flat) {  // (o < flat_pixels < 2^31: int32)
         const std::int32_t o = static_cast<std::int32_t>(t.n) * Policy::block_m + px;

@@ -87,8 +87,8 @@ struct pipeline_state {
 };
 
 /// @brief The persistent kernel's work scheduler. The tiles (tile_rows x tile_cols output pixels) form an
-/// N x tiles_p x tiles_q grid, ordered q fastest, then p, then n (flat tiles and direct tiles across
-/// images: tiles_p = tiles_q = 1 and coord::n is the tile). Pass mode (wgmma_conv_params::states) has partial mode's units with one split. Fused mode: a work unit is a whole tile
+/// N x tiles_p x tiles_q grid, ordered q fastest, then p, then n (flat tiles: tiles_p = tiles_q = 1 and
+/// coord::n is the flat tile). Pass mode (wgmma_conv_params::states) has partial mode's units with one split. Fused mode: a work unit is a whole tile
 /// (its npass channel passes of kt stages each). Partial mode (wgmma_conv_params::partial): a work unit is
 /// (tile, GEMM_K split z, channel pass), tiles * splits * npass of them, ordered pass fastest, then z,
 /// then the tile, so that a tile's units are adjacent (blocks running them at the same time read the same
@@ -179,8 +179,8 @@ struct wgmma_smem {
 
 /// @brief The block of conv2d_reduce_wgmma_kernel<Policy, ..., Gather, Direct>: two consumer warpgroups and
 /// Policy::producer_threads / 128 producer warpgroups in the TMA variant, Policy::gather_producers in the
-/// gathering one, one in the direct one (its thread 0 issues every copy, or across images its 128 threads
-/// copy x: the bf16 / fp16 policies' second producer warpgroup would only take the consumers' registers); the registers each side gets after
+/// gathering one, one in the direct one (its thread 0 issues every copy: the bf16 / fp16 policies' second
+/// producer warpgroup would only take the consumers' registers); the registers each side gets after
 /// setmaxnreg (216 / 72 with one producer warpgroup, 184 / 72 with two), and the transform threads: all
 /// producer threads but warp 0 in the TMA variant (thread 0 issues the TMA boxes, thread 1 the filter
 /// copies: 96 or 224 threads), all of them in the gathering one (thread 0 also copies the filter slices).
@@ -201,11 +201,8 @@ template <class Policy, class Op, bool Gather>
 __device__ __forceinline__ void init_barriers(wgmma_tail_storage<Policy, Op>& tail, const block::wgmma_conv_params& prm) {
   constexpr int transform = wgmma_block<Policy, Gather>::transform_threads;
   for (int s = 0; s < prm.stages; ++s) {
-    // flat and direct tiles: thread 0's one arrival (its copies' bytes); across images, also every producer
-    // thread's cp.async arrival; else the transform threads' (+ the filter's)
-    convred::detail::mbarrier_init(&tail.full[s], prm.direct_cross            ? block::wgmma_cross_arrivals
-                                                  : prm.flat || prm.direct ? 1
-                                                                           : transform + (prm.resident_bytes ? 0 : 1));
+    // flat and direct tiles: thread 0's one arrival (its copies' bytes); else the transform threads' (+ the filter's)
+    convred::detail::mbarrier_init(&tail.full[s], prm.flat || prm.direct ? 1 : transform + (prm.resident_bytes ? 0 : 1));
     convred::detail::mbarrier_init(&tail.empty[s], Policy::pingpong ? 128 : Policy::consumer_threads);
   }
   for (int s = 0; s < Policy::raw_stages; ++s) {

@@ -25,8 +25,6 @@ namespace convred::kernel {
 /// the copies between its items, was slower in all: bench/NOTES.md, "Moved from header comments".)
 /// Gathering variant (`prm.gather`: stride 2, W % 4 != 0): all producer threads load each stage's planes from
 /// x themselves (conv_patch_loader::gather_planes), thread 0 first copying the stage's filter slice.
-/// Direct tiles across images (`prm.direct_cross`): all 128 producer threads copy each stage's box of x
-/// with cp.async (conv_patch_loader::copy_cross), thread 0 also the filter slice.
 template <class Policy, class Op, bool Gather, bool Direct = false>
 __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::wgmma_conv_params& prm,
                                         const wgmma_smem<Policy, Op>& sm, const tile_scheduler& sched, int pt) {
@@ -36,22 +34,6 @@ __device__ __forceinline__ void produce(const CUtensorMap* x_map, const block::w
   constexpr int transform = wgmma_block<Policy, Gather>::transform_threads;
   auto& tail = sm.tail;
   pipeline_state st(prm.stages), rs(Policy::raw_stages);
-  if constexpr (Direct && Policy::is_tf32 && Policy::parts == 1) {
-    if (prm.direct_cross) {  // direct tiles across images: every producer thread copies x, thread 0 the filter
-      if (pt == 0 && prm.resident_bytes) loader::copy_filter_resident(sm.base, &tail.filter_full, prm);
-      for (std::int64_t unit = sched.first(); unit < sched.units; unit = sched.next(unit)) {
-        const typename loader::cross_source src = loader::cross_pixels(prm, sched.decode(unit).n, pt);  // coord n: the tile
-        int first, last;
-        sched.slices(unit, first, last);
-        for (int sl = first; sl < last; ++sl, st.advance()) {
-          CONVRED_WGMMA_PHASE(6, st.wait_free(tail.empty));
-          loader::copy_cross(sm.stages + st.slot * prm.stage_bytes, &tail.full[st.slot], prm, sl, src, pt);
-        }
-      }
-      convred::detail::cp_async_wait_all();  // (none in flight when the thread exits)
-      return;
-    }
-  }
   if (Direct || prm.flat) {  // flat and direct tiles: thread 0 copies each stage's filter slice and its x
     if (pt != 0) return;
     if (prm.resident_bytes) loader::copy_filter_resident(sm.base, &tail.filter_full, prm);

@@ -234,8 +234,7 @@ struct wgmma_params {
   /// @brief Parameters of the direct tiles (wgmma_conv_params::direct: x read by TMA from NCHW or from a copy
   /// of it (x_copied), the A
   /// fragments loaded into registers by the consumers) and their dynamic shared memory (as make_params:
-  /// the resident filter when it fits, operand stages, then `tail_bytes`), if they serve p: tiles across
-  /// images (below), or Q <= block_m
+  /// the resident filter when it fits, operand stages, then `tail_bytes`), if they serve p: Q <= block_m
   /// output columns whose box row fits TMA's 256 columns (rp below), and either (tf32 only) a 1x1 filter
   /// without padding at stride 1 or 2 with x rows whose TMA strides are multiples of 16 bytes (H * W and
   /// stride * W multiples of 4; at stride 1 with W % 4 != 0 the tiles are those of the image viewed as H' x
@@ -248,26 +247,18 @@ struct wgmma_params {
   /// tile_rows = ceil(P / tiles_p) output rows, tiles_p = ceil(P / floor(block_m / Q)); stages of `group`
   /// slices of block_c channels (the most, up to wgmma_max_group, dividing ceil(C / block_c) for which 4
   /// streamed stages fit; direct_taps outside 3xTF32: 3), so the packed filter is pack_filter's as for the other tiles; a slice's box
-  /// holds box_c entries per pixel (8 fp32 channels, or 8 pairs of 16-bit channels). With `across`
-  /// (wgmma_tiling::cross), tiles across images instead (wgmma_conv_params::direct_cross) where p is a
-  /// tf32 1x1 filter at stride 1 without padding, of any H x W: tiles of block_m consecutive output pixels,
-  /// a box of block_m / 64 rows of 64 pixels (rp = 72) that the producer threads fill with cp.async; no
-  /// tensor map. p must be valid.
+  /// holds box_c entries per pixel (8 fp32 channels, or 8 pairs of 16-bit channels). p must be valid.
   static bool make_direct_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,
-                                 wgmma_conv_params& k, std::size_t& smem_bytes, bool any_filter = false,
-                                 bool across = false) {
+                                 wgmma_conv_params& k, std::size_t& smem_bytes, bool any_filter = false) {
     if (cannot_implement(p)) return false;
     if (any_filter && !dilated(p) && p.R * p.S == 1) return false;  // (1x1: the other tiles serve it)
     const bool taps = dilated(p) || any_filter;
     if (!taps && (!Policy::is_tf32 || x3 || p.R != 1 || p.S != 1 || p.pad_h != 0 || p.pad_w != 0)) return false;
     if (taps && (p.stride_h != 1 || p.groups != 1 || Policy::pingpong)) return false;
-    // a 1x1 filter at stride 1 without padding reads each output pixel's own input pixel: output pixel m =
-    // n H W + h W + w is x's pixel (n, h, w). So any H' x W' = H x W view of the image is the same GEMM over
-    // the same memory (x NCHW, y N x P x Q): where W % 4 != 0 (TMA's row stride) but H * W % 4 == 0, the
-    // tiles see the image as viewed_width's H' x W'; with `across`, tiles of block_m consecutive pixels m
-    // across images, x copied by the producer threads (wgmma_conv_params::direct_cross), any H * W
-    const bool cross = across && !taps && p.stride_h == 1 && p.stride_w == 1;
-    if (!cross && !taps && p.stride_h == 1 && p.stride_w == 1 && p.W % 4 != 0 && (p.H * p.W) % 4 == 0) {
+    // a 1x1 filter at stride 1 without padding reads each output pixel's own input pixel, so any H' x W' =
+    // H x W view of the image is the same GEMM over the same memory (x NCHW, y N x P x Q): where W % 4 != 0
+    // (TMA's row stride) but H * W % 4 == 0, the tiles see the image as viewed_width's H' x W'
+    if (!taps && p.stride_h == 1 && p.stride_w == 1 && p.W % 4 != 0 && (p.H * p.W) % 4 == 0) {
       const std::int64_t w2 = viewed_width(p.H * p.W);  // (>= 4: W' = 4 always qualifies)
       if (p.H * p.W / w2 >= (std::int64_t(1) << 30)) return false;  // (k's H' is 32-bit, as validate's H)
       conv2d_problem v = p;
@@ -275,17 +266,15 @@ struct wgmma_params {
       return make_direct_params(v, tail_bytes, max_smem, k, smem_bytes, any_filter);
     }
     const std::int64_t P = p.P(), Q = p.Q(), s = p.stride_h;
-    if (!cross && (Q > Policy::block_m || (!taps && ((p.H * p.W) % 4 != 0 || (s * p.W) % 4 != 0)))) return false;
+    if (Q > Policy::block_m || (!taps && ((p.H * p.W) % 4 != 0 || (s * p.W) % 4 != 0))) return false;
     // the box's columns: 1x1, the s * (Q - 1) + 1 read; taps, the row's S taps' reach from the 16-byte
     // aligned column -(pad_w + shift); rounded up to 8 mod 16 floats (a box with an element stride of 2,
     // so that only the columns read land, stopped the kernel with an illegal address on the H200)
     const std::int64_t dw = p.S > 1 ? p.dil_w : 1, shift = taps ? (4 - p.pad_w % 4) % 4 : 0;
     const std::int64_t cols = taps ? shift + (p.S - 1) * dw + Q : s * (Q - 1) + 1;
-    // (across images: rows of 64 pixels, block_m / 64 of them, 72 columns: 8 mod 16)
-    const std::int64_t rp = cross ? 72 : (cols + 7) / 16 * 16 + 8;
+    const std::int64_t rp = (cols + 7) / 16 * 16 + 8;
     if (rp > 256) return false;
-    const std::int64_t per = cross ? 1 : Policy::block_m / Q, tiles_p = cross ? 1 : (P + per - 1) / per,
-                       rows = cross ? Policy::block_m / 64 : (P + tiles_p - 1) / tiles_p;
+    const std::int64_t per = Policy::block_m / Q, tiles_p = (P + per - 1) / per, rows = (P + tiles_p - 1) / tiles_p;
     set_shape(p, k);
     // a stage's packed filter: group slices' taps of one filter row (the whole slice for 1x1), of each part
     // (3xTF32: big and small)
@@ -316,16 +305,12 @@ struct wgmma_params {
     if (smem > static_cast<std::int64_t>(max_smem)) return false;
     k.stages = 2;  // as many more as fit, up to wgmma_max_stages
     while (k.stages < wgmma_max_stages && smem + stage <= static_cast<std::int64_t>(max_smem)) ++k.stages, smem += stage;
-    k.direct = 1, k.direct_cross = cross ? 1 : 0;
-    const std::int64_t cols_used = cross ? 64 : Q;  // a box row's pixels
-    k.tile_rows = static_cast<std::int32_t>(rows), k.tile_cols = static_cast<std::int32_t>(cols_used), k.mrow_step = Policy::tile_w;
-    k.tiles_p = static_cast<std::int32_t>(tiles_p), k.tiles_q = 1;
-    k.tiles = cross ? (p.N * P * Q + Policy::block_m - 1) / Policy::block_m : p.N * tiles_p;
+    k.direct = 1;
+    k.tile_rows = static_cast<std::int32_t>(rows), k.tile_cols = static_cast<std::int32_t>(Q), k.mrow_step = Policy::tile_w;
+    k.tiles_p = static_cast<std::int32_t>(tiles_p), k.tiles_q = 1, k.tiles = p.N * tiles_p;
     k.rp = static_cast<std::int32_t>(rp), k.bh = static_cast<std::int32_t>(rows), k.ph = k.bh;
-    k.pw = static_cast<std::int32_t>(cols_used);
-    // (across images: the bytes the producer threads copy, not a TMA box's)
-    k.raw_copy_bytes = static_cast<std::int32_t>(cross ? std::int64_t(Policy::block_m) * box_c * g * 4 : rp * box_c * g * rows * 4);
-    k.raw_bytes = 0;
+    k.pw = static_cast<std::int32_t>(Q);
+    k.raw_copy_bytes = static_cast<std::int32_t>(rp * box_c * g * rows * 4), k.raw_bytes = 0;
     k.part_bytes = static_cast<std::int32_t>(a);
     k.b_bytes = static_cast<std::int32_t>(b_bytes), k.stage_bytes = static_cast<std::int32_t>(stage);
     k.x_pitch = k.W;
@@ -400,10 +385,9 @@ struct wgmma_params {
   /// The first output pixel m of tile t (0 <= t <= tiles; N*P*Q for t = tiles) of parameters k for which
   /// tail_serves: tiles t, t + 1, ... cover exactly the pixels [first_pixel(k, t), N*P*Q). Flat tiles:
   /// the first output at or after GEMM row o = t * block_m = (n * flat_rows + row) * pw + col; row tiles:
-  /// row t % tiles_p * tile_rows of image t / tiles_p; direct tiles across images: pixel t * block_m.
+  /// row t % tiles_p * tile_rows of image t / tiles_p.
   static std::int64_t first_pixel(const wgmma_conv_params& k, std::int64_t t) {
     const std::int64_t PQ = std::int64_t(k.P) * k.Q;
-    if (k.direct_cross) return std::min(t * Policy::block_m, k.N * PQ);
     if (!k.flat) return (t / k.tiles_p * k.P + t % k.tiles_p * k.tile_rows) * k.Q;
     const std::int64_t o = t * Policy::block_m, image = std::int64_t(k.flat_rows) * k.pw;
     const std::int64_t n = o / image, row = o % image / k.pw, col = o % k.pw;

@@ -91,11 +91,6 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
                                             std::to_string(xpack) + " bytes, copied on each run)"
                                       : std::string(" from NCHW")) +
                   "; rows reading only padding skipped; A fragments in registers)"
-        : k.direct_cross ? std::to_string(k.tile_rows * k.tile_cols) +
-                             "-pixel tiles across images with x copied from NCHW by the producer threads (4-byte "
-                             "cp.async, " + std::to_string(k.group * 8) +
-                             " channels per stage; A fragments loaded into registers and rounded to tf32 there: no "
-                             "packing pass)"
         : k.direct ? std::to_string(k.tile_rows) + "x" + std::to_string(k.tile_cols) +
                        "-pixel tiles with x read straight from NCHW (" +
                        (k.W != p.W ? "the " + std::to_string(p.H) + "x" + std::to_string(p.W) + " image viewed as " +
@@ -309,8 +304,7 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
       std::size_t q_smem = 0;
       if (!choose_wgmma_params<pp>(p, device::detail::wgmma_tail_bytes<pp, op::argmin>(), device::detail::max_smem_per_block,
                                    dev.sm_count, true, q, q_smem, o) ||
-          (!forced && (q.flat != k.flat || q.direct != k.direct || q.direct_cross != k.direct_cross || q.gather != k.gather ||
-                       q.kt != k.kt)))
+          (!forced && (q.flat != k.flat || q.direct != k.direct || q.gather != k.gather || q.kt != k.kt)))
         return false;
       plan_options po = o;  // forced: unsplit, in pass mode where there are several passes, no tail
       if (forced) po.pass = q.npass > 1 ? wgmma_pass_mode::on : o.pass, po.tail = -1;
