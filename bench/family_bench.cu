@@ -236,6 +236,8 @@ void option_rows(const conv2d_problem& p) {
   // FAMILY_BENCH_MATH=tf32 (or bf16, accurate): that math only
   const char* only = std::getenv("FAMILY_BENCH_MATH");
   auto wanted = [&](const char* m) { return !only || std::strcmp(only, m) == 0; };
+  if (only && !wanted("tf32") && !wanted("bf16") && !wanted("accurate"))
+    std::printf("FAMILY_BENCH_MATH=%s: not tf32, bf16 or accurate; no rows\n", only);
   if (wanted("tf32")) rows(convred::math::tf32{}, "tf32");
   if (wanted("bf16")) rows(convred::math::bf16{}, "bf16");
   if (wanted("accurate")) rows(convred::math::accurate{}, "accurate");
