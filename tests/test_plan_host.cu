@@ -7,6 +7,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -666,5 +667,116 @@ TEST_CASE("conv2d_reduce_plan: errors before any CUDA call") {
   CHECK(moved.kernel() == kernel_kind::wgmma);
   CHECK(moved.workspace_bytes() == 295168u);
   CHECK(std::string(convred::device::to_string(kernel_kind::mma_sync)) == "mma.sync");
+}
+// Random layers (fixed seed) through the planner in TF32, bf16 and math::accurate, for a described 132-SM
+// H100, an A100 and no device, with the default options and with one forced plan_options choice each: an
+// invalid problem gets validate()'s status; a valid one a plan that can run on the H100 and the A100
+// (success), no_device on no device; a plan that runs names its kernel, has a finite, non-negative estimate,
+// a workspace holding its prepared bytes, takes the wgmma kernel only where sm_90a code is present, and is
+// made again the same (the plan cache relies on it). Layers span the classes of issue 32's sweep (dense,
+// 1x1, strided, grouped, depthwise, dilated with padding = dilation, asymmetric filters, tiny and odd
+// images, K > 1024) and a few values at or past validate()'s limits.
+TEST_CASE("conv2d_reduce_plan: random layers and forced options give a runnable plan or a named error") {
+  std::mt19937_64 rng(20261207);
+  auto pick = [&](std::initializer_list<std::int64_t> v) {
+    return *(v.begin() + static_cast<std::ptrdiff_t>(rng() % v.size()));
+  };
+  auto chance = [&](double q) { return static_cast<double>(rng() % 1000000) < q * 1e6; };
+  device_info h132 = h100;
+  h132.sm_count = 132;
+  device_info a108 = a100;
+  a108.sm_count = 108;
+  std::int64_t plans = 0, wgmma_plans = 0, refused = 0;
+  for (int i = 0; i < 600; ++i) {
+    conv2d_problem p;
+    p.N = pick({1, 1, 1, 2, 4, 8, 16, 32, 32, 64});
+    p.R = pick({1, 1, 1, 1, 2, 3, 3, 3, 3, 5, 7});
+    p.S = chance(0.75) ? p.R : pick({1, 3, 5, 7});
+    p.dil_h = chance(0.6) ? 1 : pick({2, 3, 4, 6, 12, 18, 24, 36});
+    p.dil_w = chance(0.85) ? p.dil_h : pick({1, 2, 4});
+    p.stride_h = chance(0.6) ? 1 : pick({2, 2, 3, 4});
+    p.stride_w = chance(0.9) ? p.stride_h : pick({1, 2});
+    p.H = pick({1, 2, 3, 4, 5, 7, 9, 12, 13, 14, 15, 17, 19, 25, 28, 33, 35, 38, 56, 65, 68, 112, 128});
+    p.W = chance(0.7) ? p.H : pick({1, 3, 4, 5, 7, 9, 14, 20, 34, 50, 65, 68, 100, 257});
+    p.pad_h = pick({0, 1, 2, 3}) == 0 ? 0 : p.dil_h * (p.R / 2);
+    p.pad_w = chance(0.9) ? p.dil_w * (p.S / 2) : pick({0, 1, 2});
+    const std::initializer_list<std::int64_t> ch = {1,   2,   3,   4,   7,   8,   16,  31,  32,   33,   64,   65,  96,
+                                                    128, 130, 144, 192, 256, 257, 384, 512, 513, 1024, 1030, 2048, 3712};
+    p.C = pick(ch), p.K = pick(ch);
+    const double r = static_cast<double>(rng() % 1000) / 1000.0;
+    if (r < 0.12) {  // depthwise, channel multiplier 1, 2 or 4
+      p.groups = p.C, p.K = p.C * pick({1, 1, 2, 4});
+    } else if (r < 0.25) {  // grouped
+      p.groups = pick({2, 3, 4, 8, 32});
+      p.C = p.groups * pick({1, 2, 4, 8, 16, 33}), p.K = p.groups * pick({1, 2, 4, 8, 17, 64});
+    }
+    if (r > 0.95) {  // one value at or past a limit of validate()
+      const std::int64_t v = pick({0, -1, std::int64_t(1) << 31, std::int64_t(1) << 40, (std::int64_t(1) << 40) + 1});
+      switch (rng() % 7) {
+        case 0: p.N = v; break;
+        case 1: p.C = v; break;
+        case 2: p.K = v; break;
+        case 3: p.H = v; break;
+        case 4: p.stride_w = v; break;
+        case 5: p.pad_h = v; break;
+        default: p.groups = v; break;
+      }
+    }
+    convred::device::plan_options o;  // one forced choice
+    switch (rng() % 10) {
+      case 0: o.tiles = convred::device::wgmma_tiling::rows; break;
+      case 1: o.tiles = convred::device::wgmma_tiling::flat; break;
+      case 2: o.tiles = convred::device::wgmma_tiling::direct; break;
+      case 3: o.pass = convred::device::wgmma_pass_mode::on; break;
+      case 4: o.pingpong = convred::device::wgmma_pingpong_mode::on; break;
+      case 5: o.splits = pick({-1, 2, 7}); break;
+      case 6: o.tail = pick({-1, 1, 2}); break;
+      case 7: o.dilated_residual = pick({-1, 1, 2, 3}); break;
+      case 8: o.pass = convred::device::wgmma_pass_mode::off; break;
+      default: o.pingpong = convred::device::wgmma_pingpong_mode::off; break;
+    }
+    const status valid = convred::validate(p, sizeof(float));
+    auto check = [&](auto math, const device_info& dev, const convred::device::plan_options& opt, const char* mname,
+                     const char* dname) {
+      using Math = decltype(math);
+      const conv2d_reduce_plan<float, Math> plan(p, dev, opt);
+      INFO("layer N", p.N, " C", p.C, " ", p.H, "x", p.W, " K", p.K, " ", p.R, "x", p.S, " s", p.stride_h, "x",
+           p.stride_w, " p", p.pad_h, "x", p.pad_w, " d", p.dil_h, "x", p.dil_w, " g", p.groups, " math ", mname,
+           " device ", dname, " forced tiles ", int(opt.tiles), " pass ", int(opt.pass), " pp ", int(opt.pingpong),
+           " splits ", opt.splits, " tail ", opt.tail, " s2b ", opt.dilated_residual, ": ", plan.description());
+      ++plans;
+      if (valid != status::success) {
+        CHECK(plan.state() == valid);
+        ++refused;
+        return;
+      }
+      if (dev.cc_major == 0) {
+        CHECK(plan.state() == status::no_device);
+        return;
+      }
+      REQUIRE(plan.state() == status::success);
+      CHECK(!plan.description().empty());
+      CHECK(std::isfinite(plan.config().seconds));
+      CHECK(plan.config().seconds >= 0);
+      CHECK(plan.workspace_bytes() >= plan.prepared_bytes());
+      if (!dev.wgmma_image) CHECK(plan.kernel() != kernel_kind::wgmma);
+      wgmma_plans += plan.kernel() == kernel_kind::wgmma;
+      const conv2d_reduce_plan<float, Math> again(p, dev, opt);
+      CHECK(again.description() == plan.description());
+      CHECK(again.workspace_bytes() == plan.workspace_bytes());
+      CHECK(again.config().seconds == plan.config().seconds);
+    };
+    for (const convred::device::plan_options& opt : {convred::device::plan_options{}, o}) {
+      check(math::tf32{}, h132, opt, "tf32", "h100");
+      check(math::bf16{}, h132, opt, "bf16", "h100");
+      check(math::accurate{}, h132, opt, "accurate", "h100");
+    }
+    check(math::tf32{}, a108, {}, "tf32", "a100");
+    check(math::accurate{}, a108, {}, "accurate", "a100");
+    check(math::bf16{}, none, {}, "bf16", "none");
+  }
+  MESSAGE(plans, " plans, ", refused, " of invalid layers, ", wgmma_plans, " on the wgmma kernel");
+  CHECK(wgmma_plans > plans / 10);  // the draw reaches the Hopper families
+  CHECK(refused > 0);               // and validate()'s limits
 }
 }  // TEST_SUITE("host")
