@@ -741,8 +741,8 @@ TEST_CASE("conv2d_reduce_plan: random layers and forced options give a runnable 
       using Math = decltype(math);
       const conv2d_reduce_plan<float, Math> plan(p, dev, opt);
       INFO("layer N", p.N, " C", p.C, " ", p.H, "x", p.W, " K", p.K, " ", p.R, "x", p.S, " s", p.stride_h, "x",
-           p.stride_w, " p", p.pad_h, "x", p.pad_w, " d", p.dil_h, "x", p.dil_w, " g", p.groups, " math ", mname,
-           " device ", dname, " forced tiles ", int(opt.tiles), " pass ", int(opt.pass), " pp ", int(opt.pingpong),
+           p.stride_w, " p", p.pad_h, "x", p.pad_w, " d", p.dil_h, "x", p.dil_w, " g", p.groups, " math ", std::string(mname),
+           " device ", std::string(dname), " forced tiles ", int(opt.tiles), " pass ", int(opt.pass), " pp ", int(opt.pingpong),
            " splits ", opt.splits, " tail ", opt.tail, " s2b ", opt.dilated_residual, ": ", plan.description());
       ++plans;
       if (valid != status::success) {
@@ -778,5 +778,68 @@ TEST_CASE("conv2d_reduce_plan: random layers and forced options give a runnable 
   MESSAGE(plans, " plans, ", refused, " of invalid layers, ", wgmma_plans, " on the wgmma kernel");
   CHECK(wgmma_plans > plans / 10);  // the draw reaches the Hopper families
   CHECK(refused > 0);               // and validate()'s limits
+}
+// Sizes at validate()'s limits (a review's reproducers, 2026-12-07): each once made plans whose sizes or
+// estimates had overflowed (a packed filter of 2^63 bytes in a 0-byte workspace, negative work-unit counts
+// and estimates, x's copy of 2^64 bytes reported as 0, C = 2^31 narrowed to a negative int32, a NaN
+// estimate at N = 0) or ran the planner's searches for seconds. Now: validate()'s status, or a plan whose
+// workspace holds its prepared bytes and whose estimate is finite and non-negative.
+TEST_CASE("conv2d_reduce_plan: sizes at the limits give a named error or a plan whose sizes did not overflow") {
+  struct row {
+    std::int64_t v[14];  // N C H W K R S stride_h stride_w pad_h pad_w dil_h dil_w groups
+    int splits, pass, tail;
+    status want;  // success: any state but a served plan must be sane; else exactly this state
+  };
+  const std::int64_t big = std::int64_t(1) << 40;
+  const row rows[] = {
+      {{33, 2, 1, 2, 1073741823, 134217728, 2, 1, 1, 134217727, 0, 2, 1, 1}, 0, 0, 0, status::success},
+      {{1, 2147483648, 8, 8, 134217728, 1, 1, 1, 1, 0, 0, 1, 1, 134217728}, 0, 0, 0, status::size_overflow},
+      {{1073741824, 16384, 65536, 1, 1, 2, 1, 1, 1, 0, 0, 2, 1, 1}, 0, 0, 0, status::success},
+      {{1073741824, 16384, 65536, 1, 1, 2, 1, 1, 1, 0, 0, 2, 1, 1}, -1, 0, 0, status::success},
+      {{0, 1073741824, 536870912, 536870912, 128, 1, 1, 1, 1, 0, 0, 1, 1, 2}, 0, 0, 0, status::size_overflow},
+      {{1024, 32, 1, 1, 64, 2, 2, 1, 1, 268435455, 268435455, 536870910, 536870910, 1}, 0, 0, 0, status::success},
+      {{1, 3200, 1, 4, 64, 2, 1, 1, 1, 28384, 16382, 24000, 1, 1}, 0, 0, 0, status::success},
+      {{1, 6400, 1, 4, 64, 2, 1, 1, 1, 28384, 16382, 24000, 1, 1}, 0, 0, 0, status::success},
+      {{big, 32, 1, 1, 64, 3, 3, 1, 1, 268435455, 268435454, 268435455, 268435454, 1}, 0, 0, 0, status::success},
+      {{33, 5610, 505, 379, 1073741823, 505, 379, 2, 2, 0, 0, 1, 1, 1}, 0, 0, 0, status::success},
+      {{1, 48, 4, 4, 1, 1, 1, 1, 1, 536870909, 536870909, 1, 1, 1}, 3, 0, 0, status::success},
+      {{1, 32, 4, 4, 2, 1, 1, 1, 1, 536870909, 536870909, 1, 1, 2}, -1, 2, 0, status::success},
+      {{134217728, 16384, 4, 4, 1, 1, 1, 1, 1, 536870909, 0, 1, 1, 1}, 65535, 0, 0, status::success},
+      {{8388608, 262144, 4, 4, 64, 1, 1, 1, 1, 536870909, 0, 1, 1, 1}, 0, 0, 1 << 30, status::success},
+      {{33, 32, 536870912, 1, 64, 2, 1, 1, 1, 0, 0, 536870911, 1, 1}, 0, 0, 0, status::success},
+      {{0, 32, 56, 56, 32, 3, 3, 1, 1, 1, 1, 1, 1, 32}, 0, 0, 0, status::success},
+      {{0, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 4}, 0, 0, 0, status::success},
+  };
+  device_info h132 = h100;
+  h132.sm_count = 132;
+  for (const row& r : rows) {
+    conv2d_problem p;
+    p.N = r.v[0], p.C = r.v[1], p.H = r.v[2], p.W = r.v[3], p.K = r.v[4], p.R = r.v[5], p.S = r.v[6];
+    p.stride_h = r.v[7], p.stride_w = r.v[8], p.pad_h = r.v[9], p.pad_w = r.v[10], p.dil_h = r.v[11], p.dil_w = r.v[12];
+    p.groups = r.v[13];
+    convred::device::plan_options o;
+    o.splits = r.splits, o.pass = static_cast<convred::device::wgmma_pass_mode>(r.pass), o.tail = r.tail;
+    auto check = [&](auto math, const char* name) {
+      using Math = decltype(math);
+      const conv2d_reduce_plan<float, Math> plan(p, h132, o);
+      INFO("N", p.N, " C", p.C, " ", p.H, "x", p.W, " K", p.K, " ", p.R, "x", p.S, " groups ", p.groups, " splits ",
+           o.splits, " tail ", o.tail, " ", std::string(name), ": ", plan.description());
+      if (r.want != status::success) {
+        CHECK(plan.state() == r.want);
+        return;
+      }
+      if (plan.state() != status::success) {
+        CHECK(plan.state() == convred::validate(p, sizeof(float)));
+        return;
+      }
+      CHECK(std::isfinite(plan.config().seconds));
+      CHECK(plan.config().seconds >= 0);
+      CHECK(plan.workspace_bytes() >= plan.prepared_bytes());
+      CHECK(plan.description().find("= -") == std::string::npos);  // no negative work-unit count
+    };
+    check(math::tf32{}, "tf32");
+    check(math::bf16{}, "bf16");
+    check(math::accurate{}, "accurate");
+  }
 }
 }  // TEST_SUITE("host")

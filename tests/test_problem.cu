@@ -189,6 +189,14 @@ TEST_CASE("validate(conv2d_problem): every status") {
   CHECK(with([](conv2d_problem& p) {  // GEMM_K = C*R*S at 2^31
           p.N = 1, p.C = std::int64_t(1) << 27, p.H = p.W = 4, p.K = 1, p.R = p.S = 4;
         }) == status::size_overflow);
+  CHECK(with([](conv2d_problem& p) {  // C at 2^30 (C/groups = 2): channel indices are int32
+          p.N = 1, p.C = std::int64_t(1) << 30, p.H = p.W = 1, p.K = std::int64_t(1) << 29, p.R = p.S = 1;
+          p.groups = std::int64_t(1) << 29;
+        }) == status::size_overflow);
+  CHECK(with([](conv2d_problem& p) {  // N = 0: one image's x must still fit (2^40 * 2^30 * 2^30 elements do not)
+          p.N = 0, p.C = std::int64_t(1) << 29, p.H = p.W = std::int64_t(1) << 29, p.K = 1, p.R = p.S = 1;
+        }) == status::size_overflow);
+  CHECK(with([](conv2d_problem& p) { p.N = 0, p.C = 64, p.H = p.W = 1024; }) == status::success);
   // Large but representable problems are fine (the >2^31-element GPU case).
   CHECK(with([](conv2d_problem& p) { p.N = 1, p.C = 3, p.H = p.W = 27000, p.K = 4; }) == status::success);
   // Element size matters for the byte count: 2^60 elements fit in 8 bytes each? No: 2^63 overflows.

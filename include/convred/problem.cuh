@@ -101,6 +101,13 @@ inline bool product_ok(std::initializer_list<std::int64_t> factors, std::int64_t
     if (!mul_ok(p, f, p)) return false;
   return mul_ok(p, elem_bytes, p);
 }
+/// Whether the product of the factors (each >= 0) is below `limit`, without overflowing on the way.
+inline bool product_below(std::initializer_list<std::int64_t> factors, std::int64_t limit) {
+  std::int64_t p = 1;
+  for (auto f : factors)
+    if (!mul_ok(p, f, p)) return false;
+  return p < limit;
+}
 /// Sizes and parameters the kernels index with fit comfortably in int64 when each is below 2^40.
 inline constexpr std::int64_t max_extent = std::int64_t(1) << 40;
 }  // namespace detail
@@ -110,10 +117,10 @@ inline constexpr std::int64_t max_extent = std::int64_t(1) << 40;
 /// @return `invalid_shape` (N < 0; C, H, W, K, R, S < 1; a size above 2^40), `invalid_stride`,
 /// `invalid_dilation`, `invalid_padding`, `invalid_groups` (groups < 1 or not dividing C and K),
 /// `invalid_output_size` (P or Q < 1: the dilated kernel is larger than the padded input),
-/// `invalid_layout`, `size_overflow` (N*C*H*W, K*C/g*R*S, N*K*P*Q elements or bytes overflow int64;
-/// K, (C/groups)*R*S, R, S, padding, stride or dilation at or above 2^30; H + 2*pad_h + dil_h*(R-1) +
-/// stride_h or its W analogue above 2^30), `invalid_argument` (elem_bytes < 1), else `success`.
-/// N = 0 is valid (empty work). `elem_bytes` is sizeof(T) of the tensors (default 4, float): the byte
+/// `invalid_layout`, `size_overflow` (N*C*H*W, K*C/g*R*S, N*K*P*Q elements or bytes overflow int64, with
+/// N read as 1 where it is 0; C, K, (C/groups)*R*S, R, S, padding, stride or dilation at or above 2^30;
+/// H + 2*pad_h + dil_h*(R-1) + stride_h or its W analogue above 2^30), `invalid_argument` (elem_bytes < 1),
+/// else `success`. N = 0 is valid (empty work) where one image would be. `elem_bytes` is sizeof(T) of the tensors (default 4, float): the byte
 /// sizes are checked with it, so pass sizeof(double) for double (the device entry points do).
 inline status validate(const conv2d_problem& p, std::int64_t elem_bytes = 4) {
   if (p.N < 0 || p.C < 1 || p.H < 1 || p.W < 1 || p.K < 1 || p.R < 1 || p.S < 1) return status::invalid_shape;
@@ -134,14 +141,16 @@ inline status validate(const conv2d_problem& p, std::int64_t elem_bytes = 4) {
       p.W + 2 * p.pad_w + p.dil_w * (p.S - 1) + p.stride_w > coord_limit)
     return status::size_overflow;
   if (p.P() < 1 || p.Q() < 1) return status::invalid_output_size;
-  if (!detail::product_ok({p.N, p.C, p.H, p.W}, elem_bytes) ||
+  // At least one image: N = 0 (no work) bounds nothing, so one image's tensors must fit as well.
+  const std::int64_t n1 = p.N > 0 ? p.N : 1;
+  if (!detail::product_ok({n1, p.C, p.H, p.W}, elem_bytes) ||
       !detail::product_ok({p.K, p.C_per_group(), p.R, p.S}, elem_bytes) ||
-      !detail::product_ok({p.N, p.K, p.P(), p.Q()}, elem_bytes) ||
-      !detail::product_ok({p.N, p.P(), p.Q()}, 8))
+      !detail::product_ok({n1, p.K, p.P(), p.Q()}, elem_bytes) ||
+      !detail::product_ok({n1, p.P(), p.Q()}, 8))
     return status::size_overflow;
   // Channel indices and GEMM_K indices are int32 in the kernels.
-  if (p.K > std::numeric_limits<std::int32_t>::max() / 2 || p.gemm_k() > std::numeric_limits<std::int32_t>::max() / 2)
-    return status::size_overflow;
+  constexpr std::int64_t index_limit = std::numeric_limits<std::int32_t>::max() / 2;
+  if (p.C > index_limit || p.K > index_limit || p.gemm_k() > index_limit) return status::size_overflow;
   return status::success;
 }
 

@@ -254,7 +254,7 @@ inline direct_estimate estimate_direct_config(const conv2d_problem& p, const dir
   const double store = std::ceil(px * groups / threads) * 10 + std::ceil(px / threads) * (12 + 6 * groups) + 100;
   const double w_blk = warps * (nst * warp_stage + store);
   const double blocks = tiles * splits;
-  const double nb = std::ceil(blocks / sms);          // blocks on the busiest SM
+  const double nb = std::max(1.0, std::ceil(blocks / sms));  // blocks on the busiest SM (N = 0: counted as 1)
   const double conc = std::min(nb, bps);              // of them resident at once
   const double ipc = std::min(m.max_issue, m.issue_per_warp * conc * warps);
   r.throughput = nb * w_blk / ipc;

@@ -256,10 +256,17 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
 inline std::size_t partial_offset(std::size_t packed) { return (packed + 15) / 16 * 16; }
 
 /// Bytes of pass mode's reduction states (npass x N*P*Q x pass_state_bytes, npass = groups x ceil(K/groups /
-/// 128), rounded up to a multiple of 16: the partial sums of a split-K tail follow them); 0 without pass mode.
+/// 128), rounded up to a multiple of 16: the partial sums of a split-K tail follow them); 0 without pass mode,
+/// -1 where the size overflows int64.
 inline std::int64_t pass_states_bytes(const conv2d_problem& p, bool pass_states) {
+  if (!pass_states) return 0;
   const std::int64_t npass = p.groups * ((p.K_per_group() + 127) / 128);
-  return pass_states ? (npass * p.gemm_m() * static_cast<std::int64_t>(pass_state_bytes) + 15) / 16 * 16 : 0;
+  std::int64_t bytes = 0;
+  if (!convred::detail::mul_ok(npass, p.gemm_m(), bytes) ||
+      !convred::detail::mul_ok(bytes, static_cast<std::int64_t>(pass_state_bytes), bytes) ||
+      bytes > std::numeric_limits<std::int64_t>::max() - 15)
+    return -1;
+  return (bytes + 15) / 16 * 16;
 }
 
 /// The size of conv2d_reduce_packed_split's workspace for p on a served plan: partial_offset(packed) +
@@ -270,12 +277,15 @@ inline std::int64_t pass_states_bytes(const conv2d_problem& p, bool pass_states)
 /// splits and tail_splits are at most kt <= C R.)
 inline std::size_t packed_split_bytes(const conv2d_problem& p, std::size_t packed, std::size_t xpack, int splits,
                                       bool pass_states = false, std::int64_t tail_pixels = 0, int tail_splits = 0) {
+  constexpr std::int64_t most = std::numeric_limits<std::int64_t>::max();
+  if (packed > static_cast<std::size_t>(most / 4) || xpack > static_cast<std::size_t>(most / 4)) return 0;
   std::int64_t plane = 0, sums = 0;
-  const std::int64_t head = static_cast<std::int64_t>(partial_offset(packed) + xpack);
+  const std::int64_t head = static_cast<std::int64_t>(partial_offset(packed) + xpack);  // < 2^62
   const std::int64_t pixels = splits > 0 ? p.gemm_m() : tail_pixels, z = splits > 0 ? splits : tail_splits;
   const std::int64_t states = splits > 0 ? 0 : pass_states_bytes(p, pass_states);
-  const bool ok = convred::detail::mul_ok(pixels * p.K, 4, plane) && convred::detail::mul_ok(plane, z, sums);
-  if (!ok || sums > std::numeric_limits<std::int64_t>::max() - head - states) return 0;
+  const bool ok = states >= 0 && convred::detail::mul_ok(pixels, p.K, plane) && convred::detail::mul_ok(plane, 4, plane) &&
+                  convred::detail::mul_ok(plane, z, sums);
+  if (!ok || states > most - head || sums > most - head - states) return 0;
   return static_cast<std::size_t>(head + states + sums);
 }
 

@@ -32,6 +32,11 @@ namespace convred::device {
 /// standard op state, argmin's (value, index); an op with a larger state runs fused instead.
 inline constexpr std::size_t pass_state_bytes = 8;
 
+/// The most GEMM_K ranges the time model weighs for a split (partial mode, a split-K tail) unless a count is
+/// forced: a pass's kt stages exceed it only where C/groups x R is above 32,768, no known layer; it bounds
+/// the planner's search on such input.
+inline constexpr int wgmma_max_k_ranges = 4096;
+
 
 /// @brief The planner's estimates for the wgmma kernel on a problem it serves (choose_wgmma_splits).
 struct wgmma_split_estimate {
@@ -107,13 +112,13 @@ void choose_wgmma_tail(const conv2d_problem& p, const block::wgmma_conv_params& 
                                              split_fixed_seconds
                                        : 0.0;
       const int z_lo = forced ? (o.tail_splits > 0 ? std::min(o.tail_splits, k.kt) : 1) : (pass_head || k.npass == 1 ? 2 : 1);
-      const int z_hi = forced && o.tail_splits > 0 ? z_lo : k.kt;
+      const int z_hi = forced && o.tail_splits > 0 ? z_lo : std::min(k.kt, wgmma_max_k_ranges);
       for (int z = z_lo; z <= z_hi; ++z) {
         const double sums = static_cast<double>(z) * static_cast<double>(pixels) * static_cast<double>(p.K) * 4.0;
         if (!forced && sums > static_cast<double>(max_workspace_bytes)) break;
         const double tail_unit = pass_s * static_cast<double>((k.kt + z - 1) / z) / k.kt;
         const double waves = std::ceil(static_cast<double>((k.tiles - T) * per_head) / sms) * head_s +
-                             std::ceil(static_cast<double>(T * k.npass * z) / sms) * tail_unit;
+                             std::ceil(static_cast<double>(T) * k.npass * z / sms) * tail_unit;
         const double t = pre + combine + 2.0 * sums / split_workspace_bytes_per_s + split_fixed_seconds +
                          plan_tail_launch_seconds + waves;
         if (t < best) best = t, e.tail_tiles = T, e.tail_splits = z, e.tail_s = t, e.pass_mode = pass_head != 0;
@@ -221,12 +226,16 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
   const double plane = static_cast<double>(p.gemm_m()) * static_cast<double>(p.K) * 4.0;  // bytes per split
   auto split_time = [&](int z) {
     const double stages = static_cast<double>((k.kt + z - 1) / z);
-    return pre + std::ceil(static_cast<double>(k.tiles * k.npass * z) / sms) * pass_s * stages / k.kt +
+    return pre + std::ceil(static_cast<double>(k.tiles) * k.npass * z / sms) * pass_s * stages / k.kt +
            2.0 * z * plane / split_workspace_bytes_per_s + split_fixed_seconds;
   };
   if (const int z = options.splits; z > 0 && k.kt >= 1 && k.tiles > 0) {  // forced
-    e.splits = z < k.kt ? z : k.kt, e.split_s = split_time(e.splits), e.units = k.tiles * k.npass * e.splits;
-    e.pass_mode = false;
+    e.splits = z < k.kt ? z : k.kt, e.pass_mode = false;
+    if (!convred::detail::product_below({k.tiles, k.npass, e.splits}, std::int64_t(1) << 40)) {  // (the family refuses it)
+      e.split_s = std::numeric_limits<double>::infinity(), e.units = std::numeric_limits<std::int64_t>::max();
+      return e;
+    }
+    e.split_s = split_time(e.splits), e.units = k.tiles * k.npass * e.splits;
     return e;
   }
   if (sm_count <= 0 || k.tiles <= 0 || k.kt < 1) return e;
@@ -246,7 +255,7 @@ wgmma_split_estimate choose_wgmma_splits(const conv2d_problem& p, const block::w
   // its partial sums may take up to x's size when that is above max_workspace_bytes
   const double cap = Policy::parts == 2 ? std::max(static_cast<double>(max_workspace_bytes), 4.0 * p.x_elements())
                                         : static_cast<double>(max_workspace_bytes);
-  for (int z = 1; z <= k.kt; ++z) {
+  for (int z = 1; z <= std::min(k.kt, wgmma_max_k_ranges); ++z) {
     if (static_cast<double>(z) * plane > cap) break;
     const double t = split_time(z);
     if (t < unsplit && (e.splits == 0 || t < e.split_s)) e.splits = z, e.split_s = t, e.units = k.tiles * k.npass * z;

@@ -75,7 +75,8 @@ struct wgmma_params {
     // direct tiles of several taps serve any dilation at stride 1: make_direct_params)
     if (dilated(p) && p.stride_h != 1) return "dilation != 1 at stride 2 (the wgmma kernel's dilated tiles: stride 1)";
     if (p.P() <= 0 || p.Q() <= 0) return "empty output";
-    if (p.N > 0x7fffffff || p.C * p.H * p.W * 4 >= (std::int64_t(1) << 40)) return "N >= 2^31 or an image of 2^40 bytes or more";
+    if (p.N > 0x7fffffff || !convred::detail::product_below({p.C, p.H, p.W, 4}, std::int64_t(1) << 40))
+      return "N >= 2^31 or an image of 2^40 bytes or more";
     return nullptr;
   }
 
@@ -118,17 +119,19 @@ struct wgmma_params {
                          merge_w = p.stride_w == 1 ? std::min<std::int64_t>(p.pad_w, halo_w) : 0;
       const std::int64_t hs = p.P() + halo_h - merge_h;
       pw = p.Q() + halo_w - merge_w, ph = hs;
+      // the packed planes' pixels below 2^31 (checked before the products below, which it bounds)
+      if (!convred::detail::product_below({std::max<std::int64_t>(p.N, 1), hs, pw}, std::int64_t(1) << 31)) return false;
       const std::int64_t outputs = p.N == 0 ? 0 : ((p.N - 1) * hs + p.P() - 1) * pw + p.Q();  // past the last output
       const std::int64_t tiles = (outputs + BM - 1) / BM;
       phase_pixels = BM + halo_h * pw + halo_w;  // a tile's window: its rows and the taps' reach
       const std::int64_t pixels = tiles * BM + halo_h * pw + halo_w;
-      if (pixels >= (std::int64_t(1) << 31) || p.N * hs * pw >= (std::int64_t(1) << 31)) return false;
+      if (pixels >= (std::int64_t(1) << 31)) return false;
       // the packed x (xpack_bytes, < 2^56) and its packing kernel's grid (a block row per tile and stage:
       // fewer than 2^31 - 1; its first part's 16-byte entries in chunks of 256: fewer than 65,536)
       const std::int64_t slices = (p.C + Policy::block_c - 1) / Policy::block_c;
       const std::int64_t per = (Policy::block_c / E) * wgmma_max_group * k.phases_h * k.phases_w * phase_pixels;
-      if (tiles * slices >= (std::int64_t(1) << 31) - 1 || tiles * slices * per >= (std::int64_t(1) << 50) ||
-          per / 256 >= 65535)
+      if (per / 256 >= 65535 || tiles * slices >= (std::int64_t(1) << 31) - 1 ||
+          tiles * slices * per >= (std::int64_t(1) << 50))  // (in this order: each bounds the next product)
         return false;
       k.flat = 1, k.flat_rows = static_cast<std::int32_t>(hs), k.flat_pixels = pixels;
       k.dil_h = static_cast<std::int32_t>(dh), k.dil_w = static_cast<std::int32_t>(dw);
@@ -184,7 +187,7 @@ struct wgmma_params {
     const std::int64_t rest = Policy::raw_stages * raw_bytes + static_cast<std::int64_t>(tail_bytes);
     const std::int64_t planes = (Policy::parts * part + 127) / 128 * 128;
     const std::int64_t slices = std::int64_t(k.kt) * k.npass;  // packed filter slices of b_bytes
-    if (slices * b_bytes >= (std::int64_t(1) << 40)) return false;
+    if (!convred::detail::product_below({slices, b_bytes}, std::int64_t(1) << 40)) return false;
     const std::int64_t resident = (slices * b_bytes + 127) / 128 * 128;
     std::int64_t stage = planes, smem = resident + Policy::stages * planes + rest;
     k.stages = Policy::stages;
@@ -291,9 +294,12 @@ struct wgmma_params {
       if (k.kt % g == 0 &&
           fit * (g * p.S * tap_b + a_bytes(g)) + static_cast<std::int64_t>(tail_bytes) <= static_cast<std::int64_t>(max_smem))
         break;
+    // (a stage per filter row: kt = stages x R in 32 bits; the time model counts the live rows row by row)
+    if (taps && (p.R > 4096 || !convred::detail::product_below({k.kt / g, p.R}, std::int64_t(1) << 30))) return false;
     k.group = g, k.kt = k.kt / g * static_cast<std::int32_t>(taps ? p.R : 1);
     const std::int64_t b_bytes = tap_b * g * p.S, a = a_bytes(g), slices = std::int64_t(k.kt) * k.npass;
-    if (slices * b_bytes >= (std::int64_t(1) << 40) || b_bytes + a >= (std::int64_t(1) << 20)) return false;
+    if (!convred::detail::product_below({slices, b_bytes}, std::int64_t(1) << 40) || b_bytes + a >= (std::int64_t(1) << 20))
+      return false;
     const std::int64_t resident = (slices * b_bytes + 127) / 128 * 128, rest = static_cast<std::int64_t>(tail_bytes);
     std::int64_t stage = a, smem = resident + 2 * a + rest;
     if (smem > static_cast<std::int64_t>(max_smem) || resident >= (std::int64_t(1) << 20)) {
@@ -318,6 +324,9 @@ struct wgmma_params {
       k.direct_taps = 1, k.col_shift = static_cast<std::int32_t>(shift);
       k.dil_h = static_cast<std::int32_t>(p.R > 1 ? p.dil_h : 1), k.dil_w = static_cast<std::int32_t>(dw);
       k.x_pitch = (k.W + 3) / 4 * 4;
+      // x's copy (x_copied; xpack_bytes) below 2^56 bytes, as the flat tiles' packed x
+      if (x_copied(k) && !convred::detail::product_below({p.N, x_copy_channels(k), p.H, k.x_pitch, 4}, std::int64_t(1) << 56))
+        return false;
     }
     smem_bytes = static_cast<std::size_t>(smem);
     return true;

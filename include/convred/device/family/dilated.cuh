@@ -11,6 +11,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <vector>
 
 #include "../../kernel/space_to_batch.cuh"
 #include "../../plan/wgmma_params.cuh"
@@ -205,10 +206,11 @@ struct dilated : family_defaults<dilated<Inner, Rival>, typename Inner::element_
     plan_config c;
     if (fh < 1 || fw < 1 || factor_h(p) % fh != 0 || factor_w(p) % fw != 0 || p.pad_h % fh != 0 || p.pad_w % fw != 0)
       return no = "a split whose factors do not divide the dilation and the padding", c;
-    const conv2d_problem s = sub_problem(p, fh, fw);
-    if (p.N >= (std::int64_t(1) << 40) / (fh * fw) || p.C >= lim || fh >= lim || fw >= lim || s.H >= lim ||
-        s.W >= lim || p.P() >= lim || p.Q() >= lim)
+    // (the extents first: sub_problem multiplies N by fh fw)
+    if (fh >= lim || fw >= lim || p.N >= (std::int64_t(1) << 40) / (fh * fw) || p.C >= lim || p.P() >= lim || p.Q() >= lim)
       return no = "extents of the space-to-batch split at or above 2^31", c;
+    const conv2d_problem s = sub_problem(p, fh, fw);
+    if (s.H >= lim || s.W >= lim) return no = "extents of the space-to-batch split at or above 2^31", c;
     if (validate(s, sizeof(T)) != status::success) return no = "the sub-problem is not valid", c;
     // Sub-images of fewer than 3 output rows or columns (a dilation of a third of the image or more): the
     // inner kernel's tiles then hold more padding than outputs (2 x 2 outputs in 3 x 3 plane pixels). On
@@ -274,8 +276,13 @@ struct dilated : family_defaults<dilated<Inner, Rival>, typename Inner::element_
     best.seconds = std::numeric_limits<double>::infinity();
     bool found = false;
     why = nullptr;
-    for (std::int64_t k = 1; k <= g; ++k) {  // k: the residual dilation (1: the full split)
-      if (g % k != 0 || (o.dilated_residual > 0 && k != o.dilated_residual)) continue;
+    std::vector<std::int64_t> residuals;  // the divisors of g, ascending (found up to its square root)
+    for (std::int64_t d = 1; d * d <= g; ++d)
+      if (g % d == 0) residuals.push_back(d);
+    for (std::size_t i = residuals.size(); i-- > 0;)
+      if (residuals[i] * residuals[i] != g) residuals.push_back(g / residuals[i]);
+    for (const std::int64_t k : residuals) {  // k: the residual dilation (1: the full split)
+      if (o.dilated_residual > 0 && k != o.dilated_residual) continue;
       const std::int64_t fh = FH == 1 ? 1 : FH / k, fw = FW == 1 ? 1 : FW / k;
       if (fh == 1 && fw == 1) continue;  // (no split)
       const char* no = nullptr;

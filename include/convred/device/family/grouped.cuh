@@ -122,7 +122,7 @@ struct grouped : family_defaults<grouped<Inner, Fallback>, typename Inner::eleme
     if (p.x_layout != layout::nchw) return "x is not NCHW";
     if (p.groups >= (std::int64_t(1) << 31)) return "groups at or above 2^31";
     // (cudaMemcpy2DAsync's pitches: at most 2^31 - 1 bytes on current GPUs, cudaDeviceProp::memPitch)
-    if (p.C * p.H * p.W * static_cast<std::int64_t>(sizeof(T)) >= (std::int64_t(1) << 31))
+    if (!convred::detail::product_below({p.C, p.H, p.W, static_cast<std::int64_t>(sizeof(T))}, std::int64_t(1) << 31))
       return "an image of x of 2 GiB or more (the group copy's pitch)";
     const conv2d_problem s = sub_problem(p);
     if (const char* why = Inner::can_implement(s, dev, o)) return why;

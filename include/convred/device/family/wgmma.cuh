@@ -233,6 +233,14 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
     // Gathered x (stride 2, W % 4 != 0): the producer's plain loads are slower than TMA, and a 1x1 filter
     // (one tap per stage) leaves it no time at all.
     if (k.gather && p.R * p.S == 1) return "1x1 filter with x gathered (stride 2 or W % 4 != 0)";
+    // forced splits or a forced tail: their work units (tiles x passes x GEMM_K ranges, at most kt ranges)
+    // below 2^40, so that no count or size below overflows
+    if (o.splits > 0 &&
+        !convred::detail::product_below({k.tiles, k.npass, std::min<std::int64_t>(o.splits, k.kt)}, std::int64_t(1) << 40))
+      return "the forced GEMM_K splits' work units (tiles x channel passes x splits) at or above 2^40";
+    if (o.tail > 0 && !convred::detail::product_below({std::min<std::int64_t>(o.tail, k.tiles), k.npass, k.kt},
+                                                      std::int64_t(1) << 40))
+      return "the forced split-K tail's work units (tail tiles x channel passes x GEMM_K ranges) may reach 2^40";
     // Few tiles (small batches, deep layers): each tile runs its npass channel passes on one SM and most
     // SMs idle. The partial mode spreads (tile, GEMM_K split, pass) units over the SMs
     // (choose_wgmma_splits); the mma.sync kernel, slower per SM but never wasting a tile's pixels and
@@ -277,6 +285,7 @@ struct wgmma : family_defaults<wgmma<T, Math, Role>, T> {
       c.splits = est.splits;
       c.workspace_bytes = device::detail::packed_split_bytes(p, c.prepared_bytes, xpack, c.splits);
     }
+    if (c.workspace_bytes == 0) return "its workspace's size overflows int64";  // (packed_split_bytes' 0)
     return nullptr;
   }
 
