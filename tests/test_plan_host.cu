@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -686,6 +687,8 @@ TEST_CASE("conv2d_reduce_plan: random layers and forced options give a runnable 
   h132.sm_count = 132;
   device_info a108 = a100;
   a108.sm_count = 108;
+  device_info h132_no_image = h100_no_image;  // an H100 running a build without sm_90a code
+  h132_no_image.sm_count = 132;
   std::int64_t plans = 0, wgmma_plans = 0, refused = 0;
   for (int i = 0; i < 600; ++i) {
     conv2d_problem p;
@@ -740,10 +743,12 @@ TEST_CASE("conv2d_reduce_plan: random layers and forced options give a runnable 
                      const char* dname) {
       using Math = decltype(math);
       const conv2d_reduce_plan<float, Math> plan(p, dev, opt);
-      INFO("layer N", p.N, " C", p.C, " ", p.H, "x", p.W, " K", p.K, " ", p.R, "x", p.S, " s", p.stride_h, "x",
-           p.stride_w, " p", p.pad_h, "x", p.pad_w, " d", p.dil_h, "x", p.dil_w, " g", p.groups, " math ", std::string(mname),
-           " device ", std::string(dname), " forced tiles ", int(opt.tiles), " pass ", int(opt.pass), " pp ", int(opt.pingpong),
-           " splits ", opt.splits, " tail ", opt.tail, " s2b ", opt.dilated_residual, ": ", plan.description());
+      INFO("layer N" << p.N << " C" << p.C << " " << p.H << "x" << p.W << " K" << p.K << " " << p.R << "x" << p.S
+                     << " s" << p.stride_h << "x" << p.stride_w << " p" << p.pad_h << "x" << p.pad_w << " d" << p.dil_h
+                     << "x" << p.dil_w << " g" << p.groups << " math " << mname << " device " << dname << " forced tiles "
+                     << int(opt.tiles) << " pass " << int(opt.pass) << " pp " << int(opt.pingpong) << " splits "
+                     << opt.splits << " tail " << opt.tail << " s2b " << opt.dilated_residual << ": "
+                     << plan.description());
       ++plans;
       if (valid != status::success) {
         CHECK(plan.state() == valid);
@@ -772,10 +777,11 @@ TEST_CASE("conv2d_reduce_plan: random layers and forced options give a runnable 
       check(math::accurate{}, h132, opt, "accurate", "h100");
     }
     check(math::tf32{}, a108, {}, "tf32", "a100");
+    check(math::bf16{}, h132_no_image, o, "bf16", "h100 without sm_90a code");
     check(math::accurate{}, a108, {}, "accurate", "a100");
     check(math::bf16{}, none, {}, "bf16", "none");
   }
-  MESSAGE(plans, " plans, ", refused, " of invalid layers, ", wgmma_plans, " on the wgmma kernel");
+  MESSAGE(plans << " plans, " << refused << " of invalid layers, " << wgmma_plans << " on the wgmma kernel");
   CHECK(wgmma_plans > plans / 10);  // the draw reaches the Hopper families
   CHECK(refused > 0);               // and validate()'s limits
 }
@@ -784,7 +790,8 @@ TEST_CASE("conv2d_reduce_plan: random layers and forced options give a runnable 
 // and estimates, x's copy of 2^64 bytes reported as 0, C = 2^31 narrowed to a negative int32, a NaN
 // estimate at N = 0) or ran the planner's searches for seconds. Now: validate()'s status, or a plan whose
 // workspace holds its prepared bytes and whose estimate is finite and non-negative.
-TEST_CASE("conv2d_reduce_plan: sizes at the limits give a named error or a plan whose sizes did not overflow") {
+TEST_CASE("conv2d_reduce_plan: sizes at the limits give a named error or a plan whose sizes did not overflow" *
+          doctest::timeout(5)) {
   struct row {
     std::int64_t v[14];  // N C H W K R S stride_h stride_w pad_h pad_w dil_h dil_w groups
     int splits, pass, tail;
@@ -822,8 +829,9 @@ TEST_CASE("conv2d_reduce_plan: sizes at the limits give a named error or a plan 
     auto check = [&](auto math, const char* name) {
       using Math = decltype(math);
       const conv2d_reduce_plan<float, Math> plan(p, h132, o);
-      INFO("N", p.N, " C", p.C, " ", p.H, "x", p.W, " K", p.K, " ", p.R, "x", p.S, " groups ", p.groups, " splits ",
-           o.splits, " tail ", o.tail, " ", std::string(name), ": ", plan.description());
+      INFO("N" << p.N << " C" << p.C << " " << p.H << "x" << p.W << " K" << p.K << " " << p.R << "x" << p.S
+               << " groups " << p.groups << " splits " << o.splits << " tail " << o.tail << " " << name << ": "
+               << plan.description());
       if (r.want != status::success) {
         CHECK(plan.state() == r.want);
         return;
@@ -841,5 +849,43 @@ TEST_CASE("conv2d_reduce_plan: sizes at the limits give a named error or a plan 
     check(math::bf16{}, "bf16");
     check(math::accurate{}, "accurate");
   }
+}
+// The size helpers behind the limits above, at their boundaries (each once wrapped or overflowed).
+TEST_CASE("size helpers: checked products, overflowing workspaces, x's copy, residual dilations") {
+  using convred::detail::product_below;
+  CHECK(product_below({2, 3}, 7));
+  CHECK(!product_below({2, 3}, 6));
+  CHECK(product_below({0, std::int64_t(1) << 62, std::int64_t(1) << 62}, 1));  // (a zero factor: 0)
+  CHECK(!product_below({std::int64_t(1) << 32, std::int64_t(1) << 32}, std::numeric_limits<std::int64_t>::max()));
+  // pass states of 2^22 passes x 2^40 pixels x 8 bytes: -1, and no workspace (0) made of them
+  conv2d_problem p;
+  p.N = std::int64_t(1) << 20, p.C = 1, p.H = p.W = std::int64_t(1) << 10, p.K = std::int64_t(1) << 29;
+  CHECK(convred::device::detail::pass_states_bytes(p, true) == -1);
+  CHECK(convred::device::detail::pass_states_bytes(p, false) == 0);
+  CHECK(convred::device::detail::packed_split_bytes(p, 4096, 0, 0, true) == 0);
+  CHECK(convred::device::detail::packed_split_bytes(p, 4096, 0, 4) == 0);  // 4 x 2^40 x 2^29 x 4 bytes of sums
+  p.K = 128;
+  CHECK(convred::device::detail::pass_states_bytes(p, true) == (std::int64_t(1) << 43));
+  // the direct tiles' copy of x (W % 4 != 0): 2^20 images of 2^14 x 2^16 x 4 floats fit 2^56 bytes, 2^30 do not
+  using policy = conv2d_reduce_plan<float, math::tf32>::wgmma_policy_t;
+  conv2d_problem d;
+  d.N = std::int64_t(1) << 20, d.C = 16384, d.H = 65536, d.W = 1, d.K = 1, d.R = 2, d.dil_h = 2;
+  convred::block::wgmma_conv_params k;
+  std::size_t smem = 0;
+  CHECK(convred::plan::wgmma_params<policy>::make_direct_params(d, 0, 200 * 1024, k, smem));
+  CHECK(convred::plan::wgmma_params<policy>::xpack_bytes(k) == (std::size_t(1) << 54));
+  d.N = std::int64_t(1) << 30;
+  CHECK(!convred::plan::wgmma_params<policy>::make_direct_params(d, 0, 200 * 1024, k, smem));
+  // space to batch's residual dilations: the divisors of g, ascending, as a loop over 1..g finds them
+  using dil = convred::device::family::dilated<
+      convred::device::family::wgmma<float, math::tf32, convred::device::family::wgmma_role::adapter>>;
+  for (std::int64_t g = 1; g <= 2000; ++g) {
+    std::vector<std::int64_t> naive;
+    for (std::int64_t k2 = 1; k2 <= g; ++k2)
+      if (g % k2 == 0) naive.push_back(k2);
+    CHECK(dil::divisors(g) == naive);
+  }
+  CHECK(dil::divisors(536870911).size() == 8);  // 233 x 1103 x 2089
+  CHECK(dil::divisors(std::int64_t(1) << 30).size() == 31);
 }
 }  // TEST_SUITE("host")

@@ -193,7 +193,10 @@ TEST_CASE("validate(conv2d_problem): every status") {
           p.N = 1, p.C = std::int64_t(1) << 30, p.H = p.W = 1, p.K = std::int64_t(1) << 29, p.R = p.S = 1;
           p.groups = std::int64_t(1) << 29;
         }) == status::size_overflow);
-  CHECK(with([](conv2d_problem& p) {  // N = 0: one image's x must still fit (2^40 * 2^30 * 2^30 elements do not)
+  CHECK(with([](conv2d_problem& p) {  // C just below 2^30: valid
+          p.N = 1, p.C = (std::int64_t(1) << 30) - 1, p.H = p.W = 1, p.K = 1, p.R = p.S = 1;
+        }) == status::success);
+  CHECK(with([](conv2d_problem& p) {  // N = 0: one image's x must still fit (2^29 x 2^29 x 2^29 elements do not)
           p.N = 0, p.C = std::int64_t(1) << 29, p.H = p.W = std::int64_t(1) << 29, p.K = 1, p.R = p.S = 1;
         }) == status::size_overflow);
   CHECK(with([](conv2d_problem& p) { p.N = 0, p.C = 64, p.H = p.W = 1024; }) == status::success);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 
 #include "numeric.cuh"
@@ -117,11 +118,12 @@ inline constexpr std::int64_t max_extent = std::int64_t(1) << 40;
 /// @return `invalid_shape` (N < 0; C, H, W, K, R, S < 1; a size above 2^40), `invalid_stride`,
 /// `invalid_dilation`, `invalid_padding`, `invalid_groups` (groups < 1 or not dividing C and K),
 /// `invalid_output_size` (P or Q < 1: the dilated kernel is larger than the padded input),
-/// `invalid_layout`, `size_overflow` (N*C*H*W, K*C/g*R*S, N*K*P*Q elements or bytes overflow int64, with
-/// N read as 1 where it is 0; C, K, (C/groups)*R*S, R, S, padding, stride or dilation at or above 2^30;
-/// H + 2*pad_h + dil_h*(R-1) + stride_h or its W analogue above 2^30), `invalid_argument` (elem_bytes < 1),
-/// else `success`. N = 0 is valid (empty work) where one image would be. `elem_bytes` is sizeof(T) of the tensors (default 4, float): the byte
-/// sizes are checked with it, so pass sizeof(double) for double (the device entry points do).
+/// `invalid_layout`, `size_overflow` (N*C*H*W, K*C/g*R*S, N*K*P*Q elements or bytes, or N*P*Q x 8 bytes of
+/// int64 indices, overflow int64, with N read as 1 where it is 0; C, K or (C/groups)*R*S at or above 2^30;
+/// R, S, padding, stride or dilation above 2^30; H + 2*pad_h + dil_h*(R-1) + stride_h or its W analogue
+/// above 2^30), `invalid_argument` (elem_bytes < 1), else `success`. N = 0 is valid (empty work) where one
+/// image would be. `elem_bytes` is sizeof(T) of the tensors (default 4, float): the byte sizes are checked
+/// with it, so pass sizeof(double) for double (the device entry points do).
 inline status validate(const conv2d_problem& p, std::int64_t elem_bytes = 4) {
   if (p.N < 0 || p.C < 1 || p.H < 1 || p.W < 1 || p.K < 1 || p.R < 1 || p.S < 1) return status::invalid_shape;
   for (auto v : {p.N, p.C, p.H, p.W, p.K, p.R, p.S})
@@ -156,14 +158,15 @@ inline status validate(const conv2d_problem& p, std::int64_t elem_bytes = 4) {
 
 /// @brief Validates a channel-reduction problem: `invalid_argument` (elem_bytes < 1), `invalid_shape`
 /// (N < 0; C, H, W < 1; a size above 2^40), `invalid_layout`, `size_overflow` (elements or bytes overflow
-/// int64; C above 2^30), else `success`.
+/// int64, with N read as 1 where it is 0; C at or above 2^30), else `success`.
 inline status validate(const channel_reduce_problem& p, std::int64_t elem_bytes = 4) {
   if (elem_bytes < 1) return status::invalid_argument;
   if (p.N < 0 || p.C < 1 || p.H < 1 || p.W < 1) return status::invalid_shape;
   for (auto v : {p.N, p.C, p.H, p.W})
     if (v > detail::max_extent) return status::invalid_shape;
   if (p.x_layout != layout::nchw && p.x_layout != layout::nhwc) return status::invalid_layout;
-  if (!detail::product_ok({p.N, p.C, p.H, p.W}, elem_bytes) || !detail::product_ok({p.N, p.H, p.W}, 8))
+  const std::int64_t n1 = p.N > 0 ? p.N : 1;  // (N = 0: one image must fit, as for conv2d_problem)
+  if (!detail::product_ok({n1, p.C, p.H, p.W}, elem_bytes) || !detail::product_ok({n1, p.H, p.W}, 8))
     return status::size_overflow;
   if (p.C > std::numeric_limits<std::int32_t>::max() / 2) return status::size_overflow;
   return status::success;

@@ -28,7 +28,9 @@ enum class status : int {
   invalid_dilation,        ///< dilation_h or dilation_w < 1.
   invalid_padding,         ///< pad_h or pad_w < 0.
   invalid_groups,          ///< groups < 1, or C or K not divisible by groups.
-  size_overflow,           ///< A tensor's element count or byte size overflows int64, or the grid is too large.
+  size_overflow,           ///< A size past the kernels' limits: a tensor's element count or byte size overflows
+                           ///< int64, a channel or GEMM_K index or an input coordinate reaches 2^30 (32-bit
+                           ///< indices; validate() lists them), a workspace or the launch grid is too large.
   misaligned_pointer,      ///< A pointer is not aligned to its element type.
   indices_not_supported,   ///< An index output was given for an op that produces no index (e.g. sum).
   invalid_layout,          ///< The layout enum is out of range.
@@ -52,7 +54,9 @@ inline const char* to_string(status s) noexcept {
     case status::invalid_dilation: return "invalid_dilation: dilation must be >= 1";
     case status::invalid_padding: return "invalid_padding: padding must be >= 0";
     case status::invalid_groups: return "invalid_groups: groups must be >= 1 and divide both C and K";
-    case status::size_overflow: return "size_overflow: a tensor size overflows int64 or the launch grid";
+    case status::size_overflow:
+      return "size_overflow: a size past the kernels' limits (a tensor's bytes past int64, a channel, GEMM_K or "
+             "coordinate index at 2^30 or more, a workspace or launch grid too large)";
     case status::misaligned_pointer: return "misaligned_pointer: a pointer is not aligned to its element type";
     case status::indices_not_supported:
       return "indices_not_supported: an index output was given for a reduction op without an index";

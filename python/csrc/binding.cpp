@@ -197,13 +197,16 @@ checked check_args(const at::Tensor& x, const at::Tensor& weight, const c10::opt
   p.dil_h = dilation[0], p.dil_w = dilation[1];
   p.groups = groups;
   p.x_layout = x.is_contiguous() ? convred::layout::nchw : convred::layout::nhwc;
-  TORCH_CHECK_VALUE(p.P() >= 1 && p.Q() >= 1, kOp,
+  // validate first: it checks the coordinate limits before it forms P and Q (2 * padding or dilation * (R - 1)
+  // near 2^63 would overflow), so P and Q are printed only for its invalid_output_size
+  const convred::status s = convred::validate(p, static_cast<int64_t>(x.element_size()));
+  TORCH_CHECK_VALUE(s != convred::status::invalid_output_size, kOp,
                     ": arguments 'weight', 'padding', 'dilation': the dilated kernel is larger than the padded "
                     "input (output size ",
                     istr(p.P()), " x ", istr(p.Q()), ")");
-  const convred::status s = convred::validate(p, static_cast<int64_t>(x.element_size()));
-  TORCH_CHECK_VALUE(s == convred::status::success, kOp, ": arguments 'x', 'weight' (sizes ", istr(x.sizes()), ", ",
-                    istr(weight.sizes()), "): ", convred::to_string(s));
+  TORCH_CHECK_VALUE(s == convred::status::success, kOp, ": arguments 'x', 'weight', 'stride', 'padding', 'dilation' (sizes ",
+                    istr(x.sizes()), ", ", istr(weight.sizes()), ", stride ", istr(stride), ", padding ", istr(padding),
+                    ", dilation ", istr(dilation), "): ", convred::to_string(s));
   return c;
 }
 

@@ -44,6 +44,8 @@ BAD = [
     ("padding-neg", "padding", ValueError, lambda x, w, b: args_of(x, w, b, padding=(-1, 0))),
     ("dilation-0", "dilation", ValueError, lambda x, w, b: args_of(x, w, b, dilation=(1, 0))),
     ("groups-0", "groups", ValueError, lambda x, w, b: args_of(x, w, b, groups=0)),
+    ("padding-huge", "padding", ValueError, lambda x, w, b: args_of(x, w, b, padding=(2**62, 0))),
+    ("dilation-huge", "dilation", ValueError, lambda x, w, b: args_of(x, w, b, dilation=(2**62, 1))),
     ("groups-divide", "groups", ValueError, lambda x, w, b: args_of(x, w, b, groups=3)),
     ("reduce", "reduce", ValueError, lambda x, w, b: args_of(x, w, b, reduce="median")),
     ("reduce-case", "reduce", ValueError, lambda x, w, b: args_of(x, w, b, reduce="AMIN")),
@@ -379,6 +381,9 @@ def test_module_options():
         convred.nn.Conv2dReduce.from_conv(torch.nn.Conv2d(4, 6, 3, padding_mode="reflect"))
     with pytest.raises(ValueError, match="'math'"):
         convred.nn.Conv2dReduce.from_conv(conv, math="fp8")
+    for groups in (0, -1, 1.5):  # named, not a ZeroDivisionError or a negative dimension
+        with pytest.raises(ValueError, match="'groups'"):
+            convred.nn.Conv2dReduce(4, 6, 3, groups=groups)
 
 
 @pytest.mark.parametrize("reduce", ["min", "max"])

@@ -79,7 +79,8 @@ std::size_t packed_filter_bytes(const conv2d_problem& p) {
 /// @return status::success (also when packed_filter_bytes is 0: nothing to do, packed may be null);
 ///   validate(p)'s codes; null_pointer (w or packed null); misaligned_pointer (packed not 16-byte
 ///   aligned, w not aligned to T); workspace_too_small (bytes too small); overlapping_buffers (packed overlaps
-///   w); cuda_error (a CUDA error was pending on entry, or the memset or the launch failed; the memset
+///   w); size_overflow (the packing kernel's grid would pass 2^31 - 1 blocks, a packed filter near 2^40
+///   bytes); cuda_error (a CUDA error was pending on entry, or the memset or the launch failed; the memset
 ///   may then be queued, the kernel is not).
 template <class Policy, class T>
 status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_t bytes, cudaStream_t stream = nullptr) {
@@ -106,6 +107,7 @@ status pack_filter(const conv2d_problem& p, const T* w, void* packed, std::size_
     // filter rows, may serve p
     const bool flagged = block::conv_mainloop_wgmma<Policy>::direct_taps_may_serve(p);
     int* flag = flagged ? reinterpret_cast<int*>(static_cast<unsigned char*>(packed) + slices) : nullptr;
+    if ((total + 255) / 256 > 0x7fffffff) return status::size_overflow;  // (the grid's x extent)
     if (flag && cudaMemsetAsync(flag, 0, 16, stream) != cudaSuccess) return status::cuda_error;  // (left pending)
     kern<<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(w, packed, k.Kg, k.C / k.conv_groups,
                                                                         k.group_passes, k.R, k.S, total, flag);

@@ -189,6 +189,7 @@ inline double direct_s2_wavefronts(const direct_kernel_shape& k, const block::di
 inline direct_estimate estimate_direct_config(const conv2d_problem& p, const direct_kernel_shape& k, double sms, int tx,
                                               int ty, int groups, int splits, const direct_model_constants& m = {}) {
   direct_estimate r;
+  if (tx < 1 || ty < 1 || groups < 1 || splits < 1 || k.sh < 1 || k.sw < 1) return r;  // (no estimate: as an idle tiling)
   const double e = static_cast<double>(k.elem_bytes);
   const std::int64_t P = p.P(), Q = p.Q(), Kg = p.K_per_group(), R = p.R, S = p.S, RS = R * S;
   const std::int64_t Cg = p.C_per_group(), G = p.groups;
@@ -413,7 +414,9 @@ inline direct_config choose_direct_config(const conv2d_problem& p, const direct_
 /// direct_max_smem; unstaged: the run-time variant only.
 inline bool direct_config_fits(const conv2d_problem& p, const direct_kernel_shape& k, const direct_config& c,
                                int max_splits) {
-  if (c.tx < 1 || c.ty < 1 || c.groups < 1 || c.tx * c.ty > kernel::direct_max_threads ||
+  // (each factor bounded first, so that the products below cannot overflow)
+  if (c.tx < 1 || c.ty < 1 || c.groups < 1 || c.tx > kernel::direct_max_threads || c.ty > kernel::direct_max_threads ||
+      c.groups > kernel::direct_max_threads || c.tx * c.ty > kernel::direct_max_threads ||
       c.groups * c.tx * c.ty > kernel::direct_max_threads || c.cb < 1 || c.splits < 1 ||
       c.splits > std::min(max_splits, direct_max_splits_sm90) || c.splits > p.groups || c.cb % p.C_per_group() != 0 ||
       p.C_per_group() > block::direct_max_group_channels)

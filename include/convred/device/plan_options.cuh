@@ -51,11 +51,13 @@ struct plan_options {
   /// GEMM_K splits: 0 the time model; -1 the wgmma kernel wherever it serves (the mma.sync kernel not
   /// weighed against it, and family::pruned, family::dilated and family::grouped taken wherever they
   /// serve); z > 0 that, in partial mode with min(z, stages per pass) GEMM_K ranges, whatever the
-  /// workspace (max_workspace_bytes is not applied)
+  /// workspace (max_workspace_bytes is not applied), where its work units (tiles x channel passes x ranges)
+  /// stay below 2^40 and its workspace's size fits int64 (else the wgmma family does not serve the plan)
   int splits = 0;
   /// split-K tail (applied by choose_wgmma_splits where the tiles allow one and no split is forced): 0 the
   /// time model; -1 never; t > 0 the last min(t, tiles - 1) tiles, whatever the time and the SM count
-  /// (with tail_splits GEMM_K ranges, or the model's best for them)
+  /// (with tail_splits GEMM_K ranges, or the model's best for them), where min(t, tiles) x channel passes x
+  /// stages per pass stays below 2^40 (else the wgmma family does not serve the plan)
   std::int64_t tail = 0;
   int tail_splits = 0;  ///< with tail > 0: min(z, stages per pass) GEMM_K splits of the tail (0: the model's)
   /// the ping-pong policy (128-pixel tiles) instead of the cooperative one: the family's rule, never, or

@@ -33,8 +33,10 @@ namespace convred::device {
 inline constexpr std::size_t pass_state_bytes = 8;
 
 /// The most GEMM_K ranges the time model weighs for a split (partial mode, a split-K tail) unless a count is
-/// forced: a pass's kt stages exceed it only where C/groups x R is above 32,768, no known layer; it bounds
-/// the planner's search on such input.
+/// forced. A pass's kt stages exceed it only where C/groups x R is above 32,768 (C = 8192 with 11 filter
+/// rows on the direct tiles: kt = 11,264), and more ranges than 4096 keep their partial sums within the
+/// 64 MiB cap only where GEMM_M x K is below 4096: splits that fine never pay. It bounds the planner's search
+/// on input near validate()'s limits.
 inline constexpr int wgmma_max_k_ranges = 4096;
 
 
@@ -58,7 +60,7 @@ struct wgmma_split_estimate {
 /// @brief The split-K tail's part of choose_wgmma_splits (tiles >= sm_count, or fewer tiles whose pass-mode
 /// units fill the SMs; the estimate e's fused and pass mode times set; not under 3xTF32, whose consumers spill with the tail's offsets: kernel::conv2d_reduce_wgmma_kernel): for
 /// tiles that cover contiguous output pixels (conv_mainloop_wgmma::tail_serves),
-/// the last T tiles in partial mode with Z GEMM_K splits (1 <= Z <= kt; Z = 1 only after a fused head of
+/// the last T tiles in partial mode with Z GEMM_K splits (1 <= Z <= min(kt, wgmma_max_k_ranges); Z = 1 only after a fused head of
 /// several passes), after a head of the other tiles fused or in pass mode
 /// (pass mode where e.pass_mode_s is set). The tail is a second launch of the kernel, after the head's:
 /// the time is the head's waves (its units in waves of sm_count: npass pass times each fused, one in pass
@@ -70,7 +72,7 @@ struct wgmma_split_estimate {
 /// search is a few times kt estimates. The least such time, when below the unsplit estimate, sets
 /// e.tail_tiles, e.tail_splits, e.tail_s and (the head's mode) e.pass_mode. `options` (plan_options):
 /// tail -1 never, t > 0 the last min(t, tiles - 1) tiles whatever the time and the SM count (its
-/// tail_splits, else the best Z in [1, kt]; pass off / on: a fused / pass-mode head, the latter where
+/// tail_splits, else the best Z in [1, min(kt, wgmma_max_k_ranges)]; pass off / on: a fused / pass-mode head, the latter where
 /// pass mode applies), where the tiles allow a tail (tail_serves, 2 tiles or more, not 3xTF32).
 template <class Policy>
 void choose_wgmma_tail(const conv2d_problem& p, const block::wgmma_conv_params& k, int sm_count, double pre,
@@ -137,7 +139,7 @@ void choose_wgmma_tail(const conv2d_problem& p, const block::wgmma_conv_params& 
 /// plan_wgmma_gather_slowdown when x is gathered), or on row tiles the producer's conversion of the pass's
 /// raw patch (ph x pw pixels x C' x 4 bytes at plan_wgmma_convert_bytes_per_sm) where that is longer. Fused: one
 /// unit per tile of npass passes: ceil(tiles / sm_count) waves of npass pass times. Partial mode with Z
-/// splits (1 <= Z <= kt): tiles x npass x Z units of ceil(kt / Z) of the pass's kt stages, in
+/// splits (1 <= Z <= min(kt, wgmma_max_k_ranges), or a forced Z up to kt): tiles x npass x Z units of ceil(kt / Z) of the pass's kt stages, in
 /// ceil(units / sm_count) waves, plus the fixup: 2 x Z * N*P*Q * K * 4 bytes of partial sums written and
 /// read at split_workspace_bytes_per_s, and split_fixed_seconds. The split is considered only when the
 /// fused kernel has fewer tiles than SMs and for Z whose partial sums fit `max_workspace_bytes` (64 MiB

@@ -95,8 +95,9 @@ struct wgmma_params {
   /// dil_h rows and (S - 1) dil_w pixels). Not served: NHWC x, groups != 1 with C/groups not a multiple of
   /// block_c, dilation != 1 along a filter dimension above 1 on tiles of image rows, strides other than 1
   /// or 2 in both dimensions, N >= 2^31 or one image of
-  /// 2^40 bytes or more (TMA coordinates and strides), stages larger than the shared memory. p must be
-  /// valid (convred::validate). Independent of N otherwise (N = 0 is served, with no tiles).
+  /// 2^40 bytes or more (TMA coordinates and strides), stages larger than the shared memory, a packed filter
+  /// of 2^40 bytes or more. p must be valid (convred::validate). Independent of N otherwise (N = 0 is
+  /// served, with no tiles; flat tiles then need one image's packed planes below 2^31 pixels).
   static bool make_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,
                           wgmma_conv_params& k, std::size_t& smem_bytes, bool flat = false) {
     if (cannot_implement(p) || (dilated(p) && !flat)) return false;  // (dilated: stride 1, cannot_implement)
@@ -250,7 +251,9 @@ struct wgmma_params {
   /// tile_rows = ceil(P / tiles_p) output rows, tiles_p = ceil(P / floor(block_m / Q)); stages of `group`
   /// slices of block_c channels (the most, up to wgmma_max_group, dividing ceil(C / block_c) for which 4
   /// streamed stages fit; direct_taps outside 3xTF32: 3), so the packed filter is pack_filter's as for the other tiles; a slice's box
-  /// holds box_c entries per pixel (8 fp32 channels, or 8 pairs of 16-bit channels). p must be valid.
+  /// holds box_c entries per pixel (8 fp32 channels, or 8 pairs of 16-bit channels). Not served beyond
+  /// those: direct_taps filters of more than 4096 rows, x's copy of 2^56 bytes or more, a packed filter of
+  /// 2^40 bytes or more. p must be valid.
   static bool make_direct_params(const conv2d_problem& p, std::size_t tail_bytes, std::size_t max_smem,
                                  wgmma_conv_params& k, std::size_t& smem_bytes, bool any_filter = false) {
     if (cannot_implement(p)) return false;

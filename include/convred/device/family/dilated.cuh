@@ -197,6 +197,17 @@ struct dilated : family_defaults<dilated<Inner, Rival>, typename Inner::element_
            round16(Ms * sizeof(std::int64_t));
   }
 
+  /// @brief The divisors of g >= 1, ascending: the residual dilations choose weighs (found up to g's square
+  /// root, so that a dilation near validate()'s 2^30 costs a few thousand steps, not a loop to it).
+  static std::vector<std::int64_t> divisors(std::int64_t g) {
+    std::vector<std::int64_t> d;
+    for (std::int64_t k = 1; k * k <= g; ++k)
+      if (g % k == 0) d.push_back(k);
+    for (std::size_t i = d.size(); i-- > 0;)
+      if (d[i] * d[i] != g) d.push_back(g / d[i]);
+    return d;
+  }
+
   /// @brief The configuration of the split fh x fw (fh dividing factor_h(p), fw factor_w(p); what configure
   /// chooses among), or `no` set to why it is not served. The caller checks the rest of can_implement's
   /// conditions (groups, stride, a dilation).
@@ -221,6 +232,9 @@ struct dilated : family_defaults<dilated<Inner, Rival>, typename Inner::element_
       return no = "sub-images of fewer than 3 output rows or columns (TF32 and 3xTF32)", c;
     if (const char* w = Inner::can_implement(s, dev, o)) return no = w, c;
     c = Inner::configure(s, dev, o);
+    if (!workspace_fits({static_cast<double>(c.workspace_bytes), static_cast<double>(s.x_elements()) * sizeof(T),
+                         static_cast<double>(s.gemm_m()) * (sizeof(T) + sizeof(std::int64_t))}))
+      return no = "its workspace would reach 2^62 bytes", c;
     if ((s.dil_h > 1 || s.dil_w > 1) && c.wgmma.k.flat && !flat_estimated(c))
       return no = "the sub-problem's flat tiles read a wide dilated window", c;
     c.split_h = static_cast<int>(fh), c.split_w = static_cast<int>(fw);
@@ -276,12 +290,7 @@ struct dilated : family_defaults<dilated<Inner, Rival>, typename Inner::element_
     best.seconds = std::numeric_limits<double>::infinity();
     bool found = false;
     why = nullptr;
-    std::vector<std::int64_t> residuals;  // the divisors of g, ascending (found up to its square root)
-    for (std::int64_t d = 1; d * d <= g; ++d)
-      if (g % d == 0) residuals.push_back(d);
-    for (std::size_t i = residuals.size(); i-- > 0;)
-      if (residuals[i] * residuals[i] != g) residuals.push_back(g / residuals[i]);
-    for (const std::int64_t k : residuals) {  // k: the residual dilation (1: the full split)
+    for (const std::int64_t k : divisors(g)) {  // k: the residual dilation (1: the full split)
       if (o.dilated_residual > 0 && k != o.dilated_residual) continue;
       const std::int64_t fh = FH == 1 ? 1 : FH / k, fw = FW == 1 ? 1 : FW / k;
       if (fh == 1 && fw == 1) continue;  // (no split)

@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -198,6 +199,16 @@ status prepare(const conv2d_problem& p, const plan_config& config, const T* w, v
 
 /// @brief 16-byte round-up of a byte count (the workspace's sections start at 16-byte boundaries).
 inline constexpr std::size_t round16(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
+
+/// @brief Whether a workspace of these parts (bytes, each rounded up to 16 as the families lay them out)
+/// stays below 2^62 bytes, summed in double so that a size near validate()'s limits is refused before a
+/// size_t sum of it wraps (no device holds 2^62 bytes). The adapter families (dilated, grouped, pruned,
+/// screen) check their workspaces with it.
+inline bool workspace_fits(std::initializer_list<double> parts) {
+  double sum = 0;
+  for (const double b : parts) sum += b + 16;
+  return sum < 4.0e18;
+}
 
 /// @brief The scratch of an adapter family (one that runs an inner family and kernels of its own:
 /// family::screen, family::dilated), whose plan_config is the inner family's `ic` with `extra` bytes of

@@ -126,6 +126,12 @@ struct grouped : family_defaults<grouped<Inner, Fallback>, typename Inner::eleme
       return "an image of x of 2 GiB or more (the group copy's pitch)";
     const conv2d_problem s = sub_problem(p);
     if (const char* why = Inner::can_implement(s, dev, o)) return why;
+    const plan_config ic = Inner::configure(s, dev, o);
+    const double groups = static_cast<double>(p.groups);
+    if (!workspace_fits({groups * (static_cast<double>(ic.prepared_bytes) + 16), static_cast<double>(ic.workspace_bytes),
+                         static_cast<double>(s.x_elements()) * sizeof(T),
+                         groups * static_cast<double>(p.gemm_m()) * (sizeof(T) + sizeof(std::int64_t))}))
+      return "its workspace would reach 2^62 bytes";
     const double t = configure(p, dev, o).seconds;
     if (rival_not_slower<Fallback>(p, dev, o, t))
       return "the groups one at a time are estimated slower than the mma.sync kernel on the whole problem";
@@ -236,7 +242,7 @@ struct grouped : family_defaults<grouped<Inner, Fallback>, typename Inner::eleme
   /// group's channels in x are not 16-byte aligned), the G groups' values (T) and indices (int64) per
   /// output pixel.
   static std::size_t extra_bytes(const conv2d_problem& p) {
-    const std::size_t gm = static_cast<std::size_t>(p.groups * p.gemm_m());
+    const std::size_t gm = static_cast<std::size_t>(p.groups) * static_cast<std::size_t>(p.gemm_m());  // (workspace_fits)
     return xs_bytes(p) + round16(gm * sizeof(T)) + round16(gm * sizeof(std::int64_t));
   }
 

@@ -105,6 +105,9 @@ struct pruned : family_defaults<pruned<Inner, Rival>, typename Inner::element_ty
       return "the kept taps need a padding other than the problem's, cut on one side";
     if (validate(q, sizeof(T)) != status::success) return "the sub-problem is not valid";
     if (const char* why = Inner::can_implement(q, dev, o)) return why;
+    if (!workspace_fits({static_cast<double>(q.w_elements()) * sizeof(T),
+                         static_cast<double>(Inner::configure(q, dev, o).workspace_bytes)}))
+      return "its workspace would reach 2^62 bytes";
     if (rival_not_slower<Rival>(p, dev, o, configure(p, dev, o).seconds))
       return "the pruned filter is estimated slower than the mma.sync kernel on the whole filter";
     return nullptr;

@@ -98,7 +98,12 @@ struct screen : family_defaults<screen<T, Math, InnerMath>, T> {
     if (p.K > kernel::screen_max_channels) return "K above 65535";
     if (p.gemm_k() > kernel::screen_max_gemm_k) return "GEMM_K above 2^20";
     if (kernel::screen_tile_of(p).cc == 0) return "R * S * K above pass 2's filter rows (200 KB of shared memory)";
-    return inner::can_implement(p, dev, o);
+    if (const char* why = inner::can_implement(p, dev, o)) return why;
+    if (!workspace_fits({static_cast<double>(inner::configure(p, dev, o).workspace_bytes),
+                         static_cast<double>(p.gemm_m()) * (sizeof(float) + 2 * sizeof(std::int64_t)),
+                         static_cast<double>(p.w_elements()) * sizeof(float)}))
+      return "its workspace would reach 2^62 bytes";
+    return nullptr;
   }
   /// pass 1's configuration, with the workspace grown by extra_bytes and its time estimate plus pass 2's.
   static plan_config configure(const conv2d_problem& p, const device_info& dev, const plan_options& o) {

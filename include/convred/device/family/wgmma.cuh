@@ -36,7 +36,8 @@ enum class wgmma_role {
 /// @brief The wgmma family for element type T under the plan's tensor-core math tag Math. Serves float
 /// NCHW x on a compute capability 9.0 device running sm_90a code where the mainloop implements the
 /// problem (block::conv_mainloop_wgmma::cannot_implement) and its stages fit in shared memory, except
-/// a 1x1 filter with x gathered; unless plan_options::splits forces a choice, also except problems of 32
+/// a 1x1 filter with x gathered, forced splits or a forced tail of 2^40 work units or more, and a workspace
+/// whose size overflows int64; unless plan_options::splits forces a choice, also except problems of 32
 /// or fewer output pixels (plan_wgmma_min_pixels; Role standalone or adapter) and problems where the
 /// mma.sync family is estimated at least as fast (rival_not_slower; Role standalone): see wgmma_role.
 template <class T, class Math, wgmma_role Role = wgmma_role::standalone>
