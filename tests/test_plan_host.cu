@@ -778,6 +778,7 @@ TEST_CASE("conv2d_reduce_plan: random layers and forced options give a runnable 
     }
     check(math::tf32{}, a108, {}, "tf32", "a100");
     check(math::bf16{}, h132_no_image, o, "bf16", "h100 without sm_90a code");
+    check(math::accurate{}, h132_no_image, {}, "accurate", "h100 without sm_90a code");
     check(math::accurate{}, a108, {}, "accurate", "a100");
     check(math::bf16{}, none, {}, "bf16", "none");
   }
@@ -791,7 +792,7 @@ TEST_CASE("conv2d_reduce_plan: random layers and forced options give a runnable 
 // estimate at N = 0) or ran the planner's searches for seconds. Now: validate()'s status, or a plan whose
 // workspace holds its prepared bytes and whose estimate is finite and non-negative.
 TEST_CASE("conv2d_reduce_plan: sizes at the limits give a named error or a plan whose sizes did not overflow" *
-          doctest::timeout(5)) {
+          doctest::timeout(30)) {
   struct row {
     std::int64_t v[14];  // N C H W K R S stride_h stride_w pad_h pad_w dil_h dil_w groups
     int splits, pass, tail;
@@ -886,6 +887,11 @@ TEST_CASE("size helpers: checked products, overflowing workspaces, x's copy, res
     CHECK(dil::divisors(g) == naive);
   }
   CHECK(dil::divisors(536870911).size() == 8);  // 233 x 1103 x 2089
+  // the adapters' workspaces: parts (each + 16 bytes of alignment) below 2^62 bytes
+  using convred::device::family::workspace_fits;
+  CHECK(workspace_fits({0x1p61, 0x1p60}));
+  CHECK(!workspace_fits({0x1p61, 0x1p61}));
+  CHECK(!workspace_fits({0x1p63}));
   CHECK(dil::divisors(std::int64_t(1) << 30).size() == 31);
 }
 }  // TEST_SUITE("host")

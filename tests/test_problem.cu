@@ -242,6 +242,9 @@ TEST_CASE("validate(channel_reduce_problem): every status") {
   CHECK(with([](auto& q) { q.x_layout = layout::nhwc; }) == status::success);
   CHECK(with([](auto& q) { q.N = q.C = q.H = q.W = std::int64_t(1) << 20; }) == status::size_overflow);
   CHECK(with([](auto& q) { q.C = std::int64_t(1) << 30; }) == status::size_overflow);
+  // N = 0: one image must still fit (2^29 x 2^20 x 2^20 elements do not)
+  CHECK(with([](auto& q) { q.N = 0, q.C = std::int64_t(1) << 29, q.H = q.W = std::int64_t(1) << 20; }) ==
+        status::size_overflow);
 }
 
 TEST_CASE("fast_divmod agrees with / and % for many divisors and numerators up to 2^31-1") {

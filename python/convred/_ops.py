@@ -75,6 +75,10 @@ def _out_size(size, pad, dil, k, stride):
 _MAX_EXTENT = 1 << 40  # convred::detail::max_extent
 _COORD_LIMIT = 1 << 30  # input coordinates are 32-bit in the kernels
 _INDEX_LIMIT = (2**31 - 1) // 2  # channel and GEMM_K indices likewise
+# convred::to_string of the two statuses (include/convred/status.cuh)
+_INVALID_SHAPE = "invalid_shape: N must be >= 0 and C, H, W, K, R, S >= 1 (each at most 2^40)"
+_SIZE_OVERFLOW = ("size_overflow: a size past the kernels' limits (a tensor's bytes past int64, a channel, GEMM_K or "
+                  "coordinate index at 2^30 or more, a workspace or launch grid too large)")
 
 
 def check_args(x, weight, bias, stride, padding, dilation, groups, reduce, math):
@@ -128,27 +132,32 @@ def check_args(x, weight, bias, stride, padding, dilation, groups, reduce, math)
     if x.dtype == torch.float64 and math not in ("ieee", "accurate"):
         raise ValueError(f"{_OP}: argument 'math' must be 'ieee' or 'accurate' for float64 x (tensor cores take "
                          f"32- and 16-bit inputs), got '{math}'")
-    # convred::validate's limits, in its order (the C++ check_args reports its status the same way)
+    # convred::validate's limits, in its order (the C++ check_args reports its status the same way), where
+    # the sizes are plain ints: a symbolic size under torch.compile (a data-dependent batch among them) is
+    # left to the real op, so that these checks add no guards
+    concrete = all(type(v) is int for v in (N, C, H, W, K, Cg, R, S, *stride, *padding, *dilation))
+
     def refuse(status):
         raise ValueError(f"{_OP}: arguments 'x', 'weight', 'stride', 'padding', 'dilation' (sizes {list(x.shape)}, "
                          f"{list(weight.shape)}, stride {list(stride)}, padding {list(padding)}, dilation "
                          f"{list(dilation)}): {status}")
-    if any(v > _MAX_EXTENT for v in (N, C, H, W, K, R, S)):
-        refuse("invalid_shape: a size above 2^40")
-    if (any(v > _COORD_LIMIT for v in (R, S, *padding, *stride, *dilation))
-            or H + 2 * padding[0] + dilation[0] * (R - 1) + stride[0] > _COORD_LIMIT
-            or W + 2 * padding[1] + dilation[1] * (S - 1) + stride[1] > _COORD_LIMIT):
-        refuse("size_overflow: an input coordinate at or beyond 2^30")
+    if concrete and any(v > _MAX_EXTENT for v in (N, C, H, W, K, R, S)):
+        refuse(_INVALID_SHAPE)
+    if concrete and (any(v > _COORD_LIMIT for v in (R, S, *padding, *stride, *dilation))
+                     or H + 2 * padding[0] + dilation[0] * (R - 1) + stride[0] > _COORD_LIMIT
+                     or W + 2 * padding[1] + dilation[1] * (S - 1) + stride[1] > _COORD_LIMIT):
+        refuse(_SIZE_OVERFLOW)
     P = _out_size(H, padding[0], dilation[0], R, stride[0])
     Q = _out_size(W, padding[1], dilation[1], S, stride[1])
     if P < 1 or Q < 1:
         raise ValueError(f"{_OP}: arguments 'weight', 'padding', 'dilation': the dilated kernel is larger than "
                          f"the padded input (output size {P} x {Q})")
-    n1, e = max(N, 1), x.element_size()
-    if max(n1 * C * H * W * e, K * Cg * R * S * e, n1 * K * P * Q * e, n1 * P * Q * 8) >= 1 << 63:
-        refuse("size_overflow: a tensor's size overflows int64")
-    if max(C, K, Cg * R * S) > _INDEX_LIMIT:
-        refuse("size_overflow: C, K or C/groups*R*S at or above 2^30 (32-bit indices)")
+    if concrete:
+        n1, e = max(N, 1), x.element_size()
+        if max(n1 * C * H * W * e, K * Cg * R * S * e, n1 * K * P * Q * e, n1 * P * Q * 8) >= 1 << 63:
+            refuse(_SIZE_OVERFLOW)
+        if max(C, K, Cg * R * S) > _INDEX_LIMIT:
+            refuse(_SIZE_OVERFLOW)
     return N, P, Q
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math as _pymath
+import operator
 from typing import Optional, Tuple, Union
 
 import torch
@@ -65,8 +66,13 @@ class Conv2dReduce(nn.Module):
             raise ValueError(f"Conv2dReduce: argument 'reduce' must be one of {', '.join(REDUCES)}, got '{reduce}'")
         if math is not None and math not in MATHS:
             raise ValueError(f"Conv2dReduce: argument 'math' must be None or one of {', '.join(MATHS)}, got '{math}'")
-        if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
-            raise ValueError(f"Conv2dReduce: argument 'groups' must be an int >= 1, got {groups!r}")
+        try:
+            g = operator.index(groups)  # (ints and integer-likes such as numpy's, as nn.Conv2d takes)
+        except TypeError:
+            g = 0
+        if g < 1:
+            raise ValueError(f"Conv2dReduce: argument 'groups' must be an integer >= 1, got {groups!r}")
+        groups = g
         if in_channels % groups or out_channels % groups:
             raise ValueError("Conv2dReduce: argument 'groups' must divide in_channels and out_channels")
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups

@@ -207,7 +207,7 @@ inline constexpr std::size_t round16(std::size_t bytes) { return (bytes + 15) / 
 inline bool workspace_fits(std::initializer_list<double> parts) {
   double sum = 0;
   for (const double b : parts) sum += b + 16;
-  return sum < 4.0e18;
+  return sum < 0x1p62;
 }
 
 /// @brief The scratch of an adapter family (one that runs an inner family and kernels of its own:
