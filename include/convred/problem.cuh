@@ -95,19 +95,22 @@ inline bool mul_ok(std::int64_t a, std::int64_t b, std::int64_t& out) {
   out = a * b;
   return true;
 }
+/// The product of the factors (each >= 0) in `out`; false (out unspecified) if it overflows int64.
+inline bool product(std::initializer_list<std::int64_t> factors, std::int64_t& out) {
+  out = 1;
+  for (auto f : factors)
+    if (!mul_ok(out, f, out)) return false;
+  return true;
+}
 /// Product of all factors with overflow check, also checking the byte size for `elem_bytes`.
 inline bool product_ok(std::initializer_list<std::int64_t> factors, std::int64_t elem_bytes) {
   std::int64_t p = 1;
-  for (auto f : factors)
-    if (!mul_ok(p, f, p)) return false;
-  return mul_ok(p, elem_bytes, p);
+  return product(factors, p) && mul_ok(p, elem_bytes, p);
 }
 /// Whether the product of the factors (each >= 0) is below `limit`, without overflowing on the way.
 inline bool product_below(std::initializer_list<std::int64_t> factors, std::int64_t limit) {
   std::int64_t p = 1;
-  for (auto f : factors)
-    if (!mul_ok(p, f, p)) return false;
-  return p < limit;
+  return product(factors, p) && p < limit;
 }
 /// Sizes and parameters the kernels index with fit comfortably in int64 when each is below 2^40.
 inline constexpr std::int64_t max_extent = std::int64_t(1) << 40;

@@ -414,10 +414,9 @@ inline direct_config choose_direct_config(const conv2d_problem& p, const direct_
 /// direct_max_smem; unstaged: the run-time variant only.
 inline bool direct_config_fits(const conv2d_problem& p, const direct_kernel_shape& k, const direct_config& c,
                                int max_splits) {
-  // (each factor bounded first, so that the products below cannot overflow)
-  if (c.tx < 1 || c.ty < 1 || c.groups < 1 || c.tx > kernel::direct_max_threads || c.ty > kernel::direct_max_threads ||
-      c.groups > kernel::direct_max_threads || c.tx * c.ty > kernel::direct_max_threads ||
-      c.groups * c.tx * c.ty > kernel::direct_max_threads || c.cb < 1 || c.splits < 1 ||
+  constexpr int most = kernel::direct_max_threads;  // (each factor bounded before their product: no overflow)
+  if (c.tx < 1 || c.ty < 1 || c.groups < 1 || c.tx > most || c.ty > most || c.groups > most ||
+      c.groups * c.tx * c.ty > most || c.cb < 1 || c.splits < 1 ||
       c.splits > std::min(max_splits, direct_max_splits_sm90) || c.splits > p.groups || c.cb % p.C_per_group() != 0 ||
       p.C_per_group() > block::direct_max_group_channels)
     return false;

@@ -262,8 +262,7 @@ inline std::int64_t pass_states_bytes(const conv2d_problem& p, bool pass_states)
   if (!pass_states) return 0;
   const std::int64_t npass = p.groups * ((p.K_per_group() + 127) / 128);
   std::int64_t bytes = 0;
-  if (!convred::detail::mul_ok(npass, p.gemm_m(), bytes) ||
-      !convred::detail::mul_ok(bytes, static_cast<std::int64_t>(pass_state_bytes), bytes) ||
+  if (!convred::detail::product({npass, p.gemm_m(), static_cast<std::int64_t>(pass_state_bytes)}, bytes) ||
       bytes > std::numeric_limits<std::int64_t>::max() - 15)
     return -1;
   return (bytes + 15) / 16 * 16;
@@ -279,12 +278,11 @@ inline std::size_t packed_split_bytes(const conv2d_problem& p, std::size_t packe
                                       bool pass_states = false, std::int64_t tail_pixels = 0, int tail_splits = 0) {
   constexpr std::int64_t most = std::numeric_limits<std::int64_t>::max();
   if (packed > static_cast<std::size_t>(most / 4) || xpack > static_cast<std::size_t>(most / 4)) return 0;
-  std::int64_t plane = 0, sums = 0;
+  std::int64_t sums = 0;
   const std::int64_t head = static_cast<std::int64_t>(partial_offset(packed) + xpack);  // < 2^62
   const std::int64_t pixels = splits > 0 ? p.gemm_m() : tail_pixels, z = splits > 0 ? splits : tail_splits;
   const std::int64_t states = splits > 0 ? 0 : pass_states_bytes(p, pass_states);
-  const bool ok = states >= 0 && convred::detail::mul_ok(pixels, p.K, plane) && convred::detail::mul_ok(plane, 4, plane) &&
-                  convred::detail::mul_ok(plane, z, sums);
+  const bool ok = states >= 0 && convred::detail::product({pixels, p.K, 4, z}, sums);
   if (!ok || states > most - head || sums > most - head - states) return 0;
   return static_cast<std::size_t>(head + states + sums);
 }

@@ -207,7 +207,8 @@ struct grouped : family_defaults<grouped<Inner, Fallback>, typename Inner::eleme
       unsigned char* mine = base + inner_scratch;
       T* xs = reinterpret_cast<T*>(mine);
       T* ys = reinterpret_cast<T*>(mine + xs_bytes(p));
-      auto* is = reinterpret_cast<std::int64_t*>(mine + xs_bytes(p) + round16(static_cast<std::size_t>(G) * static_cast<std::size_t>(M) * sizeof(T)));
+      const std::size_t gm = static_cast<std::size_t>(G) * static_cast<std::size_t>(M);  // (workspace_fits)
+      auto* is = reinterpret_cast<std::int64_t*>(mine + xs_bytes(p) + round16(gm * sizeof(T)));
       const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>((M + 255) / 256, std::int64_t(1) << 16));
       // (the whole scratch: the inner family's and the copies)
       if (status st = adapter_checks<Op>(p, a, c, base, inner_scratch + extra_bytes(p), blocks); st != status::success)
