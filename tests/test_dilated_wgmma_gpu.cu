@@ -70,6 +70,10 @@ const dilated_case cases[] = {
     {"d2 on 6x200 (one output row per tile, a 216-column box)", make_problem(1, 16, 6, 200, 40, 3, 3, 2, 2, 1, 1, 2, 2)},
     {"d6 on 13x13, C 128 K 256 (filter streamed, x copied)", make_problem(2, 128, 13, 13, 256, 3, 3, 6, 6, 1, 1, 6, 6)},
     {"d2, K 300 (three passes)", make_problem(1, 32, 20, 20, 300, 3, 3, 2, 2, 1, 1, 2, 2)},
+    {"d2 on 9x13, N 5, C 260 (x copied: several images, channels past 256)",
+     make_problem(5, 260, 9, 13, 40, 3, 3, 2, 2, 1, 1, 2, 2)},
+    {"d12 on 33x33, N 3, C 136 (DeepLab's ASPP on a small image: x copied, pitch 36)",
+     make_problem(3, 136, 33, 33, 48, 3, 3, 12, 12, 1, 1, 12, 12)},
 };
 
 /// Dilated layers of flat tiles (the window's halo (R - 1) dil_h plane rows, (S - 1) dil_w pixels; the pitch
@@ -431,7 +435,8 @@ TEST_CASE("wgmma dilated tiles sanitizer: a padded copy of x, dead rows, residen
   if (!convred::device::detail::wgmma_available()) return;
   // (the second: its filter streamed, 1.2 MB)
   for (const conv2d_problem& p : {make_problem(2, 16, 5, 30, 140, 2, 3, 12, 2, 1, 1, 10, 2),
-                                  make_problem(1, 128, 5, 13, 256, 3, 3, 6, 6, 1, 1, 6, 6)}) {
+                                  make_problem(1, 128, 5, 13, 256, 3, 3, 6, 6, 1, 1, 6, 6),
+                                  make_problem(3, 260, 7, 13, 20, 3, 3, 2, 2, 1, 1, 2, 2)}) {
     const auto d = make_data<float>(p, 99, data_kind::real);
     op_check<dilated_tiles, math::tf32, mode::model>("dilated wgmma sanitizer", p, d, op::argmin{});
     op_check<dilated_tiles, math::tf32, mode::pass>("dilated wgmma sanitizer", p, d, op::argmin{});
