@@ -254,7 +254,7 @@ struct wgmma_conv_params {
   /// @brief direct_taps: 32-bit entries per row of the x the TMA box reads: W, or when x is copied
   /// (plan::wgmma_params::x_copied: W % 4 != 0, since TMA row strides are 16-byte multiples, or bf16 / fp16
   /// math, whose copy holds channel pairs) W rounded up to a multiple of 4 (the copy lies in the
-  /// workspace's packed-x region: xpack_bytes; written before the kernel by cudaMemcpy2DAsync or
+  /// workspace's packed-x region: xpack_bytes; written before the kernel by kernel::pitch_x_kernel or
   /// kernel::pack_x_pairs_kernel; the tensor map's rows are W wide, so its extra columns are never read)
   std::int32_t x_pitch = 0;
 

@@ -179,13 +179,13 @@ std::size_t packed_bytes(const wgmma_plan_t& plan) {
 /// Launches the wgmma kernel with parameters k (x, filter, bias, xpack and the modes set) on `units`
 /// work units: first, when `pack_tiles` > 0, for flat tiles kernel::pack_x_kernel for that many tiles into
 /// k.xpack, for direct_taps tiles that read a copy of x (plan::wgmma_params::x_copied) that copy into
-/// k.xpack: tf32 with W % 4 != 0 rows of x_pitch floats (cudaMemcpy2DAsync), bf16 / fp16 channel pairs
+/// k.xpack: tf32 with W % 4 != 0 rows of x_pitch floats (kernel::pitch_x_kernel), bf16 / fp16 channel pairs
 /// (kernel::pack_x_pairs_kernel); then the persistent kernel, one block per SM (at most one per unit), in the variant the
 /// parameters need (the gathering one also for flat tiles at stride 2, whose taps read stride phases; the
 /// direct one for direct tiles; under 3xTF32 the tap-loop one for filters other than 3x3 and 1x1 and for
 /// stride 2 but flat 1x1 tiles: plan::wgmma_params::tap_loop), as
 /// a programmatic dependent launch of the kernel before it when `dependent` (after the packing pass or
-/// the pairs' copy, or a split-K tail after the head's launch). `refused` is set (and success returned, nothing launched) when
+/// x's copy, or a split-K tail after the head's launch). `refused` is set (and success returned, nothing launched) when
 /// the driver refuses x's tensor map: the caller runs its fallback. `Direct` = false (conv2d_reduce_packed,
 /// whose parameters are row tiles) leaves the direct tiles' kernel out of the build.
 template <class Policy, bool Direct = true, class Op, class Epilogue>
@@ -217,14 +217,13 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
   int dev = 0, sms = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
     return status::cuda_error;
-  const bool pairs = copied && !Policy::is_tf32 && pack_tiles > 0;  // (a kernel: the main one follows with PDL)
-  if (copied && pack_tiles > 0) {
-    if constexpr (Policy::is_tf32) {  // rows of W floats to rows of x_pitch
-      const std::size_t rows = static_cast<std::size_t>(k.N) * static_cast<std::size_t>(k.C) * static_cast<std::size_t>(k.H);
-      const std::size_t w = static_cast<std::size_t>(k.W) * 4;
-      if (cudaMemcpy2DAsync(const_cast<void*>(k.xpack), static_cast<std::size_t>(k.x_pitch) * 4, k.x, w, w, rows,
-                            cudaMemcpyDeviceToDevice, stream) != cudaSuccess)
-        return status::cuda_error;
+  const bool copying = copied && pack_tiles > 0;  // (a kernel: the main one follows with PDL)
+  if (copying) {
+    if constexpr (Policy::is_tf32) {  // rows of W floats to rows of x_pitch, 16 bytes per thread and step
+      auto copy = kernel::pitch_x_kernel<float>;
+      if (status s = check_device(copy); s != status::success) return s;
+      copy<<<static_cast<unsigned>(sms) * 8, 256, 0, stream>>>(k.x, static_cast<float4*>(const_cast<void*>(k.xpack)), k);
+      if (status s = launch_status(); s != status::success) return s;
     } else {  // 16-bit channel pairs, a block per (n, pair) plane at a time
       auto copy = kernel::pack_x_pairs_kernel<typename Policy::math>;
       if (status s = check_device(copy); s != status::success) return s;
@@ -246,7 +245,7 @@ status launch_wgmma(const block::wgmma_conv_params& k, std::size_t smem, std::in
   const int threads = phased                     ? kernel::wgmma_block<Policy, true>::threads
                       : direct_kernel && k.direct ? kernel::wgmma_block<Policy, false, true>::threads
                                                   : kernel::wgmma_block<Policy, false>::threads;
-  launch_kernel(dependent || (pack_tiles > 0 && k.flat) || pairs, kern, dim3(static_cast<unsigned>(grid)), dim3(threads), smem, stream, x_map,
+  launch_kernel(dependent || (pack_tiles > 0 && k.flat) || copying, kern, dim3(static_cast<unsigned>(grid)), dim3(threads), smem, stream, x_map,
                 k, op, epi, y, indices);
   return launch_status();
 }

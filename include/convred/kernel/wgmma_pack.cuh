@@ -118,6 +118,28 @@ __global__ void pack_x_kernel(const float* __restrict__ x, void* __restrict__ ou
   if constexpr (W == 8) dst[per] = make_uint4(wd[4], wd[5], wd[6], wd[7]);  // the small parts: part 1
 }
 
+/// @brief Copies x (NCHW fp32) for the tf32 and 3xTF32 dilated direct tiles where W % 4 != 0
+/// (wgmma_conv_params::direct_taps; plan::wgmma_params::x_copied: TMA row strides are 16-byte multiples) into
+/// rows of k.x_pitch floats (W rounded up to 4; `out` 16-byte aligned): row r = (n C + c) H + h of the copy
+/// holds x's row r, then zeros. Each thread stores 16 bytes (4 floats of one row) per step, loading them as
+/// floats (x itself may be only 4-byte aligned), threads striding over the N C H x_pitch / 4 quads: 2.77
+/// TB/s on the H100 over x read and the copy written, against 1.48 TB/s for cudaMemcpy2DAsync's rows of W
+/// floats (bench/NOTES.md, session 30). Calls launch_dependent_grids first: the wgmma kernel, launched after
+/// it with PDL, reads the copy only after its wait_prior_grids. (T is float; a template, so that the header
+/// defines it in every translation unit.)
+template <class T>
+__global__ void pitch_x_kernel(const T* __restrict__ x, float4* __restrict__ out, const block::wgmma_conv_params k) {
+  static_assert(std::is_same_v<T, float>, "pitch_x_kernel: x is fp32");
+  convred::detail::launch_dependent_grids();  // the main kernel's set-up overlaps this pass (PDL)
+  const std::int64_t quads = k.x_pitch / 4, n = std::int64_t(k.N) * k.C * k.H * quads;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n; i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t r = i / quads;
+    const std::int32_t w = static_cast<std::int32_t>(i - r * quads) * 4;
+    const T* s = x + r * k.W + w;
+    out[i] = make_float4(s[0], w + 1 < k.W ? s[1] : 0.f, w + 2 < k.W ? s[2] : 0.f, w + 3 < k.W ? s[3] : 0.f);
+  }
+}
+
 /// @brief Copies x (NCHW fp32) for the bf16 / fp16 dilated direct tiles (wgmma_conv_params::direct_taps under
 /// a 16-bit policy; plan::wgmma_params::x_copied) as pairs of channels: entry (n, c2, h, w) of `out`, rows of
 /// k.x_pitch 32-bit entries ([n][c2][h][x_pitch], c2 < ceil(C / 2)), holds channels 2 c2 (low half) and
