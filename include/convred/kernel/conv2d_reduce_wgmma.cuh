@@ -67,7 +67,8 @@ __global__ void __launch_bounds__(wgmma_block<Policy, Gather, Direct>::threads, 
   for (int i = tid; i < Policy::block_n; i += blk::threads)
     sm.tail.bias[i] = prm.bias && i < prm.K ? prm.bias[i] : 0.f;
   __syncthreads();
-  // launched after kernel::pack_x_kernel with PDL (flat tiles): the packed x is read only past this point
+  // launched with PDL after kernel::pack_x_kernel (flat tiles), x's copy (pitch_x_kernel, pack_x_pairs_kernel:
+  // direct tiles) or a split-K tail's head: the packed x or x's copy is read only past this point
   convred::detail::wait_prior_grids();
   convred::detail::launch_dependent_grids();  // the fixup or combine may take SMs as blocks finish
   // 3xTF32 runs no split-K tail (device::choose_wgmma_tail): its consumers sit at their register limit,
